@@ -1,0 +1,22 @@
+"""Steadfast kernels: BabyBear arithmetic, NTT/LDE, Poseidon2 and Merkle commitments.
+
+The stable public host API (outside checks use it):
+
+* ``P`` -- the BabyBear prime 2^31 - 2^27 + 1.
+* ``poseidon2_permute(states)`` -- uint32[..., 16] -> same shape (SPEC §2).
+* ``hash_rows(m)`` -- uint32[n, w] -> uint32[n, 8], the Merkle leaf sponge (SPEC §3).
+* ``merkle_root(m)`` -- uint32[n, w], n a power of two -> uint32[8].
+* ``ntt(a)`` / ``intt(a)`` -- along the last axis, natural order, omega_n = 31^((p-1)/n).
+* ``coset_lde(evals, log_blowup, shift=31)`` -- uint32[n, w] evaluations on <omega_n> ->
+  uint32[n*2^k, w] evaluations on shift*<omega_{n*2^k}>, natural order.
+
+Every function validates dtype and shape and raises ``ValueError``/``TypeError`` with a
+clear message; all values are canonical uint32 in [0, P).
+"""
+from .field import P, GENERATOR, TWO_ADICITY, EXT_W, root_of_unity
+from .ntt import ntt, intt, coset_lde
+from .poseidon2 import poseidon2_permute
+from .merkle import hash_rows, merkle_root
+
+__all__ = ["P", "GENERATOR", "TWO_ADICITY", "EXT_W", "root_of_unity", "ntt", "intt",
+           "coset_lde", "poseidon2_permute", "hash_rows", "merkle_root"]
