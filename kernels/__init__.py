@@ -14,9 +14,22 @@ Every function validates dtype and shape and raises ``ValueError``/``TypeError``
 clear message; all values are canonical uint32 in [0, P).
 """
 from .field import P, GENERATOR, TWO_ADICITY, EXT_W, root_of_unity
-from .ntt import ntt, intt, coset_lde
-from .poseidon2 import poseidon2_permute
-from .merkle import hash_rows, merkle_root
+
+# The kernel modules compile (or load from cache) numba code on first use; load them
+# lazily so that importing one submodule does not pay for all of them.
+_LAZY = {"ntt": "ntt", "intt": "ntt", "coset_lde": "ntt", "poseidon2_permute": "poseidon2",
+         "hash_rows": "merkle", "merkle_root": "merkle"}
+
+
+def __getattr__(name):
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'kernels' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = ["P", "GENERATOR", "TWO_ADICITY", "EXT_W", "root_of_unity", "ntt", "intt",
            "coset_lde", "poseidon2_permute", "hash_rows", "merkle_root"]

@@ -15,6 +15,7 @@ import time
 import types
 
 DEVICE_MODULES = (
+    "kernels.field_device",
     "kernels.ntt_device",
     "kernels.poseidon2_device",
     "kernels.merkle_device",

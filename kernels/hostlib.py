@@ -1,0 +1,190 @@
+"""Host (CPU) side of the field: the shared scalar functions compiled with ``njit`` and
+vectorised array operations built on them.
+
+``HF`` is :func:`kernels.field.build` compiled for the CPU; host kernels elsewhere call
+``HF.mul`` etc. inside their own ``njit`` loops.  The array functions below take
+canonical uint32 arrays (any shape, broadcast like numpy) and return canonical uint32.
+Extension-field arrays carry their 4 coefficients in the last axis: uint32[..., 4].
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from . import field
+from .field import P
+
+HF = field.build(njit(inline="always"))
+
+_add, _sub, _mul, _pow, _inv = HF.add, HF.sub, HF.mul, HF.pow_, HF.inv
+_ef_mul, _ef_inv = HF.ef_mul, HF.ef_inv
+
+
+def check_field_array(a, name: str = "input", allow_empty: bool = True) -> np.ndarray:
+    """Validate a canonical field array: uint32 dtype, values < P. Returns it contiguous."""
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"{name}: expected a numpy uint32 array, got {type(a).__name__}")
+    if a.dtype != np.uint32:
+        raise TypeError(f"{name}: expected dtype uint32, got {a.dtype}")
+    if not allow_empty and a.size == 0:
+        raise ValueError(f"{name}: empty array")
+    return np.ascontiguousarray(a)
+
+
+@njit(cache=True, parallel=True)
+def _binop(a, b, out, op):
+    for i in prange(out.size):
+        x = a[i]
+        y = b[i]
+        if op == 0:
+            out[i] = _add(x, y)
+        elif op == 1:
+            out[i] = _sub(x, y)
+        else:
+            out[i] = _mul(x, y)
+
+
+def _apply(a, b, op):
+    a = check_field_array(a, "a")
+    b = check_field_array(b, "b")
+    x, y = np.broadcast_arrays(a, b)
+    out = np.empty(x.shape, np.uint32)
+    if out.size:
+        _binop(np.ascontiguousarray(x).reshape(-1), np.ascontiguousarray(y).reshape(-1),
+               out.reshape(-1), op)
+    return out
+
+
+def add(a, b):
+    """(a + b) mod p, elementwise."""
+    return _apply(a, b, 0)
+
+
+def sub(a, b):
+    """(a - b) mod p, elementwise."""
+    return _apply(a, b, 1)
+
+
+def mul(a, b):
+    """(a * b) mod p, elementwise."""
+    return _apply(a, b, 2)
+
+
+@njit(cache=True, parallel=True)
+def _pow_kernel(a, e, out):
+    for i in prange(a.size):
+        out[i] = _pow(a[i], e)
+
+
+def power(a, e: int):
+    """a^e mod p elementwise, e a non-negative integer < 2^64."""
+    a = check_field_array(a, "a")
+    if not 0 <= int(e) < 1 << 64:
+        raise ValueError(f"exponent out of range: {e}")
+    out = np.empty_like(a)
+    if a.size:
+        _pow_kernel(a.reshape(-1), np.uint64(e), out.reshape(-1))
+    return out
+
+
+def inverse(a):
+    """a^{-1} elementwise; raises ZeroDivisionError if any element is 0."""
+    a = check_field_array(a, "a")
+    if np.any(a == 0):
+        raise ZeroDivisionError("inverse of zero in BabyBear")
+    return power(a, P - 2)
+
+
+@njit(cache=True)
+def _batch_inv_kernel(a, out):
+    # Montgomery's trick: prefix products, one inversion, then walk back.
+    n = a.size
+    acc = np.uint32(1)
+    for i in range(n):
+        out[i] = acc
+        acc = _mul(acc, a[i])
+    inv_acc = _inv(acc)
+    for i in range(n - 1, -1, -1):
+        out[i] = _mul(out[i], inv_acc)
+        inv_acc = _mul(inv_acc, a[i])
+
+
+@njit(cache=True, parallel=True)
+def _batch_inv_chunks(a, out, chunk):
+    nchunks = (a.size + chunk - 1) // chunk
+    for c in prange(nchunks):
+        lo = c * chunk
+        hi = min(a.size, lo + chunk)
+        _batch_inv_kernel(a[lo:hi], out[lo:hi])
+
+
+def batch_inverse(a):
+    """Inverse of every element with one field inversion per chunk (Montgomery's trick)."""
+    a = check_field_array(a, "a")
+    if np.any(a == 0):
+        raise ZeroDivisionError("batch inverse of an array containing zero")
+    out = np.empty_like(a)
+    if a.size:
+        _batch_inv_chunks(a.reshape(-1), out.reshape(-1), 1 << 14)
+    return out
+
+
+# ---- extension field arrays: uint32[..., 4] ----
+
+def _check_ef(a, name):
+    a = check_field_array(a, name)
+    if a.ndim == 0 or a.shape[-1] != 4:
+        raise ValueError(f"{name}: extension-field arrays have a last axis of 4 coefficients, got shape {a.shape}")
+    return a
+
+
+@njit(cache=True, parallel=True)
+def _ef_mul_kernel(a, b, out):
+    for i in prange(out.shape[0]):
+        r = _ef_mul(a[i, 0], a[i, 1], a[i, 2], a[i, 3], b[i, 0], b[i, 1], b[i, 2], b[i, 3])
+        out[i, 0] = r[0]
+        out[i, 1] = r[1]
+        out[i, 2] = r[2]
+        out[i, 3] = r[3]
+
+
+@njit(cache=True, parallel=True)
+def _ef_inv_kernel(a, out):
+    for i in prange(out.shape[0]):
+        r = _ef_inv(a[i, 0], a[i, 1], a[i, 2], a[i, 3])
+        out[i, 0] = r[0]
+        out[i, 1] = r[1]
+        out[i, 2] = r[2]
+        out[i, 3] = r[3]
+
+
+def ef_add(a, b):
+    return add(_check_ef(a, "a"), _check_ef(b, "b"))
+
+
+def ef_sub(a, b):
+    return sub(_check_ef(a, "a"), _check_ef(b, "b"))
+
+
+def ef_mul(a, b):
+    """Product in EF = F_p[X]/(X^4 - 11), elementwise over the leading axes."""
+    a = _check_ef(a, "a")
+    b = _check_ef(b, "b")
+    x, y = np.broadcast_arrays(a, b)
+    shape = x.shape
+    out = np.empty(shape, np.uint32)
+    if out.size:
+        _ef_mul_kernel(np.ascontiguousarray(x).reshape(-1, 4),
+                       np.ascontiguousarray(y).reshape(-1, 4), out.reshape(-1, 4))
+    return out
+
+
+def ef_inverse(a):
+    """Inverse in EF elementwise; raises ZeroDivisionError on a zero element."""
+    a = _check_ef(a, "a")
+    if np.any(np.all(a == 0, axis=-1)):
+        raise ZeroDivisionError("inverse of zero in the extension field")
+    out = np.empty_like(a)
+    if out.size:
+        _ef_inv_kernel(a.reshape(-1, 4), out.reshape(-1, 4))
+    return out

@@ -1,0 +1,92 @@
+"""Backend selection, byte budgets and the DeviceOOM seam."""
+import threading
+
+import numpy as np
+import pytest
+
+from kernels import backend as B
+
+
+@pytest.mark.parametrize("text,expect", [
+    ("4096", 4096), ("6GiB", 6 << 30), ("512MiB", 512 << 20), ("1.5GB", 1_500_000_000),
+    ("2 kib", 2048), (123, 123)])
+def test_parse_bytes(text, expect):
+    assert B.parse_bytes(text) == expect
+
+
+@pytest.mark.parametrize("bad", ["", "lots", "5 parsecs", "-3", "1e9"])
+def test_parse_bytes_rejects(bad):
+    with pytest.raises(ValueError, match="byte size"):
+        B.parse_bytes(bad)
+
+
+def test_resolve_backend(monkeypatch):
+    monkeypatch.setenv("PROVER_BACKEND", "host")
+    assert B.resolve_backend() == "host"
+    assert B.resolve_backend("emu") == "emu"
+    assert B.resolve_backend("sim") == "sim"       # the test session runs the simulator
+    with pytest.raises(B.BackendError, match="unknown backend 'gpu'"):
+        B.resolve_backend("gpu")
+    with pytest.raises(B.BackendError, match="no usable CUDA"):
+        B.resolve_backend("cuda")
+    monkeypatch.setenv("PROVER_BACKEND", "auto")
+    assert B.resolve_backend() == "host"           # no GPU in CI
+
+
+@pytest.mark.parametrize("kind", ["emu", "sim"])
+def test_budget_and_transfers(kind):
+    mem = B.DeviceMemory(kind, budget=1000)
+    a = mem.to_device(np.arange(100, dtype=np.uint32), tag="t")
+    assert mem.ledger.in_use == 400
+    assert np.array_equal(mem.to_host(a), np.arange(100, dtype=np.uint32))
+    with pytest.raises(B.DeviceOOM) as err:
+        mem.empty((200,), np.uint32, tag="big")
+    assert err.value.requested == 800 and err.value.in_use == 400 and err.value.budget == 1000
+    assert "big" in str(err.value)
+    mem.free(a)
+    mem.free(a)                      # idempotent on the same handle
+    assert mem.ledger.in_use == 0 and mem.ledger.peak == 400
+    b = mem.empty((250,), np.uint32)
+    assert mem.ledger.in_use == 1000
+    mem.free(b)
+    with pytest.raises(RuntimeError, match="freed"):
+        mem.to_host(b)
+
+
+def test_emu_is_a_separate_memory_space():
+    mem = B.DeviceMemory("emu", budget=None)
+    host = np.arange(8, dtype=np.uint32)
+    dev = mem.to_device(host)
+    host[:] = 0
+    assert mem.to_host(dev).tolist() == list(range(8))
+
+
+def test_ledger_is_atomic_under_contention():
+    ledger = B.BudgetLedger(budget=100 * 8)
+    passed = []
+
+    def worker():
+        for _ in range(200):
+            try:
+                ledger.reserve(8)
+                passed.append(1)
+            except B.DeviceOOM:
+                pass
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(passed) == 100 and ledger.in_use == 800
+
+
+def test_real_cuda_oom_errors_map_to_device_oom():
+    class OutOfMemoryError(Exception):   # the shape of cupy.cuda.memory.OutOfMemoryError
+        pass
+
+    class CudaAPIError(Exception):
+        pass
+    assert isinstance(B.as_device_oom(OutOfMemoryError("out of memory allocating 1 bytes")), B.DeviceOOM)
+    e = B.as_device_oom(CudaAPIError("[2] Call to cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY"), 64)
+    assert isinstance(e, B.DeviceOOM) and e.requested == 64
+    assert B.as_device_oom(ValueError("nope")) is None

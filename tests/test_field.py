@@ -1,0 +1,149 @@
+"""BabyBear and its quartic extension against galois (an independent implementation)."""
+import galois
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from kernels import field
+from kernels import hostlib as H
+
+P = field.P
+GF = galois.GF(P)
+elem = st.integers(0, P - 1)
+nonzero = st.integers(1, P - 1)
+arrays = st.lists(elem, min_size=1, max_size=40)
+
+
+def _irreducible_poly():
+    # X^4 - 11 over F_p, coefficients highest degree first
+    return galois.Poly([1, 0, 0, 0, (-field.EXT_W) % P], field=GF)
+
+
+GF4 = None
+
+
+def gf4():
+    global GF4
+    if GF4 is None:
+        GF4 = galois.GF(P ** 4, irreducible_poly=_irreducible_poly(), verify=False)
+    return GF4
+
+
+def to_gf4(c):
+    # our coefficients (c0..c3) are low degree first; galois' integer repr is base-p, high first
+    c = [int(x) for x in c]
+    return gf4()(c[0] + c[1] * P + c[2] * P ** 2 + c[3] * P ** 3)
+
+
+def from_gf4(x):
+    v = int(x)
+    return [(v // P ** i) % P for i in range(4)]
+
+
+def test_constants():
+    assert P == 2**31 - 2**27 + 1
+    assert field.root_of_unity(27) == 440564289 == 0x1A427A41
+    assert pow(field.root_of_unity(27), 1 << 27, P) == 1
+    assert pow(field.root_of_unity(27), 1 << 26, P) != 1
+    assert GF.primitive_element == field.GENERATOR or GF(field.GENERATOR).multiplicative_order() == P - 1
+    assert (field.MONT_NINV * P) % (1 << 32) == (1 << 32) - 1
+    with pytest.raises(ValueError):
+        field.root_of_unity(28)
+
+
+def test_extension_modulus_irreducible():
+    assert _irreducible_poly().is_irreducible()
+
+
+@given(arrays, arrays)
+def test_base_ops_against_galois(xs, ys):
+    n = min(len(xs), len(ys))
+    a = np.array(xs[:n], np.uint32)
+    b = np.array(ys[:n], np.uint32)
+    ga, gb = GF(a.astype(np.int64)), GF(b.astype(np.int64))
+    assert np.array_equal(H.add(a, b), np.array(ga + gb, dtype=np.uint32))
+    assert np.array_equal(H.sub(a, b), np.array(ga - gb, dtype=np.uint32))
+    assert np.array_equal(H.mul(a, b), np.array(ga * gb, dtype=np.uint32))
+
+
+@given(st.lists(nonzero, min_size=1, max_size=60), st.integers(0, 2**64 - 1))
+def test_pow_inverse_batch_inverse(xs, e):
+    a = np.array(xs, np.uint32)
+    ga = GF(a.astype(np.int64))
+    assert np.array_equal(H.power(a, e), np.array(ga ** e, dtype=np.uint32))
+    expect = np.array(ga ** -1, dtype=np.uint32)
+    assert np.array_equal(H.inverse(a), expect)
+    assert np.array_equal(H.batch_inverse(a), expect)
+
+
+def test_batch_inverse_spans_chunks():
+    rng = np.random.default_rng(5)
+    a = rng.integers(1, P, (1 << 14) + 3, dtype=np.uint32)
+    inv = H.batch_inverse(a)
+    assert np.all(H.mul(a, inv) == 1)
+
+
+@given(elem, elem)
+def test_scalar_host_functions_and_montgomery(a, b):
+    HF = H.HF
+    assert HF.mul(np.uint32(a), np.uint32(b)) == a * b % P
+    bm = int(field.to_mont_host(np.array([b], np.uint32))[0])
+    assert HF.mont_mul(np.uint32(a), np.uint32(bm)) == a * b % P
+    assert HF.neg(np.uint32(a)) == (-a) % P
+    assert HF.reduce64(np.uint64(a) * np.uint64(b) + np.uint64(a)) == (a * b + a) % P
+
+
+ef_elem = st.lists(elem, min_size=4, max_size=4)
+
+
+@given(ef_elem, ef_elem)
+def test_extension_against_galois(x, y):
+    a = np.array([x], np.uint32)
+    b = np.array([y], np.uint32)
+    assert H.ef_mul(a, b)[0].tolist() == from_gf4(to_gf4(x) * to_gf4(y))
+    assert H.ef_add(a, b)[0].tolist() == from_gf4(to_gf4(x) + to_gf4(y))
+    assert H.ef_sub(a, b)[0].tolist() == from_gf4(to_gf4(x) - to_gf4(y))
+    if any(x):
+        assert H.ef_inverse(a)[0].tolist() == from_gf4(to_gf4(x) ** -1)
+
+
+@given(ef_elem, st.integers(0, 2**40))
+def test_extension_pow(x, e):
+    r = H.HF.ef_pow(*[np.uint32(v) for v in x], np.uint64(e))
+    assert [int(v) for v in r] == from_gf4(to_gf4(x) ** e)
+
+
+def test_errors():
+    with pytest.raises(TypeError, match="uint32"):
+        H.mul(np.arange(3, dtype=np.int64), np.arange(3, dtype=np.int64))
+    with pytest.raises(TypeError):
+        H.add([1, 2], [3, 4])
+    with pytest.raises(ZeroDivisionError):
+        H.batch_inverse(np.array([1, 0, 2], np.uint32))
+    with pytest.raises(ZeroDivisionError):
+        H.ef_inverse(np.zeros((1, 4), np.uint32))
+    with pytest.raises(ValueError, match="4 coefficients"):
+        H.ef_mul(np.zeros((2, 3), np.uint32), np.zeros((2, 3), np.uint32))
+    assert H.mul(np.zeros(0, np.uint32), np.zeros(0, np.uint32)).shape == (0,)
+    assert H.batch_inverse(np.zeros(0, np.uint32)).shape == (0,)
+
+
+# ---- the same source compiled as CUDA device functions, run under the simulator ----
+
+@pytest.mark.parametrize("n", [127, 128, 129])
+def test_device_field_kernels_match_host(n):
+    from numba import cuda
+    from kernels import field_device as D
+    rng = np.random.default_rng(n)
+    a = rng.integers(1, P, n, dtype=np.uint32)
+    b = rng.integers(0, P, n, dtype=np.uint32)
+    da, db = cuda.to_device(a), cuda.to_device(b)
+    assert np.array_equal(D.add(da, db).copy_to_host(), H.add(a, b))
+    assert np.array_equal(D.sub(da, db).copy_to_host(), H.sub(a, b))
+    assert np.array_equal(D.mul(da, db).copy_to_host(), H.mul(a, b))
+    assert np.array_equal(D.batch_inverse(da, chunk=16).copy_to_host(), H.batch_inverse(a))
+    ea = rng.integers(0, P, (n // 4 + 1, 4), dtype=np.uint32)
+    eb = rng.integers(0, P, (n // 4 + 1, 4), dtype=np.uint32)
+    dea, deb = cuda.to_device(ea), cuda.to_device(eb)
+    assert np.array_equal(D.ef_mul(dea, deb).copy_to_host(), H.ef_mul(ea, eb))
+    assert np.array_equal(D.ef_inverse(dea).copy_to_host(), H.ef_inverse(ea))
