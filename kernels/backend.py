@@ -148,16 +148,21 @@ def as_device_oom(exc: BaseException, requested: int = 0, ledger: BudgetLedger |
     return DeviceOOM(requested, in_use, budget, detail=f"{name}: {text}")
 
 
-@dataclass
+POISON_WORD = 0xFFFFFFFF   # not a canonical BabyBear element: a stale read is visible
+
+
+@dataclass(eq=False)
 class DeviceArray:
     """A device buffer handed out by :class:`DeviceMemory`.
 
     ``data`` is the backend's array object (a numba simulator array, a cupy array, or
-    a numpy array standing for emulated VRAM); ``nbytes`` is what the ledger booked.
+    a numpy array standing for emulated VRAM); ``nbytes`` is what the ledger booked;
+    ``epoch`` is the proof epoch it was allocated in (see :meth:`DeviceMemory.end_epoch`).
     """
     data: object
     nbytes: int
     tag: str = ""
+    epoch: int = 0
     freed: bool = False
 
     @property
@@ -170,14 +175,41 @@ class DeviceArray:
 
 
 class DeviceMemory:
-    """The one allocator interface for device memory (all device backends)."""
+    """The one allocator interface for device memory (all device backends).
 
-    def __init__(self, kind: str, budget: int | None = None):
+    Accounting: every allocation books its bytes in one :class:`BudgetLedger` under a
+    lock before any memory is touched, so the budget check and the booking are atomic.
+
+    Epochs: each proof runs in an epoch (``begin_epoch``/``end_epoch``).  Every buffer is
+    tagged with the epoch it was allocated in.  ``end_epoch`` reclaims everything the epoch
+    still holds, wholesale.  A ``free`` that arrives later for a buffer of an ended epoch
+    (a late finaliser, a handle that outlived its proof in a long-lived node) is *dropped*
+    and counted in ``stale_frees_dropped`` -- it never hands memory back to the pool a
+    second time, where it could already belong to the next proof.
+
+    Pool: freed blocks are cached per (shape, dtype) and reused, like cupy's pool does on
+    a GPU (on ``cuda`` cupy's own pool does this).  ``PROVER_ARENA_POISON=1`` fills every
+    freed block with 0xFFFFFFFF so that a read through a stale reference shows values
+    that are not field elements.
+
+    Serialisation: pool operations (allocate, free, reclaim) take ``self._lock``; cupy's
+    pool and numba's simulator device-array creation are not safe to drive from several
+    worker threads at once, and the pool's free lists must not be mutated concurrently.
+    """
+
+    def __init__(self, kind: str, budget: int | None = None, poison: bool | None = None):
         if kind not in ("cuda", "sim", "emu"):
             raise BackendError(f"no device memory for backend {kind!r}")
         self.kind = kind
         self.ledger = BudgetLedger(budget)
-        self._lock = threading.Lock()   # serialises pool calls (cupy's pool is not re-entrant-safe across streams)
+        self._lock = threading.RLock()
+        self.poison = (os.environ.get("PROVER_ARENA_POISON") == "1") if poison is None else poison
+        self.epoch = 0
+        self._live: dict[int, DeviceArray] = {}
+        self._pool: dict[tuple, list] = {}
+        self.stale_frees_dropped = 0
+        self.bytes_h2d = 0
+        self.bytes_d2h = 0
         if kind == "sim":
             enable_simulator()
         if kind in ("cuda", "sim"):
@@ -187,33 +219,88 @@ class DeviceMemory:
             import cupy  # noqa: F401  (the gpu extra)
             self._cupy = cupy
 
+    # -- epochs -------------------------------------------------------------------
+    def begin_epoch(self) -> int:
+        with self._lock:
+            self.epoch += 1
+            return self.epoch
+
+    def end_epoch(self) -> int:
+        """Reclaim every buffer the current epoch still holds; returns how many."""
+        with self._lock:
+            live = [a for a in self._live.values() if a.epoch == self.epoch]
+            for arr in live:
+                self._reclaim(arr)
+            self.epoch += 1          # nothing allocates in an ended epoch
+            return len(live)
+
     # -- allocation -------------------------------------------------------------
+    def _raw_empty(self, shape, dtype):
+        if self.kind == "emu":
+            return np.empty(shape, dtype=dtype)
+        if self.kind == "sim":
+            return self._cuda.device_array(shape, dtype=dtype)
+        return self._cupy.empty(shape, dtype=dtype)
+
     def empty(self, shape, dtype=np.uint32, tag: str = "") -> DeviceArray:
-        shape = tuple(int(s) for s in np.atleast_1d(shape)) if not isinstance(shape, tuple) else shape
-        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        if not isinstance(shape, tuple):
+            shape = tuple(int(s) for s in np.atleast_1d(shape))
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         self.ledger.reserve(nbytes, tag)
         try:
             with self._lock:
-                if self.kind == "emu":
-                    data = np.empty(shape, dtype=dtype)
-                elif self.kind == "sim":
-                    data = self._cuda.device_array(shape, dtype=dtype)
-                else:
-                    data = self._cupy.empty(shape, dtype=dtype)
+                cached = self._pool.get((shape, dtype.str))
+                data = cached.pop() if cached else self._raw_empty(shape, dtype)
+                arr = DeviceArray(data, nbytes, tag, self.epoch)
+                self._live[id(arr)] = arr
         except Exception as exc:
             self.ledger.release(nbytes)
             oom = as_device_oom(exc, nbytes, self.ledger)
             if oom is not None:
                 raise oom from exc
             raise
-        return DeviceArray(data, nbytes, tag)
+        return arr
 
-    def free(self, arr: DeviceArray) -> None:
-        if arr.freed:
-            return
+    def _reclaim(self, arr: DeviceArray) -> None:
+        # caller holds the lock
+        data = arr.data
         arr.freed = True
-        self.ledger.release(arr.nbytes)
         arr.data = None
+        self._live.pop(id(arr), None)
+        self.ledger.release(arr.nbytes)
+        if data is None:
+            return
+        if self.poison:
+            self._fill(data, POISON_WORD)
+        if self.kind != "cuda":     # cupy's pool caches for us once the array is dropped
+            self._pool.setdefault((tuple(data.shape), np.dtype(data.dtype).str), []).append(data)
+
+    def _fill(self, data, word: int) -> None:
+        if self.kind == "emu":
+            data.view(np.uint8).fill(0xFF) if word == POISON_WORD else data.fill(word)
+        elif self.kind == "sim":
+            host = np.full(data.shape, word, dtype=np.uint64).astype(data.dtype, casting="unsafe")
+            data.copy_to_device(host)
+        else:
+            data.view(self._cupy.uint8).fill(0xFF)
+
+    def free(self, arr: DeviceArray) -> bool:
+        """Return ``arr`` to the pool; False (and counted) if it was already reclaimed or stale."""
+        with self._lock:
+            if arr.freed or arr.epoch != self.epoch:
+                self.stale_frees_dropped += 1
+                return False
+            self._reclaim(arr)
+            return True
+
+    def release_pool(self) -> None:
+        """Drain: wait for queued work, then give the pool's cached blocks back."""
+        self.synchronize()
+        with self._lock:
+            self._pool.clear()
+            if self.kind == "cuda":
+                self._cupy.get_default_memory_pool().free_all_blocks()
 
     # -- transfers ----------------------------------------------------------------
     def to_device(self, host: np.ndarray, tag: str = "") -> DeviceArray:
@@ -225,25 +312,23 @@ class DeviceMemory:
             out.data.copy_to_device(host)
         else:
             out.data.set(host)
+        self.bytes_h2d += host.nbytes
         return out
 
     def to_host(self, arr: DeviceArray) -> np.ndarray:
-        if arr.freed:
+        if arr.freed or arr.data is None:
             raise RuntimeError(f"read of a freed device buffer ({arr.tag})")
         if self.kind == "emu":
-            return arr.data.copy()
-        if self.kind == "sim":
-            return arr.data.copy_to_host()
-        return arr.data.get()
+            out = arr.data.copy()
+        elif self.kind == "sim":
+            out = arr.data.copy_to_host()
+        else:
+            out = arr.data.get()
+        self.bytes_d2h += out.nbytes
+        return out
 
     def synchronize(self) -> None:
         if self.kind == "cuda":
-            self._cupy.cuda.get_current_stream().synchronize()
+            self._cupy.cuda.Device().synchronize()
         elif self.kind == "sim":
             self._cuda.synchronize()
-
-    def release_pool(self) -> None:
-        """Give the pool's cached blocks back to the driver (the 'drain' step)."""
-        if self.kind == "cuda":
-            self.synchronize()
-            self._cupy.get_default_memory_pool().free_all_blocks()

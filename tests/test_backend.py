@@ -90,3 +90,39 @@ def test_real_cuda_oom_errors_map_to_device_oom():
     e = B.as_device_oom(CudaAPIError("[2] Call to cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY"), 64)
     assert isinstance(e, B.DeviceOOM) and e.requested == 64
     assert B.as_device_oom(ValueError("nope")) is None
+
+
+@pytest.mark.parametrize("kind", ["emu", "sim"])
+def test_stale_free_after_epoch_end_is_dropped(kind):
+    mem = B.DeviceMemory(kind, budget=1 << 20, poison=False)
+    mem.begin_epoch()
+    old = mem.to_device(np.arange(16, dtype=np.uint32), tag="proof1.main")
+    assert mem.end_epoch() == 1 and mem.ledger.in_use == 0
+    mem.begin_epoch()
+    new = mem.to_device(np.full(16, 7, dtype=np.uint32), tag="proof2.main")   # reuses old's block
+    assert mem.free(old) is False                 # the late finaliser of proof 1
+    assert mem.stale_frees_dropped == 1
+    third = mem.to_device(np.full(16, 9, dtype=np.uint32), tag="proof2.other")
+    # had the stale free gone through, `third` would share new's block and clobber it
+    assert mem.to_host(new).tolist() == [7] * 16
+    assert mem.to_host(third).tolist() == [9] * 16
+    assert mem.ledger.in_use == 128
+
+
+@pytest.mark.parametrize("kind", ["emu", "sim"])
+def test_poison_makes_stale_reads_visible(kind):
+    mem = B.DeviceMemory(kind, budget=None, poison=True)
+    mem.begin_epoch()
+    buf = mem.to_device(np.arange(8, dtype=np.uint32))
+    raw = buf.data                                 # a kernel's view that outlives the proof
+    mem.end_epoch()
+    stale = raw.copy() if kind == "emu" else raw.copy_to_host()
+    assert np.all(stale == B.POISON_WORD) and np.all(stale >= 2013265921)   # not field elements
+    assert buf.freed and buf.data is None
+
+
+def test_poison_env_switch(monkeypatch):
+    monkeypatch.setenv("PROVER_ARENA_POISON", "1")
+    assert B.DeviceMemory("emu").poison
+    monkeypatch.setenv("PROVER_ARENA_POISON", "0")
+    assert not B.DeviceMemory("emu").poison
