@@ -1,0 +1,134 @@
+"""Resident handles: the source of truth for every table-stage buffer (SPEC §6).
+
+A :class:`ResidentHandle` owns one logical buffer (a table's main LDE, aux LDE, quotient
+parts, a Merkle tree's levels, an FRI layer) and knows where its bytes live: on the host,
+on the device, or both.  Stages never keep their own copies; they ask the handle:
+
+* :meth:`host` -- the data on the host, downloading only if the host side is missing
+  (a *host materialisation*, counted by the recovery layer);
+* :meth:`device` -- the data on the device, uploading only if the device side is missing;
+* :meth:`drop_host` / :meth:`drop_device` / :meth:`release` -- give a side back.
+
+Device-only mode means the handle keeps no host copy after upload.  If both sides are
+gone (e.g. a device buffer was reclaimed by the end of its epoch and no host copy was
+kept) the data is *lost*: :class:`DataLost` is raised and the proof fails cleanly -- the
+only condition that aborts a proof.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from enum import Flag
+
+import numpy as np
+
+from kernels.backend import DeviceArray, DeviceMemory
+
+
+class DataLost(RuntimeError):
+    """A resident buffer has no valid copy on either side (unrecoverable)."""
+
+
+class Where(Flag):
+    NONE = 0
+    HOST = 1
+    DEVICE = 2
+    BOTH = 3
+
+
+@dataclass
+class TransferStats:
+    h2d_bytes: int = 0
+    d2h_bytes: int = 0
+    host_materialisations: int = 0
+
+
+class ResidentHandle:
+    """One table-stage buffer, resident on the host, the device, or both."""
+
+    def __init__(self, table: str, stage: str, mem: DeviceMemory | None, *,
+                 host: np.ndarray | None = None, device: DeviceArray | None = None,
+                 stats: TransferStats | None = None):
+        if host is None and device is None:
+            raise ValueError(f"resident handle {table}/{stage} created with no data")
+        self.table = table
+        self.stage = stage
+        self.mem = mem
+        self._host = host
+        self._dev = device
+        self.stats = stats if stats is not None else TransferStats()
+        self._lock = threading.Lock()
+        ref = host if host is not None else device
+        self.shape = tuple(ref.shape)
+        self.dtype = np.dtype(ref.dtype)
+
+    # -- where --------------------------------------------------------------------
+    @property
+    def where(self) -> Where:
+        w = Where.NONE
+        if self._host is not None:
+            w |= Where.HOST
+        if self._dev is not None and not self._dev.freed:
+            w |= Where.DEVICE
+        return w
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+    @property
+    def on_device(self) -> bool:
+        return Where.DEVICE in self.where
+
+    @property
+    def on_host(self) -> bool:
+        return self._host is not None
+
+    def __repr__(self):
+        return (f"ResidentHandle({self.table}/{self.stage}, shape={self.shape}, "
+                f"where={self.where.name})")
+
+    # -- access -------------------------------------------------------------------
+    def host(self) -> np.ndarray:
+        """The host copy, downloading it (once) if only the device side exists."""
+        with self._lock:
+            if self._host is not None:
+                return self._host
+            if self._dev is None or self._dev.freed:
+                raise DataLost(f"{self.table}/{self.stage}: no host copy and the device "
+                               f"buffer is gone")
+            self._host = self.mem.to_host(self._dev)
+            self.stats.d2h_bytes += self._host.nbytes
+            self.stats.host_materialisations += 1
+            return self._host
+
+    def device(self) -> DeviceArray:
+        """The device copy, uploading it if only the host side exists (may raise DeviceOOM)."""
+        with self._lock:
+            if self._dev is not None and not self._dev.freed:
+                return self._dev
+            if self._host is None:
+                raise DataLost(f"{self.table}/{self.stage}: no device copy and no host copy")
+            self._dev = self.mem.to_device(self._host, tag=f"{self.table}/{self.stage}")
+            self.stats.h2d_bytes += self._host.nbytes
+            return self._dev
+
+    # -- release --------------------------------------------------------------------
+    def drop_host(self) -> None:
+        """Device-only mode: forget the host copy (only if the device copy is valid)."""
+        with self._lock:
+            if self._dev is None or self._dev.freed:
+                raise DataLost(f"{self.table}/{self.stage}: refusing to drop the only copy")
+            self._host = None
+
+    def drop_device(self) -> None:
+        with self._lock:
+            if self._dev is not None:
+                if self.mem is not None:
+                    self.mem.free(self._dev)
+                self._dev = None
+
+    def release(self) -> None:
+        self.drop_device()
+        with self._lock:
+            self._host = None
