@@ -56,3 +56,56 @@ def test_fault_plan_parsing_and_determinism():
 def test_fault_plan_rejects_bad_terms(bad, match):
     with pytest.raises(FaultSpecError, match=match):
         parse_faults(bad)
+
+
+def _recovery(**kw):
+    from prover.faults import FaultPlan
+    from prover.recovery import Recovery, RecoveryCounters
+    mem = DeviceMemory("emu", budget=1 << 20)
+    counters = RecoveryCounters()
+    return Recovery(mem, kw.pop("faults", FaultPlan()), counters, **kw), counters, mem
+
+
+def test_recovery_happy_path_counts_nothing():
+    rec, counters, _ = _recovery()
+    assert rec.run("r2", "cpu", lambda: "dev", lambda: "host") == "dev"
+    assert counters.total() == 0
+
+
+def test_recovery_retry_then_downgrade_materialises_only_missing_side():
+    from kernels.backend import DeviceOOM
+    rec, counters, mem = _recovery()
+    on_dev = ResidentHandle("cpu", "main", mem, device=mem.to_device(np.ones(4, np.uint32)))
+    on_host = ResidentHandle("cpu", "aux", mem, host=np.ones(4, np.uint32))
+    calls = []
+
+    def dev():
+        calls.append(1)
+        raise DeviceOOM(1, 0, 0, "test")
+    assert rec.run("r2", "cpu", dev, lambda: "host", inputs=[on_dev, on_host]) == "host"
+    assert len(calls) == 2
+    c = counters.sites["r2"]
+    assert (c.retries, c.downgrades, c.host_materialisations) == (1, 1, 1)
+    assert on_dev.where == Where.BOTH
+
+
+def test_recovery_transient_oom_recovers_on_retry():
+    from kernels.backend import DeviceOOM
+    rec, counters, _ = _recovery()
+    state = {"n": 0}
+
+    def dev():
+        state["n"] += 1
+        if state["n"] == 1:
+            raise DeviceOOM(1, 0, 0, "transient")
+        return "dev"
+    assert rec.run("r4.fri", "mem", dev, lambda: "host") == "dev"
+    assert counters.sites["r4.fri"].retries == 1 and counters.sites["r4.fri"].downgrades == 0
+
+
+def test_force_downgrade_takes_recovery_path_everywhere():
+    from prover.faults import SITES
+    rec, counters, _ = _recovery(force_downgrade=True)
+    for s in SITES:
+        assert rec.run(s, "t", lambda: "dev", lambda: "host") == "host"
+    assert all(counters.sites[s].downgrades == 1 for s in SITES)

@@ -1,0 +1,112 @@
+"""Drain -> retry once -> downgrade, at every recovery site (SPEC §6, issue #6).
+
+A device stage is run through :meth:`Recovery.run`.  If it declines with
+:class:`~kernels.backend.DeviceOOM` (a real out-of-memory, a budget refusal or an
+injected ``oom`` fault):
+
+1. **drain** -- synchronise the device, give the pool's cached blocks back, so that work
+   still queued that may read pooled memory finishes before that memory is reused;
+2. **retry** the device stage once;
+3. if it declines again, **downgrade**: the stage's input handles are materialised on the
+   host (only the side that is missing -- a handle already on the host costs nothing) and
+   the host implementation of the same stage runs.  The table then continues on the host.
+
+Each event is logged once, with the table and the site, and counted per site.
+``PROVER_GPU_FORCE_DOWNGRADE=1`` makes every device-only table take this path at every
+site (the device attempt is declined without running).
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+
+from kernels.backend import DeviceOOM
+
+from .faults import SITES, FaultPlan
+from .timeline import Timeline
+
+log = logging.getLogger("steadfast.recovery")
+
+
+@dataclass
+class SiteCounters:
+    retries: int = 0
+    downgrades: int = 0
+    host_materialisations: int = 0
+
+
+@dataclass
+class RecoveryCounters:
+    """Per-site counters; all zero on a happy path."""
+    sites: dict = field(default_factory=lambda: {s: SiteCounters() for s in SITES})
+
+    def as_dict(self) -> dict:
+        return {s: vars(c).copy() for s, c in self.sites.items()}
+
+    def total(self) -> int:
+        return sum(c.retries + c.downgrades + c.host_materialisations for c in self.sites.values())
+
+
+class ForcedDecline(DeviceOOM):
+    """The device attempt was declined on purpose (FORCE_DOWNGRADE or an injected OOM)."""
+
+    def __init__(self, why: str):
+        super().__init__(0, 0, None, why)
+
+
+class Recovery:
+    def __init__(self, mem, faults: FaultPlan, counters: RecoveryCounters,
+                 timeline: Timeline | None = None, force_downgrade: bool = False, proof: int = 0):
+        self.mem = mem
+        self.faults = faults
+        self.counters = counters
+        self.timeline = timeline or Timeline(enabled=False)
+        self.force_downgrade = force_downgrade
+        self.proof = proof
+        self._lock = threading.Lock()
+
+    def _bump(self, site: str, what: str, n: int = 1) -> None:
+        with self._lock:
+            c = self.counters.sites[site]
+            setattr(c, what, getattr(c, what) + n)
+
+    def drain(self) -> None:
+        if self.mem is not None:
+            self.mem.release_pool()
+
+    def run(self, site: str, table: str, device_fn, host_fn, inputs=()):
+        """Run ``device_fn()``; on decline drain, retry once, then downgrade to ``host_fn()``.
+
+        ``inputs`` are the :class:`~prover.residency.ResidentHandle` objects the stage
+        reads; on downgrade each is materialised on the host (counted only if a download
+        was actually needed).
+        """
+        if site not in SITES:
+            raise ValueError(f"unknown recovery site {site!r}")
+        last = None
+        for attempt in (0, 1):
+            try:
+                if self.force_downgrade:
+                    raise ForcedDecline("PROVER_GPU_FORCE_DOWNGRADE=1")
+                if self.faults.fires("oom", site, table, attempt, self.proof):
+                    raise ForcedDecline(f"injected oom@{site}")
+                return device_fn()
+            except DeviceOOM as exc:
+                last = exc
+                if attempt == 0:
+                    self._bump(site, "retries")
+                    log.warning("device declined %s for table %s (%s): drain and retry once",
+                                site, table, exc.detail or exc)
+                    self.timeline.instant("retry", table, site=site, reason=str(exc.detail or exc))
+                    self.drain()
+        # downgrade
+        self._bump(site, "downgrades")
+        log.warning("device declined %s for table %s again (%s): downgrading the table to the host",
+                    site, table, getattr(last, "detail", "") or last)
+        self.timeline.instant("downgrade", table, site=site)
+        for h in inputs:
+            if not h.on_host:
+                h.host()
+                self._bump(site, "host_materialisations")
+        return host_fn()
