@@ -1,0 +1,356 @@
+"""AIR definitions: the builder, the frozen :class:`Air`, and the LogUp derivation.
+
+See the package docstring (:mod:`air`) for the DSL and a worked example.  This module
+turns one symbolic definition into everything the protocol needs:
+
+* the user constraints (with their row conditions) and the LogUp constraints derived
+  from the interactions (:func:`_derive_logup`), in one canonical order;
+* the constraint degree ``D`` (Plonky3's count: the degree in the trace columns, plus one
+  for a first-row / last-row condition) and ``num_parts = max(1, D - 1)``;
+* compiled programs (:mod:`air.program`) for the constraint evaluators and for the
+  interaction tuples;
+* a fingerprint (SHA-256 of the canonical program text, the shapes and the preprocessed
+  values) that both prover and verifier absorb into the transcript.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from .expr import Expr, column, lift, const
+from .field import P
+from .program import Program, compile_program
+
+WHEN = ("all", "first", "last", "transition")
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """``expr = 0`` on the rows selected by ``when``."""
+    expr: Expr
+    when: str
+    name: str
+
+    @property
+    def degree(self) -> int:
+        # Plonky3's count: a first/last-row selector has degree 1 as a polynomial and
+        # raises the quotient's degree; the transition selector (x - w^-1) does not.
+        return self.expr.degree + (1 if self.when in ("first", "last") else 0)
+
+
+@dataclass(frozen=True)
+class Interaction:
+    """Send (``sign = +1``) or receive (``sign = -1``) ``values`` with ``multiplicity``
+    on ``bus``.  Over all tables, every tuple's sends and receives must balance."""
+    bus: str
+    values: tuple
+    multiplicity: Expr
+    sign: int
+
+    @property
+    def bus_id(self) -> int:
+        return bus_id(self.bus)
+
+
+def bus_id(name: str) -> int:
+    """A bus name's field tag: the first 8 bytes of SHA-256, little-endian, mod p."""
+    h = hashlib.sha256(b"steadfast/bus/" + name.encode()).digest()
+    return int.from_bytes(h[:8], "little") % P
+
+
+class AirError(ValueError):
+    """An AIR definition that cannot be used (bad shape, unsupported degree, ...)."""
+
+
+class AirBuilder:
+    """Collects columns, constraints and interactions; :meth:`build` freezes them."""
+
+    def __init__(self, name: str, public: Sequence[str] = ()):
+        if not name or not isinstance(name, str):
+            raise AirError("an AIR needs a non-empty name")
+        self.name = name
+        self._main: list[str] = []
+        self._prep: list[str] = []
+        self._public: list[str] = []
+        self._constraints: list[Constraint] = []
+        self._interactions: list[Interaction] = []
+        for p in public:
+            self.pv(p)
+
+    # ---------------------------------------------------------------- columns
+    def _declare(self, names: list, kind: str, name: str) -> Expr:
+        if name in self._main or name in self._prep:
+            raise AirError(f"{self.name}: column {name!r} declared twice")
+        names.append(name)
+        return column(kind, len(names) - 1, name)
+
+    def main(self, name: str) -> Expr:
+        """Declare one main (witness) column; returns its local-row expression."""
+        return self._declare(self._main, "main", name)
+
+    def main_cols(self, name: str, count: int) -> list[Expr]:
+        """Declare ``count`` main columns ``name[0] .. name[count-1]``."""
+        return [self.main(f"{name}[{i}]") for i in range(count)]
+
+    def prep(self, name: str) -> Expr:
+        """Declare one preprocessed (fixed, part of the statement) column."""
+        return self._declare(self._prep, "prep", name)
+
+    def prep_cols(self, name: str, count: int) -> list[Expr]:
+        return [self.prep(f"{name}[{i}]") for i in range(count)]
+
+    def pv(self, name: str) -> Expr:
+        """The public value ``name`` (declared on first use, in order of first use)."""
+        if name not in self._public:
+            self._public.append(name)
+        return Expr("pv", (), self._public.index(name), name)
+
+    # ---------------------------------------------------------------- constraints
+    def _add(self, expr, when: str, name: str | None) -> None:
+        expr = lift(expr)
+        if expr.is_ef:
+            raise AirError(f"{self.name}: user constraints are over the base field "
+                           "(aux columns and challenges belong to LogUp)")
+        if when != "transition" and expr.uses_next:
+            # a next-row reference wraps around on the last row; only a transition
+            # constraint (which excludes the last row) may use it
+            raise AirError(f"{self.name}: constraint {name or len(self._constraints)} reads the "
+                           "next row but is not a transition constraint")
+        name = name or f"{when}#{len(self._constraints)}"
+        if any(c.name == name for c in self._constraints):
+            raise AirError(f"{self.name}: constraint name {name!r} used twice")
+        self._constraints.append(Constraint(expr, when, name))
+
+    def assert_zero(self, expr, name: str | None = None) -> None:
+        """``expr = 0`` on every row."""
+        self._add(expr, "all", name)
+
+    def assert_eq(self, a, b, name: str | None = None) -> None:
+        self._add(lift(a) - lift(b), "all", name)
+
+    def assert_bool(self, x, name: str | None = None) -> None:
+        x = lift(x)
+        self._add(x * (x - 1), "all", name)
+
+    def when_first_row(self, expr, name: str | None = None) -> None:
+        self._add(expr, "first", name)
+
+    def when_last_row(self, expr, name: str | None = None) -> None:
+        self._add(expr, "last", name)
+
+    def when_transition(self, expr, name: str | None = None) -> None:
+        """``expr = 0`` on every row but the last (``x.next`` is the following row)."""
+        self._add(expr, "transition", name)
+
+    # ---------------------------------------------------------------- interactions
+    def _interact(self, bus, values, multiplicity, sign):
+        if not isinstance(bus, str) or not bus:
+            raise AirError(f"{self.name}: bus names are non-empty strings")
+        values = tuple(lift(v) for v in values)
+        m = lift(multiplicity)
+        for v in values + (m,):
+            if v.is_ef:
+                raise AirError(f"{self.name}: interaction values must be base-field expressions")
+            if v.uses_next:
+                raise AirError(f"{self.name}: interaction values cannot read the next row")
+        if not values:
+            raise AirError(f"{self.name}: an interaction needs at least one value")
+        self._interactions.append(Interaction(bus, values, m, sign))
+
+    def send(self, bus: str, values: Sequence, multiplicity=1) -> None:
+        """Add ``multiplicity`` copies of the tuple ``values`` to ``bus`` (every row)."""
+        self._interact(bus, values, multiplicity, +1)
+
+    def receive(self, bus: str, values: Sequence, multiplicity=1) -> None:
+        """Remove ``multiplicity`` copies of ``values`` from ``bus`` (every row)."""
+        self._interact(bus, values, multiplicity, -1)
+
+    # ---------------------------------------------------------------- freeze
+    def build(self, preprocessed: np.ndarray | None = None) -> "Air":
+        return Air(self.name, tuple(self._main), tuple(self._prep), tuple(self._public),
+                   tuple(self._constraints), tuple(self._interactions), preprocessed)
+
+
+def _chal(name: str) -> Expr:
+    return Expr("chal", (), name, name)
+
+
+def _denominator(inter: Interaction) -> Expr:
+    """d = gamma - (bus_id + sum_j beta^(j+1) * v_j)  (EF, degree max deg v_j)."""
+    beta = _chal("logup_beta")
+    fp = const(inter.bus_id)
+    power = beta
+    for v in inter.values:
+        fp = fp + power * v
+        power = power * beta
+    return _chal("logup_gamma") - fp
+
+
+def _batch_degree(batch: list[Interaction]) -> int:
+    dd = [max(v.degree for v in it.values) for it in batch]
+    total = sum(dd)
+    terms = [it.multiplicity.degree + total - d for it, d in zip(batch, dd)]
+    return max([1 + total] + terms)
+
+
+def _derive_logup(interactions, target: int):
+    """Greedy batching (declaration order): an interaction joins the current batch while
+    the batch constraint's degree stays <= target.  Returns (batches, constraints)."""
+    batches: list[list[Interaction]] = []
+    for it in interactions:
+        if batches and _batch_degree(batches[-1] + [it]) <= target:
+            batches[-1].append(it)
+        else:
+            batches.append([it])
+    B = len(batches)
+    h = [column("aux", k, f"logup_h[{k}]") for k in range(B)]
+    acc = column("aux", B, "logup_acc")
+    cons: list[Constraint] = []
+    for k, batch in enumerate(batches):
+        # h_k * prod d_i - sum_i sign_i m_i prod_{j != i} d_j = 0, i.e.
+        # h_k = sum_i sign_i m_i / d_i on every row.
+        ds = [_denominator(it) for it in batch]
+        prod = ds[0]
+        for d in ds[1:]:
+            prod = prod * d
+        rhs = None
+        for i, it in enumerate(batch):
+            term = it.multiplicity if it.sign > 0 else -it.multiplicity
+            for j, d in enumerate(ds):
+                if j != i:
+                    term = term * d
+            rhs = term if rhs is None else rhs + term
+        cons.append(Constraint(h[k] * prod - rhs, "all", f"logup_h[{k}]"))
+    sum_h = h[0]
+    sum_h_next = h[0].next
+    for k in range(1, B):
+        sum_h = sum_h + h[k]
+        sum_h_next = sum_h_next + h[k].next
+    cons.append(Constraint(acc - sum_h, "first", "logup_acc_first"))
+    cons.append(Constraint(acc.next - acc - sum_h_next, "transition", "logup_acc_step"))
+    cons.append(Constraint(acc - Expr("term", (), None, "terminal"), "last", "logup_acc_last"))
+    return batches, cons
+
+
+class Air:
+    """A frozen AIR (one table kind).  Build it with :class:`AirBuilder`.
+
+    Attributes: ``name``, ``main_names``, ``prep_names``, ``public_names``,
+    ``constraints`` (user constraints then LogUp constraints, the canonical order used by
+    α-folding), ``interactions``, ``lookup_batches``, ``preprocessed`` (uint32[n, k] or
+    None), ``main_width``, ``prep_width``, ``aux_width`` (EF columns; 0 without
+    interactions), ``max_degree``, ``num_parts``, ``uses_next_main/prep``,
+    ``constraint_program``, ``interaction_program``.
+    """
+
+    def __init__(self, name, main_names, prep_names, public_names, constraints,
+                 interactions, preprocessed):
+        self.name = name
+        self.main_names = main_names
+        self.prep_names = prep_names
+        self.public_names = public_names
+        self.user_constraints = constraints
+        self.interactions = interactions
+        self.main_width = len(main_names)
+        self.prep_width = len(prep_names)
+        self.num_public = len(public_names)
+        if self.main_width == 0:
+            raise AirError(f"{name}: an AIR needs at least one main column")
+        self.preprocessed = self._check_prep(preprocessed)
+        user_deg = max([c.degree for c in constraints], default=0)
+        if interactions:
+            single = max(_batch_degree([it]) for it in interactions)
+            batches, logup = _derive_logup(interactions, max(user_deg, single, 2))
+            self.lookup_batches = tuple(tuple(b) for b in batches)
+            self.aux_width = len(batches) + 1
+        else:
+            logup = []
+            self.lookup_batches = ()
+            self.aux_width = 0
+        self.constraints = tuple(constraints) + tuple(logup)
+        self.max_degree = max([c.degree for c in self.constraints], default=0)
+        self.num_parts = max(1, self.max_degree - 1)
+        self.constraint_program: Program = compile_program([c.expr for c in self.constraints])
+        self.user_program: Program = compile_program([c.expr for c in constraints])
+        roots = []
+        for it in interactions:
+            roots.extend(it.values)
+            roots.append(it.multiplicity)
+        self.interaction_program: Program = compile_program(roots)
+        self.uses_next_main = any(p[1] for p in self.constraint_program.leaves("main"))
+        self.uses_next_prep = any(p[1] for p in self.constraint_program.leaves("prep"))
+        self._fingerprint = None
+
+    def _check_prep(self, prep):
+        if self.prep_width == 0:
+            if prep is not None:
+                raise AirError(f"{self.name}: preprocessed values given but no preprocessed columns")
+            return None
+        if prep is None:
+            raise AirError(f"{self.name}: declares {self.prep_width} preprocessed columns; "
+                           "pass their values to build(preprocessed=...)")
+        if not isinstance(prep, np.ndarray) or prep.dtype != np.uint32:
+            raise TypeError(f"{self.name}: preprocessed values must be a uint32 array")
+        if prep.ndim != 2 or prep.shape[1] != self.prep_width:
+            raise AirError(f"{self.name}: preprocessed shape {prep.shape}, expected (n, {self.prep_width})")
+        n = prep.shape[0]
+        if n < 2 or n & (n - 1):
+            raise AirError(f"{self.name}: preprocessed height {n} is not a power of two >= 2")
+        if np.any(prep >= P):
+            raise AirError(f"{self.name}: preprocessed values are not canonical (>= p)")
+        out = np.ascontiguousarray(prep).copy()
+        out.setflags(write=False)
+        return out
+
+    @property
+    def fixed_height(self) -> int | None:
+        """The height forced by the preprocessed columns, or None."""
+        return None if self.preprocessed is None else self.preprocessed.shape[0]
+
+    def check_parts(self, log_blowup: int) -> None:
+        """Refuse an AIR whose quotient needs more parts than the blowup can hold."""
+        if self.num_parts > (1 << log_blowup):
+            raise AirError(
+                f"{self.name}: constraint degree {self.max_degree} needs num_parts = "
+                f"{self.num_parts} > 2^log_blowup = {1 << log_blowup}; raise log_blowup to "
+                f"at least {(self.num_parts - 1).bit_length()} or lower the degree")
+
+    def fingerprint(self) -> tuple:
+        """16 field elements (16-bit limbs of a SHA-256) identifying this AIR instance:
+        name, shapes, the compiled constraint and interaction programs (bus names included)
+        and the preprocessed values."""
+        if self._fingerprint is None:
+            h = hashlib.sha256()
+            h.update(f"steadfast/air/v1\n{self.name}\n{self.main_width} {self.prep_width} "
+                     f"{self.num_public} {self.aux_width} {self.num_parts}\n".encode())
+            h.update(self.constraint_program.text().encode())
+            h.update("\n".join(f"{c.when} {c.name}" for c in self.constraints).encode())
+            h.update(self.interaction_program.text().encode())
+            h.update("\n".join(f"{it.bus} {it.sign} {len(it.values)}"
+                               for it in self.interactions).encode())
+            if self.preprocessed is not None:
+                h.update(np.asarray(self.preprocessed.shape, dtype="<u8").tobytes())
+                h.update(self.preprocessed.astype("<u4").tobytes())
+            d = h.digest()
+            self._fingerprint = tuple(int.from_bytes(d[i:i + 2], "little") for i in range(0, 32, 2))
+        return self._fingerprint
+
+    def __repr__(self):
+        return (f"Air({self.name!r}, main={self.main_width}, prep={self.prep_width}, "
+                f"aux={self.aux_width}, constraints={len(self.constraints)}, "
+                f"degree={self.max_degree}, parts={self.num_parts})")
+
+
+def check_buses(airs: Sequence[Air]) -> None:
+    """Every bus must carry tuples of one arity across all tables (else two tuples of
+    different lengths could share a fingerprint)."""
+    arity: dict[str, int] = {}
+    for air in airs:
+        for it in air.interactions:
+            k = arity.setdefault(it.bus, len(it.values))
+            if k != len(it.values):
+                raise AirError(f"bus {it.bus!r} carries tuples of arity {k} and "
+                               f"{len(it.values)} (table {air.name})")

@@ -1,0 +1,167 @@
+"""Compile expression trees into a straight-line program and evaluate it with numpy.
+
+A :class:`Program` is the backend-neutral form of a set of expressions (the AIR's
+constraints, or the values/multiplicities of its interactions):
+
+* ``ops``: a list of instructions in evaluation order, each ``(op, a, b, payload)``:
+  leaves carry their ``payload`` (``("main", j, next)`` etc., see :mod:`air.expr`) and
+  interior nodes refer to earlier instruction indices ``a`` / ``b`` (``b = -1`` for
+  ``neg``).  Structurally equal sub-expressions are shared (hash-consing), so an
+  expression written with repeated sub-terms is evaluated once.
+* ``is_ef[i]``: whether instruction ``i`` produces an extension-field value.
+* ``outputs``: the instruction index of every root expression, in order.
+* ``last_use[i]``: the last instruction reading ``i`` (values are freed after it).
+
+That list is all a code generator needs (a numba or CUDA kernel is one statement per
+instruction); :func:`evaluate` interprets it with whole-array numpy operations, so one
+instruction processes every point of the domain at once.
+
+Values during evaluation: base-field values are uint64 arrays of shape ``(M,)`` (or
+Python ints for constants and public values); EF values are ``(4, M)`` arrays, or
+``(4, 1)`` for challenges -- numpy broadcasting does the rest.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from . import field as F
+from .expr import Expr, walk
+
+
+@dataclass(frozen=True)
+class Program:
+    ops: tuple            # ((op, a, b, payload), ...)
+    is_ef: tuple          # (bool, ...)
+    outputs: tuple        # (index, ...)
+    last_use: tuple       # (index, ...)
+
+    def text(self) -> str:
+        """One line per instruction; deterministic (used by the AIR fingerprint)."""
+        lines = []
+        for i, (op, a, b, payload) in enumerate(self.ops):
+            lines.append(f"{i}:{op}:{a}:{b}:{payload!r}")
+        lines.append("out:" + ",".join(map(str, self.outputs)))
+        return "\n".join(lines)
+
+    def leaves(self, kind: str) -> set:
+        """Payloads of the leaves of a kind, e.g. ``leaves("main")`` -> {(j, next), ...}."""
+        return {payload for op, _, _, payload in self.ops if op == kind}
+
+
+def compile_program(roots: Sequence[Expr]) -> Program:
+    roots = list(roots)
+    index: dict[int, int] = {}          # id(node) -> instruction index
+    interned: dict[tuple, int] = {}     # structural key -> instruction index
+    ops: list = []
+    is_ef: list = []
+    for node in walk(roots):
+        if node.args:
+            a = index[id(node.args[0])]
+            b = index[id(node.args[1])] if len(node.args) > 1 else -1
+            if node.op in ("add", "mul") and b < a:
+                a, b = b, a               # commutative: canonical operand order
+            key = (node.op, a, b, None)
+        else:
+            key = (node.op, -1, -1, node.payload)
+        slot = interned.get(key)
+        if slot is None:
+            slot = len(ops)
+            interned[key] = slot
+            ops.append(key)
+            is_ef.append(node.is_ef)
+        index[id(node)] = slot
+    outputs = tuple(index[id(r)] for r in roots)
+    last_use = list(range(len(ops)))
+    for i, (op, a, b, _) in enumerate(ops):
+        if a >= 0:
+            last_use[a] = i
+        if b >= 0:
+            last_use[b] = i
+    for o in outputs:
+        last_use[o] = len(ops)            # outputs live to the end
+    return Program(tuple(ops), tuple(is_ef), outputs, tuple(last_use))
+
+
+# ------------------------------------------------------------------ numpy interpreter
+
+def _add(x, y, xe, ye):
+    if xe and ye:
+        return F.ef_add(x, y)
+    if xe:
+        return F.ef_add_base(x, y)
+    if ye:
+        return F.ef_add_base(y, x)
+    return F.add(x, y)
+
+
+def _sub(x, y, xe, ye):
+    if xe and ye:
+        return F.ef_sub(x, y)
+    if xe:
+        return F.ef_add_base(x, F.neg(y))
+    if ye:
+        return F.ef_add_base(F.ef_neg(y), x)
+    return F.sub(x, y)
+
+
+def _mul(x, y, xe, ye):
+    if xe and ye:
+        return F.ef_mul(x, y)
+    if xe:
+        return F.ef_mul_base(x, y)
+    if ye:
+        return F.ef_mul_base(y, x)
+    return F.mul(x, y)
+
+
+def ef_flags(program: Program, ef_kinds) -> list:
+    """Which instructions produce EF values when the leaves of ``ef_kinds`` are EF."""
+    flags: list = []
+    for op, a, b, payload in program.ops:
+        if a < 0:
+            flags.append(op in ef_kinds)
+        else:
+            flags.append(flags[a] or (b >= 0 and flags[b]))
+    return flags
+
+
+#: leaf kinds that are EF-valued at the out-of-domain point (trace columns are opened
+#: there as EF values too)
+POINT_EF_KINDS = ("main", "prep", "aux", "chal", "term")
+
+
+def evaluate(program: Program, leaf: Callable[[str, object], object], ef_kinds=None) -> list:
+    """Run ``program``; ``leaf(op, payload)`` supplies every leaf value (base values as
+    uint64 arrays / ints, EF values as ``(4, ...)`` arrays).  ``ef_kinds``: the leaf kinds
+    whose values are EF (default: aux, challenges, terminal; use :data:`POINT_EF_KINDS`
+    at the out-of-domain point).  Returns the output values in order (constants come back
+    as 0-d arrays)."""
+    vals: list = [None] * len(program.ops)
+    is_ef = program.is_ef if ef_kinds is None else ef_flags(program, ef_kinds)
+    last = program.last_use
+    for i, (op, a, b, payload) in enumerate(program.ops):
+        if a < 0:
+            if op == "const":
+                v = np.uint64(payload)
+            else:
+                v = leaf(op, payload)
+        elif op == "add":
+            v = _add(vals[a], vals[b], is_ef[a], is_ef[b])
+        elif op == "sub":
+            v = _sub(vals[a], vals[b], is_ef[a], is_ef[b])
+        elif op == "mul":
+            v = _mul(vals[a], vals[b], is_ef[a], is_ef[b])
+        elif op == "neg":
+            v = F.ef_neg(vals[a]) if is_ef[a] else F.neg(vals[a])
+        else:  # pragma: no cover - compile_program only emits the ops above
+            raise ValueError(f"unknown op {op!r}")
+        vals[i] = v
+        # free operands whose last reader is this instruction
+        if a >= 0 and last[a] == i:
+            vals[a] = None
+        if b >= 0 and last[b] == i:
+            vals[b] = None
+    return [vals[o] for o in program.outputs]

@@ -1,0 +1,473 @@
+"""The library a VM node calls: prove blocks one after another in one long-lived process.
+
+    from prover.api import Prover, ProverConfig, verify
+    prover = Prover(ProverConfig(num_queries=100))
+    for block in blocks:                      # Block, dict, JSON text or a path
+        proof = prover.prove_block(block)     # -> BlockProof (bytes via .to_bytes())
+        print(proof.stats.summary())
+    result = verify(proof, block=block)       # raises a VerificationError subclass
+
+* :class:`ProverConfig` -- backend, VRAM budget, protocol parameters, threads, check mode.
+* :class:`Prover` -- reusable across blocks: ``prove_block(block)`` runs the VM, builds the
+  five tables and proves them; ``prove_tables(tables, public_values, rom)`` proves traces a
+  node built itself.  Both return a :class:`BlockProof` carrying a :class:`ProofStats`.
+* :func:`verify` -- checks a :class:`BlockProof` (or its bytes) and, given the block, that
+  the proof's public values are the block's.
+* Errors: :class:`UnprovableBlock` (execution fails, claims are false, a trace violates a
+  constraint), :class:`ConfigError` (bad configuration), and on the verifier side
+  :class:`verifier.errors.VerificationError` and its subclasses.
+
+Thread safety: a :class:`Prover` may be shared between threads; its proofs run one at a
+time per process (a process-wide lock: the host kernels use numba's parallel pool, which
+is not re-entrant), so concurrent calls queue.  :func:`verify` holds no shared state and
+may run concurrently with anything.  A :class:`BlockProof` is immutable.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from air import ConstraintViolation, LookupImbalance, check_constraints, check_traces
+from verifier import verify as _verify_proof
+from verifier.errors import PublicValuesError, ShapeError
+from verifier.proof_format import Params, decode
+
+from . import spans as _spans
+from .prove import prove as _prove
+
+from vm import isa
+from vm.airs import CPU_LAYOUT, SELECTORS, TABLES, block_airs
+from vm.block import Block, load_block, loads_block, parse_block
+from vm.interpreter import ExecutionError, claim_mismatches, execute
+from vm.poseidon2 import sponge
+from vm.rom import build_rom
+from vm.statement import (NUM_PUBLIC_VALUES, PV_FINAL, PV_PROGRAMS, block_public_values,
+                          describe_mismatch)
+from vm.traces import build_traces
+
+_PROVE_LOCK = threading.Lock()      # one proof at a time per process (see module docstring)
+BACKENDS_AVAILABLE = ("host",)      # the device stages arrive with the GPU issue
+MAX_ROM_ROWS = 1 << 20
+
+
+class ConfigError(ValueError):
+    """A configuration value the prover cannot use (the message says which and why)."""
+
+
+class UnprovableBlock(Exception):
+    """The block has no proof: execution fails, its claims are false, or its traces break
+    a constraint.  ``reason`` is the one-line cause; ``constraint``/``table`` name the
+    failing constraint when the trace check found it; ``details`` lists specifics."""
+
+    def __init__(self, reason: str, table: str | None = None, constraint: str | None = None,
+                 details: Sequence[str] = ()):
+        self.reason = reason
+        self.table = table
+        self.constraint = constraint
+        self.details = list(details)
+        msg = reason
+        if constraint:
+            msg += f" (table {table!r}, constraint {constraint!r})"
+        super().__init__(msg)
+
+
+# --------------------------------------------------------------------------- configuration
+
+@dataclass(frozen=True)
+class ProverConfig:
+    """How to prove.  ``backend``: host | cuda | sim | emu | auto (auto: cuda when usable
+    and available in this build, else host).  ``vram_budget``: bytes or a size such as
+    "6GiB" (used by device backends).  ``log_blowup``/``num_queries``/``pow_bits``: the
+    protocol parameters (SPEC §5 defaults).  ``threads``: numba threads for host kernels
+    (None: numba's default).  ``check``: run the AIR check mode on every table before
+    proving (names table, constraint and row of any violation)."""
+    backend: str = "auto"
+    vram_budget: int | str | None = None
+    log_blowup: int = 1
+    num_queries: int = 100
+    pow_bits: int = 16
+    threads: int | None = None
+    check: bool = True
+
+    def params(self) -> Params:
+        return Params(log_blowup=self.log_blowup, num_queries=self.num_queries,
+                      pow_bits=self.pow_bits)
+
+    def resolve(self) -> tuple[str, int | None]:
+        """Validate everything; return (backend, vram budget in bytes or None)."""
+        from kernels.backend import BACKEND_NAMES, BackendError, parse_bytes, resolve_backend
+        name = str(self.backend).strip().lower()
+        if name not in BACKEND_NAMES + ("auto",):
+            raise ConfigError(f"unknown backend {self.backend!r}; choose one of "
+                              f"{', '.join(BACKEND_NAMES + ('auto',))}")
+        if name == "auto":
+            try:
+                name = resolve_backend("auto")
+            except BackendError:            # pragma: no cover - depends on the machine
+                name = "host"
+            if name not in BACKENDS_AVAILABLE:
+                name = "host"
+        elif name not in BACKENDS_AVAILABLE:
+            raise ConfigError(f"backend {name!r} is not available in this build yet (the device "
+                              "path arrives with the GPU work); use --backend host")
+        budget = None
+        if self.vram_budget is not None:
+            try:
+                budget = parse_bytes(self.vram_budget)
+            except ValueError as exc:
+                raise ConfigError(f"vram budget: {exc}") from None
+        if self.threads is not None:
+            import numba
+            if not isinstance(self.threads, int) or not 1 <= self.threads <= numba.config.NUMBA_NUM_THREADS:
+                raise ConfigError(f"threads must be in [1, {numba.config.NUMBA_NUM_THREADS}], "
+                                  f"got {self.threads!r}")
+        try:
+            self.params().validate()
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        return name, budget
+
+
+# --------------------------------------------------------------------------- statistics
+
+@dataclass(frozen=True)
+class TableStats:
+    """One table of a proof: its shape and the seconds each round spent on it."""
+    name: str
+    rows: int
+    main_width: int
+    aux_width: int                   # EF columns (LogUp)
+    parts: int
+    seconds: dict                    # round -> seconds
+
+    @property
+    def total(self) -> float:
+        return sum(self.seconds.values())
+
+
+@dataclass
+class ProofStats(_spans.ProofStats):
+    """The record of one proof: the raw spans (``records``, ``counters`` -- device work adds
+    its counters there: retries, downgrades, bytes moved), plus per-phase and per-table
+    figures.  ``phases``: execute / traces / check / prove / total seconds."""
+    backend: str = "host"
+    cycles: int = 0
+    tables: list = field(default_factory=list)
+    phases: dict = field(default_factory=dict)
+    proof_bytes: int = 0
+    peak_rss_bytes: int = 0
+
+    def rounds(self) -> dict:
+        """Wall seconds per protocol round (a round's whole-proof span when there is one,
+        else the sum over tables)."""
+        out: dict = {}
+        for name in self.names():
+            if name == "table":
+                continue
+            whole = [s for n, t, s in self.records if n == name and t is None]
+            out[name] = sum(whole) if whole else self.total(name)
+        return out
+
+    def to_json(self) -> dict:
+        return {"backend": self.backend, "cycles": self.cycles, "proof_bytes": self.proof_bytes,
+                "peak_rss_bytes": self.peak_rss_bytes, "phases": dict(self.phases),
+                "rounds": self.rounds(), "counters": dict(self.counters),
+                "tables": [{"name": t.name, "rows": t.rows, "main_width": t.main_width,
+                            "aux_width": t.aux_width, "parts": t.parts, "seconds": dict(t.seconds)}
+                           for t in self.tables]}
+
+    def summary(self) -> str:
+        """A few lines for humans: tables, time per round, size, throughput."""
+        lines = [f"{'table':<10} {'rows':>9} {'cols':>5} {'parts':>5} {'seconds':>8}"]
+        for t in self.tables:
+            lines.append(f"{t.name:<10} {t.rows:>9} {t.main_width:>5} {t.parts:>5} {t.total:>8.2f}")
+        r = self.rounds()
+        lines.append("rounds: " + ", ".join(f"{k} {v:.2f}s" for k, v in r.items()))
+        total = self.phases.get("total", 0.0)
+        rate = f", {self.cycles / total:,.0f} cycles/s" if total and self.cycles else ""
+        lines.append(f"proof {self.proof_bytes:,} bytes; {total:.2f}s total{rate}; "
+                     f"backend {self.backend}")
+        return "\n".join(lines)
+
+
+class _ProgressSpans(_spans.Spans):
+    """Spans that also report each stage's start and end to a callback
+    ``progress(table, stage, event, seconds)`` (event "start" or "end")."""
+
+    def __init__(self, progress):
+        super().__init__()
+        self._progress = progress
+
+    def span(self, name: str, table: str | None = None):
+        inner = super().span(name, table)
+        progress = self._progress
+
+        class _Ctx:
+            def __enter__(self_):
+                self_.t0 = time.perf_counter()
+                progress(table, name, "start", 0.0)
+                return inner.__enter__()
+
+            def __exit__(self_, *exc):
+                r = inner.__exit__(*exc)
+                progress(table, name, "end", time.perf_counter() - self_.t0)
+                return r
+        return _Ctx()
+
+
+# --------------------------------------------------------------------------- proofs
+
+_MAGIC = b"STBP"
+_VERSION = 1
+
+
+@dataclass(frozen=True, eq=False)
+class BlockProof:
+    """A block proof: the ROM (the statement's program, needed to rebuild the PROGRAM
+    table's AIR) and the protocol proof (public values inside).  File layout, all
+    little-endian: b"STBP", u16 version, u16 0, u32 ROM rows, u32[rows*4] ROM,
+    u32 length, the protocol proof bytes (docs/api.md)."""
+    rom: np.ndarray
+    proof: bytes
+    stats: ProofStats | None = field(default=None, compare=False, repr=False)
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, BlockProof) and self.proof == other.proof
+                and np.array_equal(self.rom, other.rom))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def public_values(self) -> list[int]:
+        """The 41 block public values (the CPU table's; vm/statement.py)."""
+        return [int(v) for v in decode(self.proof).tables[0].public_values]
+
+    @property
+    def final_digest(self) -> list[int]:
+        return self.public_values[PV_FINAL]
+
+    def to_bytes(self) -> bytes:
+        rom = np.ascontiguousarray(self.rom, dtype="<u4")
+        return b"".join([_MAGIC, struct.pack("<HHI", _VERSION, 0, rom.shape[0]), rom.tobytes(),
+                         struct.pack("<I", len(self.proof)), self.proof])
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "BlockProof":
+        """Parse; any malformation is a :class:`verifier.errors.ShapeError`."""
+        data = bytes(data)
+        if len(data) < 12 or data[:4] != _MAGIC:
+            raise ShapeError("not a Steadfast block proof (bad magic)")
+        version, reserved, rows = struct.unpack_from("<HHI", data, 4)
+        if version != _VERSION or reserved:
+            raise ShapeError(f"unsupported block-proof version {version}")
+        if not 1 <= rows <= MAX_ROM_ROWS:
+            raise ShapeError(f"ROM of {rows} rows (limit {MAX_ROM_ROWS})")
+        end = 12 + 16 * rows
+        if len(data) < end + 4:
+            raise ShapeError("truncated block proof (ROM)")
+        rom = np.frombuffer(data, dtype="<u4", count=rows * 4, offset=12).reshape(rows, 4)
+        if np.any(rom >= isa.P) or np.any(rom[:, 0] >= isa.NUM_OPCODES):
+            raise ShapeError("ROM holds values that are not field elements / opcodes")
+        (n,) = struct.unpack_from("<I", data, end)
+        if len(data) != end + 4 + n:
+            raise ShapeError(f"block proof length {len(data)} does not match its header")
+        return cls(rom.astype(np.int64), data[end + 4:])
+
+    def save(self, path: str | os.PathLike) -> None:
+        with open(path, "wb") as fh:
+            fh.write(self.to_bytes())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "BlockProof":
+        with open(path, "rb") as fh:
+            return cls.from_bytes(fh.read())
+
+
+def _as_block(block) -> Block:
+    if isinstance(block, Block):
+        return block
+    if isinstance(block, dict):
+        return parse_block(block)
+    if isinstance(block, (str, bytes)) and (isinstance(block, bytes) or block.lstrip().startswith("{")):
+        return loads_block(block)
+    if isinstance(block, (str, os.PathLike)):
+        return load_block(block)
+    raise TypeError(f"a block is a Block, a dict, JSON text or a path, not {type(block).__name__}")
+
+
+def _rss_bytes() -> int:
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+class Prover:
+    """Proves blocks, one after another, with one configuration.
+
+    ``progress(table, stage, event, seconds)`` is called as protocol stages start and end
+    (``table`` is None for whole-proof stages).  Construction validates the configuration
+    (:class:`ConfigError`) and builds the block-independent AIRs once."""
+
+    def __init__(self, config: ProverConfig | None = None,
+                 progress: Callable[[str | None, str, str, float], None] | None = None):
+        self.config = config or ProverConfig()
+        self.backend, self.vram_budget = self.config.resolve()
+        self.progress = progress
+        block_airs(np.zeros((2, 4), dtype=np.int64))     # build and cache the static AIRs
+
+    # -- public API ----------------------------------------------------------------
+    def prove_block(self, block) -> BlockProof:
+        """Execute ``block`` (a :class:`vm.block.Block`, dict, JSON text or path) and prove
+        it.  Raises :class:`vm.block.BlockError` for a malformed block and
+        :class:`UnprovableBlock` when it cannot be proven."""
+        t0 = time.perf_counter()
+        block = _as_block(block)
+        phases: dict = {}
+        with self._phase("execute", phases):
+            try:
+                rec = execute(block)
+            except ExecutionError as exc:
+                raise UnprovableBlock(f"execution failed: {exc}") from None
+        with self._phase("traces", phases):
+            bt = build_traces(rec)
+        wrong = claim_mismatches(rec)
+        if wrong:
+            # name the constraint that the false claim breaks (the trace check would)
+            try:
+                check_constraints(bt.airs[0], bt.traces[0], bt.table_public_values[0])
+                table = constraint = None
+            except ConstraintViolation as exc:
+                table, constraint = exc.table, exc.constraint
+            raise UnprovableBlock("the claimed outputs are not what execution writes",
+                                  table, constraint, wrong)
+        return self._prove(bt.airs, bt.traces, bt.table_public_values, rec.rom.rows,
+                           rec.cycles, phases, t0)
+
+    def prove_tables(self, tables: Sequence[np.ndarray], public_values: Sequence[int],
+                     rom: np.ndarray) -> BlockProof:
+        """Prove traces built by the caller: ``tables`` = (CPU, PROGRAM, MEMORY, RANGE,
+        POSEIDON2) main traces (uint32[n, w]) in that order, ``public_values`` the 41 block
+        values (vm/statement.py), ``rom`` the int[rows, 4] ROM (opcode, a, b, c)."""
+        t0 = time.perf_counter()
+        tables = list(tables)
+        if len(tables) != len(TABLES):
+            raise ValueError(f"expected {len(TABLES)} tables ({', '.join(TABLES)}), got {len(tables)}")
+        pv = [int(v) for v in public_values]
+        if len(pv) != NUM_PUBLIC_VALUES:
+            raise ValueError(f"expected {NUM_PUBLIC_VALUES} public values, got {len(pv)}")
+        rom = np.asarray(rom)
+        if rom.ndim != 2 or rom.shape[1] != 4 or rom.shape[0] < 1:
+            raise ValueError(f"rom must have shape (rows, 4), got {rom.shape}")
+        airs = block_airs(rom.astype(np.int64))
+        table_pv = [pv, [], [pv[0]], [], []]
+        sel = [CPU_LAYOUT.idx[f"is_{n.lower()}"] for n in SELECTORS]
+        cycles = int(np.count_nonzero(np.asarray(tables[0])[:, sel].sum(axis=1)))
+        return self._prove(airs, tables, table_pv, rom.astype(np.int64), cycles, {}, t0)
+
+    # -- the proof itself -----------------------------------------------------------
+    @contextmanager
+    def _phase(self, name: str, phases: dict):
+        """Time a phase outside the protocol (execute, traces, check) and report it."""
+        if self.progress:
+            self.progress(None, name, "start", 0.0)
+        t = time.perf_counter()
+        yield
+        phases[name] = time.perf_counter() - t
+        if self.progress:
+            self.progress(None, name, "end", phases[name])
+
+    def _prove(self, airs, tables, table_pv, rom, cycles, phases, t0) -> BlockProof:
+        cfg = self.config
+        spans = _ProgressSpans(self.progress) if self.progress else _spans.Spans()
+        with _PROVE_LOCK:
+            if cfg.threads is not None:
+                import numba
+                numba.set_num_threads(cfg.threads)
+            if cfg.check:
+                with self._phase("check", phases):
+                    try:
+                        check_traces(airs, tables, table_pv)
+                    except ConstraintViolation as exc:
+                        raise UnprovableBlock(f"trace check failed: {exc}", exc.table,
+                                              exc.constraint) from None
+                    except LookupImbalance as exc:
+                        raise UnprovableBlock(f"trace check failed: {exc}") from None
+            t1 = time.perf_counter()
+            proof = _prove(tables, airs, table_pv, cfg.params(), spans=spans, check=False)
+            phases["prove"] = time.perf_counter() - t1
+        phases["total"] = time.perf_counter() - t0
+        raw = spans.stats
+        stats = ProofStats(records=list(raw.records), counters=dict(raw.counters),
+                           backend=self.backend, cycles=cycles, phases=phases,
+                           proof_bytes=len(proof), peak_rss_bytes=_rss_bytes())
+        for air, t in zip(airs, tables):
+            per = {}
+            for n, tab, s in raw.records:
+                if tab == air.name and n != "table":
+                    per[n] = per.get(n, 0.0) + s
+            stats.tables.append(TableStats(air.name, int(t.shape[0]), air.main_width,
+                                           air.aux_width, air.num_parts, per))
+        return BlockProof(np.asarray(rom, dtype=np.int64), proof, stats)
+
+
+# --------------------------------------------------------------------------- verification
+
+@dataclass(frozen=True)
+class VerifiedBlock:
+    """What a successful :func:`verify` establishes."""
+    public_values: list
+    seconds: float
+
+    @property
+    def memory_size(self) -> int:
+        return self.public_values[0]
+
+    @property
+    def final_digest(self) -> list[int]:
+        return self.public_values[PV_FINAL]
+
+
+def verify(proof: BlockProof | bytes | str | os.PathLike, block=None) -> VerifiedBlock:
+    """Verify a block proof (a :class:`BlockProof`, its bytes, or a path); with ``block``
+    also check that its public values are that block's (everything but the final-state
+    digest, which the proof establishes).  Raises a
+    :class:`verifier.errors.VerificationError` subclass on rejection (ShapeError for a
+    malformed proof, PublicValuesError for a statement mismatch, ...)."""
+    t0 = time.perf_counter()
+    if isinstance(proof, (str, os.PathLike)):
+        proof = BlockProof.load(proof)
+    elif isinstance(proof, (bytes, bytearray, memoryview)):
+        proof = BlockProof.from_bytes(bytes(proof))
+    try:
+        pv = proof.public_values
+    except ShapeError:
+        raise
+    except Exception as exc:        # decode raises ShapeError; anything else is malformed too
+        raise ShapeError(f"malformed proof: {exc}") from None
+    if len(pv) != NUM_PUBLIC_VALUES:
+        raise ShapeError(f"the CPU table carries {len(pv)} public values, expected {NUM_PUBLIC_VALUES}")
+    msize = pv[0]
+    if not (8 <= msize <= 1 << 16 and msize % 8 == 0):
+        raise PublicValuesError(f"memory_size {msize} is not a valid block memory size")
+    if sponge([int(x) for x in proof.rom.reshape(-1)]) != pv[PV_PROGRAMS]:
+        raise PublicValuesError("the program digest does not match the proof's ROM")
+    airs = block_airs(proof.rom)
+    _verify_proof(proof.proof, airs, [pv, [], [msize], [], []])
+    if block is not None:
+        blk = _as_block(block)
+        expected = block_public_values(blk, build_rom(blk))
+        bad = describe_mismatch(expected, pv)
+        if bad:
+            raise PublicValuesError("the proof is not for this block: " + ", ".join(bad)
+                                    + " differ")
+    return VerifiedBlock(pv, time.perf_counter() - t0)
+
+
+__all__ = ["Prover", "ProverConfig", "ProofStats", "TableStats", "BlockProof", "VerifiedBlock",
+           "verify", "UnprovableBlock", "ConfigError"]

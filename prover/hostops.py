@@ -1,0 +1,114 @@
+"""Small host kernels the protocol rounds need beyond kernels/ (numba, compiled once).
+
+All inputs and outputs are canonical uint32; EF values are uint32[..., 4] (last axis)."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from kernels.hostlib import HF, ef_inverse
+
+_P64 = np.uint64(2013265921)
+_mul = HF.mul
+_add, _sub, _neg = HF.add, HF.sub, HF.neg
+_ef_mul = HF.ef_mul
+
+
+@njit(cache=True, parallel=True)
+def _dot_cols(mat, vec, out):
+    # out[j, c] = sum_i mat[j, i] * vec[i, c] (mod p).  Each product is reduced (< 2^31),
+    # and n <= 2^27 such terms sum below 2^58: one final reduction suffices.
+    w, n = mat.shape
+    for j in prange(w):
+        acc0 = np.uint64(0)
+        acc1 = np.uint64(0)
+        acc2 = np.uint64(0)
+        acc3 = np.uint64(0)
+        for i in range(n):
+            a = np.uint64(mat[j, i])
+            acc0 += (a * np.uint64(vec[i, 0])) % _P64
+            acc1 += (a * np.uint64(vec[i, 1])) % _P64
+            acc2 += (a * np.uint64(vec[i, 2])) % _P64
+            acc3 += (a * np.uint64(vec[i, 3])) % _P64
+        out[j, 0] = np.uint32(acc0 % _P64)
+        out[j, 1] = np.uint32(acc1 % _P64)
+        out[j, 2] = np.uint32(acc2 % _P64)
+        out[j, 3] = np.uint32(acc3 % _P64)
+
+
+def dot_columns(mat: np.ndarray, vec: np.ndarray) -> np.ndarray:
+    """Base matrix (c, n) times an EF vector (n, 4) -> EF (c, 4): each column's
+    inner product with ``vec`` (e.g. coefficients times powers of z)."""
+    mat = np.ascontiguousarray(mat, dtype=np.uint32)
+    vec = np.ascontiguousarray(vec, dtype=np.uint32)
+    if mat.ndim != 2 or vec.shape != (mat.shape[1], 4):
+        raise ValueError(f"dot_columns: shapes {mat.shape} and {vec.shape} do not match")
+    out = np.zeros((mat.shape[0], 4), dtype=np.uint32)
+    if mat.size:
+        _dot_cols(mat, vec, out)
+    return out
+
+
+@njit(cache=True, parallel=True)
+def _combine_rows(mat, coeffs, out, chunk):
+    c, n = mat.shape
+    nchunks = (n + chunk - 1) // chunk
+    for t in prange(nchunks):
+        lo = t * chunk
+        hi = min(n, lo + chunk)
+        for x in range(lo, hi):
+            acc0 = np.uint64(0)
+            acc1 = np.uint64(0)
+            acc2 = np.uint64(0)
+            acc3 = np.uint64(0)
+            for j in range(c):
+                a = np.uint64(mat[j, x])
+                acc0 += (a * np.uint64(coeffs[j, 0])) % _P64
+                acc1 += (a * np.uint64(coeffs[j, 1])) % _P64
+                acc2 += (a * np.uint64(coeffs[j, 2])) % _P64
+                acc3 += (a * np.uint64(coeffs[j, 3])) % _P64
+            out[x, 0] = np.uint32(acc0 % _P64)
+            out[x, 1] = np.uint32(acc1 % _P64)
+            out[x, 2] = np.uint32(acc2 % _P64)
+            out[x, 3] = np.uint32(acc3 % _P64)
+
+
+def combine_rows(mat: np.ndarray, coeffs: np.ndarray) -> np.ndarray:
+    """sum_j coeffs[j] * mat[j, x] for every x: base (c, N) with EF coefficients (c, 4)
+    -> EF (N, 4).  (c < 2^33 keeps the unreduced sums below 2^64.)"""
+    mat = np.ascontiguousarray(mat, dtype=np.uint32)
+    coeffs = np.ascontiguousarray(coeffs, dtype=np.uint32)
+    if mat.ndim != 2 or coeffs.shape != (mat.shape[0], 4):
+        raise ValueError(f"combine_rows: shapes {mat.shape} and {coeffs.shape} do not match")
+    out = np.zeros((mat.shape[1], 4), dtype=np.uint32)
+    if mat.size:
+        _combine_rows(mat, coeffs, out, 1 << 12)
+    return out
+
+
+@njit(cache=True, parallel=True)
+def _deep_accumulate(total, comb, cst, inv, chunk):
+    # total[x] += (comb[x] - cst) * inv[x]   (all EF)
+    n = total.shape[0]
+    nchunks = (n + chunk - 1) // chunk
+    for t in prange(nchunks):
+        for x in range(t * chunk, min(n, (t + 1) * chunk)):
+            q0, q1, q2, q3 = _ef_mul(_sub(comb[x, 0], cst[0]), _sub(comb[x, 1], cst[1]),
+                                     _sub(comb[x, 2], cst[2]), _sub(comb[x, 3], cst[3]),
+                                     inv[x, 0], inv[x, 1], inv[x, 2], inv[x, 3])
+            total[x, 0] = _add(total[x, 0], q0)
+            total[x, 1] = _add(total[x, 1], q1)
+            total[x, 2] = _add(total[x, 2], q2)
+            total[x, 3] = _add(total[x, 3], q3)
+
+
+def deep_accumulate(total: np.ndarray, comb: np.ndarray, cst: np.ndarray, xs: np.ndarray,
+                    z: np.ndarray) -> None:
+    """In place: total[x] += (comb[x] - cst) / (xs[x] - z)  (EF (N,4), EF (N,4), EF (4,),
+    base (N,), EF (4,)).  z must not be one of the points xs."""
+    den = np.empty((xs.shape[0], 4), dtype=np.uint32)
+    den[:, 0] = (xs.astype(np.uint64) + np.uint64(2013265921) - np.uint64(z[0])) % _P64
+    den[:, 1:] = (np.uint64(2013265921) - np.asarray(z[1:], np.uint64)) % _P64
+    inv = ef_inverse(den)
+    _deep_accumulate(total, np.ascontiguousarray(comb, np.uint32),
+                     np.asarray(cst, np.uint32), inv, 1 << 12)

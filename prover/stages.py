@@ -1,0 +1,254 @@
+"""The per-table heavy work of the prover, one method per stage: :class:`HostStages`.
+
+The round driver (:mod:`prover.rounds`) is backend-agnostic: it calls these methods per
+table and owns the transcript.  A device backend replaces this class (same methods, its
+own resident handles inside :class:`Committed`); every method takes and returns plain
+numpy arrays or small records for ONE table and touches nothing else, so tables can run
+concurrently after their transcript fork.
+
+Domain conventions (docs/protocol.md):
+* trace domain H = <w_n>, row i <-> w_n^i;
+* LDE domain g<w_N>, N = n 2^log_blowup, g = 31; ``Committed.lde`` holds it in natural
+  order (column-major, (c, N)), the Merkle tree commits its rows in **bit-reversed**
+  order: tree row s is the point g w_N^bitrev(s), so x and -x are siblings (2j, 2j+1);
+* quotient domain g<w_M>, M = n 2^ceil(log2 num_parts), a sub-coset of the LDE domain
+  (every (N/M)-th point in natural order).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+import air as airlib
+from air import field as F
+from kernels.hostlib import ef_inverse
+from kernels.ntt import bit_reverse_permutation, coset_intt, coset_ntt, intt, lde_columns
+from verifier.protocol import SHIFT, TableShape
+
+from . import commit as merkle
+from .hostops import combine_rows, deep_accumulate, dot_columns
+
+
+@dataclass(frozen=True)
+class Committed:
+    """A committed matrix of polynomials (one table, one tree)."""
+    lde: np.ndarray        # uint32[c, N]: evaluations on g<w_N>, natural order
+    coeffs: np.ndarray     # uint32[c, n]: coefficients (degree < n), for OOD openings
+    tree: object           # .root, .open(indices) over the bit-reversed rows
+    root: np.ndarray       # uint32[8]
+
+
+def _bitrev_rows(lde_T: np.ndarray) -> np.ndarray:
+    """(c, N) natural columns -> (N, c) rows in bit-reversed order (the committed matrix)."""
+    return np.ascontiguousarray(bit_reverse_permutation(np.ascontiguousarray(lde_T.T), axis=0))
+
+
+def _ef_T(a) -> np.ndarray:
+    """(N, 4) uint32 rows -> (4, N) uint64 for air.field arithmetic."""
+    return np.ascontiguousarray(np.asarray(a, dtype=np.uint64).T)
+
+
+class HostStages:
+    """Reference (numpy + numba) implementation of every per-table stage."""
+
+    name = "host"
+
+    def __init__(self) -> None:
+        self._selector_cache: dict = {}
+
+    # ------------------------------------------------------------------ R1
+    def main_commit(self, main: np.ndarray, shape: TableShape) -> Committed:
+        """LDE the main trace (uint32[n, w]) onto g<w_N> and commit it."""
+        return self._commit_columns(np.ascontiguousarray(main.T), shape)
+
+    def prep_lde(self, air, shape: TableShape) -> np.ndarray | None:
+        """The preprocessed columns on the LDE domain (not committed: the verifier
+        evaluates them from the statement)."""
+        if air.preprocessed is None:
+            return None
+        return lde_columns(np.ascontiguousarray(air.preprocessed.T), shape.log_blowup, SHIFT)
+
+    def aux_build(self, air, shape: TableShape, main: np.ndarray, public_values,
+                  challenges: dict) -> tuple[np.ndarray, np.ndarray]:
+        """LogUp aux trace on H: uint32[n, 4a] (EF columns h_0.., acc as 4 coefficient
+        columns each) and the terminal acc[n-1] (uint32[4])."""
+        n = shape.n
+        beta = np.asarray(challenges["logup_beta"], np.uint64).reshape(4, 1)
+        gamma = np.asarray(challenges["logup_gamma"], np.uint64).reshape(4, 1)
+        rows = airlib.interaction_rows(air, main, public_values)
+        it_index = {id(it): k for k, it in enumerate(air.interactions)}
+        hs = []
+        for batch in air.lookup_batches:
+            h = np.zeros((4, n), dtype=np.uint64)
+            for it in batch:
+                vals, mult = rows[it_index[id(it)]]
+                # d = gamma - (bus_id + sum_j beta^(j+1) v_j)
+                fp = F.ef_from_base(np.full(n, it.bus_id, dtype=np.uint64))
+                bp = beta
+                for v in vals:
+                    fp = F.ef_add(fp, F.ef_mul_base(bp, v))
+                    bp = F.ef_mul(bp, beta)
+                d = F.ef_sub(gamma, fp)
+                try:
+                    dinv = ef_inverse(np.ascontiguousarray(d.T.astype(np.uint32)))
+                except ZeroDivisionError:
+                    raise ValueError(f"{air.name}: a LogUp denominator vanished (resample: "
+                                     "the challenges hit a tuple's fingerprint)") from None
+                m = mult if it.sign > 0 else F.neg(mult)
+                h = F.ef_add(h, F.ef_mul_base(_ef_T(dinv), m))
+            hs.append(h)
+        total = hs[0]
+        for h in hs[1:]:
+            total = F.ef_add(total, h)
+        acc = np.cumsum(total, axis=1) % np.uint64(F.P)    # < n 2^31: no wrap for n < 2^33
+        cols = hs + [acc]
+        aux = np.empty((n, 4 * len(cols)), dtype=np.uint32)
+        for k, c in enumerate(cols):
+            aux[:, 4 * k:4 * k + 4] = c.T
+        return aux, acc[:, n - 1].astype(np.uint32)
+
+    def aux_commit(self, aux: np.ndarray, shape: TableShape) -> Committed:
+        return self._commit_columns(np.ascontiguousarray(aux.T), shape)
+
+    def _commit_columns(self, evals_T: np.ndarray, shape: TableShape) -> Committed:
+        coeffs = intt(evals_T)
+        lde = lde_columns(evals_T, shape.log_blowup, SHIFT)
+        tree = merkle.commit(_bitrev_rows(lde))
+        return Committed(lde, coeffs, tree, np.asarray(tree.root, dtype=np.uint32))
+
+    # ------------------------------------------------------------------ R2
+    def _selectors(self, shape: TableShape):
+        key = (shape.log_n, shape.log_quotient)
+        if key not in self._selector_cache:
+            self._selector_cache[key] = airlib.selectors_on_coset(shape.log_n, SHIFT,
+                                                                  shape.log_quotient)
+        return self._selector_cache[key]
+
+    def quotient(self, air, shape: TableShape, main: Committed, prep_lde, aux: Committed | None,
+                 public_values, challenges: dict, alpha, terminal, chunk: int = 1 << 14) -> np.ndarray:
+        """Q(x) = sum_k alpha^(K-1-k) sel_k(x) C_k(x) / Z_H(x) on the quotient domain
+        g<w_M> (natural order); returns EF values as uint32[4, M]."""
+        M = 1 << shape.log_quotient
+        stride = 1 << (shape.log_lde - shape.log_quotient)
+        nxt = M >> shape.log_n                              # next trace row = +M/n positions
+        sel, inv_zh = self._selectors(shape)
+        main_q = main.lde[:, ::stride]
+        prep_q = None if prep_lde is None else prep_lde[:, ::stride]
+        aux_q = None if aux is None else aux.lde[:, ::stride].reshape(-1, 4, M).transpose(1, 0, 2)
+        pv = [int(v) for v in public_values]
+        chal = {k: np.asarray(v, np.uint64).reshape(4, 1) for k, v in challenges.items()}
+        alpha = np.asarray(alpha, np.uint64).reshape(4, 1)
+        term = None if terminal is None else np.asarray(terminal, np.uint64).reshape(4, 1)
+        out = np.empty((4, M), dtype=np.uint32)
+        for lo in range(0, M, chunk):
+            hi = min(M, lo + chunk)
+            idx = np.arange(lo, hi)
+            nidx = (idx + nxt) % M
+            leaf = _chunk_leaf(main_q, prep_q, aux_q, idx, nidx, pv, chal, term)
+            ssel = {k: v[lo:hi] for k, v in sel.items()}
+            out[:, lo:hi] = airlib.quotient_on_coset(air, leaf, alpha, ssel, inv_zh[lo:hi])
+        return out
+
+    def parts_commit(self, q_values: np.ndarray, shape: TableShape) -> Committed:
+        """Decompose Q into num_parts polynomials q_i of degree < n with
+        Q(X) = sum_i X^(i n) q_i(X), LDE and commit them (4 base columns per part, part
+        i's coefficient c at column 4i + c)."""
+        n, P_ = shape.n, shape.num_parts
+        coeffs = coset_intt(np.ascontiguousarray(q_values), SHIFT)       # (4, M)
+        blocks = np.concatenate([coeffs[:, i * n:(i + 1) * n] for i in range(P_)], axis=0)
+        padded = np.zeros((4 * P_, 1 << shape.log_lde), dtype=np.uint32)
+        padded[:, :n] = blocks
+        lde = coset_ntt(padded, SHIFT)
+        tree = merkle.commit(_bitrev_rows(lde))
+        return Committed(lde, np.ascontiguousarray(blocks), tree,
+                         np.asarray(tree.root, dtype=np.uint32))
+
+    # ------------------------------------------------------------------ R3
+    def ood(self, committed: Committed, point) -> np.ndarray:
+        """Every committed column's polynomial at the EF point: uint32[c, 4]."""
+        c, n = committed.coeffs.shape
+        zp = F.ef_powers(np.asarray(point, np.uint64).reshape(4, 1), n)   # (4, n)
+        return dot_columns(committed.coeffs, np.ascontiguousarray(zp.T.astype(np.uint32)))
+
+    # ------------------------------------------------------------------ R4
+    def deep_quotient(self, shape: TableShape, groups: list, z, lam) -> np.ndarray:
+        """DQ(x) = sum_k lam^k (f_k(x) - v_k) / (x - zeta_k) on g<w_N>, returned as
+        uint32[N, 4] in bit-reversed order (FRI layer 0).  ``groups``: list of
+        (Committed, opened values (c, 4), at_next) in the order of deep_groups()."""
+        N = 1 << shape.log_lde
+        xs = airlib.coset_points(SHIFT, shape.log_lde).astype(np.uint32)
+        zf = np.asarray(z, np.uint64).reshape(4, 1)
+        points = {False: zf, True: F.ef_mul_base(zf, F.root_of_unity(shape.log_n))}
+        lamf = np.asarray(lam, np.uint64).reshape(4, 1)
+        total = np.zeros((N, 4), dtype=np.uint32)
+        k = 0
+        for com, vals, at_next in groups:
+            c = com.lde.shape[0]
+            lp = F.ef_mul(F.ef_powers(lamf, c), F.ef_pow(lamf, k))        # (4, c)
+            k += c
+            comb = combine_rows(com.lde, np.ascontiguousarray(lp.T.astype(np.uint32)))
+            cst = F.ef_mul(lp, np.asarray(vals, np.uint64).T).sum(axis=1) % np.uint64(F.P)
+            deep_accumulate(total, comb, cst.astype(np.uint32), xs,
+                            points[at_next].reshape(4).astype(np.uint32))
+        return bit_reverse_permutation(total, axis=0)
+
+    def fri_commit_layer(self, values: np.ndarray):
+        """Commit a FRI layer (uint32[N_i, 4], bit-reversed): leaf j = (v[2j], v[2j+1])."""
+        return merkle.commit(np.ascontiguousarray(values.reshape(-1, 8)))
+
+    def fri_fold(self, values: np.ndarray, beta, layer: int, shape: TableShape) -> np.ndarray:
+        """f'(x^2) = (f(x) + f(-x))/2 + beta (f(x) - f(-x)) / (2x), pairwise on the
+        bit-reversed layer (pair j = points (x_j, -x_j), x_j = g^(2^i) w_(N_i)^bitrev(j))."""
+        log_ni = shape.log_lde - layer
+        half = 1 << (log_ni - 1)
+        w_inv = pow(F.root_of_unity(log_ni), F.P - 2, F.P)
+        g_inv = pow(pow(SHIFT, 1 << layer, F.P), F.P - 2, F.P)
+        rev = bit_reverse_permutation(np.arange(half, dtype=np.int64))
+        inv_x = F.mul(F.powers(w_inv, half)[rev], g_inv)
+        e0 = _ef_T(values[0::2])
+        e1 = _ef_T(values[1::2])
+        inv2 = (F.P + 1) // 2
+        s = F.ef_mul_base(F.ef_add(e0, e1), inv2)
+        d = F.ef_mul_base(F.ef_sub(e0, e1), F.mul(inv_x, inv2))
+        out = F.ef_add(s, F.ef_mul(np.asarray(beta, np.uint64).reshape(4, 1), d))
+        return np.ascontiguousarray(out.T.astype(np.uint32))
+
+    def fri_final(self, values: np.ndarray, shape: TableShape) -> np.ndarray:
+        """Coefficients (uint32[L, 4]) of the last layer's polynomial (degree < L)."""
+        r = shape.num_fri_layers
+        nat = bit_reverse_permutation(np.ascontiguousarray(values), axis=0)   # natural order
+        shift = pow(SHIFT, 1 << r, F.P)
+        coeffs = coset_intt(np.ascontiguousarray(nat.T), shift)              # (4, N_r)
+        return np.ascontiguousarray(coeffs[:, :shape.final_poly_len].T)
+
+    def open(self, tree, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        rows, paths = tree.open(np.asarray(indices, dtype=np.int64))
+        return np.ascontiguousarray(rows, np.uint32), np.ascontiguousarray(paths, np.uint32)
+
+
+def _chunk_leaf(main_q, prep_q, aux_q, idx, nidx, pv, chal, term):
+    """Leaf values for quotient-domain positions idx (next row: nidx)."""
+    cache: dict = {}
+
+    def leaf(op, payload):
+        if op in ("main", "prep", "aux"):
+            key = (op,) + tuple(payload)
+            if key not in cache:
+                j, nx = payload
+                sel = nidx if nx else idx
+                if op == "aux":
+                    cache[key] = aux_q[:, j, sel].astype(np.uint64)
+                else:
+                    src = main_q if op == "main" else prep_q
+                    cache[key] = src[j, sel].astype(np.uint64)
+            return cache[key]
+        if op == "pv":
+            return np.uint64(pv[payload])
+        if op == "chal":
+            return chal[payload]
+        if op == "term":
+            return term
+        raise ValueError(f"unknown leaf {op!r}")
+
+    return leaf

@@ -1,0 +1,168 @@
+"""The command line: exit codes (0 / 1 / 2), JSON paths for malformed blocks, locations
+for execution failures, the default-parameter proof of examples/block.json, verify with
+and without --block, and never a traceback."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from prover.cli import main_prove, main_verify
+
+from tests.vm_blocks import empty_block, one_tx_block
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLE = os.path.join(ROOT, "examples", "block.json")
+FAST = ["--queries", "8", "--pow-bits", "2", "--backend", "host"]
+
+
+def write(tmp_path, name, obj):
+    p = tmp_path / name
+    p.write_text(obj if isinstance(obj, str) else json.dumps(obj))
+    return str(p)
+
+
+def run(main, argv, capsys):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def example_proof(tmp_path_factory):
+    """examples/block.json proved once with the default parameters (100 queries, 16 bits
+    of proof of work) through the CLI, the default output path and --stats-json."""
+    d = tmp_path_factory.mktemp("ex")
+    block = d / "block.json"
+    block.write_bytes(open(EXAMPLE, "rb").read())
+    stats = d / "stats.json"
+    code = main_prove([str(block), "--backend", "host", "--stats-json", str(stats), "-q"])
+    assert code == 0
+    return str(block), str(d / "block.proof"), json.loads(stats.read_text())
+
+
+def test_prove_defaults_and_verify(example_proof, capsys):
+    block, proof, stats = example_proof
+    assert os.path.getsize(proof) == stats["proof_file_bytes"] > stats["proof_bytes"]
+    assert [t["name"] for t in stats["tables"]] == ["cpu", "program", "memory", "range", "poseidon2"]
+    assert stats["block"] == block and stats["cycles"] > 0
+    code, out, _ = run(main_verify, [proof], capsys)
+    assert code == 0 and out.startswith("proof OK")
+    code, out, _ = run(main_verify, [proof, "--block", block, "-v"], capsys)
+    assert code == 0 and "for block" in out and "input_digest" in out
+
+
+def test_verify_wrong_block_and_bad_proofs(example_proof, tmp_path, capsys):
+    block, proof, _ = example_proof
+    other = write(tmp_path, "other.json", one_tx_block().to_json())
+    code, _, err = run(main_verify, [proof, "--block", other], capsys)
+    assert code == 1 and "not for this block" in err
+    data = bytearray(open(proof, "rb").read())
+    data[len(data) // 2] ^= 0x10
+    bad = tmp_path / "bad.proof"
+    bad.write_bytes(bytes(data))
+    code, _, err = run(main_verify, [str(bad)], capsys)
+    assert code == 1 and err.startswith("error: invalid proof:")
+    garbage = tmp_path / "garbage.proof"
+    garbage.write_bytes(b"hello")
+    code, _, err = run(main_verify, [str(garbage)], capsys)
+    assert code == 1 and "bad magic" in err
+    code, _, err = run(main_verify, [str(tmp_path / "missing.proof")], capsys)
+    assert code == 2 and "cannot read" in err
+    code, _, err = run(main_verify, [proof, "--block", write(tmp_path, "e.json", "")], capsys)
+    assert code == 2 and "$: empty document" in err
+
+
+MALFORMED = [
+    ("", "$: empty document"),
+    ("not json at all", "$: not valid JSON"),
+    ("{}", "$: missing required field 'format'"),
+    ('{"format": "steadfast-block", "version": 1}', "$: missing required field 'memory_size'"),
+    ("[1, 2]", "$: expected an object"),
+]
+
+
+@pytest.mark.parametrize("text,fragment", MALFORMED)
+def test_malformed_block_exit_2_with_path(tmp_path, capsys, text, fragment):
+    code, out, err = run(main_prove, [write(tmp_path, "b.json", text)] + FAST, capsys)
+    assert code == 2 and fragment in err and out == ""
+    assert not (tmp_path / "b.proof").exists()
+
+
+@pytest.mark.parametrize("edit,path", [
+    (lambda o: o.update(memory_size="64"), "$.memory_size"),
+    (lambda o: o["transactions"][0].update(inputs=[1, "x"]), "$.transactions[0].inputs[1]"),
+    (lambda o: o["transactions"][0].pop("outputs"), "$.transactions[0]"),
+    (lambda o: o.update(memory_size=1 << 40), "$.memory_size"),
+    (lambda o: o["programs"][0]["code"].__setitem__(0, ["READ"]), "$.programs[0].code[0]"),
+    (lambda o: o.update(transactions=[{"program": 0, "inputs": [0] * 70000, "outputs": []}]),
+     "$.transactions[0].inputs"),
+])
+def test_wrong_types_missing_fields_huge_sizes(tmp_path, capsys, edit, path):
+    obj = one_tx_block().to_json()
+    edit(obj)
+    code, _, err = run(main_prove, [write(tmp_path, "b.json", obj)] + FAST, capsys)
+    assert code == 2 and f": {path}: " in err
+
+
+def test_execution_failure_exit_1_says_where(tmp_path, capsys):
+    obj = one_tx_block().to_json()
+    obj["max_cycles"] = 50
+    obj["programs"][0]["code"] = [["JMP", 0]]
+    obj["transactions"][0]["inputs"] = []
+    code, _, err = run(main_prove, [write(tmp_path, "b.json", obj)] + FAST, capsys)
+    assert code == 1
+    assert "cycle limit 50 reached" in err and "$.programs[0].code[0]" in err
+    assert "transaction 0 (program 'sum')" in err
+    obj["programs"][0]["code"] = [["FOO"], ["HALT"]]
+    code, _, err = run(main_prove, [write(tmp_path, "b.json", obj)] + FAST, capsys)
+    assert code == 1 and "bad opcode 'FOO'" in err
+
+
+def test_false_claims_exit_1_names_constraint(tmp_path, capsys):
+    obj = one_tx_block().to_json()
+    obj["transactions"][0]["outputs"] = [4]
+    code, _, err = run(main_prove, [write(tmp_path, "b.json", obj)] + FAST, capsys)
+    assert code == 1 and "constraint 'output_digest[0]'" in err
+    assert "$.transactions[0].outputs[0]: claims 4, execution wrote 5" in err
+
+
+def test_bad_usage_exit_2(tmp_path, capsys):
+    blk = write(tmp_path, "b.json", empty_block().to_json())
+    for argv, frag in (([blk, "--backend", "quantum"], "unknown backend"),
+                       ([blk, "--vram-budget", "12 potatoes"], "vram budget"),
+                       ([blk, "--queries", "0"], "num_queries"),
+                       ([blk, "--log-blowup", "x"], "invalid int value"),
+                       ([blk, "-q", "-v"], "not allowed with"),
+                       ([blk, "-o", str(tmp_path / "no" / "such" / "dir.proof")], "cannot write"),
+                       ([], "required"),
+                       ([str(tmp_path / "missing.json")], "cannot read")):
+        code, _, err = run(main_prove, argv, capsys)
+        assert code == 2 and frag in err, (argv, err)
+    code, out, _ = run(main_prove, ["--help"], capsys)
+    assert code == 0 and "exit status" in out
+
+
+def test_plain_progress_and_summary(tmp_path, capsys):
+    blk = write(tmp_path, "empty.json", empty_block().to_json())
+    out_path = tmp_path / "e.proof"
+    code, out, err = run(main_prove, [blk, "-o", str(out_path)] + FAST, capsys)
+    assert code == 0 and out_path.exists()
+    assert "poseidon2  r2_quotient" in err            # one log line per table and stage
+    assert "wrote" in out and "rounds:" in out and "range" in out
+    code, out, err = run(main_prove, [blk, "-o", str(out_path), "-q"] + FAST, capsys)
+    assert code == 0 and out == "" and err == ""
+
+
+def test_module_entry_point_no_traceback(tmp_path):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    r = subprocess.run([sys.executable, "-m", "prover", "prove", write(tmp_path, "x.json", "{")],
+                       capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "not valid JSON" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "prover", "frobnicate"], capture_output=True,
+                       text=True, env=env, cwd=ROOT, timeout=120)
+    assert r.returncode == 2 and "usage" in r.stderr

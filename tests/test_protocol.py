@@ -1,0 +1,123 @@
+"""Completeness of the multi-table STARK on the host path, determinism, parameters."""
+import numba
+import numpy as np
+import pytest
+
+from air import AirBuilder, AirError, ConstraintViolation
+from air import examples as ex
+from prover import HostStages, Params, Spans, prove
+from verifier import decode, verify
+
+FAST = Params(num_queries=8, pow_bits=2)
+
+
+def _roundtrip(airs, traces, pvs, params=FAST):
+    proof = prove(traces, airs, pvs, params)
+    res = verify(proof, airs, pvs)
+    assert res.public_values == [list(map(int, pv)) for pv in pvs]
+    return proof
+
+
+@pytest.mark.parametrize("log_n", [1, 2, 3, 6])
+def test_fibonacci(log_n):
+    t, pv = ex.fibonacci_trace(log_n, 3, 4)
+    _roundtrip([ex.fibonacci_air()], [t], [pv])
+
+
+def test_degree3_two_parts():
+    air = ex.cubic_air(4)
+    assert air.num_parts == 2
+    t, pv = ex.cubic_trace(5, 4)
+    proof = _roundtrip([air], [t], [pv])
+    assert decode(proof).tables[0].ood_parts.shape == (8, 4)
+
+
+def test_degree4_three_parts_with_blowup4():
+    b = AirBuilder("quartic")
+    x, y = b.main("x"), b.main("y")
+    b.when_transition(y.next - x * x * x * y)             # D = 4 -> 3 parts, M = 4n
+    b.when_transition(x.next - x - 1)
+    a = b.build()
+    n = 16
+    x0 = np.arange(1, n + 1, dtype=np.uint64)
+    y = np.empty(n, np.uint64)
+    y[0] = 5
+    for i in range(1, n):
+        y[i] = x0[i - 1] ** 3 % ex.P * y[i - 1] % ex.P
+    t = np.stack([x0, y], axis=1).astype(np.uint32)
+    with pytest.raises(AirError, match="num_parts"):
+        prove([t], [a], None, FAST)
+    _roundtrip([a], [t], [[]], Params(log_blowup=2, num_queries=6, pow_bits=1))
+
+
+def test_three_tables_linked_by_logup():
+    airs, traces, pvs = ex.lookup_block(5, 6)
+    proof = _roundtrip(airs, traces, pvs)
+    p = decode(proof)
+    assert [tp.log_n for tp in p.tables] == [5, 8, 6]       # three different heights
+    # the terminals are nonzero individually and cancel in sum
+    assert all(tp.terminal.any() for tp in p.tables)
+
+
+def test_public_values():
+    t, pv = ex.counter_trace(4, 9, 7)
+    _roundtrip([ex.counter_air()], [t], [pv])
+    # two tables with public values each, different heights
+    t2, pv2 = ex.fibonacci_trace(2, 1, 1)
+    _roundtrip([ex.counter_air(), ex.fibonacci_air()], [t, t2], [pv, pv2])
+
+
+def test_defaults_once():
+    t, pv = ex.fibonacci_trace(4)
+    proof = prove([t], [ex.fibonacci_air()], [pv])          # 100 queries, 16 bits of PoW
+    p = decode(proof)
+    assert (p.params.log_blowup, p.params.num_queries, p.params.pow_bits) == (1, 100, 16)
+    assert p.params.conjectured_bits() == 116
+    verify(proof, [ex.fibonacci_air()], [pv])
+
+
+def test_check_mode_refuses_bad_trace():
+    t, pv = ex.fibonacci_trace(3)
+    t[5, 0] += 1
+    with pytest.raises(ConstraintViolation, match="row 4"):
+        prove([t], [ex.fibonacci_air()], [pv], FAST)
+
+
+def test_proof_bytes_identical_across_runs_and_thread_counts():
+    airs, traces, pvs = ex.lookup_block(4, 8)
+    airs = airs + [ex.cubic_air()]
+    traces = traces + [ex.cubic_trace(4)[0]]
+    pvs = pvs + [[]]
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = prove(traces, airs, pvs, FAST)
+        numba.set_num_threads(max(1, numba.config.NUMBA_NUM_THREADS))
+        many = prove(traces, airs, pvs, FAST)
+        again = prove(traces, airs, pvs, FAST, stages=HostStages())
+    finally:
+        numba.set_num_threads(before)
+    assert one == many == again
+
+
+def test_spans_record_rounds_per_table():
+    airs, traces, pvs = ex.lookup_block(4, 8)
+    spans = Spans()
+    proof = prove(traces, airs, pvs, FAST, spans=spans)
+    names = spans.stats.names()
+    for r in ("r1_main", "r1_aux", "r2_quotient", "r3_ood", "r4_deep", "r4_fri", "r4_pow",
+              "r4_open", "table"):
+        assert r in names
+    tables = {t for _, t, _ in spans.stats.as_rows() if t}
+    assert tables == {a.name for a in airs}
+    assert spans.stats.counters["proof_bytes"] == len(proof)
+
+
+def test_bad_arguments():
+    t, pv = ex.fibonacci_trace(3)
+    with pytest.raises(ValueError, match="tables for"):
+        prove([t, t], [ex.fibonacci_air()], [pv], FAST)
+    with pytest.raises(ValueError, match="log_blowup"):
+        prove([t], [ex.fibonacci_air()], [pv], Params(log_blowup=0))
+    with pytest.raises(TypeError):
+        prove([t.astype(np.float64)], [ex.fibonacci_air()], [pv], FAST)

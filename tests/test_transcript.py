@@ -1,0 +1,94 @@
+"""The one transcript: sponge semantics against a hand-written reference, framing,
+forks, proof of work, and equal prover / verifier label logs."""
+import numpy as np
+import pytest
+
+from air import examples as ex
+from prover import Params, prove
+from verifier import verify
+from verifier.poseidon2 import P, permute
+from verifier.transcript import Transcript, label_elems
+
+
+def test_duplex_matches_reference():
+    t = Transcript(_empty=True)
+    t.absorb("ab", [5])
+    got = t.sample_base("c")[0]
+    # absorb frame: tag, label, len, values; sample frame: tag, label, len 1, count 1
+    elems = [1] + label_elems("ab") + [1, 5] + [2] + label_elems("c") + [1, 1]
+    assert elems == [1, 2, int.from_bytes(b"ab", "little"), 1, 5, 2, 1, ord("c"), 1, 1]
+    state = np.zeros(16, np.uint32)
+    state[:8] = elems[:8]
+    state = permute(state)
+    state[:2] = elems[8:]                 # the two pending elements, overwrite mode
+    state = permute(state)
+    assert got == int(state[0])
+    # further samples take lanes 1, 2, ... of the same output, then permute again
+    rest = [t._sample() for _ in range(7)]
+    assert rest == [int(v) for v in state[1:8]]
+    assert t._sample() == int(permute(state)[0])
+
+
+def test_framing_and_labels_separate_transcripts():
+    def run(ops):
+        t = Transcript()
+        for label, vals in ops:
+            t.absorb(label, vals)
+        return t.sample_ef("x").tolist()
+
+    base = run([("a", [1, 2]), ("b", [3])])
+    assert base == run([("a", [1, 2]), ("b", [3])])
+    assert base != run([("a", [1]), ("b", [2, 3])])
+    assert base != run([("a", [1, 2, 3]), ("b", [])])
+    assert base != run([("A", [1, 2]), ("b", [3])])
+    with pytest.raises(ValueError):
+        Transcript().absorb("bad", [P])
+
+
+def test_forks_are_independent_and_leave_parent_untouched():
+    t = Transcript()
+    t.absorb("root", [7] * 8)
+    f0, f1 = t.fork(0), t.fork(1)
+    c0, c1 = f0.sample_ef("alpha"), f1.sample_ef("alpha")
+    assert c0.tolist() != c1.tolist()
+    again = Transcript()
+    again.absorb("root", [7] * 8)
+    again.fork(0)
+    again.fork(1)
+    assert again.sample_ef("z").tolist() == t.sample_ef("z").tolist()
+    assert Transcript().fork(0).sample_ef("alpha").tolist() != c0.tolist()
+
+
+def test_sample_bits_range():
+    t = Transcript()
+    q = t.sample_bits("queries", 5, 200)
+    assert q.min() >= 0 and q.max() < 32 and len(set(q.tolist())) > 16
+
+
+@pytest.mark.parametrize("bits", [0, 1, 7])
+def test_grind_finds_the_smallest_valid_nonce(bits):
+    t = Transcript()
+    t.absorb("final", list(range(13)))       # leaves a partly filled input buffer
+    nonce = t.grind("pow", bits, batch=64)
+    for smaller in range(nonce):
+        assert not t.copy().check_pow("pow", smaller, bits)
+    probe = t.copy()
+    assert probe.check_pow("pow", nonce, bits)
+    assert t.check_pow("pow", nonce, bits)
+    assert t.state.tolist() == probe.state.tolist()
+    assert not Transcript().check_pow("pow", P, 0)  # non-canonical nonce
+
+
+def test_prover_and_verifier_label_logs_are_equal():
+    airs, traces, pvs = ex.lookup_block(4, 8)
+    logs = []
+    proof = prove(traces, airs, pvs, Params(num_queries=6, pow_bits=2), logs=logs)
+    res = verify(proof, airs, pvs)
+    assert res.logs == logs
+    main = [entry[:2] for entry in logs[0]]
+    assert main[:2] == [("absorb", "domain:steadfast/stark/v1"), ("absorb", "params")]
+    assert main[-5:] == [("sample_ef", "logup_beta"), ("sample_ef", "logup_gamma"),
+                         ("fork", "table"), ("fork", "table"), ("fork", "table")]
+    fork0 = [entry[1] for entry in logs[1]]
+    assert fork0[:5] == ["table", "aux_root", "logup_terminal", "alpha", "parts_root"]
+    assert fork0[-3:] == ["fri_final", "pow", "queries"]

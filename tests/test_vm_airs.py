@@ -1,0 +1,179 @@
+"""The five tables: honest traces satisfy every constraint and balance every bus; altered
+traces and false claims fail, naming the constraint (AIR check mode)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from air import ConstraintViolation, LookupImbalance, check_constraints, check_traces
+from vm import isa
+from vm.airs import CPU_LAYOUT, MEMORY_LAYOUT, P2_LAYOUT, block_airs
+from vm.block import parse_block
+from vm.interpreter import execute
+from vm.statement import PV_OUTPUTS
+from vm.traces import build_traces
+
+from tests.vm_blocks import empty_block, hash_heavy_block, memory_heavy_block, one_tx_block
+
+P = isa.P
+BLOCKS = {"empty": empty_block, "one_tx": one_tx_block, "hash_heavy": hash_heavy_block,
+          "memory_heavy": memory_heavy_block}
+_cache: dict = {}
+
+
+def traces(name):
+    if name not in _cache:
+        _cache[name] = build_traces(execute(BLOCKS[name]()))
+    bt = _cache[name]
+    return bt.airs, [t.copy() for t in bt.traces], bt.table_public_values
+
+
+def test_degrees_and_parts():
+    airs = block_airs(np.zeros((3, 4), dtype=np.int64))
+    by = {a.name: a for a in airs}
+    assert [a.name for a in airs] == ["cpu", "program", "memory", "range", "poseidon2"]
+    assert (by["cpu"].max_degree, by["cpu"].num_parts) == (3, 2)
+    assert by["program"].max_degree <= 2 and by["program"].num_parts == 1
+    assert by["range"].num_parts == 1 and by["range"].fixed_height == 1 << 16
+    assert (by["poseidon2"].max_degree, by["poseidon2"].num_parts) == (3, 2)
+    assert by["memory"].max_degree == 3
+    assert by["cpu"].main_width == CPU_LAYOUT.width and by["poseidon2"].main_width == P2_LAYOUT.width
+
+
+@pytest.mark.parametrize("name", list(BLOCKS))
+def test_honest_traces_pass(name):
+    airs, ts, pvs = traces(name)
+    check_traces(airs, ts, pvs)
+    cpu = ts[0]
+    rec_cycles = int(cpu[:, CPU_LAYOUT.idx["is_stop"]].nonzero()[0][0]) + 1
+    assert cpu.shape[0] >= rec_cycles and cpu.shape[0] & (cpu.shape[0] - 1) == 0
+
+
+def test_example_block_passes():
+    import os
+    from vm.block import load_block
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    bt = build_traces(execute(load_block(os.path.join(root, "examples", "block.json"))))
+    check_traces(bt.airs, bt.traces, bt.table_public_values)
+
+
+def _violation(airs, ts, pvs):
+    with pytest.raises((ConstraintViolation, LookupImbalance)) as ei:
+        check_traces(airs, ts, pvs)
+    return ei.value
+
+
+def test_false_claimed_outputs_name_the_constraint():
+    obj = one_tx_block().to_json()
+    obj["transactions"][0]["outputs"] = [6]            # execution writes 5
+    bt = build_traces(execute(parse_block(obj)))
+    err = _violation(bt.airs, bt.traces, bt.table_public_values)
+    assert isinstance(err, ConstraintViolation)
+    assert (err.table, err.constraint) == ("cpu", "output_digest[0]")
+
+
+def _row_of(cpu, op):
+    return int(np.nonzero(cpu[:, CPU_LAYOUT.idx[f"is_{isa.OPCODE_NAMES[op].lower()}"]])[0][0])
+
+
+@pytest.mark.parametrize("op,column,constraint", [
+    (isa.ADD, ("v", 16), "add"),
+    (isa.READ, ("v", 3), "event_position"),
+    (isa.READ, ("v", 1), "event_tag"),
+    (isa.DISPATCH, ("v", 2), "event_tx"),
+    (isa.HALT, ("tx", 0), "tx_step"),
+])
+def test_altered_cpu_cell_fails(op, column, constraint):
+    airs, ts, pvs = traces("one_tx")
+    cpu = ts[0]
+    r = _row_of(cpu, op)
+    j = CPU_LAYOUT.idx[column[0]] + column[1]
+    if column[0] == "tx":
+        r += 1                                         # the row after HALT keeps the old tx
+    cpu[r, j] = (int(cpu[r, j]) + 1) % P
+    err = _violation(airs, ts, pvs)
+    assert isinstance(err, ConstraintViolation) and err.table == "cpu"
+    assert err.constraint == constraint
+
+
+def test_altered_branch_flag_fails():
+    airs, ts, pvs = traces("hash_heavy")
+    cpu = ts[0]
+    r = _row_of(cpu, isa.BNZ)
+    cpu[r, CPU_LAYOUT.idx["nz"]] ^= 1
+    err = _violation(airs, ts, pvs)
+    assert err.table == "cpu" and err.constraint in ("bnz_target", "bnz_nz", "bnz_zero")
+
+
+def test_altered_hash_output_fails_in_poseidon2_or_bus():
+    airs, ts, pvs = traces("hash_heavy")
+    p2 = ts[4]
+    p2[3, P2_LAYOUT.idx["cube0"] + 5] ^= 1
+    err = _violation(airs, ts, pvs)
+    assert (err.table, err.constraint) == ("poseidon2", "full0[5]_cube")
+    airs, ts, pvs = traces("hash_heavy")
+    cpu = ts[0]
+    r = _row_of(cpu, isa.HASH)
+    cpu[r, CPU_LAYOUT.idx["o"] + 3] = (int(cpu[r, CPU_LAYOUT.idx["o"] + 3]) + 1) % P
+    err = _violation(airs, ts, pvs)                    # the CPU claims a wrong hash
+    assert isinstance(err, LookupImbalance) and err.bus in ("memory", "poseidon2")
+
+
+def test_memory_read_consistency_and_order():
+    airs, ts, pvs = traces("memory_heavy")
+    mem = ts[2]
+    M = MEMORY_LAYOUT.idx
+    real = mem[:, M["is_real"]] == 1
+    reads = np.nonzero(real & (mem[:, M["is_write"]] == 0) & (mem[:, M["same"]] == 1))[0]
+    r = int(reads[len(reads) // 2])
+    mem[r, M["value"]] = (int(mem[r, M["value"]]) + 1) % P
+    err = _violation(airs, ts, pvs)
+    assert (err.table, err.constraint) == ("memory", "read_consistency")
+    # swapping two accesses of one address breaks the order
+    airs, ts, pvs = traces("memory_heavy")
+    mem = ts[2]
+    r = int(np.nonzero(mem[:, M["same"]] == 1)[0][5])
+    mem[[r - 1, r]] = mem[[r, r - 1]]
+    err = _violation(airs, ts, pvs)
+    assert err.table == "memory" and err.constraint in ("sorted_gap", "read_consistency", "same_address")
+
+
+def test_memory_gap_out_of_range_is_unbalanced():
+    airs, ts, pvs = traces("memory_heavy")
+    mem = ts[2]
+    M = MEMORY_LAYOUT.idx
+    r = int(np.nonzero(mem[:, M["same"]] == 1)[0][3])
+    # claim a huge gap limb: the constraint still holds if lo absorbs it, but lo leaves 16 bits
+    lo = int(mem[r, M["gap_lo"]]) + (1 << 16)
+    hi = int(mem[r, M["gap_hi"]])
+    mem[r, M["gap_lo"]] = lo
+    mem[r, M["gap_hi"]] = (hi - 1) % P
+    err = _violation(airs, ts, pvs)
+    assert isinstance(err, LookupImbalance) and err.bus == "range16"
+
+
+def test_altered_multiplicities_unbalance_the_buses():
+    airs, ts, pvs = traces("one_tx")
+    ts[1][3, 0] += 1                                   # PROGRAM claims an extra execution
+    err = _violation(airs, ts, pvs)
+    assert isinstance(err, LookupImbalance) and err.bus == "program"
+    airs, ts, pvs = traces("one_tx")
+    ts[3][7, 0] += 1
+    err = _violation(airs, ts, pvs)
+    assert isinstance(err, LookupImbalance) and err.bus == "range16"
+
+
+def test_wrong_public_values_fail():
+    airs, ts, pvs = traces("one_tx")
+    for idx, name in ((1, "initial_digest[0]"), (9, "final_digest[0]"), (25, "input_digest[0]")):
+        bad = [list(p) for p in pvs]
+        bad[0][idx] = (bad[0][idx] + 1) % P
+        with pytest.raises(ConstraintViolation) as ei:
+            check_constraints(airs[0], ts[0], bad[0])
+        assert ei.value.constraint == name
+    bad = [list(p) for p in pvs]
+    bad[2][0] = 128                                    # MEMORY: memory_size
+    with pytest.raises(ConstraintViolation) as ei:
+        check_constraints(airs[2], ts[2], bad[2])
+    assert ei.value.constraint.startswith("last_address")
+    assert pvs[0][PV_OUTPUTS.start] != 0

@@ -1,0 +1,44 @@
+"""The verifier's error hierarchy.  Every rejection is one of these -- never an assert,
+never a bare IndexError / struct.error from a malformed proof."""
+from __future__ import annotations
+
+
+class VerificationError(Exception):
+    """A proof was rejected.  ``table`` names the table when the failure is local to one."""
+
+    def __init__(self, message: str, table: str | None = None):
+        self.table = table
+        super().__init__(f"[{table}] {message}" if table else message)
+
+
+class ShapeError(VerificationError):
+    """Malformed bytes, wrong magic/version, truncation, out-of-range values, or a shape
+    that disagrees with the AIRs and parameters."""
+
+
+class MerkleError(VerificationError):
+    """An opened row or FRI leaf does not authenticate against its commitment."""
+
+
+class CompositionError(VerificationError):
+    """The constraints folded at z disagree with the opened quotient parts."""
+
+
+class FriError(VerificationError):
+    """A FRI folding step, the DEEP-quotient link, or the final polynomial is wrong."""
+
+
+class PowError(VerificationError):
+    """The proof-of-work nonce does not meet the difficulty."""
+
+
+class LogUpError(VerificationError):
+    """The LogUp terminal sums of all tables do not add up to zero."""
+
+
+class PublicValuesError(VerificationError):
+    """The public values in the proof differ from the expected statement."""
+
+
+__all__ = ["VerificationError", "ShapeError", "MerkleError", "CompositionError", "FriError",
+           "PowError", "LogUpError", "PublicValuesError"]

@@ -1,0 +1,108 @@
+"""Protocol definitions shared by the prover and the verifier (pure, numpy only):
+table shapes derived from (AIR, height, parameters), the statement part of the
+transcript, and the DEEP opening order.  See docs/protocol.md for the full protocol."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from .proof_format import FORMAT_VERSION, Params
+from .transcript import Transcript
+
+SHIFT = 31                 # the coset shift g (LDE and quotient domains are g<w>)
+MAX_LOG_N = 24             # tables up to 2^24 rows (LDE <= 2^(24+8) is refused below)
+TWO_ADICITY = 27
+
+
+def ceil_log2(x: int) -> int:
+    return max(0, (int(x) - 1).bit_length())
+
+
+@dataclass(frozen=True)
+class TableShape:
+    """Everything about one table's proof section that follows from the AIR, the
+    table height and the parameters."""
+    name: str
+    log_n: int
+    log_blowup: int
+    main_width: int
+    prep_width: int
+    aux_cols: int          # EF columns of the LogUp trace (0: no interactions)
+    num_parts: int
+    num_public: int
+    uses_next_main: bool
+    uses_next_prep: bool
+    log_final_poly_len: int
+
+    @property
+    def n(self) -> int:
+        return 1 << self.log_n
+
+    @property
+    def log_lde(self) -> int:
+        return self.log_n + self.log_blowup
+
+    @property
+    def log_quotient(self) -> int:
+        """Quotient domain g<w_M>, M = n * 2^ceil(log2(num_parts))."""
+        return self.log_n + ceil_log2(self.num_parts)
+
+    @property
+    def aux_width(self) -> int:
+        """Committed base columns of the aux trace (4 per EF column)."""
+        return 4 * self.aux_cols
+
+    @property
+    def parts_width(self) -> int:
+        return 4 * self.num_parts
+
+    @property
+    def num_fri_layers(self) -> int:
+        """Folds from degree < n down to degree < 2^log_final_poly_len."""
+        return max(0, self.log_n - self.log_final_poly_len)
+
+    @property
+    def final_poly_len(self) -> int:
+        return 1 << min(self.log_final_poly_len, self.log_n)
+
+    def statement(self) -> list[int]:
+        return [self.log_n, self.main_width, self.prep_width, self.aux_cols, self.num_parts,
+                self.num_public, int(self.uses_next_main), int(self.uses_next_prep)]
+
+
+def table_shape(air, log_n: int, params: Params) -> TableShape:
+    """Shape of a table; raises ValueError for unsupported heights or degrees."""
+    if not 1 <= log_n <= MAX_LOG_N or log_n + params.log_blowup > TWO_ADICITY:
+        raise ValueError(f"{air.name}: height 2^{log_n} is not supported with log_blowup "
+                         f"{params.log_blowup}")
+    air.check_parts(params.log_blowup)
+    if air.fixed_height is not None and air.fixed_height != 1 << log_n:
+        raise ValueError(f"{air.name}: height 2^{log_n} differs from the preprocessed "
+                         f"height {air.fixed_height}")
+    return TableShape(air.name, log_n, params.log_blowup, air.main_width, air.prep_width,
+                      air.aux_width, air.num_parts, air.num_public, air.uses_next_main,
+                      air.uses_next_prep, params.log_final_poly_len)
+
+
+def absorb_statement(tr: Transcript, params: Params, airs: Sequence, shapes: Sequence[TableShape],
+                     public_values: Sequence[Sequence[int]]) -> None:
+    """Transcript step 1: parameters, then per table its shape, AIR fingerprint and
+    public values (everything the verifier relies on, before any challenge)."""
+    tr.absorb("params", [FORMAT_VERSION, params.log_blowup, params.num_queries,
+                         params.pow_bits, params.log_final_poly_len])
+    tr.absorb("num_tables", [len(shapes)])
+    for i, (air, shape, pv) in enumerate(zip(airs, shapes, public_values)):
+        tr.absorb("table", [i] + shape.statement() + list(air.fingerprint()))
+        tr.absorb("public_values", [int(v) for v in pv])
+
+
+def deep_groups(shape: TableShape) -> list[tuple[str, bool]]:
+    """The DEEP opening order: (matrix, at_next_point) groups; within a group the
+    columns in order.  lambda^k goes to the k-th opened column of this list."""
+    groups = [("main", False)]
+    if shape.uses_next_main:
+        groups.append(("main", True))
+    if shape.aux_cols:
+        groups += [("aux", False), ("aux", True)]
+    groups.append(("parts", False))
+    return groups

@@ -1,0 +1,165 @@
+"""The one Fiat-Shamir transcript, used by the prover and the verifier alike.
+
+A duplex sponge over Poseidon2 (width 16, rate 8, capacity 8) in the style of Plonky3's
+``DuplexChallenger``:
+
+* ``observe(x)`` appends x to the input buffer and empties the output buffer; when the
+  input buffer holds 8 elements the sponge *duplexes*: lanes 0..7 are overwritten with
+  the inputs, the state is permuted, and lanes 0..7 become the output buffer.
+* ``sample()`` duplexes first if inputs are pending or no output is left (a duplex with
+  no input just permutes), then takes the **first** remaining output element.
+
+Every operation is labelled and framed, so no two different sequences of operations
+feed the sponge the same elements::
+
+    frame = [tag] + label_elems(label) + [len(values)] + values
+    tag:  1 absorb, 2 sample (values = [count]), 3 fork (values = [index]),
+          4 proof-of-work (values = [nonce])
+    label_elems(s) = [len(bytes)] + [3-byte little-endian chunks of the ASCII bytes]
+
+Every labelled operation is also appended to ``log`` as ``(op, label, count)``; the test
+suite compares the prover's and the verifier's logs.
+
+Challenges: a base challenge is one sampled element; an EF challenge is 4 sampled
+elements (c0 first).  Query indices and proof-of-work read the low bits of sampled
+canonical values.  ``fork(i)`` copies the whole sponge (state and both buffers) and
+absorbs a fork frame with the table index, giving each table its own transcript.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .poseidon2 import P, RATE, permute
+
+TAG_ABSORB, TAG_SAMPLE, TAG_FORK, TAG_POW = 1, 2, 3, 4
+DOMAIN = "steadfast/stark/v1"
+
+
+def label_elems(label: str) -> list[int]:
+    b = label.encode("ascii")
+    return [len(b)] + [int.from_bytes(b[i:i + 3], "little") for i in range(0, len(b), 3)]
+
+
+class Transcript:
+    """Labelled duplex-sponge transcript (see the module docstring for the exact framing)."""
+
+    def __init__(self, domain: str = DOMAIN, _empty: bool = False):
+        self.state = np.zeros(16, dtype=np.uint32)
+        self.inbuf: list[int] = []
+        self.outbuf: list[int] = []
+        self.log: list[tuple] = []
+        if not _empty:
+            self.absorb("domain:" + domain, [])
+
+    # ------------------------------------------------------------ sponge core
+    def _duplex(self) -> None:
+        k = len(self.inbuf)
+        if k:
+            self.state[:k] = self.inbuf
+        self.inbuf = []
+        self.state = permute(self.state)
+        self.outbuf = [int(v) for v in self.state[:RATE]]
+
+    def _observe(self, x: int) -> None:
+        self.outbuf = []
+        self.inbuf.append(x)
+        if len(self.inbuf) == RATE:
+            self._duplex()
+
+    def _sample(self) -> int:
+        if self.inbuf or not self.outbuf:
+            self._duplex()
+        return self.outbuf.pop(0)
+
+    def _frame(self, tag: int, label: str, values) -> None:
+        for x in [tag] + label_elems(label) + [len(values)]:
+            self._observe(x)
+        for x in values:
+            self._observe(x)
+
+    # ------------------------------------------------------------ labelled operations
+    def absorb(self, label: str, values) -> None:
+        """Absorb field elements (any iterable of ints / a uint32 array, canonical)."""
+        vals = [int(v) for v in np.asarray(values, dtype=np.int64).reshape(-1)] \
+            if not isinstance(values, list) else [int(v) for v in values]
+        for v in vals:
+            if not 0 <= v < P:
+                raise ValueError(f"transcript {label}: {v} is not a canonical field element")
+        self.log.append(("absorb", label, len(vals)))
+        self._frame(TAG_ABSORB, label, vals)
+
+    def sample_base(self, label: str, count: int = 1) -> list[int]:
+        self.log.append(("sample", label, count))
+        self._frame(TAG_SAMPLE, label, [count])
+        return [self._sample() for _ in range(count)]
+
+    def sample_ef(self, label: str) -> np.ndarray:
+        """An EF challenge: 4 sampled elements as uint32[4] (c0..c3)."""
+        self.log.append(("sample_ef", label, 1))
+        self._frame(TAG_SAMPLE, label, [4])
+        return np.array([self._sample() for _ in range(4)], dtype=np.uint32)
+
+    def sample_bits(self, label: str, bits: int, count: int) -> np.ndarray:
+        """``count`` indices in [0, 2^bits): the low bits of sampled elements."""
+        if not 0 <= bits <= 30:
+            raise ValueError(f"cannot sample {bits}-bit indices (at most 30)")
+        self.log.append(("sample_bits", label, count))
+        self._frame(TAG_SAMPLE, label, [count])
+        mask = (1 << bits) - 1
+        return np.array([self._sample() & mask for _ in range(count)], dtype=np.int64)
+
+    def fork(self, index: int) -> "Transcript":
+        """An independent copy for table ``index`` (state || index)."""
+        child = Transcript(_empty=True)
+        child.state = self.state.copy()
+        child.inbuf = list(self.inbuf)
+        child.outbuf = list(self.outbuf)
+        self.log.append(("fork", "table", index))
+        child.log.append(("forked", "table", index))
+        child._frame(TAG_FORK, "table", [index])
+        return child
+
+    # ------------------------------------------------------------ proof of work
+    def _pow_prefix(self, label: str):
+        """Observe the PoW frame up to (excluding) the nonce; return the lane the nonce
+        will occupy (the state's other lanes are then fixed)."""
+        for x in [TAG_POW] + label_elems(label) + [1]:
+            self._observe(x)
+        return len(self.inbuf)
+
+    def check_pow(self, label: str, nonce: int, bits: int) -> bool:
+        """Absorb ``nonce`` and test that the next sampled element has ``bits`` low zero
+        bits.  Advances the transcript (prover and verifier both call this once)."""
+        if not 0 <= int(nonce) < P:
+            return False
+        self.log.append(("pow", label, bits))
+        self._pow_prefix(label)
+        self._observe(int(nonce))
+        return (self._sample() & ((1 << bits) - 1)) == 0
+
+    def grind(self, label: str, bits: int, batch: int = 1 << 12, permute_batch=None) -> int:
+        """Find the smallest nonce passing :meth:`check_pow` (deterministic), without
+        advancing this transcript.  Candidates are permuted in batches."""
+        permute_batch = permute_batch or permute
+        probe = self.copy()
+        lane = probe._pow_prefix(label)
+        base = probe.state.copy()
+        base[:lane] = probe.inbuf
+        mask = (1 << bits) - 1
+        for start in range(0, P, batch):
+            nonces = np.arange(start, min(P, start + batch), dtype=np.uint32)
+            states = np.repeat(base[None, :], nonces.size, axis=0)
+            states[:, lane] = nonces
+            out = np.asarray(permute_batch(states))
+            ok = np.nonzero((out[:, 0] & mask) == 0)[0]
+            if ok.size:
+                return int(nonces[ok[0]])
+        raise RuntimeError("no proof-of-work nonce found")  # pragma: no cover
+
+    def copy(self) -> "Transcript":
+        t = Transcript(_empty=True)
+        t.state = self.state.copy()
+        t.inbuf = list(self.inbuf)
+        t.outbuf = list(self.outbuf)
+        t.log = list(self.log)
+        return t

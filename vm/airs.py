@@ -1,0 +1,337 @@
+"""The five tables of a block proof as AIRs (docs/vm.md "Tables").
+
+==========  ======================================================  =======  ======
+table       rows                                                    degree   parts
+==========  ======================================================  =======  ======
+CPU         one per cycle (prologue, transactions, epilogue, pad)   3        2
+PROGRAM     the ROM (preprocessed) + execution multiplicities       2        1
+MEMORY      every memory access, sorted by (address, time)          3        2
+RANGE       the values 0..2^16-1 (preprocessed) + multiplicities    2        1
+POSEIDON2   one permutation per row, every round in columns         3        2
+==========  ======================================================  =======  ======
+
+Buses (LogUp; arity in brackets):
+
+* ``program`` [5]: CPU sends (pc, opcode, a, b, c) for each real row; PROGRAM receives.
+* ``memory`` [4]: CPU sends (address, time, value, is_write) for each access -- slot A
+  (time 3*clk, read), B (3*clk+1, read), C (3*clk+2, write), lanes 0..7; MEMORY receives.
+* ``range16`` [1]: CPU (LT) and MEMORY (gaps) send values that must be < 2^16; RANGE
+  receives with its multiplicity column.
+* ``poseidon2`` [32]: CPU sends (input[16], output[16]) for HASH, READ, WRITE, DISPATCH,
+  ABSORB_*; POSEIDON2 receives.
+
+The column layouts live here (:class:`Layout`) and are shared with :mod:`vm.traces`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from air import Air, AirBuilder, Expr
+from air.expr import walk
+
+from . import isa
+from .poseidon2 import N_FULL_HALF, N_PARTIAL, WIDTH, external_linear, internal_linear
+from .statement import NUM_PUBLIC_VALUES
+
+from kernels.poseidon2_constants import RC_FULL, RC_PARTIAL
+
+RANGE_BITS = 16
+RANGE_SIZE = 1 << RANGE_BITS
+TABLES = ("cpu", "program", "memory", "range", "poseidon2")
+
+# Selector columns, one per opcode 1..18; the opcode sent to PROGRAM is sum(k * sel_k).
+SELECTORS = [isa.OPCODE_NAMES[k] for k in range(1, isa.NUM_OPCODES)]
+
+PV_NAMES = (["memory_size"] + [f"initial_digest[{i}]" for i in range(8)]
+            + [f"final_digest[{i}]" for i in range(8)] + [f"program_digest[{i}]" for i in range(8)]
+            + [f"input_digest[{i}]" for i in range(8)] + [f"output_digest[{i}]" for i in range(8)])
+assert len(PV_NAMES) == NUM_PUBLIC_VALUES
+
+
+class Layout:
+    """Ordered main columns of one table: ``idx[name]`` is the first column of a group."""
+
+    def __init__(self, groups):
+        self.groups = list(groups)
+        self.idx = {}
+        pos = 0
+        for name, count in self.groups:
+            self.idx[name] = pos
+            pos += count
+        self.width = pos
+
+    def declare(self, b: AirBuilder) -> dict:
+        cols = {}
+        for name, count in self.groups:
+            cols[name] = b.main(name) if count == 1 else b.main_cols(name, count)
+        return cols
+
+
+CPU_LAYOUT = Layout([("clk", 1), ("pc", 1), ("a", 1), ("b", 1), ("c", 1)]
+                    + [(f"is_{s.lower()}", 1) for s in SELECTORS]
+                    + [("addr_b", 1), ("addr_c", 1), ("v", 17), ("o", 16), ("hin", 8), ("hout", 8),
+                       ("tx", 1), ("jin", 1), ("jout", 1), ("inv", 1), ("nz", 1), ("d", 1)])
+MEMORY_LAYOUT = Layout([("addr", 1), ("time", 1), ("value", 1), ("is_write", 1), ("is_real", 1),
+                        ("same", 1), ("gap_lo", 1), ("gap_hi", 1)])
+P2_LAYOUT = Layout([("in", 16)]
+                   + [(f"cube{r}", 16) for r in range(N_FULL_HALF)]
+                   + [(f"sbox{r}", 16) for r in range(N_FULL_HALF)]
+                   + [("pcube", N_PARTIAL), ("psbox", N_PARTIAL)]
+                   + [(f"cube{r}", 16) for r in range(N_FULL_HALF, 2 * N_FULL_HALF)]
+                   + [(f"sbox{r}", 16) for r in range(N_FULL_HALF, 2 * N_FULL_HALF)]
+                   + [("mult", 1)])
+
+
+def nxt(e: Expr) -> Expr:
+    """``e`` with every column read on the next row (``.next`` for whole expressions)."""
+    memo: dict = {}
+    for node in walk([e]):
+        if node.op in ("main", "prep", "aux"):
+            memo[id(node)] = node.next
+        elif node.args:
+            memo[id(node)] = Expr(node.op, tuple(memo[id(a)] for a in node.args))
+        else:
+            memo[id(node)] = node
+    return memo[id(e)]
+
+
+def _sum(xs):
+    total = xs[0]
+    for x in xs[1:]:
+        total = total + x
+    return total
+
+
+# --------------------------------------------------------------------------- CPU
+
+def build_cpu() -> Air:
+    b = AirBuilder("cpu", public=PV_NAMES)
+    col = CPU_LAYOUT.declare(b)
+    s = {k: col[f"is_{isa.OPCODE_NAMES[k].lower()}"] for k in range(1, isa.NUM_OPCODES)}
+    clk, pc, a, bb, c = col["clk"], col["pc"], col["a"], col["b"], col["c"]
+    v, o, hin, hout = col["v"], col["o"], col["hin"], col["hout"]
+    tx, jin, jout = col["tx"], col["jin"], col["jout"]
+    addr_b, addr_c, inv, nz, d = col["addr_b"], col["addr_c"], col["inv"], col["nz"], col["d"]
+    pv = {name: b.pv(name) for name in PV_NAMES}
+    pv_init = [pv[f"initial_digest[{i}]"] for i in range(8)]
+    pv_final = [pv[f"final_digest[{i}]"] for i in range(8)]
+    pv_in = [pv[f"input_digest[{i}]"] for i in range(8)]
+    pv_out = [pv[f"output_digest[{i}]"] for i in range(8)]
+
+    def any_of(ops):
+        return _sum([s[k] for k in sorted(ops)])
+
+    is_real = any_of(range(1, isa.NUM_OPCODES))
+    opcode = _sum([k * s[k] for k in range(1, isa.NUM_OPCODES)])
+    ai, af, disp = s[isa.ABSORB_INIT], s[isa.ABSORB_FINAL], s[isa.DISPATCH]
+    rd, wr = s[isa.READ], s[isa.WRITE]
+
+    # -- decoding: one-hot selectors, padding only at the end, the row fetched from the ROM
+    for k in range(1, isa.NUM_OPCODES):
+        b.assert_bool(s[k], name=f"is_{isa.OPCODE_NAMES[k].lower()}_bool")
+    b.assert_bool(is_real, name="one_hot")
+    b.when_transition((1 - is_real) * nxt(is_real), name="padding_at_end")
+    b.send("program", [pc, opcode, a, bb, c], multiplicity=is_real)
+
+    # -- start: pc 0 (the prologue), clock 0, empty accumulators, transaction 0
+    b.when_first_row(ai - 1, name="starts_with_prologue")
+    b.when_first_row(pc, name="first_pc")
+    b.when_first_row(clk, name="first_clk")
+    b.when_first_row(tx, name="first_tx")
+    for i in range(8):
+        b.when_first_row(hin[i], name=f"first_hin[{i}]")
+        b.when_first_row(hout[i], name=f"first_hout[{i}]")
+    b.when_transition(clk.next - clk - 1, name="clk_step")
+
+    # -- end: the last real row is STOP, reached only from the epilogue
+    stop = s[isa.STOP]
+    b.when_transition((is_real - nxt(is_real)) * (1 - stop), name="ends_with_stop")
+    b.when_last_row(is_real * (1 - stop), name="ends_with_stop_last")
+    b.when_transition(stop * nxt(is_real), name="stop_is_last")
+    b.when_transition(stop.next * (1 - af), name="stop_after_epilogue")
+
+    # -- control flow
+    seq = any_of({isa.SET, isa.ADD, isa.SUB, isa.MUL, isa.ADDI, isa.LT, isa.LOAD, isa.STORE,
+                  isa.HASH, isa.READ, isa.WRITE, isa.ABSORB_INIT, isa.ABSORB_FINAL})
+    b.when_transition(seq * (pc.next - pc - 1), name="pc_step")
+    b.when_transition(s[isa.JMP] * (pc.next - c), name="jmp")
+    b.when_transition(s[isa.BNZ] * (pc.next - pc - 1 - nz * (c - pc - 1)), name="bnz_target")
+    b.assert_zero(s[isa.BNZ] * (nz - v[0] * inv), name="bnz_nz")
+    b.assert_zero(s[isa.BNZ] * v[0] * (1 - nz), name="bnz_zero")
+    dispatch_pc = pv["memory_size"] * pow(8, isa.P - 2, isa.P)      # = M / 8
+    b.when_transition(s[isa.HALT] * (pc.next - dispatch_pc), name="halt_to_dispatch")
+    b.when_transition(disp * (pc.next - v[0]), name="dispatch_target")
+
+    # -- arithmetic, comparison, loads and stores (v[0] = m[a], v[8] = m[addr_b], v[16] written)
+    x, y, z = v[0], v[8], v[16]
+    b.assert_zero(s[isa.SET] * (z - bb), name="set")
+    b.assert_zero(s[isa.ADD] * (z - x - y), name="add")
+    b.assert_zero(s[isa.SUB] * (z - x + y), name="sub")
+    b.assert_zero(s[isa.MUL] * (z - x * y), name="mul")
+    b.assert_zero(s[isa.ADDI] * (z - x - bb), name="addi")
+    b.assert_zero(s[isa.LT] * z * (1 - z), name="lt_bool")
+    # d = y - x - 1 if x < y else x - y; x, y and d are range-checked below
+    b.assert_zero(s[isa.LT] * (d - (x - y + z * (2 * y - 2 * x - 1))), name="lt_diff")
+    b.assert_zero(s[isa.LOAD] * (addr_b - x), name="load_addr")
+    b.assert_zero(s[isa.LOAD] * (z - y), name="load_value")
+    b.assert_zero(s[isa.STORE] * (addr_c - x), name="store_addr")
+    b.assert_zero(s[isa.STORE] * (z - y), name="store_value")
+    b.assert_zero(any_of(isa.READS_B - {isa.LOAD}) * (addr_b - bb), name="addr_b")
+    b.assert_zero(any_of(isa.WRITES_C - {isa.STORE}) * (addr_c - c), name="addr_c")
+    b.assert_zero(s[isa.HASH] * (z - o[0]), name="hash_out")
+    b.assert_zero(rd * (z - x), name="read_value")
+
+    # -- I/O events: (value, tag, tx, position, 0, 0, 0, 0) in v[0..8]
+    ev = rd + wr + disp
+    b.assert_zero(ev * v[1] - (isa.TAG_INPUT * rd + isa.TAG_OUTPUT * wr + isa.TAG_DISPATCH * disp),
+                  name="event_tag")
+    b.assert_zero(ev * (v[2] - tx), name="event_tx")
+    b.assert_zero(rd * (v[3] - jin) + wr * (v[3] - jout) + disp * v[3], name="event_position")
+    for i in range(4, 8):
+        b.assert_zero(ev * v[i], name=f"event_pad[{i}]")
+    # lanes 8..15 of a chained call are the accumulator (capacity for ABSORB_*)
+    uses_hin = rd + disp + ai + af
+    for i in range(8):
+        b.assert_zero(uses_hin * (v[8 + i] - hin[i]) + wr * (v[8 + i] - hout[i]),
+                      name=f"chain_in[{i}]")
+
+    # -- accumulators (transition): see docs/vm.md "Chains and sponges"
+    keep = 1 - rd - disp - ai - af
+    for i in range(8):
+        b.when_transition(hin[i].next - keep * hin[i] - rd * o[i] - disp * (1 - af.next) * o[i]
+                          - ai * ai.next * o[8 + i] - af * af.next * o[8 + i], name=f"hin_step[{i}]")
+        b.when_transition(hout[i].next - hout[i] - wr * (o[i] - hout[i]), name=f"hout_step[{i}]")
+        b.when_transition(ai * (1 - ai.next) * (o[i] - pv_init[i]), name=f"initial_digest[{i}]")
+        b.when_transition(af * (1 - af.next) * (o[i] - pv_final[i]), name=f"final_digest[{i}]")
+        b.when_transition(disp * af.next * (o[i] - pv_in[i]), name=f"input_digest[{i}]")
+        b.when_transition(disp * af.next * (hout[i] - pv_out[i]), name=f"output_digest[{i}]")
+    b.when_transition(tx.next - tx - s[isa.HALT], name="tx_step")
+    b.when_transition(jin.next - (1 - disp) * (jin + rd), name="jin_step")
+    b.when_transition(jout.next - (1 - disp) * (jout + wr), name="jout_step")
+
+    # -- memory accesses: slot A reads a+i at 3clk, B reads addr_b+i at 3clk+1, C writes at 3clk+2
+    wide_a = s[isa.HASH] + ai + af
+    t = 3 * clk
+    for i in range(8):
+        m = any_of(isa.READS_A) if i == 0 else wide_a
+        b.send("memory", [a + i, t, v[i], 0], multiplicity=m)
+    for i in range(8):
+        m = any_of(isa.READS_B) if i == 0 else s[isa.HASH]
+        b.send("memory", [addr_b + i, t + 1, v[8 + i], 0], multiplicity=m)
+    for i in range(8):
+        m = any_of(isa.WRITES_C) if i == 0 else s[isa.HASH]
+        b.send("memory", [addr_c + i, t + 2, v[16] if i == 0 else o[i], 1], multiplicity=m)
+
+    # -- range checks for LT (16-bit operands and difference)
+    lt = s[isa.LT]
+    b.send("range16", [x], multiplicity=lt)
+    b.send("range16", [y], multiplicity=lt)
+    b.send("range16", [d], multiplicity=lt)
+
+    # -- one POSEIDON2 permutation per hashing row
+    b.send("poseidon2", list(v[:16]) + list(o), multiplicity=any_of(isa.HASH_CALLS))
+    return b.build()
+
+
+# --------------------------------------------------------------------------- PROGRAM
+
+def program_preprocessed(rom_rows: np.ndarray) -> np.ndarray:
+    """uint32[n, 5] of (pc, opcode, a, b, c), n = the ROM length rounded up to a power of
+    two (>= 2); padding rows are INVALID (opcode 0)."""
+    n_rom = int(rom_rows.shape[0])
+    n = max(2, 1 << (n_rom - 1).bit_length())
+    prep = np.zeros((n, 5), dtype=np.uint32)
+    prep[:, 0] = np.arange(n, dtype=np.uint32)
+    prep[:n_rom, 1:] = np.asarray(rom_rows, dtype=np.int64) % isa.P
+    return prep
+
+
+def build_program(rom_rows: np.ndarray) -> Air:
+    b = AirBuilder("program")
+    pc, op, a, bb, c = (b.prep(n) for n in ("pc", "opcode", "a", "b", "c"))
+    mult = b.main("mult")
+    b.receive("program", [pc, op, a, bb, c], multiplicity=mult)
+    return b.build(preprocessed=program_preprocessed(rom_rows))
+
+
+# --------------------------------------------------------------------------- MEMORY
+
+def build_memory() -> Air:
+    b = AirBuilder("memory", public=["memory_size"])
+    col = MEMORY_LAYOUT.declare(b)
+    addr, time, value, is_write = col["addr"], col["time"], col["value"], col["is_write"]
+    is_real, same, lo, hi = col["is_real"], col["same"], col["gap_lo"], col["gap_hi"]
+    msize = b.pv("memory_size")
+    b.assert_bool(is_real, name="is_real_bool")
+    b.assert_bool(is_write, name="is_write_bool")
+    b.assert_bool(same, name="same_bool")
+    b.when_first_row(is_real - 1, name="first_real")
+    b.when_first_row(addr, name="first_addr")
+    b.when_transition((1 - is_real) * is_real.next, name="padding_at_end")
+    # sorted by (address, time): ``same`` on row r+1 says it continues row r's address;
+    # the gap (time or address step minus one) is lo + 2^16 hi with lo, hi, 2^8 hi < 2^16,
+    # i.e. in [0, 2^24): a step backwards would be >= p - 2^24 and cannot be written so.
+    b.when_transition(same.next * (addr.next - addr), name="same_address")
+    gap = same.next * (time.next - time - 1) + (1 - same.next) * (addr.next - addr - 1)
+    b.when_transition(is_real.next * (lo.next + RANGE_SIZE * hi.next - gap), name="sorted_gap")
+    # read-after-write: a read returns the value of the previous access to its address
+    b.when_transition(same.next * (1 - is_write.next) * (value.next - value), name="read_consistency")
+    # the last real row holds the highest address, M - 1 (so every address is < M)
+    b.when_transition((is_real - is_real.next) * (addr - msize + 1), name="last_address")
+    b.when_last_row(is_real * (addr - msize + 1), name="last_address_last")
+    b.receive("memory", [addr, time, value, is_write], multiplicity=is_real)
+    b.send("range16", [lo], multiplicity=is_real)
+    b.send("range16", [hi], multiplicity=is_real)
+    b.send("range16", [hi * (1 << 8)], multiplicity=is_real)
+    return b.build()
+
+
+# --------------------------------------------------------------------------- RANGE
+
+def build_range() -> Air:
+    b = AirBuilder("range")
+    value = b.prep("value")
+    mult = b.main("mult")
+    b.receive("range16", [value], multiplicity=mult)
+    prep = np.arange(RANGE_SIZE, dtype=np.uint32).reshape(RANGE_SIZE, 1)
+    return b.build(preprocessed=prep)
+
+
+# --------------------------------------------------------------------------- POSEIDON2
+
+def build_poseidon2() -> Air:
+    b = AirBuilder("poseidon2")
+    col = P2_LAYOUT.declare(b)
+    state = external_linear(col["in"])
+
+    def sbox(x, cube, out, name):
+        b.assert_zero(cube - x * x * x, name=f"{name}_cube")
+        b.assert_zero(out - cube * cube * x, name=f"{name}_sbox")
+
+    for r in range(2 * N_FULL_HALF):
+        if r == N_FULL_HALF:
+            for k in range(N_PARTIAL):
+                x0 = state[0] + int(RC_PARTIAL[k])
+                sbox(x0, col["pcube"][k], col["psbox"][k], f"partial{k}")
+                state = internal_linear([col["psbox"][k]] + state[1:])
+        for i in range(WIDTH):
+            sbox(state[i] + int(RC_FULL[r][i]), col[f"cube{r}"][i], col[f"sbox{r}"][i],
+                 f"full{r}[{i}]")
+        state = external_linear(col[f"sbox{r}"])
+    b.receive("poseidon2", list(col["in"]) + state, multiplicity=col["mult"])
+    return b.build()
+
+
+# --------------------------------------------------------------------------- all tables
+
+_STATIC: dict = {}
+
+
+def block_airs(rom_rows: np.ndarray) -> list[Air]:
+    """The five AIRs of a block proof, in table order (CPU, PROGRAM, MEMORY, RANGE,
+    POSEIDON2).  Only PROGRAM depends on the block (its ROM); the others are built once."""
+    if not _STATIC:
+        _STATIC.update(cpu=build_cpu(), memory=build_memory(), range=build_range(),
+                       poseidon2=build_poseidon2())
+    return [_STATIC["cpu"], build_program(rom_rows), _STATIC["memory"], _STATIC["range"],
+            _STATIC["poseidon2"]]

@@ -1,0 +1,233 @@
+"""Trace generation: from an :class:`~vm.interpreter.ExecutionRecord` to the five tables'
+main traces (uint32[n, width], n a power of two), all numpy-vectorised.
+
+The CPU trace is built column by column from the per-cycle record; the memory accesses,
+range-check counts, ROM multiplicities and POSEIDON2 rows are then derived from the CPU
+trace itself, so the tables agree on the buses by construction.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from air import field as F
+
+from . import isa
+from .airs import CPU_LAYOUT, MEMORY_LAYOUT, P2_LAYOUT, RANGE_SIZE, SELECTORS, block_airs
+from .interpreter import ExecutionRecord
+from .poseidon2 import N_FULL_HALF, WIDTH, permute_rows
+from .statement import PV_FINAL, NUM_PUBLIC_VALUES, block_public_values
+
+P = isa.P
+
+
+def _pow2(n: int) -> int:
+    return max(2, 1 << (max(n, 1) - 1).bit_length())
+
+
+@dataclass
+class BlockTraces:
+    """Everything a block proof needs: AIRs, traces and per-table public values, in table
+    order (CPU, PROGRAM, MEMORY, RANGE, POSEIDON2), plus the block-level public values."""
+    airs: list
+    traces: list
+    table_public_values: list
+    public_values: list
+
+    @property
+    def names(self) -> list[str]:
+        return [a.name for a in self.airs]
+
+
+def _forward_fill(n: int, change_rows: np.ndarray, values: np.ndarray, initial) -> np.ndarray:
+    """out[t] = values[k] for the last change_rows[k] < t (the state *before* row t),
+    ``initial`` before the first change.  values: [k, w]."""
+    w = values.shape[1]
+    out = np.empty((n, w), dtype=np.int64)
+    marker = np.full(n, -1, dtype=np.int64)
+    ok = change_rows + 1 < n
+    marker[change_rows[ok] + 1] = np.nonzero(ok)[0]
+    last = np.maximum.accumulate(marker)
+    out[:] = np.asarray(initial, dtype=np.int64)
+    sel = last >= 0
+    out[sel] = values[last[sel]]
+    return out
+
+
+def cpu_trace(rec: ExecutionRecord) -> np.ndarray:
+    L = CPU_LAYOUT.idx
+    cycles = rec.cycles
+    n = _pow2(cycles)
+    T = np.zeros((n, CPU_LAYOUT.width), dtype=np.int64)
+    rows = rec.rom.rows
+    op = rows[rec.pc, 0]
+    T[:, L["clk"]] = np.arange(n)
+    T[:cycles, L["pc"]] = rec.pc
+    T[:cycles, L["a"]] = rows[rec.pc, 1]
+    T[:cycles, L["b"]] = rows[rec.pc, 2]
+    T[:cycles, L["c"]] = rows[rec.pc, 3]
+    for k, name in enumerate(SELECTORS, start=1):
+        T[:cycles, L[f"is_{name.lower()}"]] = op == k
+    va, vb, vc = rec.va, rec.vb, rec.vc
+    v0, o0 = L["v"], L["o"]
+    T[:cycles, v0] = va
+    T[:cycles, v0 + 8] = vb
+    T[:cycles, v0 + 16] = vc
+    T[:cycles, L["addr_b"]] = np.where(op == isa.LOAD, va, rows[rec.pc, 2])
+    T[:cycles, L["addr_c"]] = np.where(op == isa.STORE, va, rows[rec.pc, 3])
+
+    # POSEIDON2 calls: inputs in v[0..16], outputs in o[0..16]
+    hc = rec.hash_cycle
+    T[hc, v0:v0 + 16] = rec.hash_in
+    T[hc, o0:o0 + 16] = rec.hash_out
+
+    # accumulators: the value before each row (see the hin_step / hout_step constraints)
+    hop = op[hc]
+    nxt_op = np.append(op, isa.STOP)[hc + 1]
+    new_hin = np.zeros((len(hc), 8), dtype=np.int64)
+    chain = (hop == isa.READ) | ((hop == isa.DISPATCH) & (nxt_op != isa.ABSORB_FINAL))
+    new_hin[chain] = rec.hash_out[chain, :8]
+    sponge = ((hop == isa.ABSORB_INIT) | (hop == isa.ABSORB_FINAL)) & (nxt_op == hop)
+    new_hin[sponge] = rec.hash_out[sponge, 8:]
+    changes = chain | sponge | (hop == isa.ABSORB_INIT) | (hop == isa.ABSORB_FINAL) | \
+        (hop == isa.DISPATCH)
+    T[:, L["hin"]:L["hin"] + 8] = _forward_fill(n, hc[changes], new_hin[changes], 0)
+    w = hop == isa.WRITE
+    T[:, L["hout"]:L["hout"] + 8] = _forward_fill(n, hc[w], rec.hash_out[w, :8], 0)
+
+    # transaction index and I/O positions (values before each row)
+    def before(flag):
+        c = np.zeros(n, dtype=np.int64)
+        c[1:cycles + 1] = np.cumsum(flag)[:n - 1] if cycles < n else np.cumsum(flag)[:-1]
+        c[cycles + 1:] = c[cycles] if cycles < n else 0
+        return c
+    T[:, L["tx"]] = before(op == isa.HALT)
+    disp_rows = np.nonzero(op == isa.DISPATCH)[0]
+    for name, flag in (("jin", op == isa.READ), ("jout", op == isa.WRITE)):
+        count = before(flag)
+        base = _forward_fill(n, disp_rows, count[np.minimum(disp_rows + 1, n - 1)].reshape(-1, 1), 0)
+        T[:, L[name]] = count - base[:, 0]
+
+    # BNZ: nz = [m[a] != 0], inv = m[a]^-1 (0 if m[a] = 0)
+    bnz = np.nonzero(op == isa.BNZ)[0]
+    x = va[bnz].astype(np.uint64)
+    T[bnz, L["nz"]] = x != 0
+    T[bnz, L["inv"]] = F.inv(x).astype(np.int64)
+    # LT: d = y - x - 1 if x < y else x - y
+    lt = np.nonzero(op == isa.LT)[0]
+    T[lt, L["d"]] = np.where(vc[lt] == 1, vb[lt] - va[lt] - 1, va[lt] - vb[lt])
+    return (T % P).astype(np.uint32)
+
+
+def memory_accesses(cpu: np.ndarray) -> np.ndarray:
+    """All memory accesses of a CPU trace as int64[k, 4] (address, time, value, is_write),
+    exactly the tuples the CPU sends on the ``memory`` bus."""
+    L = CPU_LAYOUT.idx
+    T = cpu.astype(np.int64)
+    sel = {k: T[:, L[f"is_{name.lower()}"]] for k, name in enumerate(SELECTORS, start=1)}
+
+    def anyof(ops):
+        return sum(sel[k] for k in ops).astype(bool)
+
+    wide_a = anyof({isa.HASH, isa.ABSORB_INIT, isa.ABSORB_FINAL})
+    hsh = sel[isa.HASH].astype(bool)
+    t = 3 * T[:, L["clk"]]
+    v, o = L["v"], L["o"]
+    parts = []
+    for i in range(8):
+        m = anyof(isa.READS_A) if i == 0 else wide_a
+        parts.append(np.stack([T[m, L["a"]] + i, t[m], T[m, v + i], np.zeros(m.sum(), np.int64)], 1))
+        m = anyof(isa.READS_B) if i == 0 else hsh
+        parts.append(np.stack([T[m, L["addr_b"]] + i, t[m] + 1, T[m, v + 8 + i],
+                               np.zeros(m.sum(), np.int64)], 1))
+        m = anyof(isa.WRITES_C) if i == 0 else hsh
+        val = T[m, v + 16] if i == 0 else T[m, o + i]
+        parts.append(np.stack([T[m, L["addr_c"]] + i, t[m] + 2, val, np.ones(m.sum(), np.int64)], 1))
+    return np.concatenate(parts)
+
+
+def memory_trace(acc: np.ndarray) -> np.ndarray:
+    L = MEMORY_LAYOUT.idx
+    order = np.lexsort((acc[:, 1], acc[:, 0]))
+    acc = acc[order]
+    k = acc.shape[0]
+    n = _pow2(k)
+    T = np.zeros((n, MEMORY_LAYOUT.width), dtype=np.int64)
+    T[:k, L["addr"]] = acc[:, 0]
+    T[:k, L["time"]] = acc[:, 1]
+    T[:k, L["value"]] = acc[:, 2]
+    T[:k, L["is_write"]] = acc[:, 3]
+    T[:k, L["is_real"]] = 1
+    same = np.zeros(k, dtype=np.int64)
+    same[1:] = acc[1:, 0] == acc[:-1, 0]
+    gap = np.zeros(k, dtype=np.int64)
+    gap[1:] = np.where(same[1:] == 1, acc[1:, 1] - acc[:-1, 1] - 1, acc[1:, 0] - acc[:-1, 0] - 1)
+    T[:k, L["same"]] = same
+    T[:k, L["gap_lo"]] = gap & 0xFFFF
+    T[:k, L["gap_hi"]] = gap >> 16
+    # padding rows: not real, so only the unguarded transition constraints apply; keeping
+    # the last address (same = 0, gap 0) satisfies them
+    T[k:, L["addr"]] = acc[-1, 0] if k else 0
+    return (T % P).astype(np.uint32)
+
+
+def range_counts(cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
+    L, M = CPU_LAYOUT.idx, MEMORY_LAYOUT.idx
+    lt = cpu[:, L["is_lt"]] == 1
+    real = mem[:, M["is_real"]] == 1
+    hi = mem[real, M["gap_hi"]].astype(np.int64)
+    vals = np.concatenate([cpu[lt, L["v"]], cpu[lt, L["v"] + 8], cpu[lt, L["d"]],
+                           mem[real, M["gap_lo"]], hi, hi << 8]).astype(np.int64)
+    if vals.size and (vals.min() < 0 or vals.max() >= RANGE_SIZE):
+        bad = vals[(vals < 0) | (vals >= RANGE_SIZE)][0]
+        raise ValueError(f"range check of {bad} cannot succeed (not < 2^16)")
+    return np.bincount(vals, minlength=RANGE_SIZE).astype(np.uint32).reshape(-1, 1)
+
+
+def program_counts(cpu: np.ndarray, height: int) -> np.ndarray:
+    L = CPU_LAYOUT.idx
+    real = cpu[:, L["is_" + SELECTORS[0].lower()]:L["is_" + SELECTORS[-1].lower()] + 1].sum(1) > 0
+    counts = np.bincount(cpu[real, L["pc"]].astype(np.int64), minlength=height)
+    return counts.astype(np.uint32).reshape(-1, 1)
+
+
+def poseidon2_trace(hash_in: np.ndarray) -> np.ndarray:
+    k = hash_in.shape[0]
+    n = _pow2(k)
+    states = np.zeros((n, WIDTH), dtype=np.uint32)
+    states[:k] = hash_in
+    r = permute_rows(states)
+    L = P2_LAYOUT.idx
+    T = np.zeros((n, P2_LAYOUT.width), dtype=np.uint32)
+    T[:, L["in"]:L["in"] + 16] = states
+    for rnd in range(2 * N_FULL_HALF):
+        T[:, L[f"cube{rnd}"]:L[f"cube{rnd}"] + 16] = r["full_cube"][rnd]
+        T[:, L[f"sbox{rnd}"]:L[f"sbox{rnd}"] + 16] = r["full_sbox"][rnd]
+    T[:, L["pcube"]:L["pcube"] + r["part_cube"].shape[0]] = r["part_cube"].T
+    T[:, L["psbox"]:L["psbox"] + r["part_sbox"].shape[0]] = r["part_sbox"].T
+    T[:k, L["mult"]] = 1
+    return T
+
+
+def build_traces(rec: ExecutionRecord, public_values: list[int] | None = None) -> BlockTraces:
+    """AIRs, traces and public values for a proof of ``rec.block``.  ``public_values``
+    defaults to the block's (claimed outputs included) with the executed final digest;
+    pass others to build a deliberately false statement."""
+    if public_values is None:
+        public_values = block_public_values(rec.block, rec.rom, rec.final_digest)
+    if len(public_values) != NUM_PUBLIC_VALUES:
+        raise ValueError(f"expected {NUM_PUBLIC_VALUES} public values, got {len(public_values)}")
+    airs = block_airs(rec.rom.rows)
+    cpu = cpu_trace(rec)
+    mem = memory_trace(memory_accesses(cpu))
+    prog = program_counts(cpu, airs[1].fixed_height)
+    rng = range_counts(cpu, mem)
+    p2 = poseidon2_trace(rec.hash_in)
+    pv = [int(x) for x in public_values]
+    table_pv = [pv, [], [pv[0]], [], []]
+    return BlockTraces(airs, [cpu, prog, mem, rng, p2], table_pv, pv)
+
+
+__all__ = ["BlockTraces", "build_traces", "cpu_trace", "memory_accesses", "memory_trace",
+           "range_counts", "program_counts", "poseidon2_trace", "PV_FINAL"]
