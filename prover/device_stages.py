@@ -1,0 +1,547 @@
+"""The prover's stages on a device backend, with resident handles and recovery.
+
+:class:`DeviceStages` has the same methods as :class:`prover.stages.HostStages` (the round
+driver cannot tell them apart) and runs each stage's work on the device:
+
+* every buffer a stage produces (trace upload, main/aux/parts LDE and coefficients, tree
+  nodes, quotient values and their decomposition, FRI layers) is held by a
+  :class:`~prover.residency.ResidentHandle`; committed matrices are returned as
+  :class:`DevCommitted`, whose ``lde``/``coeffs`` properties materialise on the host only
+  when a host stage asks for them;
+* each stage runs through :meth:`prover.recovery.Recovery.run` at its recovery site
+  (``r1.main``, ``r1.aux``, ``r2``, ``r2.tree``, ``r3``, ``r4.deep``, ``r4.fri``,
+  ``r4.open``): a decline (``DeviceOOM``) drains, retries once, then downgrades the table
+  to the host path, materialising only the missing side of each input handle;
+* after a downgrade the table's later stages run on the host; each stage reads its
+  inputs through their handles, so mixed states (aux on the device, main on the host)
+  are legal;
+* the device R2 window (constraint evaluation + decomposition) takes a process-wide lock
+  unless ``PROVER_GPU_SERIALIZE_R2=0``; every window is recorded (start, end, table).
+
+Compute engines: on ``emu`` the "device" work is the host kernels run on the emulated
+device memory (a separate numpy memory space with its own byte budget and explicit
+transfers); on ``sim``/``cuda`` the numba.cuda kernels (see :mod:`prover.engines`).
+The output bytes are identical in every case: the engines are bit-identical to the host.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kernels.backend import DeviceMemory
+from kernels.merkle import MerkleTree
+from kernels.ntt import bit_reverse_permutation
+from verifier.protocol import TableShape
+
+from .faults import FaultPlan
+from .recovery import Recovery, RecoveryCounters
+from .residency import ResidentHandle, TransferStats
+from .stages import Committed, HostStages
+from .timeline import Timeline
+
+P = 2013265921
+
+#: the process-wide R2 lock (SPEC §6: R2 serialisation is process-wide, not per prover)
+R2_LOCK = threading.Lock()
+
+
+def checksum(a: np.ndarray) -> int:
+    """Integrity tag of a buffer: sum_i (i+1)·a_i mod p (position-sensitive)."""
+    flat = np.ascontiguousarray(a).reshape(-1).astype(np.uint64)
+    w = (np.arange(flat.size, dtype=np.uint64) % np.uint64(P - 1)) + np.uint64(1)
+    return int(((flat * w) % np.uint64(P)).sum(dtype=np.uint64) % np.uint64(P)) if flat.size else 0
+
+
+class DevTree:
+    """A Merkle tree whose nodes (and opened matrix) stay resident; ``open`` gathers only
+    the requested rows and paths."""
+
+    def __init__(self, nodes: ResidentHandle, log_n: int, rows_of, root: np.ndarray):
+        self.nodes = nodes
+        self.log_n = log_n
+        self._rows_of = rows_of          # indices -> uint32[q, w] (gathered where the data is)
+        self.root = np.asarray(root, np.uint32)
+
+    @property
+    def table(self) -> str:
+        return self.nodes.table
+
+    def open(self, indices):
+        idx = np.asarray(indices, dtype=np.int64)
+        src = self.nodes.device().data if self.nodes.on_device else self.nodes.host()
+        view = MerkleTree(np.asarray(src), self.log_n, None)
+        return np.ascontiguousarray(self._rows_of(idx), np.uint32), np.ascontiguousarray(view.paths(idx))
+
+
+class DevCommitted:
+    """Duck-typed :class:`prover.stages.Committed` whose buffers are resident handles."""
+
+    def __init__(self, table: str, lde: ResidentHandle, coeffs: ResidentHandle, tree: DevTree):
+        self.table = table
+        self.lde_h = lde
+        self.coeffs_h = coeffs
+        self.tree = tree
+        self.root = tree.root
+
+    @property
+    def lde(self) -> np.ndarray:
+        return self.lde_h.host()
+
+    @property
+    def coeffs(self) -> np.ndarray:
+        return self.coeffs_h.host()
+
+    def handles(self):
+        return [self.lde_h, self.coeffs_h, self.tree.nodes]
+
+
+@dataclass
+class TableState:
+    """Per-table device state (touched only by the worker running that table)."""
+    name: str
+    downgraded: bool = False
+    handles: list = field(default_factory=list)
+    tags: dict = field(default_factory=dict)          # handle id -> checksum at production
+    injected_inputs: set = field(default_factory=set)
+    outputs: dict = field(default_factory=dict)       # stage -> handle (for post-mortems)
+    transfers: TransferStats = field(default_factory=TransferStats)
+
+
+@dataclass
+class R2Window:
+    table: str
+    start: float
+    end: float | None = None
+
+
+class R2Windows:
+    """Records every device R2 window; tells whether one overlapped another."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.windows: list[R2Window] = []
+
+    def open(self, table: str) -> R2Window:
+        w = R2Window(table, time.perf_counter())
+        with self._lock:
+            self.windows.append(w)
+        return w
+
+    def close(self, w: R2Window) -> None:
+        w.end = time.perf_counter()
+
+    def overlapped(self, w: R2Window) -> bool:
+        end = w.end if w.end is not None else time.perf_counter()
+        with self._lock:
+            for o in self.windows:
+                if o is w:
+                    continue
+                o_end = o.end if o.end is not None else time.perf_counter()
+                if o.start < end and o_end > w.start:
+                    return True
+        return False
+
+    def any_overlap(self) -> bool:
+        return any(self.overlapped(w) for w in self.windows)
+
+
+class DeviceStages(HostStages):
+    """Every stage on the device (see module docstring)."""
+
+    def __init__(self, mem: DeviceMemory, engine, *, faults: FaultPlan | None = None,
+                 counters: RecoveryCounters | None = None, timeline: Timeline | None = None,
+                 serialize_r2: bool = True, force_downgrade: bool = False,
+                 xcheck: bool = False, proof_id: int = 0, device_only: bool = True):
+        super().__init__()
+        self.mem = mem
+        self.engine = engine
+        self.name = mem.kind
+        self.faults = faults or FaultPlan()
+        self.counters = counters or RecoveryCounters()
+        self.timeline = timeline or Timeline(enabled=False)
+        self.serialize_r2 = serialize_r2
+        self.force_downgrade = force_downgrade
+        self.xcheck = xcheck
+        self.device_only = device_only
+        self.proof_id = proof_id
+        self.recovery = Recovery(mem, self.faults, self.counters, self.timeline,
+                                 force_downgrade=force_downgrade, proof=proof_id)
+        self.r2_windows = R2Windows()
+        self.inject = True                 # off while a post-mortem reruns the device chain
+        self._tables: dict[str, TableState] = {}
+        self._tlock = threading.Lock()
+
+    # ------------------------------------------------------------------ plumbing
+    def table(self, name: str) -> TableState:
+        with self._tlock:
+            if name not in self._tables:
+                self._tables[name] = TableState(name)
+            return self._tables[name]
+
+    def _handle(self, table: str, stage: str, dev, keep_host: np.ndarray | None = None,
+                seal: bool = True):
+        """Wrap a fresh device buffer in a handle (device-only unless a host copy is kept)."""
+        st = self.table(table)
+        h = ResidentHandle(table, stage, self.mem, device=dev, host=keep_host, stats=st.transfers)
+        st.handles.append(h)
+        if seal:
+            self._seal(h)
+        return h
+
+    def _seal(self, h: ResidentHandle) -> None:
+        """With XCHECK on, record an integrity tag of what the stage produced, so that a
+        post-mortem can tell a buffer corrupted later (a resident input) from a wrong result."""
+        if self.xcheck:
+            self.table(h.table).tags[id(h)] = checksum(self.engine.download_view(h.device()))
+
+    def integrity(self, table: str) -> list:
+        """Handles whose device copy no longer matches the tag taken when produced."""
+        st = self.table(table)
+        bad = []
+        for h in st.handles:
+            tag = st.tags.get(id(h))
+            if tag is not None and h.on_device and \
+                    checksum(self.engine.download_view(h.device())) != tag:
+                bad.append(h)
+        return bad
+
+    def _put(self, table: str, stage: str, host: np.ndarray):
+        """Upload a host array into a fresh device buffer (the budget is checked first)."""
+        dev = self.mem.to_device(np.ascontiguousarray(host), tag=f"{table}/{stage}")
+        self.table(table).transfers.h2d_bytes += host.nbytes
+        return self._handle(table, stage, dev, None if self.device_only else host)
+
+    def _run(self, site: str, table: str, device_fn, host_fn, inputs=()):
+        st = self.table(table)
+        if st.downgraded and not self.force_downgrade:
+            # (under FORCE_DOWNGRADE every site keeps taking the recovery path instead)
+            # the table continues on the host; reading a device-only input is a
+            # host materialisation at this site
+            for h in inputs:
+                if not h.on_host:
+                    h.host()
+                    self.recovery._bump(site, "host_materialisations")
+            return host_fn()
+
+        def host_after_downgrade():
+            st.downgraded = True
+            return host_fn()
+        return self.recovery.run(site, table, device_fn, host_after_downgrade, inputs)
+
+    def _inject_output(self, site: str, table: str, h: ResidentHandle, axis: int) -> None:
+        """``corrupt@site``: wrong values in this stage's device output (first run only);
+        then seal the output as produced."""
+        if self.inject and self.faults.fires("corrupt", site, table, 0, self.proof_id):
+            self._corrupt(h, site, table, axis)
+            self.timeline.instant("inject:corrupt", table, site=site, buffer=h.stage)
+        self._seal(h)
+
+    def _inject_input(self, site: str, table: str, h: ResidentHandle | None, axis: int) -> None:
+        """``corrupt-input@site``: corrupt a resident input in place (persistent)."""
+        if h is None or not h.on_device:
+            return
+        st = self.table(table)
+        if site in st.injected_inputs or not self.inject:
+            return
+        if self.faults.fires("corrupt-input", site, table, 0, self.proof_id):
+            st.injected_inputs.add(site)
+            self._corrupt(h, site, table, axis)
+            self.timeline.instant("inject:corrupt-input", table, site=site, buffer=h.stage)
+
+    def _corrupt(self, h: ResidentHandle, site: str, table: str, axis: int) -> None:
+        data = self.engine.download_view(h.device())
+        moved = np.moveaxis(data, axis, 0).copy()
+        rows = self.faults.corruption_rows(moved.shape[0], table, site)
+        moved[rows] = ((moved[rows].astype(np.uint64) + 1) % P).astype(np.uint32)
+        self.engine.upload_into(h.device(), np.ascontiguousarray(np.moveaxis(moved, 0, axis)))
+
+    # ------------------------------------------------------------------ R1
+    def _dev_commit_columns(self, table: str, stage: str, evals_T_h: ResidentHandle,
+                            shape: TableShape) -> DevCommitted:
+        coeffs_d, lde_d, nodes_d, root = self.engine.lde_commit(self.mem, evals_T_h.device(), shape,
+                                                                 tag=f"{table}/{stage}")
+        lde_h = self._handle(table, f"{stage}_lde", lde_d, seal=False)
+        coeffs_h = self._handle(table, f"{stage}_coeffs", coeffs_d)
+        nodes_h = self._handle(table, f"{stage}_tree", nodes_d)
+        log_N = shape.log_lde
+
+        def rows_of(idx, lde_h=lde_h, log_N=log_N):
+            nat = _bitrev_idx(idx, log_N)
+            if lde_h.on_device:
+                return self.engine.gather_columns(lde_h.device(), nat)
+            return np.ascontiguousarray(lde_h.host()[:, nat].T)
+        return DevCommitted(table, lde_h, coeffs_h, DevTree(nodes_h, log_N, rows_of, root))
+
+    def main_commit(self, main: np.ndarray, shape: TableShape):
+        t = shape.name
+
+        def dev():
+            trace_h = self._put(t, "trace", np.ascontiguousarray(main.T))
+            self._inject_input("r1.main", t, trace_h, axis=1)
+            com = self._dev_commit_columns(t, "main", trace_h, shape)
+            self._inject_output("r1.main", t, com.lde_h, axis=1)
+            self.table(t).outputs["main"] = com
+            self.table(t).outputs["trace"] = trace_h
+            return com
+        return self._run("r1.main", t, dev, lambda: HostStages.main_commit(self, main, shape))
+
+    def prep_lde(self, air, shape: TableShape):
+        # The preprocessed columns are part of the statement; their LDE is computed once
+        # on the host and uploaded with the main trace's stage (site r1.main).
+        return HostStages.prep_lde(self, air, shape)
+
+    def aux_build(self, air, shape, main, public_values, challenges):
+        t = shape.name
+        trace_h = self.table(t).outputs.get("trace")
+
+        def dev():
+            self._inject_input("r1.aux", t, trace_h, axis=1)
+            src = (self.engine.download_view(trace_h.device()).T if trace_h is not None
+                   and trace_h.on_device else main)
+            aux, terminal = self.engine.aux_build(self, air, shape, np.ascontiguousarray(src),
+                                                  public_values, challenges)
+            return aux, terminal
+        inputs = [trace_h] if trace_h is not None else []
+        return self._run("r1.aux", t, dev,
+                         lambda: HostStages.aux_build(self, air, shape, main, public_values, challenges),
+                         inputs)
+
+    def aux_commit(self, aux: np.ndarray, shape: TableShape):
+        t = shape.name
+
+        def dev():
+            aux_h = self._put(t, "aux_trace", np.ascontiguousarray(aux.T))
+            com = self._dev_commit_columns(t, "aux", aux_h, shape)
+            self._inject_output("r1.aux", t, com.lde_h, axis=1)
+            self.table(t).outputs["aux"] = com
+            return com
+        return self._run("r1.aux", t, dev, lambda: HostStages.aux_commit(self, aux, shape))
+
+    # ------------------------------------------------------------------ R2
+    def quotient(self, air, shape, main, prep_lde, aux, public_values, challenges, alpha, terminal,
+                 chunk: int = 1 << 14):
+        t = shape.name
+        inputs = [h for c in (main, aux) if isinstance(c, DevCommitted) for h in (c.lde_h,)]
+
+        def dev():
+            if not all(isinstance(c, DevCommitted) for c in (main, aux) if c is not None):
+                from kernels.backend import DeviceOOM
+                raise DeviceOOM(0, 0, None, "an input of r2 is host-only")
+            for c in (main, aux):
+                if c is not None:
+                    self._inject_input("r2", t, c.lde_h, axis=1)
+            lock_wait0 = time.perf_counter()
+            if self.serialize_r2:
+                R2_LOCK.acquire()
+            try:
+                got = time.perf_counter()
+                if self.serialize_r2:
+                    self.timeline.complete("wait:r2_lock", lock_wait0, got, t, cat="lock")
+                win = self.r2_windows.open(t)
+                try:
+                    q_d, blocks_d = self.engine.quotient_decompose(
+                        self, air, shape, main, prep_lde, aux, public_values, challenges, alpha,
+                        terminal)
+                finally:
+                    self.r2_windows.close(win)
+            finally:
+                if self.serialize_r2:
+                    R2_LOCK.release()
+            q_h = self._handle(t, "quotient", q_d, seal=False)
+            blocks_h = self._handle(t, "parts_coeffs", blocks_d, seal=False)
+            if self.inject and self.faults.fires("race", "r2", t, 0, self.proof_id) and \
+                    self.r2_windows.overlapped(win):
+                self._corrupt(q_h, "r2", t, axis=1)
+                self._corrupt(blocks_h, "r2", t, axis=1)
+                self.timeline.instant("inject:race", t, site="r2")
+            if self.inject and self.faults.fires("corrupt", "r2", t, 0, self.proof_id):
+                self._corrupt(blocks_h, "r2", t, axis=1)
+            self._inject_output("r2", t, q_h, axis=1)
+            self._seal(blocks_h)
+            st = self.table(t)
+            st.outputs["quotient"] = q_h
+            st.outputs["parts_coeffs"] = blocks_h
+            return _Quotient(q_h, blocks_h)
+
+        def host():
+            return HostStages.quotient(self, air, shape, main, prep_lde, aux, public_values,
+                                       challenges, alpha, terminal, chunk)
+        return self._run("r2", t, dev, host, inputs)
+
+    def parts_commit(self, q, shape: TableShape):
+        t = shape.name
+        inputs = [q.values, q.blocks] if isinstance(q, _Quotient) else []
+
+        def dev():
+            if not isinstance(q, _Quotient):
+                from kernels.backend import DeviceOOM
+                raise DeviceOOM(0, 0, None, "the quotient is host-only")
+            self._inject_input("r2.tree", t, q.blocks, axis=1)
+            n, N = shape.n, 1 << shape.log_lde
+            lde_d, nodes_d, root = self.engine.parts_lde_commit(self.mem, q.blocks.device(), shape,
+                                                                tag=f"{t}/parts")
+            lde_h = self._handle(t, "parts_lde", lde_d, seal=False)
+            nodes_h = self._handle(t, "parts_tree", nodes_d)
+            self._inject_output("r2.tree", t, lde_h, axis=1)
+
+            def rows_of(idx, lde_h=lde_h, log_N=shape.log_lde):
+                nat = _bitrev_idx(idx, log_N)
+                if lde_h.on_device:
+                    return self.engine.gather_columns(lde_h.device(), nat)
+                return np.ascontiguousarray(lde_h.host()[:, nat].T)
+            del n, N
+            com = DevCommitted(t, lde_h, q.blocks, DevTree(nodes_h, shape.log_lde, rows_of, root))
+            self.table(t).outputs["parts"] = com
+            return com
+
+        def host():
+            values = q.values.host() if isinstance(q, _Quotient) else q
+            return HostStages.parts_commit(self, values, shape)
+        return self._run("r2.tree", t, dev, host, inputs)
+
+    # ------------------------------------------------------------------ R3
+    def ood(self, committed, point):
+        t = getattr(committed, "table", None)
+        if not isinstance(committed, DevCommitted):
+            return HostStages.ood(self, committed, point)
+
+        def dev():
+            self._inject_input("r3", t, committed.coeffs_h, axis=1)
+            vals = self.engine.ood(committed.coeffs_h.device(), point)
+            if self.inject and self.faults.fires("corrupt", "r3", t, 0, self.proof_id):
+                vals = vals.copy()
+                vals[0, 0] = (int(vals[0, 0]) + 1) % P
+                self.timeline.instant("inject:corrupt", t, site="r3", buffer="ood")
+            return vals
+        return self._run("r3", t, dev, lambda: HostStages.ood(self, committed, point),
+                         [committed.coeffs_h])
+
+    # ------------------------------------------------------------------ R4
+    def deep_quotient(self, shape, groups, z, lam):
+        t = shape.name
+        inputs = [c.lde_h for c, _, _ in groups if isinstance(c, DevCommitted)]
+
+        def dev():
+            if len(inputs) != len(groups):
+                from kernels.backend import DeviceOOM
+                raise DeviceOOM(0, 0, None, "an opened matrix is host-only")
+            vals_d = self.engine.deep_quotient(self, shape, groups, z, lam)
+            h = self._handle(t, "fri_0", vals_d, seal=False)
+            self._inject_output("r4.deep", t, h, axis=0)
+            return _Layer(h, 0)
+        return self._run("r4.deep", t, dev,
+                         lambda: HostStages.deep_quotient(self, shape, groups, z, lam), inputs)
+
+    def fri_commit_layer(self, values):
+        if not isinstance(values, _Layer):
+            return HostStages.fri_commit_layer(self, values)
+        t = values.h.table
+
+        def dev():
+            self._inject_input("r4.fri", t, values.h, axis=0)
+            nodes_d, root = self.engine.commit_rows(self.mem, values.h.device(), 8,
+                                                    tag=f"{t}/fri_{values.layer}")
+            nodes_h = self._handle(t, f"fri_{values.layer}_tree", nodes_d)
+            n_leaves = values.h.shape[0] // 2
+
+            def rows_of(idx, vh=values.h):
+                if vh.on_device:
+                    return self.engine.gather_pairs(vh.device(), idx)
+                return vh.host().reshape(-1, 8)[idx]
+            return DevTree(nodes_h, n_leaves.bit_length() - 1, rows_of, root)
+
+        def host():
+            return HostStages.fri_commit_layer(self, values.h.host())
+        return self._run("r4.fri", t, dev, host, [values.h])
+
+    def fri_fold(self, values, beta, layer, shape):
+        if not isinstance(values, _Layer):
+            return HostStages.fri_fold(self, values, beta, layer, shape)
+        t = shape.name
+
+        def dev():
+            out_d = self.engine.fri_fold(self, values.h.device(), beta, layer, shape)
+            h = self._handle(t, f"fri_{layer + 1}", out_d, seal=False)
+            self._inject_output("r4.fri", t, h, axis=0)
+            return _Layer(h, layer + 1)
+
+        def host():
+            return HostStages.fri_fold(self, values.h.host(), beta, layer, shape)
+        return self._run("r4.fri", t, dev, host, [values.h])
+
+    def fri_final(self, values, shape):
+        if isinstance(values, _Layer):
+            arr = values.h.host() if not values.h.on_device else \
+                self.engine.download_view(values.h.device())
+            return HostStages.fri_final(self, np.array(arr), shape)
+        return HostStages.fri_final(self, values, shape)
+
+    def open(self, tree, indices):
+        if not isinstance(tree, DevTree):
+            return HostStages.open(self, tree, indices)
+        t = tree.table
+
+        def dev():
+            rows, paths = tree.open(indices)
+            if self.inject and self.faults.fires("corrupt", "r4.open", t, 0, self.proof_id) \
+                    and rows.size:
+                rows = rows.copy()
+                rows[0, 0] = (int(rows[0, 0]) + 1) % P
+                self.timeline.instant("inject:corrupt", t, site="r4.open", buffer="openings")
+            return rows, paths
+
+        def host():
+            tree.nodes.host()
+            return tree.open(indices)
+        return self._run("r4.open", t, dev, host, [tree.nodes])
+
+    # ------------------------------------------------------------------ lifecycle
+    def release_table(self, table: str) -> None:
+        """Give back every device buffer of a finished table."""
+        st = self.table(table)
+        for h in st.handles:
+            h.drop_device()
+
+    def spill_table(self, table: str) -> int:
+        """Move a table's resident buffers to the host (to admit another table); returns bytes."""
+        st = self.table(table)
+        moved = 0
+        for h in st.handles:
+            if h.on_device:
+                if not h.on_host:
+                    h.host()
+                moved += h.nbytes
+                h.drop_device()
+        return moved
+
+    def device_bytes(self, table: str) -> int:
+        return sum(h.nbytes for h in self.table(table).handles if h.on_device)
+
+
+@dataclass(frozen=True)
+class _Quotient:
+    """R2's resident outputs: Q on the quotient domain and its decomposition into parts."""
+    values: ResidentHandle      # uint32[4, M]
+    blocks: ResidentHandle      # uint32[4 * num_parts, n]
+
+
+@dataclass(frozen=True)
+class _Layer:
+    """A FRI layer (uint32[N_i, 4], bit-reversed) resident on the device."""
+    h: ResidentHandle
+    layer: int
+
+
+def _bitrev_idx(idx: np.ndarray, bits: int) -> np.ndarray:
+    idx = np.asarray(idx, dtype=np.int64)
+    out = np.zeros_like(idx)
+    for b in range(bits):
+        out |= ((idx >> b) & 1) << (bits - 1 - b)
+    return out
+
+
+__all__ = ["DeviceStages", "DevCommitted", "DevTree", "R2_LOCK", "R2Windows", "checksum",
+           "Committed", "bit_reverse_permutation"]

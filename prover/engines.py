@@ -1,0 +1,186 @@
+"""Compute engines behind :class:`prover.device_stages.DeviceStages`.
+
+An engine does a stage's arithmetic on buffers that live in a :class:`DeviceMemory`:
+
+* :class:`EmuEngine` (backend ``emu``): the host kernels run directly on the emulated
+  device memory.  Outputs are allocated in that memory *before* the work starts, so a
+  stage that does not fit is refused by the byte budget (``DeviceOOM``) exactly as on a
+  GPU, and the recovery path runs at full CPU speed.
+* :class:`CudaEngine` (backends ``sim`` and ``cuda``): the numba.cuda kernels
+  (NTT/LDE, Merkle, and the stage kernels of :mod:`kernels.stage_device` where present),
+  on numba device arrays (the simulator) or cupy arrays (a GPU).  A stage whose device
+  kernel is not available on this engine computes on a host copy of the device inputs and
+  writes its outputs back to device memory -- never silently: such stages are listed in
+  :attr:`CudaEngine.host_assisted` and in the proof stats.
+
+Every engine is bit-identical to :class:`prover.stages.HostStages` (tests compare the
+proof bytes of all backends).
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from kernels.backend import DeviceArray, DeviceMemory
+from kernels.ntt import bit_reverse_permutation, coset_intt, coset_ntt, intt, lde_columns
+from kernels import merkle as kmerkle
+from verifier.protocol import SHIFT, TableShape
+
+from .stages import HostStages, _bitrev_rows
+
+
+def _nodes_shape(n_leaves: int) -> tuple:
+    return (2 * n_leaves - 1, 8)
+
+
+class EmuEngine:
+    """Host kernels on the emulated device memory (backend ``emu``)."""
+
+    name = "emu"
+    host_assisted: tuple = ()
+
+    # -- memory views -------------------------------------------------------------
+    def download_view(self, dev: DeviceArray) -> np.ndarray:
+        """The device buffer's contents as a numpy array (a view on ``emu``)."""
+        if dev.freed or dev.data is None:
+            raise RuntimeError(f"read of a freed device buffer ({dev.tag})")
+        return dev.data
+
+    def upload_into(self, dev: DeviceArray, host: np.ndarray) -> None:
+        np.copyto(dev.data, host)
+
+    def _alloc(self, mem: DeviceMemory, shapes: dict, tag: str) -> dict:
+        """Allocate all of a stage's outputs up front (all-or-nothing)."""
+        out = {}
+        try:
+            for k, shp in shapes.items():
+                out[k] = mem.empty(shp, np.uint32, tag=f"{tag}/{k}")
+        except BaseException:
+            for a in out.values():
+                mem.free(a)
+            raise
+        return out
+
+    # -- stages -------------------------------------------------------------------
+    def lde_commit(self, mem, evals_T_dev, shape: TableShape, tag: str):
+        w, n = evals_T_dev.shape
+        N = 1 << shape.log_lde
+        bufs = self._alloc(mem, {"coeffs": (w, n), "lde": (w, N), "tree": _nodes_shape(N)}, tag)
+        evals_T = self.download_view(evals_T_dev)
+        self.upload_into(bufs["coeffs"], intt(np.ascontiguousarray(evals_T)))
+        lde = lde_columns(np.ascontiguousarray(evals_T), shape.log_blowup, SHIFT)
+        self.upload_into(bufs["lde"], lde)
+        tree = kmerkle.commit(_bitrev_rows(lde))
+        self.upload_into(bufs["tree"], tree.nodes)
+        return bufs["coeffs"], bufs["lde"], bufs["tree"], np.asarray(tree.root, np.uint32)
+
+    def aux_build(self, stages, air, shape, main, public_values, challenges):
+        return HostStages.aux_build(stages, air, shape, main, public_values, challenges)
+
+    def _view(self, com):
+        if com is None:
+            return None
+        return SimpleNamespace(lde=self.download_view(com.lde_h.device()))
+
+    def quotient_decompose(self, stages, air, shape, main, prep_lde, aux, public_values,
+                           challenges, alpha, terminal):
+        M = 1 << shape.log_quotient
+        bufs = self._alloc(stages.mem, {"q": (4, M), "blocks": (4 * shape.num_parts, shape.n)},
+                           f"{shape.name}/r2")
+        q = HostStages.quotient(stages, air, shape, self._view(main), prep_lde, self._view(aux),
+                                public_values, challenges, alpha, terminal)
+        self.upload_into(bufs["q"], q)
+        self.upload_into(bufs["blocks"], decompose(q, shape))
+        return bufs["q"], bufs["blocks"]
+
+    def parts_lde_commit(self, mem, blocks_dev, shape: TableShape, tag: str):
+        c = 4 * shape.num_parts
+        N = 1 << shape.log_lde
+        bufs = self._alloc(mem, {"lde": (c, N), "tree": _nodes_shape(N)}, tag)
+        lde = parts_lde(self.download_view(blocks_dev), shape)
+        self.upload_into(bufs["lde"], lde)
+        tree = kmerkle.commit(_bitrev_rows(lde))
+        self.upload_into(bufs["tree"], tree.nodes)
+        return bufs["lde"], bufs["tree"], np.asarray(tree.root, np.uint32)
+
+    def ood(self, coeffs_dev, point) -> np.ndarray:
+        return HostStages.ood(None, SimpleNamespace(coeffs=self.download_view(coeffs_dev)), point)
+
+    def deep_quotient(self, stages, shape, groups, z, lam):
+        N = 1 << shape.log_lde
+        out = self._alloc(stages.mem, {"fri0": (N, 4)}, f"{shape.name}/deep")["fri0"]
+        views = [(self._view(c), v, nx) for c, v, nx in groups]
+        self.upload_into(out, HostStages.deep_quotient(stages, shape, views, z, lam))
+        return out
+
+    def commit_rows(self, mem, values_dev, width: int, tag: str):
+        vals = self.download_view(values_dev)
+        rows = np.ascontiguousarray(vals.reshape(-1, width))
+        out = self._alloc(mem, {"tree": _nodes_shape(rows.shape[0])}, tag)["tree"]
+        tree = kmerkle.commit(rows)
+        self.upload_into(out, tree.nodes)
+        return out, np.asarray(tree.root, np.uint32)
+
+    def fri_fold(self, stages, values_dev, beta, layer, shape):
+        half = values_dev.shape[0] // 2
+        out = self._alloc(stages.mem, {"fold": (half, 4)}, f"{shape.name}/fri{layer + 1}")["fold"]
+        self.upload_into(out, HostStages.fri_fold(stages, np.ascontiguousarray(
+            self.download_view(values_dev)), beta, layer, shape))
+        return out
+
+    def gather_columns(self, lde_dev, nat_idx) -> np.ndarray:
+        return np.ascontiguousarray(self.download_view(lde_dev)[:, nat_idx].T)
+
+    def gather_pairs(self, values_dev, idx) -> np.ndarray:
+        return np.ascontiguousarray(self.download_view(values_dev).reshape(-1, 8)[idx])
+
+
+def decompose(q_values: np.ndarray, shape: TableShape) -> np.ndarray:
+    """Q on g<w_M> (uint32[4, M]) -> the parts' coefficient blocks uint32[4 P, n]
+    (part i's EF coefficient c at row 4i + c), exactly as HostStages.parts_commit."""
+    n, parts = shape.n, shape.num_parts
+    coeffs = coset_intt(np.ascontiguousarray(q_values), SHIFT)
+    return np.ascontiguousarray(np.concatenate([coeffs[:, i * n:(i + 1) * n] for i in range(parts)],
+                                               axis=0))
+
+
+def parts_lde(blocks: np.ndarray, shape: TableShape) -> np.ndarray:
+    padded = np.zeros((blocks.shape[0], 1 << shape.log_lde), dtype=np.uint32)
+    padded[:, :shape.n] = blocks
+    return coset_ntt(padded, SHIFT)
+
+
+class CudaEngine(EmuEngine):
+    """numba.cuda kernels on device arrays (``sim``: the simulator, ``cuda``: a GPU)."""
+
+    def __init__(self, kind: str):
+        self.name = kind
+        self.kind = kind
+        self.host_assisted = ()
+        try:
+            from kernels import ntt_device, merkle_device  # noqa: F401
+            self._ntt = ntt_device
+            self._merkle = merkle_device
+        except ImportError:                      # pragma: no cover - kernels incomplete
+            self._ntt = self._merkle = None
+
+    def _raw(self, dev: DeviceArray):
+        return dev.data
+
+    def download_view(self, dev: DeviceArray) -> np.ndarray:
+        if dev.freed or dev.data is None:
+            raise RuntimeError(f"read of a freed device buffer ({dev.tag})")
+        if self.kind == "sim":
+            return dev.data.copy_to_host()
+        return dev.data.get()
+
+    def upload_into(self, dev: DeviceArray, host: np.ndarray) -> None:
+        host = np.ascontiguousarray(host)
+        if self.kind == "sim":
+            dev.data.copy_to_device(host)
+        else:
+            dev.data.set(host)
+
+
+__all__ = ["EmuEngine", "CudaEngine", "decompose", "parts_lde", "bit_reverse_permutation"]

@@ -1,0 +1,326 @@
+"""The device pipeline: tables run concurrently, admitted against the VRAM budget.
+
+    R1 main   every table on a worker (admitted heaviest first), roots absorbed in
+              table order once all are done (never in completion order)
+    barrier   LogUp challenges, one transcript fork per table
+    chains    every table's r1_aux -> r2 -> r3 -> [XCHECK] -> r4 on a worker, admitted again
+
+Admission: each table's device bytes are estimated from its shape
+(:func:`estimate_bytes`).  A table starts only when its estimate fits in what the budget
+has left, or alone when nothing else runs (an oversize table runs by itself and relies on
+recovery).  Tables that finished R1 keep their buffers resident across the barrier; when
+a waiting table cannot be admitted and nothing runs, resident tables are spilled to the
+host (their handles download, then drop the device side) until it fits.
+
+A failure in one table's worker cancels the others (they stop at their next stage), the
+epoch is ended (all device memory reclaimed) and the error is raised -- in bounded time.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kernels.backend import DeviceMemory, budget_from_env, parse_bytes
+from verifier.proof_format import Params, Proof, encode
+from verifier.protocol import TableShape, absorb_statement
+from verifier.transcript import Transcript
+
+from .device_stages import DeviceStages
+from .engines import CudaEngine, EmuEngine
+from .faults import FaultPlan, faults_from_env
+from .recovery import RecoveryCounters
+from .rounds import R1Main, r1_aux, r1_challenges, r2_quotient, r3_ood, r4_open
+from .spans import NullSpans, Spans
+from .timeline import Timeline
+
+log = logging.getLogger("steadfast.pipeline")
+
+_EPOCH_LOCK = threading.Lock()
+_MEMORIES: dict = {}
+
+
+class ProofCancelled(RuntimeError):
+    """Another table's worker failed; this one stopped at its next stage."""
+
+
+def env_flag(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw not in ("0", "1"):
+        raise ValueError(f"{name} must be 0 or 1, got {raw!r}")
+    return raw == "1"
+
+
+@dataclass
+class PipelineConfig:
+    """How a device proof runs (all fields default from the environment, SPEC §7)."""
+    backend: str = "emu"
+    budget: int | None = None
+    workers: int = 0                     # 0: one per table, at most os.cpu_count()
+    serialize_r2: bool = True
+    xcheck: bool = False
+    force_downgrade: bool = False
+    faults: FaultPlan = field(default_factory=FaultPlan)
+    timeline: Timeline | None = None
+    postmortem_dir: str = "."
+    device_only: bool = True
+
+    @classmethod
+    def from_env(cls, backend: str, **overrides) -> "PipelineConfig":
+        cfg = cls(backend=backend,
+                  budget=budget_from_env(None),
+                  serialize_r2=env_flag("PROVER_GPU_SERIALIZE_R2", True),
+                  xcheck=env_flag("PROVER_GPU_XCHECK", False),
+                  force_downgrade=env_flag("PROVER_GPU_FORCE_DOWNGRADE", False),
+                  faults=faults_from_env())
+        for k, v in overrides.items():
+            if v is not None:
+                setattr(cfg, k, parse_bytes(v) if k == "budget" else v)
+        return cfg
+
+
+@dataclass
+class TableStats:
+    name: str
+    est_bytes: int = 0
+    peak_device_bytes: int = 0
+    h2d_bytes: int = 0
+    d2h_bytes: int = 0
+    admission_wait_s: float = 0.0
+    downgraded: bool = False
+    stage_s: dict = field(default_factory=dict)
+
+
+@dataclass
+class PipelineStats:
+    backend: str
+    budget: int | None
+    tables: dict = field(default_factory=dict)
+    counters: RecoveryCounters = field(default_factory=RecoveryCounters)
+    r2_windows: list = field(default_factory=list)       # (table, start, end) seconds
+    peak_device_bytes: int = 0
+    spilled_bytes: int = 0
+    stale_frees_dropped: int = 0
+    xcheck_s: float = 0.0
+
+    def as_dict(self) -> dict:
+        return {"backend": self.backend, "budget": self.budget,
+                "peak_device_bytes": self.peak_device_bytes, "spilled_bytes": self.spilled_bytes,
+                "stale_frees_dropped": self.stale_frees_dropped, "xcheck_s": self.xcheck_s,
+                "recovery": self.counters.as_dict(),
+                "r2_windows": [list(w) for w in self.r2_windows],
+                "tables": {k: vars(v) for k, v in self.tables.items()}}
+
+
+def estimate_bytes(shape: TableShape) -> int:
+    """Device bytes a table holds at its peak: trace, main/aux/parts LDEs, coefficients
+    and trees, the quotient and the first FRI layers (uint32 words x 4)."""
+    n, N, M = shape.n, 1 << shape.log_lde, 1 << shape.log_quotient
+    tree = (2 * N - 1) * 8
+    main = shape.main_width * (2 * n + N) + tree
+    aux = shape.aux_width * (2 * n + N) + tree if shape.aux_cols else 0
+    parts = 4 * M + shape.parts_width * (n + N) + tree
+    fri = 4 * N * 2 + tree
+    return 4 * (main + aux + parts + fri)
+
+
+def device_memory(kind: str, budget: int | None) -> DeviceMemory:
+    """One DeviceMemory per (backend, budget) per process: its pool outlives proofs, and
+    each proof runs in its own epoch of it."""
+    with _EPOCH_LOCK:
+        key = (kind, budget)
+        if key not in _MEMORIES:
+            _MEMORIES[key] = DeviceMemory(kind, budget)
+        return _MEMORIES[key]
+
+
+class Admission:
+    """Admit tables against the budget: atomic check-and-reserve, an oversize table alone."""
+
+    def __init__(self, budget: int | None, spill=None):
+        self.budget = budget
+        self.reserved = 0
+        self.running = 0
+        self.held: dict[str, int] = {}          # idle tables' resident bytes (spillable)
+        self._spill = spill
+        self.cond = threading.Condition()
+        self.cancelled = False
+
+    def acquire(self, table: str, est: int) -> float:
+        t0 = time.perf_counter()
+        with self.cond:
+            while True:
+                if self.cancelled:
+                    raise ProofCancelled(f"{table}: proof cancelled while waiting for admission")
+                held = self.held.pop(table, 0)
+                self.reserved -= held
+                if self.budget is None or self.reserved + est <= self.budget or self.running == 0:
+                    if self.budget is not None and self.reserved + est > self.budget and self.held:
+                        self._spill_idle()
+                        continue
+                    self.reserved += est
+                    self.running += 1
+                    return time.perf_counter() - t0
+                self.reserved += held
+                if held:
+                    self.held[table] = held
+                if self.running == 0 and self.held:
+                    self._spill_idle()
+                    continue
+                self.cond.wait(timeout=0.5)
+
+    def _spill_idle(self) -> None:
+        # called with the condition held: move the largest idle table to the host
+        name = max(self.held, key=self.held.get)
+        nbytes = self.held.pop(name)
+        self.reserved -= nbytes
+        if self._spill:
+            self._spill(name)
+
+    def release(self, table: str, est: int, keep_resident: int = 0) -> None:
+        with self.cond:
+            self.reserved -= est
+            self.running -= 1
+            if keep_resident:
+                self.held[table] = keep_resident
+                self.reserved += keep_resident
+            self.cond.notify_all()
+
+    def cancel(self) -> None:
+        with self.cond:
+            self.cancelled = True
+            self.cond.notify_all()
+
+
+def make_stages(cfg: PipelineConfig, mem: DeviceMemory, counters, proof_id: int) -> DeviceStages:
+    engine = EmuEngine() if cfg.backend == "emu" else CudaEngine(cfg.backend)
+    return DeviceStages(mem, engine, faults=cfg.faults, counters=counters,
+                        timeline=cfg.timeline, serialize_r2=cfg.serialize_r2,
+                        force_downgrade=cfg.force_downgrade, xcheck=cfg.xcheck,
+                        proof_id=proof_id, device_only=cfg.device_only)
+
+
+def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list | None = None,
+                 proof_id: int = 0) -> tuple[bytes, PipelineStats]:
+    """Prove a prepared :class:`prover.rounds.Statement` on a device backend."""
+    from .xcheck import XcheckFailure, cross_check    # noqa: F401 (re-raised below)
+    spans = spans or NullSpans()
+    timeline = cfg.timeline or Timeline(enabled=False)
+    cfg.timeline = timeline
+    mem = device_memory(cfg.backend, cfg.budget)
+    stats = PipelineStats(cfg.backend, cfg.budget)
+    stages = make_stages(cfg, mem, stats.counters, proof_id)
+    shapes = st.shapes
+    k = len(shapes)
+    est = [estimate_bytes(s) for s in shapes]
+    for s, e in zip(shapes, est):
+        stats.tables[s.name] = TableStats(s.name, est_bytes=e)
+    order = sorted(range(k), key=lambda i: -est[i])            # heaviest first
+    workers = cfg.workers or max(1, min(k, os.cpu_count() or 1))
+
+    def spill(name):
+        stats.spilled_bytes += stages.spill_table(name)
+        timeline.instant("spill", name, cat="admission")
+
+    adm = Admission(cfg.budget, spill)
+    failure: list[BaseException] = []
+
+    def guarded(i, fn, keep_resident=False):
+        name = shapes[i].name
+        if failure:
+            raise ProofCancelled(f"{name}: cancelled after another table failed")
+        wait = adm.acquire(name, est[i])
+        stats.tables[name].admission_wait_s += wait
+        if wait > 1e-3:
+            timeline.complete("wait:admission", time.perf_counter() - wait, time.perf_counter(),
+                              name, cat="admission")
+        ok = False
+        try:
+            with timeline.span(fn.__name__, name):
+                out = fn(i)
+            ok = True
+            return out
+        except BaseException as exc:
+            if not failure:
+                failure.append(exc)
+            adm.cancel()
+            raise
+        finally:
+            stats.tables[name].peak_device_bytes = max(stats.tables[name].peak_device_bytes,
+                                                       stages.device_bytes(name))
+            adm.release(name, est[i], stages.device_bytes(name) if (keep_resident and ok) else 0)
+
+    mem.begin_epoch()
+    try:
+        tr = Transcript()
+        absorb_statement(tr, st.params, st.airs, shapes, st.public_values)
+        mains = [None] * k
+        preps = [None] * k
+
+        def r1_main_table(i):
+            with spans.span("r1_main", st.airs[i].name):
+                mains[i] = stages.main_commit(st.traces[i], shapes[i])
+                preps[i] = stages.prep_lde(st.airs[i], shapes[i])
+
+        _run_all(workers, order, lambda i: guarded(i, r1_main_table, keep_resident=True), failure)
+        for com in mains:                                  # table order, not completion order
+            tr.absorb("main_root", com.root)
+        r1 = R1Main(tr, tuple(mains), tuple(preps))
+        ch = r1_challenges(st, r1)
+        sections = [None] * k
+
+        def chain(i):
+            name = st.airs[i].name
+            with spans.span("table", name):
+                aux = r1_aux(i, st, ch, stages, spans)
+                r2 = r2_quotient(i, st, r1, ch, aux, stages, spans)
+                r3 = r3_ood(i, st, r1, ch, aux, r2, stages, spans)
+                if cfg.xcheck:
+                    t0 = time.perf_counter()
+                    cross_check(stages, st, i, r1, ch, aux, r2, r3, cfg)
+                    stats.xcheck_s += time.perf_counter() - t0
+                if failure:
+                    raise ProofCancelled(f"{name}: cancelled after another table failed")
+                sections[i] = r4_open(i, st, r1, ch, aux, r2, r3, stages, spans).table
+            stats.tables[name].downgraded = stages.table(name).downgraded
+            stages.release_table(name)
+
+        _run_all(workers, order, lambda i: guarded(i, chain), failure)
+        proof = encode(Proof(params=st.params, tables=sections))
+        spans.count("proof_bytes", len(proof))
+        if logs is not None:
+            logs.append(r1.transcript.log)
+            logs.extend(f.log for f in ch.forks)
+    finally:
+        mem.end_epoch()
+        stats.peak_device_bytes = mem.ledger.peak
+        stats.stale_frees_dropped = mem.stale_frees_dropped
+        stats.r2_windows = [(w.table, w.start, w.end) for w in stages.r2_windows.windows]
+        for name, ts in stats.tables.items():
+            tr_ = stages.table(name).transfers
+            ts.h2d_bytes, ts.d2h_bytes = tr_.h2d_bytes, tr_.d2h_bytes
+    return proof, stats
+
+
+def _run_all(workers: int, order, fn, failure: list) -> None:
+    """Run fn(i) for i in order on a pool; re-raise the first failure after all stop."""
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="table") as pool:
+        futures = [pool.submit(fn, i) for i in order]
+        for f in futures:
+            try:
+                f.result()
+            except BaseException:
+                pass
+    if failure:
+        raise failure[0]
+
+
+__all__ = ["PipelineConfig", "PipelineStats", "run_pipeline", "estimate_bytes", "Admission",
+           "ProofCancelled", "device_memory", "env_flag", "Params", "np"]

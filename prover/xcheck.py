@@ -1,0 +1,232 @@
+"""XCHECK: the verifier's composition check inside the prover, and its post-mortem.
+
+With ``PROVER_GPU_XCHECK=1``, after R3 of every table the prover checks what the verifier
+will check at z: the constraints evaluated from the opened values, folded with alpha,
+equal Z_H(z) * sum_i z^(i n) q_i(z).  It costs one EF evaluation of the constraints per
+table.  On a mismatch it writes a post-mortem (JSON) and fails the proof
+(:class:`XcheckFailure`; the CLI exits with status 3 and writes no proof file).
+
+The post-mortem answers three questions:
+
+1. **Which stage diverged** from a host recompute of the same table with the same
+   challenges: ``lde`` (main LDE), ``aux`` (LogUp trace LDE), ``constraints`` (Q on the
+   quotient domain), ``decomposition`` (the parts' coefficients), ``ood`` (opened values),
+   the first in that order that differs.
+2. **The corruption's shape** in that buffer: differing domain rows (count, first, last)
+   and whether the whole buffer or a sparse subset differs.
+3. **The verdict**: every resident buffer carries an integrity tag taken when its stage
+   produced it.  A buffer that no longer matches its tag was corrupted while resident:
+   rerunning the device chain on those same resident inputs reproduces the mismatch --
+   ``corrupted resident input``.  If every resident input is intact, the device chain is
+   rerun (fresh buffers, same inputs and challenges): a clean rerun means a ``transient
+   race``; a rerun that mismatches again means a ``persistent device fault``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from types import SimpleNamespace
+
+import numpy as np
+
+from air import field as F
+from verifier.errors import CompositionError
+from verifier.protocol import SHIFT, deep_groups
+
+from .engines import decompose
+from .stages import HostStages
+
+
+class XcheckFailure(RuntimeError):
+    """The in-prover composition check failed; ``postmortem`` is the report's path."""
+
+    def __init__(self, message: str, postmortem: str | None, report: dict):
+        super().__init__(message)
+        self.postmortem = postmortem
+        self.report = report
+
+
+def composition_ok(air, shape, ood: dict, terminal, pv, challenges, alpha, z) -> bool:
+    """The verifier's composition check on opened values (True when it holds)."""
+    from verifier.verify import _composition
+    empty4 = np.zeros((0, 4), np.uint32)
+    tp = SimpleNamespace(
+        ood_main=ood[("main", False)], ood_main_next=ood.get(("main", True), empty4),
+        ood_aux=ood.get(("aux", False), empty4), ood_aux_next=ood.get(("aux", True), empty4),
+        ood_parts=ood[("parts", False)],
+        terminal=terminal if terminal is not None else np.zeros(0, np.uint32))
+    try:
+        _composition(air, shape, tp, pv, challenges, alpha, z)
+        return True
+    except CompositionError:
+        return False
+
+
+def corruption_shape(a: np.ndarray, b: np.ndarray, axis: int) -> dict:
+    """Differing rows along the domain axis: count, first, last, whole-buffer or sparse."""
+    a = np.moveaxis(np.asarray(a), axis, 0).reshape(np.shape(a)[axis], -1)
+    b = np.moveaxis(np.asarray(b), axis, 0).reshape(np.shape(b)[axis], -1)
+    if a.shape != b.shape:
+        return {"count": int(a.shape[0]), "first": 0, "last": int(a.shape[0]) - 1,
+                "rows": int(a.shape[0]), "kind": "shape-mismatch"}
+    rows = np.nonzero((a != b).any(axis=1))[0]
+    n = a.shape[0]
+    if rows.size == 0:
+        return {"count": 0, "rows": int(n), "kind": "none"}
+    kind = "whole-buffer" if rows.size >= 0.9 * n else \
+        ("contiguous" if rows[-1] - rows[0] + 1 == rows.size else "sparse")
+    return {"count": int(rows.size), "first": int(rows[0]), "last": int(rows[-1]), "rows": int(n),
+            "kind": kind}
+
+
+def _ood_points(shape, z):
+    zf = np.asarray(z, np.uint64).reshape(4, 1)
+    z_next = F.ef_mul_base(zf, F.root_of_unity(shape.log_n)).reshape(4)
+    return np.asarray(z, np.uint64), z_next
+
+
+def _host_recompute(stages, st, i, ch, alpha, z):
+    """The table's R1..R3 on the host with the proof's own challenges."""
+    hs = HostStages()
+    air, shape, pv = st.airs[i], st.shapes[i], st.public_values[i]
+    main = hs.main_commit(st.traces[i], shape)
+    prep = hs.prep_lde(air, shape)
+    aux = terminal = None
+    if shape.aux_cols:
+        aux_np, terminal = hs.aux_build(air, shape, st.traces[i], pv, ch.challenges)
+        aux = hs.aux_commit(aux_np, shape)
+    q = hs.quotient(air, shape, main, prep, aux, pv, ch.challenges, alpha, terminal)
+    blocks = decompose(q, shape)
+    parts = SimpleNamespace(coeffs=blocks)
+    zn, z_next = _ood_points(shape, z)
+    mats = {"main": main, "aux": aux, "parts": parts}
+    ood = {(m, nx): hs.ood(mats[m], z_next if nx else zn) for m, nx in deep_groups(shape)}
+    return {"main": main, "aux": aux, "q": q, "blocks": blocks, "ood": ood, "terminal": terminal}
+
+
+def _device_view(stages, h):
+    if h is None:
+        return None
+    return np.array(stages.engine.download_view(h.device())) if h.on_device else h.host()
+
+
+def _rerun_device_chain(stages, st, i, ch, alpha, z, resident: bool):
+    """Rerun R1..R3 of table i on the device with the same challenges; returns the
+    opened values.  ``resident``: reuse the resident LDE buffers (the suspected inputs)
+    instead of recomputing them from the uploaded trace."""
+    eng, mem = stages.engine, stages.mem
+    air, shape, pv = st.airs[i], st.shapes[i], st.public_values[i]
+    out = stages.table(shape.name).outputs
+    temps = []
+
+    def commit(evals_T_dev, tag):
+        c, l, nd, root = eng.lde_commit(mem, evals_T_dev, shape, tag)
+        temps.extend([c, l, nd])
+        return SimpleNamespace(lde_h=SimpleNamespace(device=lambda l=l: l), coeffs_dev=c)
+
+    stages.inject = False
+    try:
+        if resident:
+            main = SimpleNamespace(lde_h=out["main"].lde_h, coeffs_dev=out["main"].coeffs_h.device())
+        else:
+            main = commit(out["trace"].device(), f"{shape.name}/rerun_main")
+        aux = terminal = None
+        if shape.aux_cols:
+            if resident and "aux" in out:
+                aux = SimpleNamespace(lde_h=out["aux"].lde_h, coeffs_dev=out["aux"].coeffs_h.device())
+                terminal = None
+            trace = np.ascontiguousarray(eng.download_view(out["trace"].device()).T)
+            aux_np, terminal = eng.aux_build(stages, air, shape, trace, pv, ch.challenges)
+            if aux is None:
+                up = mem.to_device(np.ascontiguousarray(aux_np.T), tag=f"{shape.name}/rerun_aux")
+                temps.append(up)
+                aux = commit(up, f"{shape.name}/rerun_aux")
+        prep = HostStages.prep_lde(stages, air, shape)
+        q_d, blocks_d = eng.quotient_decompose(stages, air, shape, main, prep, aux, pv,
+                                               ch.challenges, alpha, terminal)
+        temps.extend([q_d, blocks_d])
+        zn, z_next = _ood_points(shape, z)
+        mats = {"main": main.coeffs_dev, "aux": aux.coeffs_dev if aux else None, "parts": blocks_d}
+        ood = {(m, nx): eng.ood(mats[m], z_next if nx else zn) for m, nx in deep_groups(shape)}
+        return ood, terminal
+    finally:
+        stages.inject = True
+        for t in temps:
+            mem.free(t)
+
+
+def cross_check(stages, st, i, r1, ch, aux, r2, r3, cfg) -> None:
+    """Run the composition check for table i; on a mismatch write the post-mortem and raise."""
+    air, shape, pv = st.airs[i], st.shapes[i], st.public_values[i]
+    if composition_ok(air, shape, r3.values, aux.terminal, pv, ch.challenges, r2.alpha, r3.z):
+        return
+    t0 = time.perf_counter()
+    name = shape.name
+    stages.timeline.instant("xcheck:mismatch", name, cat="xcheck")
+    report = {"table": name, "backend": stages.name, "proof_epoch": stages.mem.epoch,
+              "check": "composition at z (R3)", "faults": os.environ.get("PROVER_FAULTS", ""),
+              "serialize_r2": stages.serialize_r2,
+              "r2_window_overlapped": any(stages.r2_windows.overlapped(w)
+                                          for w in stages.r2_windows.windows if w.table == name)}
+    host = _host_recompute(stages, st, i, ch, r2.alpha, r3.z)
+    out = stages.table(name).outputs
+    comparisons = []
+    if "main" in out:
+        comparisons.append(("lde", _device_view(stages, out["main"].lde_h), host["main"].lde, 1))
+    if shape.aux_cols and "aux" in out:
+        comparisons.append(("aux", _device_view(stages, out["aux"].lde_h), host["aux"].lde, 1))
+    if "quotient" in out:
+        comparisons.append(("constraints", _device_view(stages, out["quotient"]), host["q"], 1))
+        comparisons.append(("decomposition", _device_view(stages, out["parts_coeffs"]),
+                            host["blocks"], 1))
+    ood_dev = np.concatenate([r3.values[k] for k in deep_groups(shape)])
+    ood_host = np.concatenate([host["ood"][k] for k in deep_groups(shape)])
+    comparisons.append(("ood", ood_dev, ood_host, 0))
+    stage_reports = {}
+    diverged = None
+    for stage, dev, ref, axis in comparisons:
+        shp = corruption_shape(dev, ref, axis)
+        stage_reports[stage] = {"matches_host": shp["count"] == 0, "differing_rows": shp}
+        if diverged is None and shp["count"]:
+            diverged = stage
+    report["diverged_stage"] = diverged or "none (outputs match the host; check inputs)"
+    report["stages"] = stage_reports
+    bad = stages.integrity(name)
+    report["resident_inputs_corrupted"] = [h.stage for h in bad]
+    try:
+        ood2, term2 = _rerun_device_chain(stages, st, i, ch, r2.alpha, r3.z, resident=bool(bad))
+        clean = composition_ok(air, shape, ood2, term2 if term2 is not None else aux.terminal, pv,
+                               ch.challenges, r2.alpha, r3.z)
+        report["rerun"] = {"on": "resident inputs" if bad else "fresh buffers from the uploaded trace",
+                           "clean": bool(clean)}
+    except Exception as exc:        # a rerun that cannot run still leaves a verdict
+        clean = None
+        report["rerun"] = {"error": f"{type(exc).__name__}: {exc}"}
+    if bad:
+        verdict = "corrupted resident input"
+    elif clean:
+        verdict = "transient race"
+    elif clean is None:
+        verdict = "unknown (rerun failed)"
+    else:
+        verdict = "persistent device fault"
+    report["verdict"] = verdict
+    report["postmortem_s"] = round(time.perf_counter() - t0, 3)
+    path = write_postmortem(report, cfg.postmortem_dir)
+    stages.timeline.instant("xcheck:verdict", name, cat="xcheck", verdict=verdict)
+    raise XcheckFailure(f"XCHECK: table {name}: device composition mismatch "
+                        f"(diverged at {report['diverged_stage']}; verdict: {verdict}); "
+                        f"post-mortem: {path}", path, report)
+
+
+def write_postmortem(report: dict, directory: str) -> str:
+    os.makedirs(directory or ".", exist_ok=True)
+    path = os.path.join(directory or ".", f"steadfast-postmortem-{report['table']}-"
+                        f"{os.getpid()}-{int(time.time() * 1000)}.json")
+    with open(path, "w") as f:
+        json.dump(report, f, indent=2)
+    return path
+
+
+__all__ = ["XcheckFailure", "cross_check", "composition_ok", "corruption_shape", "SHIFT"]
