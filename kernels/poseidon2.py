@@ -6,8 +6,9 @@ Two implementations of the same permutation live here:
   terms of the scalar field functions ``F`` of :func:`kernels.field.build`.  It keeps the
   state in Montgomery form (x·2^32 mod p) so that every product is one ``F.mont_mul``;
   adds are canonical.  The device kernels compile it with ``cuda.jit(device=True)``
-  (kernels/poseidon2_device.py); here it is compiled with ``njit`` for single states
-  and as an independent cross-check of the fast path.
+  (kernels/poseidon2_device.py); the tests also run it as plain Python.  It is not
+  compiled for the host: a scalar host kernel would cost seconds of cold compile and the
+  batched path below is just as fast on a single state once the call overhead counts.
 
 * the batched host path -- the hot loop of Merkle commitments.  States are processed in
   chunks of ``BLOCK`` held "structure of arrays" (lane-major ``[16, BLOCK]``), so every
@@ -29,9 +30,8 @@ import numpy as np
 from numba import njit
 
 from .field import MONT_R2, P
-from .hostlib import HF
-from .poseidon2_constants import (DIGEST, RATE, RC_FULL, RC_FULL_M, RC_PARTIAL, RC_PARTIAL_M,
-                                  ROUNDS_F_HALF, ROUNDS_P, V16_M, WIDTH)
+from .poseidon2_constants import (DIGEST, RATE, RC_FULL, RC_PARTIAL_M, ROUNDS_F_HALF, ROUNDS_P,
+                                  V16_M, WIDTH)
 
 # ----------------------------------------------------------------------------------------
 # The permutation written once (canonical in/out, Montgomery inside)
@@ -45,8 +45,8 @@ def build_permutation(jit, F):
     """Compile the scalar permutation with decorator ``jit`` over field functions ``F``.
 
     Returns a namespace with ``permute(s, rcf_m, rcp_m, v_m)``: ``s`` is a writable
-    length-16 uint32 array (canonical in, canonical out), the constants are
-    :data:`RC_FULL_M`, :data:`RC_PARTIAL_M`, :data:`V16_M` (Montgomery forms).
+    length-16 uint32 array (canonical in, canonical out), the constants are the Montgomery
+    tables ``RC_FULL_M``, ``RC_PARTIAL_M``, ``V16_M`` of :mod:`kernels.poseidon2_constants`.
     """
     # numba resolves closure variables that are compiled functions, not attributes
     mont_mul = F.mont_mul
@@ -74,8 +74,8 @@ def build_permutation(jit, F):
         t01233 = add(t0123, x3)
         s[o + 3] = add(t01233, add(x0, x0))    # 3x0 + x1 + x2 + 2x3
         s[o + 1] = add(t01123, add(x2, x2))    # x0 + 2x1 + 3x2 + x3
-        s[o] = add(t01123, t01)                  # 2x0 + 3x1 + x2 + x3
-        s[o + 2] = add(t01233, t23)              # x0 + x1 + 2x2 + 3x3
+        s[o] = add(t01123, t01)                # 2x0 + 3x1 + x2 + x3
+        s[o + 2] = add(t01233, t23)            # x0 + x1 + 2x2 + 3x3
 
     @jit
     def external(s):
@@ -99,21 +99,21 @@ def build_permutation(jit, F):
     @jit
     def permute(s, rcf_m, rcp_m, v_m):
         for i in range(16):
-            s[i] = mont_mul(s[i], _R2_32)          # to Montgomery form
+            s[i] = mont_mul(s[i], _R2_32)              # to Montgomery form
         external(s)
-        for r in range(4):
+        for r in range(ROUNDS_F_HALF):                 # initial full rounds
             for i in range(16):
                 s[i] = sbox(add(s[i], rcf_m[r, i]))
             external(s)
-        for r in range(13):
+        for r in range(ROUNDS_P):                      # partial rounds: S-box on lane 0
             s[0] = sbox(add(s[0], rcp_m[r]))
             internal(s, v_m)
-        for r in range(4, 8):
+        for r in range(ROUNDS_F_HALF, 2 * ROUNDS_F_HALF):   # final full rounds
             for i in range(16):
                 s[i] = sbox(add(s[i], rcf_m[r, i]))
             external(s)
         for i in range(16):
-            s[i] = mont_mul(s[i], _ONE32)          # back to canonical
+            s[i] = mont_mul(s[i], _ONE32)              # back to canonical
 
     class Poseidon2Scalar:
         pass
@@ -121,21 +121,6 @@ def build_permutation(jit, F):
     ns = Poseidon2Scalar()
     ns.sbox, ns.m4, ns.external, ns.internal, ns.permute = sbox, m4, external, internal, permute
     return ns
-
-
-_HP = build_permutation(njit, HF)
-_scalar_permute = _HP.permute
-
-
-@njit(cache=True)
-def _permute_scalar_kernel(states, out, rcf_m, rcp_m, v_m):
-    s = np.empty(16, np.uint32)
-    for n in range(states.shape[0]):
-        for i in range(16):
-            s[i] = states[n, i]
-        _scalar_permute(s, rcf_m, rcp_m, v_m)
-        for i in range(16):
-            out[n, i] = s[i]
 
 
 # ----------------------------------------------------------------------------------------
@@ -209,20 +194,20 @@ _U31 = np.uint64(31)
 _U27 = np.uint64(27)
 
 
-@njit(inline="always")
+@njit
 def _smm(a, b):
     t = np.int64(np.int32(a)) * np.int64(np.int32(b))
     q = np.int64(np.int32(np.uint64(t) * _PINV))
     return (t - q * _P_S) >> _S32
 
 
-@njit(inline="always")
+@njit
 def _sred(s):
     q = np.int64(np.int32(np.uint64(s) * _PINV))
     return (s - q * _P_S) >> _S32
 
 
-@njit(inline="always")
+@njit
 def _ssbox(x):
     x2 = _smm(x, x)
     x3 = _smm(x2, x)
@@ -230,7 +215,7 @@ def _ssbox(x):
     return _smm(x6, x)
 
 
-@njit(inline="always")
+@njit
 def _umm(a, b):
     t = (a & _M32) * (b & _M32)
     q = (t * _PINV) & _M32
@@ -239,7 +224,7 @@ def _umm(a, b):
     return th + _P_U - qh if th < qh else th - qh
 
 
-@njit(inline="always")
+@njit
 def _fold(s):
     # s < 2^37 -> s' < 2^31 + 2^29 (< 2^32), s' = s mod p, using 2^31 = 2^27 - 1 (mod p)
     h = s >> _U31
@@ -248,7 +233,7 @@ def _fold(s):
     return (s & _M31) + (h << _U27) - h
 
 
-@njit(inline="always")
+@njit
 def _usbox(x):
     x2 = _umm(x, x)
     x3 = _umm(x2, x)
@@ -256,7 +241,7 @@ def _usbox(x):
     return _umm(x6, x)
 
 
-@njit(cache=True)
+@njit
 def _external_block(st):
     # M_E on every column of st (int64, lazily: inputs |x| < 2^31 give |y| < 35*2^31)
     for j in range(BLOCK):
@@ -280,7 +265,7 @@ def _external_block(st):
         st[12, j] = y12 + s0; st[13, j] = y13 + s1; st[14, j] = y14 + s2; st[15, j] = y15 + s3
 
 
-@njit(cache=True)
+@njit
 def _full_rounds(st, rcf, r0, r1):
     # rounds r0..r1-1; input |x| < 2^37 (scale c), output |x| < 35*2^31 (next scale)
     for r in range(r0, r1):
@@ -291,7 +276,7 @@ def _full_rounds(st, rcf, r0, r1):
         _external_block(st)
 
 
-@njit(cache=True)
+@njit
 def _partial_rounds(us, acc, rcp, v_m):
     # Montgomery form; invariant: every lane < 2p at the start of a round
     for r in range(rcp.shape[0]):
@@ -299,10 +284,9 @@ def _partial_rounds(us, acc, rcp, v_m):
         for j in range(BLOCK):
             u0 = _usbox(_fold(us[0, j] + rc))               # fold: < 2^31.3, S-box safe
             us[0, j] = u0
-            acc[j] = u0
-        for i in range(1, 16):
-            for j in range(BLOCK):
-                acc[j] += us[i, j]                          # < 31p < 2^36
+            acc[j] = (u0 + us[1, j] + us[2, j] + us[3, j] + us[4, j] + us[5, j] + us[6, j]
+                      + us[7, j] + us[8, j] + us[9, j] + us[10, j] + us[11, j] + us[12, j]
+                      + us[13, j] + us[14, j] + us[15, j])  # < 31p < 2^36
         for j in range(BLOCK):
             s = _fold(acc[j])
             acc[j] = s - _P_U if s >= _P_U else s           # canonical lane sum
@@ -312,7 +296,7 @@ def _partial_rounds(us, acc, rcp, v_m):
                 us[i, j] = acc[j] + _umm(us[i, j], v)        # < p + p
 
 
-@njit(cache=True)
+@njit
 def _permute_block(st, us, acc, rcf, rcp, v_m, k_in, k_out):
     """Permute the BLOCK states held in st (int64 [16, BLOCK], canonical in and out)."""
     half = rcf.shape[0] // 2
@@ -360,24 +344,36 @@ def _sponge_kernel(m, out, rate, c0, c1, rcf, rcp, v_m, k_in, k_out):
                 out[lo + j, i] = np.uint32(st[i, j])
 
 
-_POOL = None
+_POOL: ThreadPoolExecutor | None = None
+_POOL_SIZE = 0
 _POOL_LOCK = threading.Lock()
 
 
-def _run_sponge(m: np.ndarray, out: np.ndarray, rate: int) -> None:
-    """Run _sponge_kernel over all rows, split into contiguous chunk ranges across threads."""
-    global _POOL
+def _fast_args():
+    return (_RCF_S, _RCP_U, _V_U, _K_IN64, _K_OUT64)
+
+
+def _sponge(m: np.ndarray, out: np.ndarray, rate: int) -> None:
+    """Overwrite-mode sponge of every row of m (uint32[n, w], canonical, C-contiguous) into
+    out (uint32[n, k], k <= 16, C-contiguous); see _sponge_kernel."""
+    global _POOL, _POOL_SIZE
+    if m.shape[0] == 0:
+        return
+    ro = m.view()
+    ro.setflags(write=False)        # one compiled signature whatever the caller's flags
     nchunks = (m.shape[0] + BLOCK - 1) // BLOCK
     workers = min(numba.get_num_threads(), max(1, nchunks // 4))
     if workers <= 1:
-        _sponge_kernel(m, out, rate, 0, nchunks, *_fast_args())
+        _sponge_kernel(ro, out, rate, 0, nchunks, *_fast_args())
         return
     with _POOL_LOCK:
-        if _POOL is None or _POOL._max_workers < workers:
+        if _POOL is None or _POOL_SIZE < workers:
             _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="poseidon2")
+            _POOL_SIZE = workers
         pool = _POOL
+    # contiguous chunk ranges, one per worker; the kernel releases the GIL
     bounds = [nchunks * t // workers for t in range(workers + 1)]
-    futs = [pool.submit(_sponge_kernel, m, out, rate, bounds[t], bounds[t + 1], *_fast_args())
+    futs = [pool.submit(_sponge_kernel, ro, out, rate, bounds[t], bounds[t + 1], *_fast_args())
             for t in range(workers)]
     for f in futs:
         f.result()
@@ -386,9 +382,6 @@ def _run_sponge(m: np.ndarray, out: np.ndarray, rate: int) -> None:
 # ----------------------------------------------------------------------------------------
 # Public API
 # ----------------------------------------------------------------------------------------
-
-_SMALL_BATCH = 4        # below this many states the scalar kernel is cheaper than a chunk
-
 
 def _check_u32(a, name: str) -> np.ndarray:
     if not isinstance(a, np.ndarray):
@@ -403,10 +396,6 @@ def _check_canonical(a: np.ndarray, name: str) -> None:
         raise ValueError(f"{name}: values must be canonical field elements < p = {P}")
 
 
-def _fast_args():
-    return (_RCF_S, _RCP_U, _V_U, _K_IN64, _K_OUT64)
-
-
 def poseidon2_permute(states: np.ndarray) -> np.ndarray:
     """Poseidon2-16 permutation of every state: uint32[..., 16] -> uint32[..., 16]."""
     states = _check_u32(states, "states")
@@ -415,26 +404,7 @@ def poseidon2_permute(states: np.ndarray) -> np.ndarray:
     _check_canonical(states, "states")
     flat = states.reshape(-1, WIDTH)
     out = np.empty_like(flat)
-    if flat.shape[0] == 0:
-        return out.reshape(states.shape)
-    if flat.shape[0] < _SMALL_BATCH:
-        _permute_scalar_kernel(flat, out, RC_FULL_M, RC_PARTIAL_M, V16_M)
-    else:
-        _run_sponge(flat, out, WIDTH)
-    return out.reshape(states.shape)
-
-
-def permute_reference_path(states: np.ndarray) -> np.ndarray:
-    """The scalar (written-once) permutation on every state; same contract as
-    :func:`poseidon2_permute`. Slower; used for single states and cross-checks."""
-    states = _check_u32(states, "states")
-    if states.ndim == 0 or states.shape[-1] != WIDTH:
-        raise ValueError(f"states: last axis must have {WIDTH} lanes, got shape {states.shape}")
-    _check_canonical(states, "states")
-    flat = states.reshape(-1, WIDTH)
-    out = np.empty_like(flat)
-    if flat.shape[0]:
-        _permute_scalar_kernel(flat, out, RC_FULL_M, RC_PARTIAL_M, V16_M)
+    _sponge(flat, out, WIDTH)
     return out.reshape(states.shape)
 
 
@@ -447,17 +417,20 @@ def hash_rows(m: np.ndarray) -> np.ndarray:
         raise ValueError("m: rows must have at least one element (w >= 1)")
     _check_canonical(m, "m")
     out = np.empty((m.shape[0], DIGEST), np.uint32)
-    if m.shape[0]:
-        _run_sponge(m, out, RATE)
+    _sponge(m, out, RATE)
     return out
 
 
 def sponge_hash(elems: np.ndarray) -> np.ndarray:
-    """Sponge hash of one vector of field elements: uint32[w] -> uint32[8], w >= 1."""
+    """Sponge hash of vectors along the last axis: uint32[..., w] -> uint32[..., 8], w >= 1.
+
+    ``sponge_hash(v)`` for one vector v (uint32[w]) returns its digest uint32[8].
+    """
     elems = _check_u32(elems, "elems")
-    if elems.ndim != 1:
-        raise ValueError(f"elems: expected a 1-d vector, got shape {elems.shape}")
-    return hash_rows(elems.reshape(1, -1))[0]
+    if elems.ndim == 0:
+        raise ValueError("elems: expected at least one axis uint32[..., w]")
+    lead = elems.shape[:-1]
+    return hash_rows(elems.reshape(-1, elems.shape[-1])).reshape(*lead, DIGEST)
 
 
 def compress(left: np.ndarray, right: np.ndarray) -> np.ndarray:
@@ -480,10 +453,9 @@ def compress_pairs(pairs: np.ndarray) -> np.ndarray:
         raise ValueError(f"pairs: expected uint32[n, {WIDTH}], got shape {pairs.shape}")
     _check_canonical(pairs, "pairs")
     out = np.empty((pairs.shape[0], DIGEST), np.uint32)
-    if pairs.shape[0]:
-        _run_sponge(pairs, out, WIDTH)
+    _sponge(pairs, out, WIDTH)
     return out
 
 
 __all__ = ["poseidon2_permute", "hash_rows", "sponge_hash", "compress", "compress_pairs",
-           "permute_reference_path", "build_permutation", "BLOCK"]
+           "build_permutation", "BLOCK"]
