@@ -11,7 +11,7 @@ import numpy as np
 
 from . import field as F
 from .builder import Air, AirError, check_buses
-from .eval import constraint_values, domain_leaf
+from .eval import domain_leaf
 from .program import evaluate
 
 

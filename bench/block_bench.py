@@ -74,19 +74,19 @@ def main(argv=None) -> int:
     ap.add_argument("--hash-share", type=float, default=0.25)
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--pow-bits", type=int, default=16)
-    ap.add_argument("--no-check", action="store_true")
+    ap.add_argument("--check", action="store_true", help="run the trace check first")
     ap.add_argument("--json", help="write all results as JSON")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one is not None:
         print(json.dumps(one(args.one, args.hash_share, args.queries, args.pow_bits,
-                             not args.no_check)))
+                             args.check)))
         return 0
     results = []
     for k in args.sizes:
         cmd = [sys.executable, os.path.abspath(__file__), "--one", str(k), "--hash-share",
                str(args.hash_share), "--queries", str(args.queries), "--pow-bits",
-               str(args.pow_bits)] + (["--no-check"] if args.no_check else [])
+               str(args.pow_bits)] + (["--check"] if args.check else [])
         r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=ROOT))
         if r.returncode:
             print(f"2^{k}: failed\n{r.stderr[-2000:]}", file=sys.stderr)

@@ -61,6 +61,38 @@ def synthetic_trace(index: int, log_n: int, width: int, degree: int) -> np.ndarr
     return t.astype(np.uint32)
 
 
+_FRESH = """
+import sys, time
+sys.path.insert(0, {root!r}); sys.path.insert(0, {bench!r})
+t0 = time.perf_counter()
+from verifier import verify
+from prove_bench import synthetic_air
+t1 = time.perf_counter()
+airs = [synthetic_air(i, {width}, 2 if i % 2 == 0 else 3) for i in range({tables})]
+proof = open({path!r}, "rb").read()
+t2 = time.perf_counter()
+verify(proof, airs, [[] for _ in airs])
+print(t1 - t0, time.perf_counter() - t2)
+"""
+
+
+def verify_fresh(proof: bytes, tables: int, width: int) -> tuple[float, float]:
+    """(import seconds, first verify seconds) in a fresh interpreter."""
+    import subprocess
+    import tempfile
+    here = os.path.dirname(os.path.abspath(__file__))
+    with tempfile.NamedTemporaryFile(suffix=".proof", delete=False) as f:
+        f.write(proof)
+    try:
+        code = _FRESH.format(root=os.path.dirname(here), bench=here, width=width,
+                             tables=tables, path=f.name)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True).stdout.split()
+    finally:
+        os.unlink(f.name)
+    return float(out[0]), float(out[1])
+
+
 def run(tables: int, log_rows: int, width: int, params: Params, repeat_verify: int = 3) -> dict:
     airs, traces = [], []
     for i in range(tables):
@@ -82,6 +114,7 @@ def run(tables: int, log_rows: int, width: int, params: Params, repeat_verify: i
         t1 = time.perf_counter()
         verify(proof, airs, pvs)
         times.append(time.perf_counter() - t1)
+    imp, first = verify_fresh(proof, tables, width)
     rounds = {k: round(v, 4) for k, v in spans.stats.by_round().items() if k != "table"}
     per_table = {}
     for name, table, sec in spans.stats.as_rows():
@@ -91,7 +124,8 @@ def run(tables: int, log_rows: int, width: int, params: Params, repeat_verify: i
             "params": vars(params) if hasattr(params, "__dict__") else str(params),
             "prove_s": round(prove_s, 3), "rounds_s": rounds, "per_table_s": per_table,
             "proof_bytes": len(proof), "verify_s": round(min(times), 4),
-            "verify_all_s": [round(t, 4) for t in times]}
+            "verify_all_s": [round(t, 4) for t in times],
+            "fresh_import_s": round(imp, 3), "fresh_first_verify_s": round(first, 4)}
 
 
 def main(argv=None) -> None:
@@ -115,7 +149,8 @@ def main(argv=None) -> None:
     for k, v in res["rounds_s"].items():
         print(f"  {k:<12} {v:.3f} s")
     print(f"proof   {res['proof_bytes']} bytes ({res['proof_bytes'] / 1024:.0f} KiB)")
-    print(f"verify  {res['verify_s']:.3f} s (best of {len(res['verify_all_s'])})")
+    print(f"verify  {res['verify_s']:.3f} s (best of {len(res['verify_all_s'])}); fresh process: "
+          f"import {res['fresh_import_s']:.2f} s, first verify {res['fresh_first_verify_s']:.3f} s")
 
 
 if __name__ == "__main__":

@@ -32,18 +32,20 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from . import field
 from .field import P, TWO_ADICITY, root_of_unity, to_mont_host
 from .hostlib import HF
 
-_LOG_BLOCK = 13                 # in-cache block: 2^13 words = 32 KiB
+_LOG_BLOCK = 12                 # in-cache block of the short spans: 2^12 words = 16 KiB
 _BLOCK = 1 << _LOG_BLOCK
-_CHUNK = 1 << 12                # work unit of a long-span stage
+_LC = 64                        # slab width: contiguous words per slab row
+_MAX_SLAB = 9                   # at most 2^9 slab rows (stages) per slab pass
 _TILE = 16                      # spans below 16 run in 16 x 16 tiles
 _MODE_COPY, _MODE_CONST, _MODE_TABLE = 0, 1, 2
 _REV4 = np.array([int(f"{i:04b}"[::-1], 2) for i in range(16)], np.int64)   # 4-bit reversal
@@ -78,133 +80,117 @@ BF = build_butterflies(HF, njit(inline="always"))
 _dit, _dif, _mm = BF.dit, BF.dif, HF.mont_mul
 
 
-# --------------------------------------------------------------------------- stages
-# The helpers below are ordinary (non-inlined) numba functions: each is compiled once and
-# linked into the parallel drivers, which keeps cold compile time low.  Their inner loops
-# are contiguous so that LLVM vectorises the Montgomery butterflies.
+# --------------------------------------------------------------------------- short spans
+# numba links every callee into each compiled caller and re-optimises the whole, so compile
+# time grows with the number of compiled entry points times their call trees.  Hence few
+# helpers (DIT and DIF share each one, ``forward`` selects) and a single serial entry point
+# (:func:`_tasks`), parallelised by a Python thread pool (it releases the GIL).
+# Inner loops are contiguous and long so that LLVM vectorises the Montgomery butterflies.
 
 @njit(cache=True)
-def _dit_part(x, lo, size, h, j0, ln, tw):
-    """DIT butterflies of span h on x[lo:lo+size] restricted to offsets j0 <= j < j0+ln in
-    each block of 2h (a whole stage: j0 = 0, ln = h; a chunk of a long stage: size = 2h)."""
-    w = tw[h + j0:h + j0 + ln]
-    for s in range(lo + j0, lo + size, 2 * h):
-        u = x[s:s + ln]
-        v = x[s + h:s + h + ln]
-        for j in range(ln):
-            u[j], v[j] = _dit(u[j], v[j], w[j])
-
-
-@njit(cache=True)
-def _dif_part(x, lo, size, h, j0, ln, tw):
-    """DIF counterpart of :func:`_dit_part`."""
-    w = tw[h + j0:h + j0 + ln]
-    for s in range(lo + j0, lo + size, 2 * h):
-        u = x[s:s + ln]
-        v = x[s + h:s + h + ln]
-        for j in range(ln):
-            u[j], v[j] = _dif(u[j], v[j], w[j])
+def _strided(u, v, w, forward):
+    # one twiddle, strided operands: offset j of a stage with span < 16 (small sizes only)
+    if forward:
+        for i in range(u.size):
+            u[i], v[i] = _dit(u[i], v[i], w)
+    else:
+        for i in range(u.size):
+            u[i], v[i] = _dif(u[i], v[i], w)
 
 
 @njit(cache=True)
-def _dit_strided(u, v, w):
-    # one twiddle, strided operands: the butterflies with offset j of a short-span stage
-    for i in range(u.size):
-        u[i], v[i] = _dit(u[i], v[i], w)
-
-
-@njit(cache=True)
-def _dif_strided(u, v, w):
-    for i in range(u.size):
-        u[i], v[i] = _dif(u[i], v[i], w)
-
-
-@njit(cache=True)
-def _dit_block(x, lo, size, h0, tw):
-    """DIT stages of span h0, 2h0, ..., size/2 on the block x[lo:lo+size].  Spans below 8
-    run offset by offset over strided views, so that every inner loop is long."""
-    h = h0
-    while h < size:
-        if h >= 8:
-            _dit_part(x, lo, size, h, 0, h, tw)
-        else:
+def _block(x, lo, size, h0, tw, forward):
+    """On the block x[lo:lo+size]: DIT spans h0, 2 h0, ..., size/2 (forward) or DIF spans
+    size/2, ..., h0."""
+    h = h0 if forward else size // 2
+    while h >= h0 and h < size:
+        if h < _TILE:
             for j in range(h):
-                _dit_strided(x[lo + j:lo + size:2 * h], x[lo + j + h:lo + size:2 * h], tw[h + j])
-        h *= 2
-
-
-@njit(cache=True)
-def _dif_block(x, lo, size, itw):
-    """All DIF stages (spans size/2, ..., 1) on the block x[lo:lo+size]."""
-    h = size // 2
-    while h >= 1:
-        if h >= 8:
-            _dif_part(x, lo, size, h, 0, h, itw)
+                _strided(x[lo + j:lo + size:2 * h], x[lo + j + h:lo + size:2 * h], tw[h + j],
+                         forward)
         else:
-            for j in range(h):
-                _dif_strided(x[lo + j:lo + size:2 * h], x[lo + j + h:lo + size:2 * h], itw[h + j])
-        h //= 2
+            w = tw[h:2 * h]
+            for s in range(lo, lo + size, 2 * h):
+                u = x[s:s + h]
+                v = x[s + h:s + 2 * h]
+                if forward:
+                    for j in range(h):
+                        u[j], v[j] = _dit(u[j], v[j], w[j])
+                else:
+                    for j in range(h):
+                        u[j], v[j] = _dif(u[j], v[j], w[j])
+        h = h * 2 if forward else h // 2
 
 
+# Spans 1..8 pair elements inside aligned groups of 16.  A 16 x 16 tile S (flat
+# uint32[256]) holds 16 groups transposed, S[16 p + g] = element p of group g, so those
+# stages become butterflies between tile rows, vectorised across the 16 groups.
 @njit(cache=True)
-def _dit_chunk(x, h, c, tw):
-    # chunk c of a long-span stage: min(h, _CHUNK) consecutive butterflies of one block
-    ln = min(h, _CHUNK)
-    per_block = h // ln
-    _dit_part(x, (c // per_block) * 2 * h, 2 * h, h, (c % per_block) * ln, ln, tw)
-
-
-@njit(cache=True)
-def _dif_chunk(x, h, c, tw):
-    ln = min(h, _CHUNK)
-    per_block = h // ln
-    _dif_part(x, (c // per_block) * 2 * h, 2 * h, h, (c % per_block) * ln, ln, tw)
-
-
-# --------------------------------------------------------------------------- 16 x 16 tiles
-# Spans 1..8 pair elements inside aligned groups of 16, which gives short inner loops.  A
-# 16 x 16 tile S holds 16 groups transposed (S[p, g] = element p of group g), so those
-# stages become butterflies between tile *rows*, vectorised across the 16 groups.
-
-@njit(cache=True)
-def _tile_dit(S, h0, tw):
-    """DIT spans h0, ..., 8 along the rows of tile S."""
-    h = h0
-    while h < _TILE:
+def _tile(S, h0, tw, forward):
+    """DIT spans h0, ..., 8 (forward) or DIF spans 8, ..., h0 along the rows of tile S."""
+    h = h0 if forward else _TILE // 2
+    while h >= h0 and h < _TILE:
         for p in range(_TILE):
             if p & h == 0:
                 w = tw[h + (p & (h - 1))]
-                u = S[p]
-                v = S[p + h]
-                for g in range(_TILE):
-                    u[g], v[g] = _dit(u[g], v[g], w)
-        h *= 2
+                u = S[_TILE * p:_TILE * p + _TILE]
+                v = S[_TILE * (p + h):_TILE * (p + h) + _TILE]
+                if forward:
+                    for g in range(_TILE):
+                        u[g], v[g] = _dit(u[g], v[g], w)
+                else:
+                    for g in range(_TILE):
+                        u[g], v[g] = _dif(u[g], v[g], w)
+        h = h * 2 if forward else h // 2
 
 
-@njit(cache=True)
-def _tile_dif(S, itw):
-    """DIF spans 8, 4, 2, 1 along the rows of tile S."""
-    h = _TILE // 2
-    while h >= 1:
-        for p in range(_TILE):
-            if p & h == 0:
-                w = itw[h + (p & (h - 1))]
-                u = S[p]
-                v = S[p + h]
-                for g in range(_TILE):
-                    u[g], v[g] = _dif(u[g], v[g], w)
-        h //= 2
-
+# --------------------------------------------------------------------------- long spans
+# Stages s_lo <= s < s_hi (spans 2^s >= block) only pair indices that differ in bits
+# [s_lo, s_hi).  Writing an index as (g, i, l) with l < 2^s_lo, i < 2^(s_hi - s_lo), each
+# (g, run of _LC consecutive l) is an independent "slab" of 2^(s_hi-s_lo) rows of _LC
+# contiguous words (stride 2^s_lo) that goes through all those stages while in L1/L2; the
+# twiddle of row i at span h is tw[h + (i mod h/2^s_lo) 2^s_lo + l], contiguous in l.
 
 @njit(cache=True)
-def _rev_bits(v, bits):
-    r = 0
-    for _ in range(bits):
-        r = (r << 1) | (v & 1)
-        v >>= 1
-    return r
+def _slab(x, s_lo, s_hi, q, tw, forward, buf):
+    """Slab q of the pass over stages [s_lo, s_hi): DIT ascending or DIF descending.
+
+    The slab is copied into the contiguous scratch ``buf`` first: its rows sit 2^s_lo
+    words apart, a power-of-two stride that maps them all onto a few cache sets."""
+    stride = 1 << s_lo
+    lc = min(_LC, stride)
+    per_g = stride // lc
+    base = ((q // per_g) << s_hi) + (q % per_g) * lc
+    l0 = (q % per_g) * lc
+    rows = 1 << (s_hi - s_lo)
+    for i in range(rows):
+        src = x[base + i * stride:base + i * stride + lc]
+        for j in range(lc):
+            buf[i * lc + j] = src[j]
+    for st in range(s_hi - s_lo):
+        s = s_lo + st if forward else s_hi - 1 - st
+        h = 1 << s
+        hr = h >> s_lo
+        for i0 in range(0, rows, 2 * hr):
+            for ii in range(hr):
+                p = (i0 + ii) * lc
+                t0 = h + ii * stride + l0
+                u = buf[p:p + lc]
+                v = buf[p + hr * lc:p + hr * lc + lc]
+                w = tw[t0:t0 + lc]
+                if forward:
+                    for j in range(lc):
+                        u[j], v[j] = _dit(u[j], v[j], w[j])
+                else:
+                    for j in range(lc):
+                        u[j], v[j] = _dif(u[j], v[j], w[j])
+    for i in range(rows):
+        dst = x[base + i * stride:base + i * stride + lc]
+        for j in range(lc):
+            dst[j] = buf[i * lc + j]
 
 
+# --------------------------------------------------------------------------- fused passes
 @njit(cache=True)
 def _gather_dit(src, dst, log_n, m, mode, c_m, tab, tw, S):
     """Piece m of: dst[i] = src[rev(i)] * factor(rev(i)), then DIT spans 1, 2, 4, 8.
@@ -212,13 +198,15 @@ def _gather_dit(src, dst, log_n, m, mode, c_m, tab, tw, S):
     factor(j) is 1 (mode 0), c_m (mode 1) or tab[j] (mode 2), Montgomery form, indexed by
     the *source* position.  For n = 2^L >= 256 write i = (a, mid, b) with 4-bit a and b:
     rev(i) = (rev b, rev mid, rev a).  Piece m fixes mid: it reads 16 whole source cache
-    lines (rev b = row, rev a = column), runs the first four DIT stages along b, which are
-    row butterflies in the tile S[b, a'] = src[(rev b, rev m, a')], and writes 16 whole
-    destination lines dst[(a, m, 0..15)].  Smaller n: one piece, element-wise, no stages.
+    lines into the tile S[16 b + a'] = src[(rev b, rev m, a')], runs the first four DIT
+    stages (along b) as tile-row butterflies, and writes 16 whole destination lines
+    dst[(a, m, 0..15)] = S[16 b + rev a].  Smaller n: one piece, element-wise, no stages.
     """
     if log_n < 8:
         for i in range(1 << log_n):
-            j = _rev_bits(i, log_n)
+            j = 0
+            for bit in range(log_n):
+                j |= ((i >> bit) & 1) << (log_n - 1 - bit)
             v = src[j]
             if mode == 1:
                 v = _mm(v, c_m)
@@ -227,203 +215,182 @@ def _gather_dit(src, dst, log_n, m, mode, c_m, tab, tw, S):
             dst[i] = v
         return
     hi = log_n - 4
-    rm = _rev_bits(m, log_n - 8) << 4
+    rm = 0
+    for bit in range(log_n - 8):
+        rm |= ((m >> bit) & 1) << (log_n - 5 - bit)
     for b in range(_TILE):
         j0 = (_REV4[b] << hi) | rm
-        row = S[b]
-        for a in range(_TILE):
-            v = src[j0 + a]
-            if mode == 1:
-                v = _mm(v, c_m)
-            elif mode == 2:
-                v = _mm(v, tab[j0 + a])
-            row[a] = v
-    _tile_dit(S, 1, tw)
+        for a in range(_TILE):              # explicit loops: numba slice assignment
+            S[_TILE * b + a] = src[j0 + a]  # may allocate a temporary
+        if mode == 2:
+            for a in range(_TILE):
+                S[_TILE * b + a] = _mm(S[_TILE * b + a], tab[j0 + a])
+    if mode == 1:
+        for i in range(_TILE * _TILE):
+            S[i] = _mm(S[i], c_m)
+    _tile(S, 1, tw, True)
     for a in range(_TILE):
         d0 = (a << hi) | (m << 4)
         ra = _REV4[a]
         for b in range(_TILE):
-            dst[d0 + b] = S[b, ra]
+            dst[d0 + b] = S[_TILE * b + ra]
 
 
 @njit(cache=True)
-def _scale(x, tab, lo, hi):
-    for i in range(lo, hi):
-        x[i] = _mm(x[i], tab[i])
-
-
-@njit(cache=True)
-def _lde_block(t, o, itw, tw, scale, k, bn, blk, S, O):
-    """Fused middle of the LDE on n-block blk (x = t[blk bn : (blk+1) bn]):
-    remaining DIF spans, scale by shift^rev(j)/n, replicate 2^k times into the o-block
-    o[blk bn 2^k : ...], and the o-block's DIT spans 2^k ... bo/2."""
-    lo = blk * bn
+def _lde_tiles(t, o, itw, tw, scale, k, lo, bn, S, O):
+    """Middle of the LDE for the n-block t[lo:lo+bn] (its spans >= 16 already done, DIF):
+    DIF spans 8..1, scale by shift^rev(j)/n, replicate 2^k times into o[lo 2^k : ...] and
+    the DIT spans 2^k..8 there.  Small transforms (bn < 256, whole row in one block) have
+    had all their DIF spans and only get the scale and replication."""
     r = 1 << k
-    bo = bn << k
-    if bn < _TILE * _TILE:                    # whole (small) transform in one block
-        _dif_block(t, lo, bn, itw)
+    if bn < _TILE * _TILE:
         for j in range(lo, lo + bn):
             v = _mm(t[j], scale[j])
             for q in range(j * r, j * r + r):
                 o[q] = v
-        _dit_block(o, blk * bo, bo, r, tw)
         return
-    h = bn // 2
-    while h >= _TILE:
-        _dif_part(t, lo, bn, h, 0, h, itw)
-        h //= 2
-    # 256-element tiles: the scale table is stored tile-transposed (see _table)
-    for base in range(lo, lo + bn, _TILE * _TILE):
+    for base in range(lo, lo + bn, _TILE * _TILE):      # 256-word tiles
         for p in range(_TILE):
-            row = S[p]
             for g in range(_TILE):
-                row[g] = t[base + _TILE * g + p]
-        _tile_dif(S, itw)
-        for p in range(_TILE):
-            row = S[p]
-            sc = scale[base + _TILE * p:base + _TILE * p + _TILE]
-            for g in range(_TILE):
-                row[g] = _mm(row[g], sc[g])
+                S[_TILE * p + g] = t[base + _TILE * g + p]
         ob = base << k
-        if r >= _TILE:                        # no short DIT spans: plain replication
-            for g in range(_TILE):
-                for p in range(_TILE):
-                    v = S[p, g]
-                    q0 = ob + ((_TILE * g + p) << k)
-                    for q in range(q0, q0 + r):
-                        o[q] = v
-        else:                                 # o-group c of group g: rows (16c + s) >> k
-            for c in range(r):
+        # phase 0: DIF spans 8..1 on S, then scale (the table is tile-transposed);
+        # phase c + 1 (k < 4): o-group c of each group g holds S rows (16 c + s) >> k,
+        # copied into O, DIT spans 2^k..8, stored back transposed.
+        for phase in range(1 + (r if r < _TILE else 0)):
+            c = phase - 1
+            if phase > 0:
                 for s in range(_TILE):
-                    O[s, :] = S[(_TILE * c + s) >> k]
-                _tile_dit(O, r, tw)
+                    p = (_TILE * c + s) >> k
+                    for g in range(_TILE):
+                        O[_TILE * s + g] = S[_TILE * p + g]
+            _tile(S if phase == 0 else O, 1 if phase == 0 else r, itw if phase == 0 else tw,
+                  phase > 0)
+            if phase == 0:
+                for i in range(_TILE * _TILE):
+                    S[i] = _mm(S[i], scale[base + i])
+            else:
                 for g in range(_TILE):
                     q0 = ob + (g << (4 + k)) + _TILE * c
                     for s in range(_TILE):
-                        o[q0 + s] = O[s, g]
-    _dit_block(o, blk * bo, bo, max(r, _TILE), tw)
+                        o[q0 + s] = O[_TILE * s + g]
+        if r >= _TILE:                                  # no short DIT spans: replicate
+            for g in range(_TILE):
+                for p in range(_TILE):
+                    v = S[_TILE * p + g]
+                    q0 = ob + ((_TILE * g + p) << k)
+                    for q in range(q0, q0 + r):
+                        o[q] = v
 
 
-@njit(cache=True)
-def _lde_blocks(log_n, k):
-    """(n-block, o-block) sizes: o-block about 2^_LOG_BLOCK words, n-block >= 256 or all of n."""
+# --------------------------------------------------------------------------- passes
+# A transform is a small *program* of passes, each a set of independent tasks over the
+# rows (tile pieces, blocks, slabs).  Program rows: (op, i1, i2, tasks per row, group).
+# Consecutive passes of one group run task by task together (the LDE's DIF block, tiles
+# and DIT block of one n-block stay in cache).  :func:`_tasks` interprets the program,
+# calling each helper from one place only (numba inlines callees into every call site).
+#   ntt/intt:  GATHER, DIT_BLOCKS, DIT_SLABS..., [SCALE]
+#   LDE:       DIF_SLABS..., {DIF_BLOCKS, LDE_TILES, DIT_BLOCKS}, DIT_SLABS...
+# Rows mode runs the whole program on row q per task q (rows stay cache-resident);
+# otherwise Python runs one group at a time with tasks over rows x tasks-per-row.
+OP_GATHER, OP_DIT_BLOCKS, OP_DIF_BLOCKS, OP_DIT_SLABS, OP_DIF_SLABS, OP_LDE_TILES, \
+    OP_SCALE, OP_TRANSPOSE = range(8)
+_PIECES_PER_TASK = 16
+
+
+@njit(cache=True, nogil=True)
+def _tasks(prog, rows_mode, a, b, tw, itw, tab, tab2, log_n, c_m, q_lo, q_hi):
+    """Run tasks q_lo <= q < q_hi of ``prog`` (the only compiled entry point).
+
+    a, b: uint32[rows, *]: the source (and DIF work) rows and the destination rows.
+    GATHER a -> b (i1 = mode, tab = pre); DIT_BLOCKS on b, DIF_BLOCKS on a (i1 = block,
+    i2 = smallest span); *_SLABS (stages [i1, i2)); LDE_TILES a -> b (i1 = k, i2 = n-block,
+    tab = scale); SCALE b by tab2 (i1 = block); TRANSPOSE b[j, i] = a[i, j] (tile q).
+    """
+    n = 1 << log_n
+    S = np.empty(_TILE * _TILE, np.uint32)
+    O = np.empty(_TILE * _TILE, np.uint32)
+    buf = np.empty(_LC << _MAX_SLAB, np.uint32)
+    for q in range(q_lo, q_hi):
+        if prog[0, 0] == OP_TRANSPOSE:          # 32 x 32 tile q
+            tj = (a.shape[1] + 31) // 32
+            r0 = (q // tj) * 32
+            c0 = (q % tj) * 32
+            for j in range(c0, min(a.shape[1], c0 + 32)):
+                for i in range(r0, min(a.shape[0], r0 + 32)):
+                    b[j, i] = a[i, j]
+            continue
+        r = q if rows_mode else q // prog[0, 3]
+        x = a[r]
+        y = b[r]
+        p = 0
+        while p < prog.shape[0]:
+            p_end = p + 1
+            while p_end < prog.shape[0] and prog[p_end, 4] == prog[p, 4]:
+                p_end += 1
+            u_lo = 0 if rows_mode else q % prog[p, 3]
+            u_hi = prog[p, 3] if rows_mode else u_lo + 1
+            for u in range(u_lo, u_hi):
+                for pp in range(p, p_end):
+                    op, i1, i2, per = prog[pp, 0], prog[pp, 1], prog[pp, 2], prog[pp, 3]
+                    if op == OP_GATHER:
+                        pieces = max(1, n >> 8)
+                        for m in range(u * pieces // per, (u + 1) * pieces // per):
+                            _gather_dit(x, y, log_n, m, i1, c_m, tab, tw, S)
+                    elif op == OP_DIT_BLOCKS or op == OP_DIF_BLOCKS:
+                        fwd = op == OP_DIT_BLOCKS
+                        _block(y if fwd else x, u * i1, i1, i2, tw if fwd else itw, fwd)
+                    elif op == OP_DIT_SLABS or op == OP_DIF_SLABS:
+                        fwd = op == OP_DIT_SLABS
+                        _slab(y if fwd else x, i1, i2, u, tw if fwd else itw, fwd, buf)
+                    elif op == OP_LDE_TILES:
+                        _lde_tiles(x, y, itw, tw, tab, i1, u * i2, i2, S, O)
+                    elif op == OP_SCALE:
+                        for i in range(u * i1, (u + 1) * i1):
+                            y[i] = _mm(y[i], tab2[i])
+            p = p_end
+
+
+def _lde_blocks(log_n: int, k: int) -> tuple[int, int]:
+    """(n-block, o-block): o-block about 2^_LOG_BLOCK words, n-block >= 256 or all of n."""
     n = 1 << log_n
     bo = max(min(n, _TILE * _TILE) << k, min(n << k, _BLOCK))
     return bo >> k, bo
 
 
-# --------------------------------------------------------------------------- drivers
-@njit(cache=True)
-def _xform_row(src, dst, tw, log_n, mode, c_m, pre, post):
-    """One row: gather + first DIT spans, remaining DIT stages, optional post table."""
-    n = 1 << log_n
-    S = np.empty((_TILE, _TILE), np.uint32)
-    h = 1
-    if log_n < 8:
-        _gather_dit(src, dst, log_n, 0, mode, c_m, pre, tw, S)
-    else:
-        for m in range(1 << (log_n - 8)):
-            _gather_dit(src, dst, log_n, m, mode, c_m, pre, tw, S)
-        h = _TILE
-    b = min(n, _BLOCK)
-    for blk in range(n // b):
-        _dit_block(dst, blk * b, b, h, tw)
-    h = b
-    while h < n:
-        for c in range(n // (2 * min(h, _CHUNK))):
-            _dit_chunk(dst, h, c, tw)
-        h *= 2
-    if post.size:
-        _scale(dst, post, 0, n)
+def _slab_passes(op: int, log_size: int, s: int, e: int, group: int) -> list:
+    """Slab passes over stages [s, e) of rows of 2^log_size words, at most _MAX_SLAB stages
+    each; DIF ones in descending order.  Rows: (op, s_lo, s_hi, slabs per row, group)."""
+    out = []
+    for lo in range(s, e, _MAX_SLAB):
+        hi = min(e, lo + _MAX_SLAB)
+        per = (1 << (log_size - hi)) * ((1 << lo) // min(_LC, 1 << lo))
+        out.append([op, lo, hi, per, group + len(out)])
+    return out[::-1] if op == OP_DIF_SLABS else out
 
 
-@njit(cache=True)
-def _lde_row(x, y, itw, tw, scale, log_n, k):
-    """One column: DIF long spans on x, fused blocks into y, DIT long spans on y."""
+def _xform_program(log_n: int, mode: int, post: bool) -> np.ndarray:
     n = 1 << log_n
-    big = n << k
-    S = np.empty((_TILE, _TILE), np.uint32)
-    O = np.empty((_TILE, _TILE), np.uint32)
+    blk = min(n, _BLOCK)
+    prog = [[OP_GATHER, mode, 0, max(1, n // (256 * _PIECES_PER_TASK)), 0],
+            [OP_DIT_BLOCKS, blk, _TILE if log_n >= 8 else 1, n // blk, 1]]
+    prog += _slab_passes(OP_DIT_SLABS, log_n, _LOG_BLOCK, log_n, 2)
+    if post:
+        prog.append([OP_SCALE, blk, 0, n // blk, 99])
+    return np.array(prog, np.int64)
+
+
+def _lde_program(log_n: int, k: int) -> np.ndarray:
     bn, bo = _lde_blocks(log_n, k)
-    h = n // 2
-    while h >= bn:
-        for c in range(n // (2 * min(h, _CHUNK))):
-            _dif_chunk(x, h, c, itw)
-        h //= 2
-    for blk in range(n // bn):
-        _lde_block(x, y, itw, tw, scale, k, bn, blk, S, O)
-    h = bo
-    while h < big:
-        for c in range(big // (2 * min(h, _CHUNK))):
-            _dit_chunk(y, h, c, tw)
-        h *= 2
-
-
-# Operations of the one parallel kernel.  The *_ROWS operations do a whole row per task
-# (rows stay cache-resident); the others are the passes of a transform split into tasks,
-# sequenced from Python (for few long rows).
-OP_XFORM_ROWS, OP_LDE_ROWS, OP_GATHER, OP_DIT_BLOCKS, OP_DIT_CHUNKS, OP_DIF_CHUNKS, \
-    OP_LDE_BLOCKS, OP_SCALE, OP_TRANSPOSE = range(9)
-_GATHER_PIECES = 16             # gather pieces per task
-
-
-@njit(cache=True)
-def _task_count(op, a, b, i0, i1):
-    rows = a.shape[0]
-    if op == OP_XFORM_ROWS or op == OP_LDE_ROWS:
-        return rows
-    if op == OP_GATHER:
-        return rows * max(1, (1 << i0) // (256 * _GATHER_PIECES))
-    if op == OP_DIT_BLOCKS or op == OP_SCALE:
-        return rows * ((1 << i0) // i1)
-    if op == OP_DIT_CHUNKS or op == OP_DIF_CHUNKS:
-        return rows * ((1 << i0) // (2 * min(i1, _CHUNK)))
-    if op == OP_LDE_BLOCKS:
-        return rows * ((1 << i0) // _lde_blocks(i0, i1)[0])
-    return ((a.shape[0] + 31) // 32) * ((a.shape[1] + 31) // 32)     # OP_TRANSPOSE
-
-
-@njit(cache=True)
-def _task(op, q, ntasks, a, b, tw, itw, tab, tab2, i0, i1, i2, c_m):
-    per_row = ntasks // a.shape[0]
-    r = q // per_row
-    u = q % per_row
-    if op == OP_XFORM_ROWS:          # i0 = log n, i1 = mode, tab = pre, tab2 = post
-        _xform_row(a[q], b[q], tw, i0, i1, c_m, tab, tab2)
-    elif op == OP_LDE_ROWS:          # i0 = log n, i1 = k, tab = scale
-        _lde_row(a[q], b[q], itw, tw, tab, i0, i1)
-    elif op == OP_GATHER:            # i0 = log n, i1 = mode, tab = pre
-        S = np.empty((_TILE, _TILE), np.uint32)
-        pieces = max(1, (1 << i0) >> 8)
-        for m in range(u * pieces // per_row, (u + 1) * pieces // per_row):
-            _gather_dit(a[r], b[r], i0, m, i1, c_m, tab, tw, S)
-    elif op == OP_DIT_BLOCKS:        # i0 = log n, i1 = block, i2 = first span
-        _dit_block(b[r], u * i1, i1, i2, tw)
-    elif op == OP_DIT_CHUNKS:        # i1 = span
-        _dit_chunk(b[r], i1, u, tw)
-    elif op == OP_DIF_CHUNKS:
-        _dif_chunk(a[r], i1, u, itw)
-    elif op == OP_LDE_BLOCKS:        # i0 = log n, i1 = k, tab = scale
-        S = np.empty((_TILE, _TILE), np.uint32)
-        O = np.empty((_TILE, _TILE), np.uint32)
-        _lde_block(a[r], b[r], itw, tw, tab, i1, _lde_blocks(i0, i1)[0], u, S, O)
-    elif op == OP_SCALE:             # i1 = block
-        _scale(b[r], tab, u * i1, (u + 1) * i1)
-    else:                            # OP_TRANSPOSE: b[j, i] = a[i, j], 32 x 32 tiles
-        tj = (a.shape[1] + 31) // 32
-        i_0 = (q // tj) * 32
-        j_0 = (q % tj) * 32
-        for j in range(j_0, min(a.shape[1], j_0 + 32)):
-            for i in range(i_0, min(a.shape[0], i_0 + 32)):
-                b[j, i] = a[i, j]
-
-
-@njit(cache=True, parallel=True)
-def _par(op, a, b, tw, itw, tab, tab2, i0, i1, i2, c_m):
-    """The one parallel kernel: run every task of operation ``op``."""
-    ntasks = _task_count(op, a, b, i0, i1)
-    for q in prange(ntasks):
-        _task(op, q, ntasks, a, b, tw, itw, tab, tab2, i0, i1, i2, c_m)
+    lb = bn.bit_length() - 1
+    tiles = bn >= _TILE * _TILE
+    per = (1 << log_n) // bn
+    prog = _slab_passes(OP_DIF_SLABS, log_n, lb, log_n, 0)
+    prog += [[OP_DIF_BLOCKS, bn, _TILE if tiles else 1, per, 50],
+             [OP_LDE_TILES, k, bn, per, 50],
+             [OP_DIT_BLOCKS, bo, max(1 << k, _TILE) if tiles else 1 << k, per, 50]]
+    prog += _slab_passes(OP_DIT_SLABS, log_n + k, lb + k, log_n + k, 60)
+    return np.array(prog, np.int64)
 
 
 # --------------------------------------------------------------------------- tables
@@ -484,9 +451,9 @@ def _table(kind: str, log_n: int, shift: int) -> np.ndarray:
 
     * ``pre``:  shift^j (natural order; coset_ntt scales coefficient j by it);
     * ``post``: shift^-j (coset_intt unscales coefficient j);
-    * ``lde``:  shift^rev(j) / n for the bit-reversed coefficients of the LDE, stored
-      tile-transposed (entry 256 t + 16 p + g holds index 256 t + 16 g + p) when n >= 256,
-      as :func:`_lde_block` reads it.
+    * ``bitrev``: shift^rev(j) / n, the factors of the LDE's bit-reversed coefficients;
+    * ``lde``: the same stored tile-transposed (entry 256 t + 16 p + g holds index
+      256 t + 16 g + p) when n >= 256, as :func:`_lde_tiles` reads it.
     """
     key = (kind, log_n, shift)
     with _LOCK:
@@ -499,11 +466,14 @@ def _table(kind: str, log_n: int, shift: int) -> np.ndarray:
         tab = _powers(shift, n)
     elif kind == "post":
         tab = _powers(pow(shift, P - 2, P), n)
-    else:
+    elif kind == "bitrev":
         tab = _powers(shift, n)[_rev_index(log_n)] * np.uint64(pow(n, P - 2, P)) % np.uint64(P)
+    else:
+        tab = _table("bitrev", log_n, shift)
         if n >= _TILE * _TILE:
             tab = np.ascontiguousarray(tab.reshape(-1, _TILE, _TILE).transpose(0, 2, 1)).reshape(n)
-    tab = to_mont_host(tab)
+    if kind != "lde":
+        tab = to_mont_host(tab)
     with _LOCK:
         _TABLES[key] = tab
         while len(_TABLES) > _MAX_TABLES:
@@ -549,39 +519,66 @@ def _check_blowup(log_blowup) -> int:
     return int(log_blowup)
 
 
-def _use_rows(rows: int, log_n: int) -> bool:
-    """One row per thread when that keeps the threads busy (or rows are short); else split
-    each pass of the transform into tasks."""
+_POOL = None
+_POOL_LOCK = threading.Lock()
+_MIN_PARALLEL_WORDS = 1 << 15
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None or _POOL._max_workers < workers:
+            _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="steadfast-ntt")
+        return _POOL
+
+
+def _run(prog, a, b, tw=_NONE, itw=_NONE, tab=_NONE, tab2=_NONE, log_n=0, c_m=0, words=0):
+    """Run ``prog`` over all rows of a/b: one row per task (rows mode) when that keeps the
+    threads busy, else group by group with tasks over rows x tasks-per-row.  Tasks are
+    split in contiguous ranges over numba.get_num_threads() threads."""
+    rows = a.shape[0]
     t = numba.get_num_threads()
-    return (t == 1 or log_n < 14 or rows >= 2 * t or (rows >= t and rows % t == 0))
+    rows_mode = t == 1 or log_n < 14 or rows >= 2 * t or (rows >= t and rows % t == 0)
+    if prog[0, 0] == OP_TRANSPOSE or rows_mode:
+        _launch(prog, rows_mode, rows if prog[0, 0] != OP_TRANSPOSE else int(prog[0, 3]),
+                (a, b, tw, itw, tab, tab2, log_n, np.uint32(c_m)), words)
+        return
+    start = 0
+    while start < len(prog):
+        end = start + 1
+        while end < len(prog) and prog[end, 4] == prog[start, 4]:
+            end += 1
+        _launch(prog[start:end], False, rows * int(prog[start, 3]),
+                (a, b, tw, itw, tab, tab2, log_n, np.uint32(c_m)), words)
+        start = end
 
 
-def _run(op, a, b, tw=_NONE, itw=_NONE, tab=_NONE, tab2=_NONE, i0=0, i1=0, i2=0, c_m=0):
-    _par(op, a, b, tw, itw, tab, tab2, i0, i1, i2, np.uint32(c_m))
+def _launch(prog, rows_mode, ntasks, args, words):
+    t = min(numba.get_num_threads(), ntasks)
+    if t <= 1 or words < _MIN_PARALLEL_WORDS:
+        _tasks(prog, rows_mode, *args, 0, ntasks)
+        return
+    cut = [ntasks * i // t for i in range(t + 1)]
+    pool = _pool(t - 1)
+    futures = [pool.submit(_tasks, prog, rows_mode, *args, cut[i], cut[i + 1])
+               for i in range(1, t)]
+    _tasks(prog, rows_mode, *args, cut[0], cut[1])
+    for f in futures:
+        f.result()
 
 
 # --------------------------------------------------------------------------- transforms
 def _xform_into(src, dst, log_n, inverse, pre, post):
     """dst[r] = transform of src[r] (uint32[rows, n] C-contiguous, distinct arrays)."""
-    n = 1 << log_n
+    n = src.shape[1]
     tw = twiddles(log_n, inverse)
     mode, c_m = _MODE_COPY, 0
     if inverse:
         mode, c_m = _MODE_CONST, int(to_mont_host(pow(n, P - 2, P)))
     if pre.size:
         mode = _MODE_TABLE
-    if _use_rows(src.shape[0], log_n):
-        _run(OP_XFORM_ROWS, src, dst, tw, tab=pre, tab2=post, i0=log_n, i1=mode, c_m=c_m)
-        return
-    _run(OP_GATHER, src, dst, tw, tab=pre, i0=log_n, i1=mode, c_m=c_m)
-    b = min(n, _BLOCK)
-    _run(OP_DIT_BLOCKS, dst, dst, tw, i0=log_n, i1=b, i2=_TILE)
-    h = b
-    while h < n:
-        _run(OP_DIT_CHUNKS, dst, dst, tw, i0=log_n, i1=h)
-        h *= 2
-    if post.size:
-        _run(OP_SCALE, dst, dst, tab=post, i0=log_n, i1=b)
+    _run(_xform_program(log_n, mode, post.size > 0), src, dst, tw, tab=pre, tab2=post,
+         log_n=log_n, c_m=c_m, words=src.size)
 
 
 def _xform(a, name, inverse, pre_kind=None, post_kind=None, shift=1):
@@ -628,27 +625,14 @@ def coset_intt(evals: np.ndarray, shift: int = field.GENERATOR) -> np.ndarray:
 
 def _lde_into(t, o, log_n, k, shift):
     """t: uint32[w, n] owned scratch (overwritten), o: uint32[w, n 2^k] output."""
-    itw = twiddles(log_n, True)
-    tw = twiddles(log_n + k, False)
-    scale = _table("lde", log_n, shift)
-    if _use_rows(t.shape[0], log_n + k):
-        _run(OP_LDE_ROWS, t, o, tw, itw, scale, i0=log_n, i1=k)
-        return
-    n = 1 << log_n
-    bn, bo = _lde_blocks(log_n, k)
-    h = n // 2
-    while h >= bn:
-        _run(OP_DIF_CHUNKS, t, t, tw, itw, i0=log_n, i1=h)
-        h //= 2
-    _run(OP_LDE_BLOCKS, t, o, tw, itw, scale, i0=log_n, i1=k)
-    h = bo
-    while h < n << k:
-        _run(OP_DIT_CHUNKS, o, o, tw, itw, i0=log_n + k, i1=h)
-        h *= 2
+    _run(_lde_program(log_n, k), t, o, twiddles(log_n + k, False), twiddles(log_n, True),
+         _table("lde", log_n, shift), log_n=log_n, words=o.size)
 
 
 def _transpose(a, out):
-    _run(OP_TRANSPOSE, a, out)
+    """out = a.T for C-contiguous uint32 matrices, in 32 x 32 tiles."""
+    tiles = ((a.shape[0] + 31) // 32) * ((a.shape[1] + 31) // 32)
+    _run(np.array([[OP_TRANSPOSE, 0, 0, tiles, 0]], np.int64), a, out, words=a.size)
 
 
 def lde_columns(evals_T: np.ndarray, log_blowup: int, shift: int = field.GENERATOR) -> np.ndarray:

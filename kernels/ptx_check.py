@@ -19,6 +19,8 @@ DEVICE_MODULES = (
     "kernels.ntt_device",
     "kernels.poseidon2_device",
     "kernels.merkle_device",
+    "kernels.stage_device",
+    "kernels.constraint_device",
 )
 
 
@@ -34,7 +36,10 @@ def main(argv=None) -> int:
 
     modules = list(argv) if argv else list(DEVICE_MODULES)
     for name in modules:
-        importlib.import_module(name)
+        mod = importlib.import_module(name)
+        hook = getattr(mod, "ptx_examples", None)   # e.g. kernels generated from example AIRs
+        if hook is not None:
+            hook()
     failures = 0
     count = 0
     for qualname, fn, sigs in devicelib.KERNELS:

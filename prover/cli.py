@@ -52,9 +52,9 @@ class _Progress:
     """Per-table, per-stage progress: a live display when stderr is a terminal, plain log
     lines otherwise (nothing with -q)."""
 
-    def __init__(self, live: bool, stream=sys.stderr):
+    def __init__(self, live: bool, stream=None):
         self.live = live
-        self.stream = stream
+        self.stream = stream if stream is not None else sys.stderr
         self.t0 = time.perf_counter()
         self.state: dict = {}              # row -> (stage, started or None, seconds)
         self.order: list = []
@@ -126,9 +126,9 @@ def _prove_parser() -> argparse.ArgumentParser:
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--pow-bits", type=int, default=16)
     ap.add_argument("--threads", type=int, default=None, help="host threads (numba)")
-    ap.add_argument("--no-check", action="store_true",
-                    help="skip the trace check before proving (faster; a false claim is "
-                         "still refused)")
+    ap.add_argument("--check", action="store_true",
+                    help="run the AIR check mode on every table before proving (names the "
+                         "table, constraint and row of a violation; slower)")
     ap.add_argument("--stats-json", metavar="FILE", help="write the proof statistics as JSON")
     g = ap.add_mutually_exclusive_group()
     g.add_argument("-q", "--quiet", action="store_true", help="print only errors")
@@ -155,7 +155,7 @@ def _run_prove(argv) -> int:
         raise _Fail(EXIT_USAGE, f"{args.block}: {exc}") from None
     cfg = ProverConfig(backend=args.backend, vram_budget=args.vram_budget,
                        log_blowup=args.log_blowup, num_queries=args.queries,
-                       pow_bits=args.pow_bits, threads=args.threads, check=not args.no_check)
+                       pow_bits=args.pow_bits, threads=args.threads, check=args.check)
     progress = None if args.quiet else _Progress(sys.stderr.isatty())
     try:
         prover = Prover(cfg, progress=progress)

@@ -74,8 +74,9 @@ def _combine_rows(mat, coeffs, out, chunk):
 
 
 def combine_rows(mat: np.ndarray, coeffs: np.ndarray) -> np.ndarray:
-    """sum_j coeffs[j] * mat[j, x] for every x: base (c, N) with EF coefficients (c, 4)
-    -> EF (N, 4).  (c < 2^33 keeps the unreduced sums below 2^64.)"""
+    """sum_j coeffs[j] * mat[j, x] for every x: base (c, N) column-major with EF
+    coefficients (c, 4) -> EF (N, 4).  Each product is reduced (< 2^31), so c < 2^33
+    columns keep the sums below 2^64."""
     mat = np.ascontiguousarray(mat, dtype=np.uint32)
     coeffs = np.ascontiguousarray(coeffs, dtype=np.uint32)
     if mat.ndim != 2 or coeffs.shape != (mat.shape[0], 4):
@@ -86,20 +87,73 @@ def combine_rows(mat: np.ndarray, coeffs: np.ndarray) -> np.ndarray:
     return out
 
 
-@njit(cache=True, parallel=True)
-def _deep_accumulate(total, comb, cst, inv, chunk):
+@njit(cache=True)
+def _deep_accumulate(total, comb, cst, inv):
     # total[x] += (comb[x] - cst) * inv[x]   (all EF)
-    n = total.shape[0]
+    for x in range(total.shape[0]):
+        q0, q1, q2, q3 = _ef_mul(_sub(comb[x, 0], cst[0]), _sub(comb[x, 1], cst[1]),
+                                 _sub(comb[x, 2], cst[2]), _sub(comb[x, 3], cst[3]),
+                                 inv[x, 0], inv[x, 1], inv[x, 2], inv[x, 3])
+        total[x, 0] = _add(total[x, 0], q0)
+        total[x, 1] = _add(total[x, 1], q1)
+        total[x, 2] = _add(total[x, 2], q2)
+        total[x, 3] = _add(total[x, 3], q3)
+
+
+@njit(cache=True)
+def _prefix_products(a, pref, totals, chunk):
+    # pref[i] = product of a[lo..i) within i's chunk; totals[c] = product of chunk c
+    n = a.shape[0]
+    for t in range(totals.shape[0]):
+        p0 = np.uint32(1)
+        p1 = np.uint32(0)
+        p2 = np.uint32(0)
+        p3 = np.uint32(0)
+        for i in range(t * chunk, min(n, (t + 1) * chunk)):
+            pref[i, 0] = p0
+            pref[i, 1] = p1
+            pref[i, 2] = p2
+            pref[i, 3] = p3
+            p0, p1, p2, p3 = _ef_mul(p0, p1, p2, p3, a[i, 0], a[i, 1], a[i, 2], a[i, 3])
+        totals[t, 0] = p0
+        totals[t, 1] = p1
+        totals[t, 2] = p2
+        totals[t, 3] = p3
+
+
+@njit(cache=True)
+def _walk_back(a, pref, inv_totals, out, chunk):
+    # Montgomery's trick, second half: inv running = 1 / (product through i)
+    n = a.shape[0]
+    for t in range(inv_totals.shape[0]):
+        r0 = inv_totals[t, 0]
+        r1 = inv_totals[t, 1]
+        r2 = inv_totals[t, 2]
+        r3 = inv_totals[t, 3]
+        for i in range(min(n, (t + 1) * chunk) - 1, t * chunk - 1, -1):
+            v0, v1, v2, v3 = _ef_mul(pref[i, 0], pref[i, 1], pref[i, 2], pref[i, 3], r0, r1, r2, r3)
+            out[i, 0] = v0
+            out[i, 1] = v1
+            out[i, 2] = v2
+            out[i, 3] = v3
+            r0, r1, r2, r3 = _ef_mul(r0, r1, r2, r3, a[i, 0], a[i, 1], a[i, 2], a[i, 3])
+
+
+def ef_batch_inverse(a: np.ndarray, chunk: int = 1 << 12) -> np.ndarray:
+    """Inverse of every EF element of uint32[N, 4] with one EF inversion per chunk
+    (Montgomery's trick); raises ZeroDivisionError if an element is zero."""
+    a = np.ascontiguousarray(a, dtype=np.uint32)
+    n = a.shape[0]
+    out = np.empty_like(a)
+    if n == 0:
+        return out
     nchunks = (n + chunk - 1) // chunk
-    for t in prange(nchunks):
-        for x in range(t * chunk, min(n, (t + 1) * chunk)):
-            q0, q1, q2, q3 = _ef_mul(_sub(comb[x, 0], cst[0]), _sub(comb[x, 1], cst[1]),
-                                     _sub(comb[x, 2], cst[2]), _sub(comb[x, 3], cst[3]),
-                                     inv[x, 0], inv[x, 1], inv[x, 2], inv[x, 3])
-            total[x, 0] = _add(total[x, 0], q0)
-            total[x, 1] = _add(total[x, 1], q1)
-            total[x, 2] = _add(total[x, 2], q2)
-            total[x, 3] = _add(total[x, 3], q3)
+    pref = np.empty_like(a)
+    totals = np.empty((nchunks, 4), dtype=np.uint32)
+    _prefix_products(a, pref, totals, chunk)
+    inv_totals = ef_inverse(totals)          # raises ZeroDivisionError on a zero product
+    _walk_back(a, pref, inv_totals, out, chunk)
+    return out
 
 
 def deep_accumulate(total: np.ndarray, comb: np.ndarray, cst: np.ndarray, xs: np.ndarray,
@@ -109,6 +163,6 @@ def deep_accumulate(total: np.ndarray, comb: np.ndarray, cst: np.ndarray, xs: np
     den = np.empty((xs.shape[0], 4), dtype=np.uint32)
     den[:, 0] = (xs.astype(np.uint64) + np.uint64(2013265921) - np.uint64(z[0])) % _P64
     den[:, 1:] = (np.uint64(2013265921) - np.asarray(z[1:], np.uint64)) % _P64
-    inv = ef_inverse(den)
+    inv = ef_batch_inverse(den)
     _deep_accumulate(total, np.ascontiguousarray(comb, np.uint32),
-                     np.asarray(cst, np.uint32), inv, 1 << 12)
+                     np.asarray(cst, np.uint32), inv)

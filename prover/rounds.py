@@ -21,7 +21,7 @@ import numpy as np
 
 from air import field as F
 from verifier.proof_format import Params, TableProof
-from verifier.protocol import TableShape, absorb_statement, deep_groups
+from verifier.protocol import absorb_statement, deep_groups
 from verifier.transcript import Transcript
 
 from .spans import Spans
@@ -133,7 +133,8 @@ def r2_quotient(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux,
 
 # ---------------------------------------------------------------------------- R3
 
-def _opened(shape: TableShape, r1: R1Main, i: int, aux: R1Aux, r2: R2Quotient) -> dict:
+def _committed(r1: R1Main, i: int, aux: R1Aux, r2: R2Quotient) -> dict:
+    """Table i's committed matrices by name (the DEEP / opening order refers to them)."""
     return {"main": r1.main[i], "aux": aux.aux, "parts": r2.parts}
 
 
@@ -148,7 +149,7 @@ def r3_ood(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux, r2: 
     if zh[0] == 1 and not zh[1:].any():       # z^n = 1: z in H (probability ~ n / p^4)
         raise RuntimeError("out-of-domain point fell in the trace domain")
     z_next = F.ef_mul_base(zn.reshape(4, 1), F.root_of_unity(shape.log_n)).reshape(4)
-    mats = _opened(shape, r1, i, aux, r2)
+    mats = _committed(r1, i, aux, r2)
     vals = {}
     with spans.span("r3_ood", air.name):
         for mat, at_next in deep_groups(shape):
@@ -166,7 +167,7 @@ def r4_open(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux, r2:
     query openings; returns the table's proof section."""
     air, shape, tr, params = st.airs[i], st.shapes[i], ch.forks[i], st.params
     lam = tr.sample_ef("deep_lambda")
-    mats = _opened(shape, r1, i, aux, r2)
+    mats = _committed(r1, i, aux, r2)
     groups = [(mats[m], r3.values[(m, nx)], nx) for m, nx in deep_groups(shape)]
     with spans.span("r4_deep", air.name):
         values = stages.deep_quotient(shape, groups, r3.z, lam)
@@ -182,7 +183,7 @@ def r4_open(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux, r2:
         final = stages.fri_final(values, shape)
     tr.absorb("fri_final", final)
     with spans.span("r4_pow", air.name):
-        nonce = tr.grind("pow", params.pow_bits)
+        nonce = tr.grind("pow", params.pow_bits, batch=1 << 13, permute_batch=stages.permute)
     if not tr.check_pow("pow", nonce, params.pow_bits):      # advances the transcript
         raise RuntimeError("proof-of-work grinding returned a bad nonce")  # pragma: no cover
     queries = tr.sample_bits("queries", shape.log_lde, params.num_queries)

@@ -23,6 +23,7 @@ import numpy as np
 import air as airlib
 from air import field as F
 from kernels.hostlib import ef_inverse
+from kernels.poseidon2 import poseidon2_permute
 from kernels.ntt import bit_reverse_permutation, coset_intt, coset_ntt, intt, lde_columns
 from verifier.protocol import SHIFT, TableShape
 
@@ -181,16 +182,25 @@ class HostStages:
         zf = np.asarray(z, np.uint64).reshape(4, 1)
         points = {False: zf, True: F.ef_mul_base(zf, F.root_of_unity(shape.log_n))}
         lamf = np.asarray(lam, np.uint64).reshape(4, 1)
-        total = np.zeros((N, 4), dtype=np.uint32)
+        # sum_k lam^k f_k(x) and sum_k lam^k v_k, gathered per opening point so that each
+        # point costs one batch of inversions 1/(x - zeta)
+        comb = {False: None, True: None}
+        cst = {False: np.zeros(4, np.uint64), True: np.zeros(4, np.uint64)}
         k = 0
         for com, vals, at_next in groups:
             c = com.lde.shape[0]
             lp = F.ef_mul(F.ef_powers(lamf, c), F.ef_pow(lamf, k))        # (4, c)
             k += c
-            comb = combine_rows(com.lde, np.ascontiguousarray(lp.T.astype(np.uint32)))
-            cst = F.ef_mul(lp, np.asarray(vals, np.uint64).T).sum(axis=1) % np.uint64(F.P)
-            deep_accumulate(total, comb, cst.astype(np.uint32), xs,
-                            points[at_next].reshape(4).astype(np.uint32))
+            part = combine_rows(com.lde, np.ascontiguousarray(lp.T.astype(np.uint32)))
+            comb[at_next] = part if comb[at_next] is None else \
+                ((part.astype(np.uint64) + comb[at_next]) % np.uint64(F.P)).astype(np.uint32)
+            v = F.ef_mul(lp, np.asarray(vals, np.uint64).T).sum(axis=1) % np.uint64(F.P)
+            cst[at_next] = (cst[at_next] + v) % np.uint64(F.P)
+        total = np.zeros((N, 4), dtype=np.uint32)
+        for at_next in (False, True):
+            if comb[at_next] is not None:
+                deep_accumulate(total, comb[at_next], cst[at_next].astype(np.uint32), xs,
+                                points[at_next].reshape(4).astype(np.uint32))
         return bit_reverse_permutation(total, axis=0)
 
     def fri_commit_layer(self, values: np.ndarray):
@@ -221,6 +231,10 @@ class HostStages:
         shift = pow(SHIFT, 1 << r, F.P)
         coeffs = coset_intt(np.ascontiguousarray(nat.T), shift)              # (4, N_r)
         return np.ascontiguousarray(coeffs[:, :shape.final_poly_len].T)
+
+    def permute(self, states: np.ndarray) -> np.ndarray:
+        """Poseidon2 over a batch of states (proof-of-work grinding)."""
+        return poseidon2_permute(states)
 
     def open(self, tree, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         rows, paths = tree.open(np.asarray(indices, dtype=np.int64))

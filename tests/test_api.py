@@ -10,16 +10,15 @@ import pytest
 from prover.api import (BlockProof, ConfigError, ProofStats, Prover, ProverConfig,
                         UnprovableBlock, verify)
 from verifier.errors import PublicValuesError, ShapeError, VerificationError
-from vm import isa
 from vm.airs import CPU_LAYOUT
-from vm.block import BlockError, parse_block
+from vm.block import BlockError
 from vm.interpreter import execute
 from vm.statement import PV_FINAL
 from vm.traces import build_traces
 
 from tests.vm_blocks import empty_block, hash_heavy_block, memory_heavy_block, one_tx_block
 
-FAST = ProverConfig(backend="host", num_queries=8, pow_bits=2)
+FAST = ProverConfig(backend="host", num_queries=8, pow_bits=2, check=True)
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +52,7 @@ def test_stats_record(proofs):
     by = {t.name: t for t in st.tables}
     assert by["range"].rows == 1 << 16 and by["cpu"].parts == 2 and by["program"].parts == 1
     assert st.proof_bytes == len(proof.proof) and st.cycles == execute(hash_heavy_block()).cycles
-    assert {"execute", "traces", "check", "prove", "total"} <= set(st.phases)
+    assert {"execute", "traces", "check", "prove", "total"} <= set(st.phases)   # check is on
     rounds = st.rounds()
     assert {"r1_main", "r2_quotient", "r4_fri"} <= set(rounds) and "table" not in rounds
     assert all(t.seconds.get("r2_quotient", 0) > 0 for t in st.tables)

@@ -156,4 +156,6 @@ def test_schema_accepts_valid_and_rejects_malformed():
     for doc, path, fragment in BAD:
         if path in schema_only or fragment == "got number" and path == "$.memory_size":
             continue                        # (JSON Schema calls 64.0 an integer)
+        if "too many entries" in fragment:
+            continue                        # maxItems is asserted above; skip 65537 items
         assert list(v.iter_errors(doc)), f"schema accepts a block the loader rejects at {path}"

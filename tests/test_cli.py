@@ -166,3 +166,22 @@ def test_module_entry_point_no_traceback(tmp_path):
     r = subprocess.run([sys.executable, "-m", "prover", "frobnicate"], capture_output=True,
                        text=True, env=env, cwd=ROOT, timeout=120)
     assert r.returncode == 2 and "usage" in r.stderr
+
+
+def test_live_progress_display_redraws_per_table():
+    import io
+    from prover.cli import _Progress
+    buf = io.StringIO()
+    p = _Progress(live=True, stream=buf)
+    p(None, "execute", "start", 0.0)
+    p(None, "execute", "end", 0.5)
+    p("cpu", "r1_main", "start", 0.0)
+    p("range", "r1_main", "start", 0.0)
+    p("cpu", "r1_main", "end", 1.25)
+    p.close()
+    text = buf.getvalue()
+    assert "\x1b[" in text                              # redrawn in place
+    last = text.split("\x1b[4F")[-1]                    # the final frame: block, cpu, range + elapsed
+    assert "cpu        r1_main      done      1.25s" in last
+    assert "range      r1_main      running" in last
+    assert "block      execute      done      0.50s" in last

@@ -121,3 +121,45 @@ def test_bad_arguments():
         prove([t], [ex.fibonacci_air()], [pv], Params(log_blowup=0))
     with pytest.raises(TypeError):
         prove([t.astype(np.float64)], [ex.fibonacci_air()], [pv], FAST)
+
+
+def test_soundness_estimates():
+    from verifier.protocol import johnson_queries
+    assert Params().conjectured_bits() == 116
+    assert Params(log_blowup=2, num_queries=50, pow_bits=20).conjectured_bits() == 120
+    # sqrt(1/2) + 2^-5 per query at blowup 2: (116 - 16) / 0.4376 -> 229
+    assert johnson_queries(1, 116, 16) == 229
+    assert johnson_queries(2, 116, 16) == 110
+    assert johnson_queries(3, 116, 16) < johnson_queries(2, 116, 16)
+
+
+def test_preprocessed_columns_local_and_next_row():
+    """A ROM-like table: fixed (pc, inc) columns, part of the statement; the witness
+    accumulates inc along the rows and must equal pc where flagged."""
+    n = 16
+    pc = np.arange(n, dtype=np.uint32)
+    inc = (np.arange(n) % 3).astype(np.uint32)
+    b = AirBuilder("rom")
+    ppc, pinc = b.prep("pc"), b.prep("inc")
+    x, y = b.main("x"), b.main("y")
+    b.when_first_row(x - pinc, name="x0")
+    b.when_transition(x.next - x - pinc.next, name="acc")       # next row of a prep column
+    b.assert_zero(y - ppc * pinc, name="y")
+    rom = b.build(preprocessed=np.stack([pc, inc], axis=1))
+    assert rom.uses_next_prep and rom.uses_next_main
+    xs = np.cumsum(inc.astype(np.int64)).astype(np.uint32)
+    t = np.stack([xs, pc * inc], axis=1).astype(np.uint32)
+    proof = _roundtrip([rom], [t], [[]])
+    # the statement includes the preprocessed values: another ROM does not verify
+    other = AirBuilder("rom")
+    ppc2, pinc2 = other.prep("pc"), other.prep("inc")
+    x2, y2 = other.main("x"), other.main("y")
+    other.when_first_row(x2 - pinc2, name="x0")
+    other.when_transition(x2.next - x2 - pinc2.next, name="acc")
+    other.assert_zero(y2 - ppc2 * pinc2, name="y")
+    inc2 = inc.copy()
+    inc2[5] += 1
+    rom2 = other.build(preprocessed=np.stack([pc, inc2], axis=1))
+    from verifier import VerificationError
+    with pytest.raises(VerificationError):
+        verify(proof, [rom2], [[]])

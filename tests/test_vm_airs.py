@@ -177,3 +177,11 @@ def test_wrong_public_values_fail():
         check_constraints(airs[2], ts[2], bad[2])
     assert ei.value.constraint.startswith("last_address")
     assert pvs[0][PV_OUTPUTS.start] != 0
+
+
+def test_trace_without_padding_rows():
+    """memory_size 8, no transactions: exactly 4 cycles, a CPU table with no padding."""
+    bt = build_traces(execute(empty_block(memory_size=8)))
+    assert bt.traces[0].shape[0] == 4
+    assert bt.traces[0][:, CPU_LAYOUT.idx["is_stop"]].tolist() == [0, 0, 0, 1]
+    check_traces(bt.airs, bt.traces, bt.table_public_values)

@@ -7,7 +7,7 @@ SUM = [["READ", 0], ["READ", 1], ["ADD", 2, 0, 1], ["WRITE", 2], ["HALT"]]
 
 
 def empty_block(memory_size: int = 64):
-    return make_block([("sum", SUM)], [], memory_size, [(10, [7, 8, 9])])
+    return make_block([("sum", SUM)], [], memory_size, [(2, [7, 8, 9])])
 
 
 def one_tx_block():

@@ -16,19 +16,36 @@ from .poseidon2 import hash_rows, permute
 
 
 def roots_from_paths(digests: np.ndarray, indices: np.ndarray, paths: np.ndarray) -> np.ndarray:
-    """Fold every (leaf digest, index, path) up to a root: uint32[q, 8].  One batched
-    permutation per level (all queries together)."""
+    """Fold every (leaf digest, index, path) up to a root: uint32[q, 8].
+
+    One batched permutation per level.  Queries that reach the same node are hashed
+    once: they are merged only if their current digests AND their siblings agree.  Where
+    two queries at one node disagree, both get an all-ones "root" (never a valid digest:
+    every element >= p), so both fail the comparison with the real root; a query that is
+    merged shares a computation that ends at the root, so it passes only if valid.
+    """
     cur = np.asarray(digests, dtype=np.uint32).reshape(-1, 8)
     idx = np.asarray(indices, dtype=np.int64).reshape(-1)
     paths = np.asarray(paths, dtype=np.uint32)
-    state = np.empty((cur.shape[0], 16), dtype=np.uint32)
+    bad = np.zeros(cur.shape[0], dtype=bool)
     for level in range(paths.shape[1]):
-        right = ((idx >> level) & 1).astype(bool)[:, None]   # current node is a right child
+        node = idx >> level
+        uniq, first, inv = np.unique(node, return_index=True, return_inverse=True)
+        inv = inv.reshape(-1)
         sib = paths[:, level]
-        state[:, :8] = np.where(right, sib, cur)
-        state[:, 8:] = np.where(right, cur, sib)
-        cur = permute(state)[:, :8]
-    return np.ascontiguousarray(cur)
+        rep = first[inv]
+        diff = np.any(cur != cur[rep], axis=1) | np.any(sib != sib[rep], axis=1)
+        bad |= diff
+        bad[rep[diff]] = True
+        c, s = cur[first], sib[first]
+        right = (uniq & 1).astype(bool)[:, None]            # node is a right child
+        state = np.empty((uniq.size, 16), dtype=np.uint32)
+        state[:, :8] = np.where(right, s, c)
+        state[:, 8:] = np.where(right, c, s)
+        cur = permute(state)[:, :8][inv]
+    cur = np.ascontiguousarray(cur)
+    cur[bad] = 0xFFFFFFFF
+    return cur
 
 
 def check_rows(root: np.ndarray, rows: np.ndarray, indices: np.ndarray,

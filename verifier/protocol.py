@@ -106,3 +106,13 @@ def deep_groups(shape: TableShape) -> list[tuple[str, bool]]:
         groups += [("aux", False), ("aux", True)]
     groups.append(("parts", False))
     return groups
+
+
+def johnson_queries(log_blowup: int, target_bits: float, pow_bits: int = 0,
+                    eta: float = 2.0 ** -5) -> int:
+    """Queries a provable (Johnson-bound) estimate needs for ``target_bits`` of query-phase
+    security: each query errs with probability ~ sqrt(rho) + eta, rho = 2^-log_blowup.
+    (Field-size terms are separate; see docs/protocol.md §7.)"""
+    import math
+    per_query = -math.log2(math.sqrt(2.0 ** -log_blowup) + eta)
+    return max(0, math.ceil((target_bits - pow_bits) / per_query))

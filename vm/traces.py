@@ -17,7 +17,7 @@ from . import isa
 from .airs import CPU_LAYOUT, MEMORY_LAYOUT, P2_LAYOUT, RANGE_SIZE, SELECTORS, block_airs
 from .interpreter import ExecutionRecord
 from .poseidon2 import N_FULL_HALF, WIDTH, permute_rows
-from .statement import PV_FINAL, NUM_PUBLIC_VALUES, block_public_values
+from .statement import NUM_PUBLIC_VALUES, block_public_values
 
 P = isa.P
 
@@ -230,4 +230,4 @@ def build_traces(rec: ExecutionRecord, public_values: list[int] | None = None) -
 
 
 __all__ = ["BlockTraces", "build_traces", "cpu_trace", "memory_accesses", "memory_trace",
-           "range_counts", "program_counts", "poseidon2_trace", "PV_FINAL"]
+           "range_counts", "program_counts", "poseidon2_trace"]

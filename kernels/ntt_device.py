@@ -1,0 +1,300 @@
+"""NTT and coset LDE on the device (numba.cuda), bit-identical to :mod:`kernels.ntt`.
+
+Same mathematics as the host (see that module's docstring): radix-2 butterflies on
+Montgomery twiddles -- the *same* butterfly source, :func:`kernels.ntt.build_butterflies`
+compiled over the device field functions ``DF`` -- and the same twiddle table layout
+``tw[h + j] = omega_{2h}^(+-j)``, uploaded once per direction and process (grown on demand).
+
+Data are 2-D device arrays uint32[rows, n]: every row is one transform (the prover keeps
+tables column-major, so a row is a column of the trace).
+
+Kernels
+* ``_gather_kernel``: dst[r, i] = src[r, rev(i)] * factor (bit reversal; factor 1, n^-1 or
+  a table), one thread per element.  DIT then runs on natural-order output.
+* ``_stages_kernel``: a *stage group* in shared memory.  Stages s_lo <= s < s_hi only pair
+  indices differing in bits [s_lo, s_hi); a block loads one slab -- 2^(s_hi - s_lo) rows of
+  lc = min(32, 2^s_lo) consecutive words, row stride 2^s_lo (for s_lo = 0: one contiguous
+  tile of _SHARED words) -- runs all those butterfly stages with a barrier between stages,
+  and writes it back.  Loads and stores are coalesced (runs of >= 32 words, or the whole
+  tile).  Short spans: one group of log2(_SHARED) = 11 stages; long spans: groups of 6.
+* ``_scale_replicate_kernel``: the LDE middle, o[r, i] = t[r, i >> k] * scale[i >> k].
+* ``_scale_kernel``: x[r, i] *= tab[i] (coset_intt).
+
+Wrappers validate dtype/shape, return early on empty input, take ``stream=`` (None/0:
+default stream) and ``out=``, and never copy data to the host.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from numba import cuda, uint32
+
+from . import ntt as host
+from .devicelib import DF, grid_1d, is_simulator, kernel
+from .field import GENERATOR, P, to_mont_host
+
+__all__ = ["ntt_device", "intt_device", "coset_ntt_device", "coset_intt_device",
+           "coset_lde_device", "SHARED_WORDS"]
+
+# Launch geometry.  Under numba's CUDA simulator every thread is a Python thread, so the
+# simulator build uses a smaller tile (same code, same index math, smaller constants) to
+# keep tests that straddle the tile and slab boundaries fast.
+if is_simulator():
+    _LOG_SHARED, _SLAB_W, _TPB = 8, 8, 32
+else:
+    _LOG_SHARED, _SLAB_W, _TPB = 11, 32, 256
+#: words of shared memory per stage-group block (8 KiB on a GPU); the short-span tile size
+SHARED_WORDS = 1 << _LOG_SHARED
+# _SLAB_W: slab row width for long spans (32 words = one 128-byte segment)
+# _TPB: threads per block of the stage kernel
+_BLOCK = 256                    # threads per block of the elementwise kernels
+
+_BF = host.build_butterflies(DF, cuda.jit(device=True, inline="always"))
+_dit, _dif, _mm = _BF.dit, _BF.dif, DF.mont_mul
+
+
+# ----------------------------------------------------------------------------- kernels
+@kernel("void(uint32[:, ::1], uint32[:, ::1], int64, int64, uint32, uint32[::1])")
+def _gather_kernel(src, dst, log_n, mode, c_m, tab):
+    # dst[r, i] = src[r, j] * factor(j), j = rev(i); factor: 1, c_m, tab[j] (Montgomery)
+    t = cuda.grid(1)
+    n = 1 << log_n
+    if t < src.shape[0] * n:
+        r = t >> log_n
+        i = t & (n - 1)
+        j = 0
+        for b in range(log_n):
+            j |= ((i >> b) & 1) << (log_n - 1 - b)
+        v = src[r, j]
+        if mode == 1:
+            v = _mm(v, c_m)
+        elif mode == 2:
+            v = _mm(v, tab[j])
+        dst[r, i] = v
+
+
+@kernel("void(uint32[:, ::1], uint32[::1], int64, int64, int64)")
+def _stages_kernel(x, tw, s_lo, s_hi, forward):
+    # Block = slab q of row r for stages [s_lo, s_hi): element (i, l) of the slab is
+    # x[r, base + i 2^s_lo + l]; the butterfly of span h = 2^s pairs slab rows i and
+    # i + h / 2^s_lo with twiddle tw[h + (i mod h/2^s_lo) 2^s_lo + l0 + l].
+    sm = cuda.shared.array(SHARED_WORDS, uint32)
+    n = x.shape[1]
+    stride = 1 << s_lo
+    lc = min(_SLAB_W, stride)
+    rows = 1 << (s_hi - s_lo)
+    size = rows * lc
+    per_g = stride // lc
+    per_row = (n >> s_hi) * per_g
+    r = cuda.blockIdx.x // per_row
+    q = cuda.blockIdx.x % per_row
+    l0 = (q % per_g) * lc
+    base = ((q // per_g) << s_hi) + l0
+    tid = cuda.threadIdx.x
+    for e in range(tid, size, _TPB):
+        sm[e] = x[r, base + (e // lc) * stride + e % lc]
+    cuda.syncthreads()
+    for st in range(s_hi - s_lo):
+        s = s_lo + st if forward else s_hi - 1 - st
+        h = 1 << s
+        hr = h >> s_lo
+        for f in range(tid, size // 2, _TPB):
+            l = f % lc
+            pi = f // lc
+            ii = pi % hr
+            i = (pi // hr) * 2 * hr + ii
+            w = tw[h + ii * stride + l0 + l]
+            a = sm[i * lc + l]
+            b = sm[(i + hr) * lc + l]
+            if forward:
+                a, b = _dit(a, b, w)
+            else:
+                a, b = _dif(a, b, w)
+            sm[i * lc + l] = a
+            sm[(i + hr) * lc + l] = b
+        cuda.syncthreads()
+    for e in range(tid, size, _TPB):
+        x[r, base + (e // lc) * stride + e % lc] = sm[e]
+
+
+@kernel("void(uint32[:, ::1], uint32[:, ::1], uint32[::1], int64)")
+def _scale_replicate_kernel(t, o, scale, k):
+    # o[r, i] = t[r, i >> k] * scale[i >> k]: scaled bit-reversed coefficients, each
+    # repeated 2^k times (the first k DIT stages of the zero-padded vector)
+    g = cuda.grid(1)
+    big = o.shape[1]
+    if g < o.shape[0] * big:
+        r = g // big
+        j = (g % big) >> k
+        o[r, g % big] = _mm(t[r, j], scale[j])
+
+
+@kernel("void(uint32[:, ::1], uint32[::1])")
+def _scale_kernel(x, tab):
+    g = cuda.grid(1)
+    n = x.shape[1]
+    if g < x.shape[0] * n:
+        x[g // n, g % n] = _mm(x[g // n, g % n], tab[g % n])
+
+
+# ----------------------------------------------------------------------------- tables
+_LOCK = threading.Lock()
+_DEV_TW: dict = {}              # inverse -> device copy of host.twiddles (largest so far)
+_DEV_TABLES: dict = {}          # (kind, log_n, shift) -> device table (a few, LRU)
+_MAX_TABLES = 8
+
+
+def _twiddles(log_n: int, inverse: bool):
+    """Device twiddle table covering spans < 2^log_n, uploaded once (grown on demand)."""
+    with _LOCK:
+        d = _DEV_TW.get(inverse)
+        if d is None or d.shape[0] < (1 << max(log_n, 3)):
+            d = cuda.to_device(host.twiddles(log_n, inverse))
+            _DEV_TW[inverse] = d
+        return d
+
+
+def _table(kind: str, log_n: int, shift: int):
+    key = (kind, log_n, shift)
+    with _LOCK:
+        d = _DEV_TABLES.pop(key, None)
+        if d is None:
+            d = cuda.to_device(host._table(kind, log_n, shift))
+        _DEV_TABLES[key] = d
+        while len(_DEV_TABLES) > _MAX_TABLES:
+            _DEV_TABLES.pop(next(iter(_DEV_TABLES)))
+        return d
+
+
+_EMPTY = None
+
+
+def _empty_table():
+    global _EMPTY
+    if _EMPTY is None:
+        _EMPTY = cuda.to_device(np.zeros(1, np.uint32))
+    return _EMPTY
+
+
+# ----------------------------------------------------------------------------- launches
+def _stage_groups(s: int, e: int, max_stages: int = 64) -> list:
+    """Stage ranges [lo, hi) covering [s, e), each fitting one shared-memory slab."""
+    out = []
+    while s < e:
+        lc = min(_SLAB_W, 1 << s)
+        hi = min(e, s + _LOG_SHARED - (lc.bit_length() - 1), s + max_stages)
+        out.append((s, hi))
+        s = hi
+    return out
+
+
+def _run_stages(x, s: int, e: int, forward: bool, tw, stream, max_stages: int = 64) -> None:
+    """DIT stages s..e-1 (ascending) or DIF stages e-1..s (descending) on every row of x
+    (``max_stages`` < the natural group size only to exercise more groups in tests)."""
+    rows, n = x.shape
+    groups = _stage_groups(s, e, max_stages)
+    for lo, hi in (groups if forward else groups[::-1]):
+        per_row = (n >> hi) * ((1 << lo) // min(_SLAB_W, 1 << lo))
+        _stages_kernel[rows * per_row, _TPB, stream](x, tw, lo, hi, 1 if forward else 0)
+
+
+def _stream(stream):
+    if stream is None or stream == 0:
+        return 0
+    if hasattr(stream, "ptr") and not isinstance(stream, type(cuda.default_stream())):
+        return cuda.external_stream(stream.ptr)      # e.g. a cupy stream
+    return stream
+
+
+def _check_dev(a, name: str):
+    if isinstance(a, np.ndarray):
+        raise TypeError(f"{name}: expected a device array, got a host numpy array")
+    if not hasattr(a, "copy_to_host"):
+        if not hasattr(a, "__cuda_array_interface__"):
+            raise TypeError(f"{name}: expected a device array, got {type(a).__name__}")
+        a = cuda.as_cuda_array(a)
+    if np.dtype(a.dtype) != np.uint32:
+        raise TypeError(f"{name}: expected dtype uint32, got {a.dtype}")
+    if len(a.shape) != 2:
+        raise ValueError(f"{name}: expected a 2-d device array [rows, n], got shape {a.shape}")
+    return a
+
+
+def _out(out, shape, stream, name="out"):
+    if out is None:
+        return cuda.device_array(shape, dtype=np.uint32, stream=stream)
+    out = _check_dev(out, name)
+    if tuple(out.shape) != tuple(shape):
+        raise ValueError(f"{name}: expected shape {tuple(shape)}, got {tuple(out.shape)}")
+    return out
+
+
+def _xform(a, name, inverse, pre_kind=None, post_kind=None, shift=1, stream=None, out=None):
+    a = _check_dev(a, name)
+    rows, n = a.shape
+    log_n = host._log2_size(n, name)
+    stream = _stream(stream)
+    out = _out(out, (rows, n), stream)
+    if rows == 0:
+        return out
+    mode, c_m, pre = 0, 0, _empty_table()
+    if inverse:
+        mode, c_m = 1, int(to_mont_host(pow(n, P - 2, P)))
+    if pre_kind is not None:
+        mode, pre = 2, _table(pre_kind, log_n, shift)
+    tw = _twiddles(log_n, inverse)
+    grid, blk = grid_1d(rows * n, _BLOCK)
+    _gather_kernel[grid, blk, stream](a, out, log_n, mode, np.uint32(c_m), pre)
+    _run_stages(out, 0, log_n, True, tw, stream)
+    if post_kind is not None:
+        _scale_kernel[grid, blk, stream](out, _table(post_kind, log_n, shift))
+    return out
+
+
+def ntt_device(a, stream=None, out=None):
+    """Forward NTT of every row of device uint32[rows, n] (natural order in and out)."""
+    return _xform(a, "ntt_device", False, stream=stream, out=out)
+
+
+def intt_device(a, stream=None, out=None):
+    """Inverse NTT of every row of device uint32[rows, n]."""
+    return _xform(a, "intt_device", True, stream=stream, out=out)
+
+
+def coset_ntt_device(coeffs, shift: int = GENERATOR, stream=None, out=None):
+    """Evaluate every coefficient row on shift*<omega_n> (see :func:`kernels.ntt.coset_ntt`)."""
+    return _xform(coeffs, "coset_ntt_device", False, "pre", shift=host._check_shift(shift),
+                  stream=stream, out=out)
+
+
+def coset_intt_device(evals, shift: int = GENERATOR, stream=None, out=None):
+    """Interpolate every row from shift*<omega_n> (see :func:`kernels.ntt.coset_intt`)."""
+    return _xform(evals, "coset_intt_device", True, post_kind="post",
+                  shift=host._check_shift(shift), stream=stream, out=out)
+
+
+def coset_lde_device(dev_cols_T, log_blowup: int, shift: int = GENERATOR, stream=None,
+                     out=None, scratch=None):
+    """Coset LDE of column-major device data: uint32[w, n] (row c = values of polynomial c
+    on <omega_n>) -> uint32[w, n 2^k], row c = its values on shift*<omega_{n 2^k}>.
+
+    Same result as :func:`kernels.ntt.lde_columns`.  ``scratch`` (optional device
+    uint32[w, n]) receives the intermediate coefficients; by default it is allocated.
+    """
+    a = _check_dev(dev_cols_T, "coset_lde_device")
+    k = host._check_blowup(log_blowup)
+    rows, n = a.shape
+    log_n = host._log2_size(n, "coset_lde_device", k)
+    shift = host._check_shift(shift)
+    stream = _stream(stream)
+    out = _out(out, (rows, n << k), stream)
+    if rows == 0:
+        return out
+    t = _out(scratch, (rows, n), stream, "scratch")
+    t.copy_to_device(a, stream=stream)
+    _run_stages(t, 0, log_n, False, _twiddles(log_n, True), stream)
+    grid, blk = grid_1d(rows * (n << k), _BLOCK)
+    _scale_replicate_kernel[grid, blk, stream](t, out, _table("bitrev", log_n, shift), k)
+    _run_stages(out, k, log_n + k, True, _twiddles(log_n + k, False), stream)
+    return out
