@@ -173,6 +173,22 @@ class DeviceStages(HostStages):
         self.inject = True                 # off while a post-mortem reruns the device chain
         self._tables: dict[str, TableState] = {}
         self._tlock = threading.Lock()
+        self._local = threading.local()     # the table this worker thread is proving
+
+    def bind(self, table: str) -> None:
+        """Tell the stages which table the calling worker thread is proving (used by
+        stages whose arguments do not name it: OOD, FRI layers, openings)."""
+        self._local.table = table
+
+    def _table_of(self, obj) -> str:
+        return getattr(obj, "table", None) or getattr(self._local, "table", "?")
+
+    @staticmethod
+    def _declined(why: str):
+        def dev():
+            from kernels.backend import DeviceOOM
+            raise DeviceOOM(0, 0, None, why)
+        return dev
 
     # ------------------------------------------------------------------ plumbing
     def table(self, name: str) -> TableState:
@@ -404,9 +420,10 @@ class DeviceStages(HostStages):
 
     # ------------------------------------------------------------------ R3
     def ood(self, committed, point):
-        t = getattr(committed, "table", None)
+        t = self._table_of(committed)
         if not isinstance(committed, DevCommitted):
-            return HostStages.ood(self, committed, point)
+            return self._run("r3", t, self._declined("the opened matrix is host-only"),
+                             lambda: HostStages.ood(self, committed, point))
 
         def dev():
             self._inject_input("r3", t, committed.coeffs_h, axis=1)
@@ -437,7 +454,8 @@ class DeviceStages(HostStages):
 
     def fri_commit_layer(self, values):
         if not isinstance(values, _Layer):
-            return HostStages.fri_commit_layer(self, values)
+            return self._run("r4.fri", self._table_of(None), self._declined("the layer is host-only"),
+                             lambda: HostStages.fri_commit_layer(self, values))
         t = values.h.table
 
         def dev():
@@ -459,7 +477,8 @@ class DeviceStages(HostStages):
 
     def fri_fold(self, values, beta, layer, shape):
         if not isinstance(values, _Layer):
-            return HostStages.fri_fold(self, values, beta, layer, shape)
+            return self._run("r4.fri", shape.name, self._declined("the layer is host-only"),
+                             lambda: HostStages.fri_fold(self, values, beta, layer, shape))
         t = shape.name
 
         def dev():
@@ -481,7 +500,8 @@ class DeviceStages(HostStages):
 
     def open(self, tree, indices):
         if not isinstance(tree, DevTree):
-            return HostStages.open(self, tree, indices)
+            return self._run("r4.open", self._table_of(None), self._declined("the tree is host-only"),
+                             lambda: HostStages.open(self, tree, indices))
         t = tree.table
 
         def dev():

@@ -17,6 +17,7 @@ epoch is ended (all device memory reclaimed) and the error is raised -- in bound
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -218,6 +219,12 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
     stats = PipelineStats(cfg.backend, cfg.budget)
     stages = make_stages(cfg, mem, stats.counters, proof_id)
     shapes = st.shapes
+    names = [s.name for s in shapes]
+    if len(set(names)) != len(names):
+        # per-table device state is keyed by name: make repeated names unique (the
+        # names are labels only -- they are not part of the transcript or the proof)
+        shapes = tuple(dataclasses.replace(s, name=f"{s.name}#{i}") for i, s in enumerate(shapes))
+        st = dataclasses.replace(st, shapes=shapes)
     k = len(shapes)
     est = [estimate_bytes(s) for s in shapes]
     for s, e in zip(shapes, est):
@@ -277,8 +284,9 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
         sections = [None] * k
 
         def chain(i):
-            name = st.airs[i].name
-            with spans.span("table", name):
+            name = shapes[i].name
+            stages.bind(name)
+            with spans.span("table", st.airs[i].name):
                 aux = r1_aux(i, st, ch, stages, spans)
                 r2 = r2_quotient(i, st, r1, ch, aux, stages, spans)
                 r3 = r3_ood(i, st, r1, ch, aux, r2, stages, spans)

@@ -164,7 +164,7 @@ def test_late_free_from_previous_proof_does_not_corrupt_the_next(block):
 
     def spy(self, *a, **k):
         h = orig(self, *a, **k)
-        kept.append(h)
+        kept.append(h._dev)              # the raw buffer a finaliser would free
         return h
     ds.DeviceStages._handle = spy
     try:
@@ -176,9 +176,8 @@ def test_late_free_from_previous_proof_does_not_corrupt_the_next(block):
     stop = threading.Event()
 
     def late_finaliser():            # frees proof 1's buffers while proof 2 runs
-        for h in kept:
-            if h._dev is not None:
-                mem.free(h._dev)
+        for dev in kept:
+            mem.free(dev)
         stop.set()
     t = threading.Timer(0.01, late_finaliser)
     t.start()
