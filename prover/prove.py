@@ -29,21 +29,11 @@ from .spans import NullSpans, Spans
 from .stages import HostStages
 
 
-def prove(tables: Sequence[np.ndarray], airs: Sequence, public_values=None,
-          params: Params | None = None, *, stages=None, spans: Spans | None = None,
-          check: bool = True, logs: list | None = None) -> bytes:
-    """Prove that ``tables[i]`` (uint32[n_i, w_i]) satisfies ``airs[i]`` for every i, with
-    the LogUp buses balanced across all tables; returns the proof bytes.
-
-    ``public_values``: one list per table (None: no table has public values).
-    ``params``: :class:`verifier.proof_format.Params` (defaults: log_blowup 1, 100 queries,
-    16 bits of proof of work).  ``stages``: the per-table backend (default HostStages).
-    ``spans``: records per-round / per-table durations.  ``check``: run check mode first
-    (raises ConstraintViolation / LookupImbalance naming table, constraint and row);
-    ``check=False`` forces a proof of whatever the tables hold (for soundness tests).
-    ``logs``: if a list is given, the transcript label logs are appended (main, then one
-    per table).
-    """
+def prepare(tables: Sequence[np.ndarray], airs: Sequence, public_values=None,
+            params: Params | None = None, *, check: bool = True):
+    """Validate the inputs and build the :class:`prover.rounds.Statement` (shapes, public
+    values, parameters); ``check`` runs check mode (ConstraintViolation / LookupImbalance
+    naming table, constraint and row)."""
     params = params or Params()
     params.validate()
     airs = list(airs)
@@ -62,17 +52,43 @@ def prove(tables: Sequence[np.ndarray], airs: Sequence, public_values=None,
         shapes.append(table_shape(air, t.shape[0].bit_length() - 1, params))
     if check:
         check_traces(airs, tables, public_values)
-    stages = stages or HostStages()
+    return statement(airs, tables, public_values, params, shapes)
+
+
+def prove(tables: Sequence[np.ndarray], airs: Sequence, public_values=None,
+          params: Params | None = None, *, stages=None, spans: Spans | None = None,
+          check: bool = True, logs: list | None = None, device=None,
+          device_stats: list | None = None) -> bytes:
+    """Prove that ``tables[i]`` (uint32[n_i, w_i]) satisfies ``airs[i]`` for every i, with
+    the LogUp buses balanced across all tables; returns the proof bytes.
+
+    ``public_values``: one list per table (None: no table has public values).
+    ``params``: :class:`verifier.proof_format.Params` (defaults: log_blowup 1, 100 queries,
+    16 bits of proof of work).  ``stages``: the per-table backend (default HostStages).
+    ``spans``: records per-round / per-table durations.  ``check``: run check mode first
+    (raises ConstraintViolation / LookupImbalance naming table, constraint and row);
+    ``check=False`` forces a proof of whatever the tables hold (for soundness tests).
+    ``logs``: if a list is given, the transcript label logs are appended (main, then one
+    per table).  ``device``: a :class:`prover.pipeline.PipelineConfig` to run on a device
+    backend (emu, sim, cuda) -- same bytes; its stats are appended to ``device_stats``.
+    """
+    st = prepare(tables, airs, public_values, params, check=check)
     spans = spans or NullSpans()
-    st = statement(airs, tables, public_values, params, shapes)
+    if device is not None:
+        from .pipeline import run_pipeline
+        proof, pstats = run_pipeline(st, device, spans=spans, logs=logs)
+        if device_stats is not None:
+            device_stats.append(pstats)
+        return proof
+    stages = stages or HostStages()
 
     r1 = r1_main(st, stages, spans)
     ch = r1_challenges(st, r1)
     sections = []
-    for i in range(len(airs)):                      # independent after the fork
-        with spans.span("table", airs[i].name):
+    for i in range(len(st.airs)):                   # independent after the fork
+        with spans.span("table", st.airs[i].name):
             sections.append(prove_table(i, st, r1, ch, stages, spans))
-    proof = encode(Proof(params=params, tables=sections))
+    proof = encode(Proof(params=st.params, tables=sections))
     spans.count("proof_bytes", len(proof))
     if logs is not None:
         logs.append(r1.transcript.log)
