@@ -37,7 +37,7 @@ from verifier import verify  # noqa: E402
 from verifier.errors import VerificationError  # noqa: E402
 from verifier.proof_format import Params  # noqa: E402
 
-XSITES = ("r1.main", "r1.aux", "r2", "r2.tree", "r3")
+XSITES = ("r1.main", "r1.aux", "r2", "r2.tree", "r3", "r4.deep", "r4.fri", "r4.open")
 SCENARIOS = ("oom", "race", "race-serialized", "corrupt", "corrupt-input")
 
 

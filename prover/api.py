@@ -53,7 +53,18 @@ from vm.statement import (NUM_PUBLIC_VALUES, PV_FINAL, PV_PROGRAMS, block_public
 from vm.traces import build_traces
 
 _PROVE_LOCK = threading.Lock()      # one proof at a time per process (see module docstring)
-BACKENDS_AVAILABLE = ("host",)      # the device stages arrive with the GPU issue
+
+
+def _available_backends() -> tuple:
+    """host always; the device backends when the device pipeline is part of this build."""
+    try:
+        from . import pipeline  # noqa: F401
+    except ImportError:         # pragma: no cover - builds without the device path
+        return ("host",)
+    return ("host", "emu", "sim", "cuda")
+
+
+BACKENDS_AVAILABLE = _available_backends()
 MAX_ROM_ROWS = 1 << 20
 
 
@@ -82,9 +93,10 @@ class UnprovableBlock(Exception):
 
 @dataclass(frozen=True)
 class ProverConfig:
-    """How to prove.  ``backend``: host | cuda | sim | emu | auto (auto: cuda when usable
-    and available in this build, else host).  ``vram_budget``: bytes or a size such as
-    "6GiB" (used by device backends).  ``log_blowup``/``num_queries``/``pow_bits``: the
+    """How to prove.  ``backend``: host | cuda | sim | emu | auto (auto: cuda when usable,
+    else host); the device backends run the device pipeline (:mod:`prover.pipeline`) and
+    produce the same bytes.  ``vram_budget``: bytes or a size such as "6GiB" (device
+    backends; default ``PROVER_VRAM_BUDGET``).  ``log_blowup``/``num_queries``/``pow_bits``: the
     protocol parameters (SPEC §5 defaults).  ``threads``: numba threads for host kernels
     (None: numba's default).  ``check``: run the AIR check mode on every table before
     proving (names table, constraint and row of any violation; off by default: it costs
@@ -109,16 +121,15 @@ class ProverConfig:
         if name not in BACKEND_NAMES + ("auto",):
             raise ConfigError(f"unknown backend {self.backend!r}; choose one of "
                               f"{', '.join(BACKEND_NAMES + ('auto',))}")
-        if name == "auto":
-            try:
-                name = resolve_backend("auto")
-            except BackendError:            # pragma: no cover - depends on the machine
-                name = "host"
-            if name not in BACKENDS_AVAILABLE:
-                name = "host"
-        elif name not in BACKENDS_AVAILABLE:
-            raise ConfigError(f"backend {name!r} is not available in this build yet (the device "
-                              "path arrives with the GPU work); use --backend host")
+        if name not in BACKENDS_AVAILABLE + ("auto",):
+            raise ConfigError(f"backend {name!r} is not available in this build; use "
+                              f"{' or '.join(BACKENDS_AVAILABLE)}")
+        try:
+            name = resolve_backend(name)    # auto -> cuda if usable else host; checks cuda/sim
+        except BackendError as exc:
+            raise ConfigError(str(exc)) from None
+        if name not in BACKENDS_AVAILABLE:  # pragma: no cover - auto found a GPU, no pipeline
+            name = "host"
         budget = None
         if self.vram_budget is not None:
             try:
@@ -194,7 +205,7 @@ class ProofStats(_spans.ProofStats):
         lines.append("rounds: " + ", ".join(f"{k} {v:.2f}s" for k, v in r.items()))
         total = self.phases.get("total", 0.0)
         rate = f", {self.cycles / total:,.0f} cycles/s" if total and self.cycles else ""
-        lines.append(f"proof {self.proof_bytes:,} bytes; {total:.2f}s total{rate}; "
+        lines.append(f"protocol proof {self.proof_bytes:,} bytes; {total:.2f}s total{rate}; "
                      f"backend {self.backend}")
         return "\n".join(lines)
 
@@ -414,14 +425,22 @@ class Prover:
                     except LookupImbalance as exc:
                         raise UnprovableBlock(f"trace check failed: {exc}") from None
             t1 = time.perf_counter()
+            device, device_stats = None, []
+            if self.backend != "host":
+                from .pipeline import PipelineConfig
+                device = PipelineConfig.from_env(self.backend, budget=self.vram_budget)
             try:
-                proof = _prove(tables, airs, table_pv, cfg.params(), spans=spans, check=False)
+                proof = _prove(tables, airs, table_pv, cfg.params(), spans=spans, check=False,
+                               device=device, device_stats=device_stats)
             finally:
                 _release_memory()
             phases["prove"] = time.perf_counter() - t1
         phases["total"] = time.perf_counter() - t0
         raw = spans.stats
-        stats = ProofStats(records=list(raw.records), counters=dict(raw.counters),
+        counters = dict(raw.counters)
+        if device_stats:                    # the device pipeline's record: bytes, recoveries
+            counters["device"] = device_stats[0].as_dict()
+        stats = ProofStats(records=list(raw.records), counters=counters,
                            backend=self.backend, cycles=cycles, phases=phases,
                            proof_bytes=len(proof), peak_rss_bytes=_rss_bytes())
         for air, t in zip(airs, tables):

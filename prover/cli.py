@@ -68,6 +68,7 @@ class _Progress:
 
     def __call__(self, table, stage, event, seconds):
         row = table or "block"
+        stage = "all stages" if stage == "table" else stage
         with self.lock:
             if row not in self.state:
                 self.order.append(row)
@@ -196,8 +197,17 @@ def _run_prove(argv) -> int:
             print("phases: " + ", ".join(f"{k} {v:.2f}s" for k, v in st.phases.items()))
             for t in st.tables:
                 print(f"  {t.name:<10} " + ", ".join(f"{k} {v:.2f}s" for k, v in t.seconds.items()))
-            if st.counters:
-                print("counters: " + ", ".join(f"{k}={v}" for k, v in st.counters.items()))
+            flat = {k: v for k, v in st.counters.items() if not isinstance(v, dict)}
+            if flat:
+                print("counters: " + ", ".join(f"{k}={v}" for k, v in flat.items()))
+            dev = st.counters.get("device")
+            if dev:
+                rec = dev.get("recovery", {})
+                retries = sum(r.get("retries", 0) for r in rec.values())
+                downgrades = sum(r.get("downgrades", 0) for r in rec.values())
+                print(f"device {dev.get('backend')}: peak {dev.get('peak_device_bytes', 0):,} B, "
+                      f"spilled {dev.get('spilled_bytes', 0):,} B, {retries} retries, "
+                      f"{downgrades} downgrades")
             print(f"peak RSS {st.peak_rss_bytes / 2**20:.0f} MiB")
     return EXIT_OK
 

@@ -108,6 +108,7 @@ class TableState:
     injected_inputs: set = field(default_factory=set)
     outputs: dict = field(default_factory=dict)       # stage -> handle (for post-mortems)
     transfers: TransferStats = field(default_factory=TransferStats)
+    corrupted: list = field(default_factory=list)     # XCHECK: buffers changed while resident
 
 
 @dataclass
@@ -445,6 +446,7 @@ class DeviceStages(HostStages):
             if len(inputs) != len(groups):
                 from kernels.backend import DeviceOOM
                 raise DeviceOOM(0, 0, None, "an opened matrix is host-only")
+            self._inject_input("r4.deep", t, inputs[-1], axis=1)     # the parts LDE
             vals_d = self.engine.deep_quotient(self, shape, groups, z, lam)
             h = self._handle(t, "fri_0", vals_d, seal=False)
             self._inject_output("r4.deep", t, h, axis=0)
@@ -505,6 +507,7 @@ class DeviceStages(HostStages):
         t = tree.table
 
         def dev():
+            self._inject_input("r4.open", t, tree.nodes, axis=0)
             rows, paths = tree.open(indices)
             if self.inject and self.faults.fires("corrupt", "r4.open", t, 0, self.proof_id) \
                     and rows.size:

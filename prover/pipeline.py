@@ -211,7 +211,7 @@ def make_stages(cfg: PipelineConfig, mem: DeviceMemory, counters, proof_id: int)
 def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list | None = None,
                  proof_id: int = 0) -> tuple[bytes, PipelineStats]:
     """Prove a prepared :class:`prover.rounds.Statement` on a device backend."""
-    from .xcheck import XcheckFailure, cross_check    # noqa: F401 (re-raised below)
+    from .xcheck import cross_check, self_verify
     spans = spans or NullSpans()
     timeline = cfg.timeline or Timeline(enabled=False)
     cfg.timeline = timeline
@@ -298,10 +298,18 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
                     raise ProofCancelled(f"{name}: cancelled after another table failed")
                 sections[i] = r4_open(i, st, r1, ch, aux, r2, r3, stages, spans).table
             stats.tables[name].downgraded = stages.table(name).downgraded
+            if cfg.xcheck:          # integrity of the resident buffers, before they go
+                stages.table(name).corrupted = [h.stage for h in stages.integrity(name)]
             stages.release_table(name)
 
         _run_all(workers, order, lambda i: guarded(i, chain), failure)
         proof = encode(Proof(params=st.params, tables=sections))
+        if cfg.xcheck:
+            # R4 (DEEP, FRI, openings) runs after the composition check: the verifier's
+            # own check of the finished proof keeps a corrupted R4 result from leaving
+            t0 = time.perf_counter()
+            self_verify(stages, st, proof, cfg)
+            stats.xcheck_s += time.perf_counter() - t0
         spans.count("proof_bytes", len(proof))
         if logs is not None:
             logs.append(r1.transcript.log)

@@ -220,6 +220,33 @@ def cross_check(stages, st, i, r1, ch, aux, r2, r3, cfg) -> None:
                         f"post-mortem: {path}", path, report)
 
 
+def self_verify(stages, st, proof: bytes, cfg) -> None:
+    """XCHECK for R4: verify the finished proof; on a rejection write a post-mortem
+    (which table and check failed, resident buffers that changed after they were
+    produced, the verdict) and fail."""
+    from verifier import verify
+    from verifier.errors import VerificationError
+    try:
+        verify(proof, st.airs, [list(pv) for pv in st.public_values])
+        return
+    except VerificationError as exc:
+        err = exc
+    name = getattr(err, "table", None) or "?"
+    keys = [s.name for s in st.shapes if s.name.split("#")[0] == name]
+    bad = [stage for k in keys for stage in stages.table(k).corrupted]
+    report = {"table": name, "backend": stages.name, "proof_epoch": stages.mem.epoch,
+              "check": f"self-verification of R4 ({type(err).__name__}: {err})",
+              "faults": os.environ.get("PROVER_FAULTS", ""), "serialize_r2": stages.serialize_r2,
+              "diverged_stage": "r4 (" + {"FriError": "deep/fri", "MerkleError": "openings"}.get(
+                  type(err).__name__, type(err).__name__) + ")",
+              "resident_inputs_corrupted": bad,
+              "verdict": "corrupted resident input" if bad else "transient race"}
+    path = write_postmortem(report, cfg.postmortem_dir)
+    stages.timeline.instant("xcheck:verdict", name, cat="xcheck", verdict=report["verdict"])
+    raise XcheckFailure(f"XCHECK: table {name}: the finished proof does not verify ({err}); "
+                        f"verdict: {report['verdict']}; post-mortem: {path}", path, report)
+
+
 def write_postmortem(report: dict, directory: str) -> str:
     os.makedirs(directory or ".", exist_ok=True)
     path = os.path.join(directory or ".", f"steadfast-postmortem-{report['table']}-"
@@ -229,4 +256,4 @@ def write_postmortem(report: dict, directory: str) -> str:
     return path
 
 
-__all__ = ["XcheckFailure", "cross_check", "composition_ok", "corruption_shape", "SHIFT"]
+__all__ = ["XcheckFailure", "cross_check", "self_verify", "composition_ok", "corruption_shape", "SHIFT"]

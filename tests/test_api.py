@@ -127,7 +127,7 @@ def test_altered_trace_proof_is_rejected(prover):
 
 def test_config_validation():
     for cfg, frag in ((ProverConfig(backend="gpu"), "unknown backend"),
-                      (ProverConfig(backend="cuda"), "not available"),
+                      (ProverConfig(backend="cuda"), "no usable CUDA device"),
                       (ProverConfig(vram_budget="lots"), "vram budget"),
                       (ProverConfig(num_queries=0), "num_queries"),
                       (ProverConfig(log_blowup=0), "log_blowup"),
@@ -162,3 +162,14 @@ def test_concurrent_calls_are_serialised(prover):
     assert not errors and len(results) == 2
     assert results[0].proof == results[1].proof       # bytes are a function of (block, params)
     verify(results[0], block=block)
+
+
+def test_emu_backend_gives_the_same_bytes(proofs):
+    """The device pipeline on the emulated backend: same proof bytes, device counters."""
+    block, host_proof = proofs["empty"]
+    emu = Prover(ProverConfig(backend="emu", vram_budget="1GiB", num_queries=8, pow_bits=2))
+    proof = emu.prove_block(block)
+    assert proof.proof == host_proof.proof
+    dev = proof.stats.counters["device"]
+    assert dev["backend"] == "emu" and dev["budget"] == 1 << 30
+    assert proof.stats.backend == "emu"

@@ -185,3 +185,26 @@ def test_trace_without_padding_rows():
     assert bt.traces[0].shape[0] == 4
     assert bt.traces[0][:, CPU_LAYOUT.idx["is_stop"]].tolist() == [0, 0, 0, 1]
     check_traces(bt.airs, bt.traces, bt.table_public_values)
+
+
+def test_skipping_the_epilogue_is_refused():
+    """A CPU trace that DISPATCHes straight to STOP (so no digest check would fire) breaks
+    ``stop_after_epilogue`` -- the constraint that forces the epilogue to run."""
+    airs, ts, pvs = traces("empty")
+    cpu = ts[0]
+    L = CPU_LAYOUT.idx
+    ops = [isa.OPCODE_NAMES[k] for k in range(1, isa.NUM_OPCODES)]
+    sel = [L[f"is_{n.lower()}"] for n in ops]
+    d = _row_of(cpu, isa.DISPATCH)
+    stop = _row_of(cpu, isa.STOP)
+    forged = cpu.copy()
+    forged[d, L["v"]] = cpu[stop, L["pc"]]             # the DISPATCH target: the STOP row
+    forged[d + 1] = cpu[stop]
+    forged[d + 1:, sel] = 0
+    forged[d + 1, L["is_stop"]] = 1
+    forged[d + 1:, L["clk"]] = np.arange(d + 1, cpu.shape[0])
+    forged[d + 1:, L["hin"]:L["hin"] + 8] = cpu[d, L["o"]:L["o"] + 8]
+    forged[d + 2:, L["pc"]] = 0
+    with pytest.raises(ConstraintViolation) as ei:
+        check_constraints(airs[0], forged, pvs[0])
+    assert (ei.value.constraint, ei.value.row) == ("stop_after_epilogue", d)

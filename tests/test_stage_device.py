@@ -1,0 +1,299 @@
+"""Device stage kernels (kernels/stage_device.py, kernels/constraint_device.py) against
+HostStages, bit for bit, under the CUDA simulator (tests/conftest.py switches it on).
+
+Sizes are small (the simulator runs every thread as Python) and block sizes are small
+too, so that every launch straddles block edges (and the scan recurses)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import air as airlib
+from air import AirBuilder
+from air import examples as ex
+from air import field as AF
+from kernels import constraint_device as CD
+from kernels import devicelib
+from kernels import stage_device as SD
+from kernels.hostlib import ef_inverse
+from kernels.ntt import bit_reverse_permutation as brp
+from prover.stages import Committed, HostStages
+from verifier.proof_format import Params
+from verifier.protocol import deep_groups, table_shape
+
+P = AF.P
+HOST = HostStages()
+#: HostStages keeps committed matrices either as natural columns ``lde`` (c, N) or as
+#: bit-reversed rows ``rows`` (N, c); the tests follow whichever it uses
+HOST_ROWS = "rows" in Committed.__dataclass_fields__
+
+
+def rnd(rng, *shape):
+    return rng.integers(0, P, shape, dtype=np.uint64).astype(np.uint32)
+
+
+def to_rows(cols):
+    """natural (c, N) -> committed layout (N, c), rows bit-reversed"""
+    return np.ascontiguousarray(brp(np.ascontiguousarray(cols.T), axis=0))
+
+
+def host_com(cols, coeffs=None):
+    return Committed(to_rows(cols) if HOST_ROWS else cols, coeffs, None, None)
+
+
+def host_prep(cols):
+    return None if cols is None else (to_rows(cols) if HOST_ROWS else cols)
+
+
+def dev(a, layout="cols"):
+    if a is None:
+        return None
+    return cuda.to_device(to_rows(a) if layout == "rows" else np.ascontiguousarray(a))
+
+
+def shape_of(air, log_n, log_blowup=1):
+    return table_shape(air, log_n, Params(log_blowup=log_blowup, num_queries=2, pow_bits=0))
+
+
+def challenges(rng):
+    return {"logup_beta": rnd(rng, 4), "logup_gamma": rnd(rng, 4)}
+
+
+def vm_air(name):
+    vm_airs = pytest.importorskip("vm.airs")
+    return {"memory": vm_airs.build_memory, "cpu": vm_airs.build_cpu}[name]()
+
+
+# ----------------------------------------------------------------------------- generic kernels
+
+def test_ef_batch_inverse_and_zero_detection():
+    rng = np.random.default_rng(1)
+    a = rnd(rng, 70, 4)
+    got = SD.ef_batch_inverse_device(cuda.to_device(a), chunk=4, block=8).copy_to_host()
+    assert np.array_equal(got, ef_inverse(a))
+    a[33] = 0
+    with pytest.raises(ZeroDivisionError):
+        SD.ef_batch_inverse_device(cuda.to_device(a), chunk=4, block=8)
+    flag = cuda.to_device(np.zeros(1, np.uint32))
+    SD.ef_batch_inverse_device(cuda.to_device(a), zero_flag=flag, chunk=4, block=8)
+    assert flag.copy_to_host()[0] == 1
+
+
+@pytest.mark.parametrize("n,block", [(1, 4), (7, 4), (8, 4), (9, 4), (100, 8), (33, 2)])
+def test_ef_prefix_sum_recursive_scan(n, block):
+    rng = np.random.default_rng(n)
+    a = rnd(rng, n, 4)
+    want = (np.cumsum(a.astype(np.uint64), axis=0) % np.uint64(P)).astype(np.uint32)
+    d = cuda.to_device(a)
+    assert np.array_equal(SD.ef_prefix_sum_device(d, block=block).copy_to_host(), want)
+    SD.ef_prefix_sum_device(d, out=d, block=block)                 # in place
+    assert np.array_equal(d.copy_to_host(), want)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_bit_reverse(axis):
+    rng = np.random.default_rng(axis)
+    a = rnd(rng, 16, 3) if axis == 0 else rnd(rng, 3, 32)
+    got = SD.bit_reverse_device(cuda.to_device(a), axis=axis, block=16).copy_to_host()
+    assert np.array_equal(got, brp(a, axis=axis))
+
+
+def test_quotient_selectors_match_air_eval():
+    log_n, log_m = 3, 5
+    sel, zh = SD.quotient_selectors_device(log_n, log_m, block=8)
+    sel, zh = sel.copy_to_host().astype(np.uint64), zh.copy_to_host().astype(np.uint64)
+    want, inv_zh = airlib.selectors_on_coset(log_n, SD.SHIFT, log_m)
+    r = np.arange(1 << log_m) % zh.shape[1]
+    assert np.array_equal(AF.mul(zh[0, r], sel[0]), want["first"])
+    assert np.array_equal(AF.mul(zh[0, r], sel[1]), want["last"])
+    assert np.array_equal(sel[2], want["transition"])
+    assert np.array_equal(zh[1, r], inv_zh)
+
+
+# ----------------------------------------------------------------------------- R1: LogUp
+
+def _aux_case(air, log_n, rng, trace=None, pv=()):
+    shape = shape_of(air, log_n)
+    main = rnd(rng, 1 << log_n, air.main_width) if trace is None else trace
+    chal = challenges(rng)
+    want_aux, want_term = HOST.aux_build(air, shape, main, pv, chal)
+    return shape, main, chal, want_aux, want_term
+
+
+@pytest.mark.parametrize("name,log_n", [("adder", 5), ("pairs", 4), ("memory", 4), ("cpu", 3)])
+def test_aux_build_matches_host(name, log_n):
+    rng = np.random.default_rng(log_n)
+    air = {"adder": ex.adder_air, "pairs": lambda: ex.pairs_air(log_n)}.get(name, lambda: vm_air(name))()
+    pv = list(rnd(rng, air.num_public))
+    shape, main, chal, want_aux, want_term = _aux_case(air, log_n, rng, pv=pv)
+    got, term = CD.aux_build_device(air, shape, dev(main.T), pv, chal, block=8, scan_block=4)
+    assert np.array_equal(got.copy_to_host(), want_aux)
+    assert np.array_equal(term, want_term) and term.dtype == np.uint32
+    # the trace as rows, the aux trace as columns (the LDE's layout)
+    # (and in row chunks of 12: the temporaries cover 12 rows, the last chunk is short)
+    got_c, term_c = CD.aux_build_device(air, shape, cuda.to_device(main), pv, chal, layout="rows",
+                                        columns=True, block=32, row_chunk=12)
+    assert np.array_equal(got_c.copy_to_host(), want_aux.T) and np.array_equal(term_c, want_term)
+
+
+def test_aux_build_real_block_terminals_cancel():
+    airs, traces, pvs = ex.lookup_block(4, 4)
+    rng = np.random.default_rng(7)
+    chal = challenges(rng)
+    total = np.zeros((4, 1), np.uint64)
+    for air, t, pv in zip(airs, traces, pvs):
+        shape = shape_of(air, t.shape[0].bit_length() - 1)
+        want_aux, want_term = HOST.aux_build(air, shape, t, pv, chal)
+        got, term = CD.aux_build_device(air, shape, dev(t.T), pv, chal, block=64)
+        assert np.array_equal(got.copy_to_host(), want_aux) and np.array_equal(term, want_term)
+        total = AF.ef_add(total, term.astype(np.uint64).reshape(4, 1))
+    assert not total.any()                                   # the buses balance
+
+
+def test_aux_build_vanishing_denominator_raises_like_host():
+    air = ex.adder_air()
+    shape = shape_of(air, 3)
+    main = np.zeros((8, 4), np.uint32)
+    # beta = 0: d = gamma - bus_id for every row; gamma = the first bus id -> d = 0
+    chal = {"logup_beta": np.zeros(4, np.uint32),
+            "logup_gamma": np.array([air.interactions[0].bus_id, 0, 0, 0], np.uint32)}
+    with pytest.raises(ValueError, match="vanished"):
+        HOST.aux_build(air, shape, main, [], chal)
+    with pytest.raises(ValueError, match="vanished"):
+        CD.aux_build_device(air, shape, dev(main.T), [], chal, block=8)
+
+
+# ----------------------------------------------------------------------------- R2: quotient
+
+def _quotient_airs():
+    quartic = AirBuilder("quartic")
+    x, y = quartic.main("x"), quartic.main("y")
+    quartic.when_transition(y.next - x * x * x * y)            # D = 4: 3 parts, M = 4n
+    quartic.when_transition(x.next - x - 1)
+    quartic.when_first_row(x - quartic.pv("x0"))
+    return {"fibonacci": (ex.fibonacci_air(), 1), "cubic": (ex.cubic_air(), 2),
+            "quartic": (quartic.build(), 2), "adder": (ex.adder_air(), 1),
+            "pairs": (ex.pairs_air(4), 1), "memory": (None, 1), "cpu": (None, 1)}
+
+
+@pytest.mark.parametrize("name", ["fibonacci", "cubic", "quartic", "adder", "pairs", "memory",
+                                  "cpu"])
+def test_quotient_matches_host(name):
+    air, log_blowup = _quotient_airs()[name]
+    if air is None:
+        air = vm_air(name)
+    log_n = 4 if air.fixed_height is None else air.fixed_height.bit_length() - 1
+    log_n = 3 if name == "cpu" else log_n
+    rng = np.random.default_rng(len(name))
+    shape = shape_of(air, log_n, log_blowup)
+    N = 1 << shape.log_lde
+    main = rnd(rng, air.main_width, N)
+    prep = rnd(rng, air.prep_width, N) if air.prep_width else None
+    aux = rnd(rng, 4 * air.aux_width, N) if air.aux_width else None
+    term = rnd(rng, 4) if air.aux_width else None
+    pv, chal, alpha = list(rnd(rng, air.num_public)), challenges(rng), rnd(rng, 4)
+    want = HOST.quotient(air, shape, host_com(main), host_prep(prep),
+                         None if aux is None else host_com(aux), pv, chal, alpha, term)
+    assert want.shape == (4, 1 << shape.log_quotient)
+    sels = SD.quotient_selectors_device(shape.log_n, shape.log_quotient)
+    for layout in ("cols", "rows"):
+        got = CD.quotient_device(air, shape, dev(main, layout), dev(prep, layout), dev(aux, layout),
+                                 pv, chal, alpha, term, layout=layout, selectors=sels, block=32)
+        assert np.array_equal(got.copy_to_host(), want), layout
+
+
+def test_generated_kernels_cached_and_registered():
+    air = ex.fibonacci_air()
+    gk = CD.generated(air)
+    assert CD.generated(ex.fibonacci_air()) is gk               # same fingerprint, same kernels
+    fp = "".join(f"{x:04x}" for x in air.fingerprint())[:16]
+    assert gk.filename == f"<steadfast-air:fibonacci:{fp}>" and CD.SOURCES[gk.filename] == gk.source
+    assert gk.logup is None and CD.generated(ex.adder_air()).logup is not None
+    names = {q for q, _, _ in devicelib.KERNELS}
+    assert f"kernels.constraint_device.generated.quotient_fibonacci_{fp}" in names
+    n_before = len(CD.SOURCES)
+    rng = np.random.default_rng(3)
+    shape = shape_of(air, 2)
+    m = dev(rnd(rng, 2, 8))
+    for _ in range(2):
+        CD.quotient_device(air, shape, m, None, None, [1, 2, 3], {}, rnd(rng, 4), None, block=8)
+    assert len(CD.SOURCES) == n_before
+    # one statement per instruction, SSA names, the fold reads alpha powers
+    assert gk.source.count("main[") == len(air.constraint_program.leaves("main"))
+
+
+# ----------------------------------------------------------------------------- R3, R4
+
+@pytest.mark.parametrize("c,n,block", [(5, 64, 8), (3, 1, 4), (2, 200, 16)])
+def test_ood_matches_host(c, n, block):
+    rng = np.random.default_rng(n)
+    coeffs = rnd(rng, c, n)
+    z = rnd(rng, 4)
+    want = HOST.ood(Committed(None, coeffs, None, None), z)
+    got = SD.ood_device(cuda.to_device(coeffs), z, block=block).copy_to_host()
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("uses_next", [True, False])
+def test_deep_quotient_matches_host(uses_next):
+    # groups main, [main at z w], aux, aux at z w, parts: fused pairs and a lone group
+    rng = np.random.default_rng(11)
+    shape = shape_of(ex.adder_air(), 4)
+    shape = type(shape)(**{**shape.__dict__, "uses_next_main": uses_next})
+    N = 1 << shape.log_lde
+    mats = {"main": rnd(rng, 3, N), "aux": rnd(rng, 8, N), "parts": rnd(rng, 4, N)}
+    groups = [(m, rnd(rng, mats[m].shape[0], 4), nx) for m, nx in deep_groups(shape)]
+    z, lam = rnd(rng, 4), rnd(rng, 4)
+    want = HOST.deep_quotient(shape, [(host_com(mats[m]), v, nx) for m, v, nx in groups], z, lam)
+    for layout in ("cols", "rows"):
+        d = {k: dev(v, layout) for k, v in mats.items()}
+        got = SD.deep_quotient_device(shape, [(d[m], v, nx) for m, v, nx in groups], z, lam,
+                                      layout=layout, block=16)
+        assert np.array_equal(got.copy_to_host(), want), layout
+
+
+def test_fri_fold_matches_host():
+    rng = np.random.default_rng(5)
+    shape = shape_of(ex.fibonacci_air(), 4)
+    values = rnd(rng, 1 << shape.log_lde, 4)
+    for layer in range(3):
+        beta = rnd(rng, 4)
+        want = HOST.fri_fold(values, beta, layer, shape)
+        got = SD.fri_fold_device(cuda.to_device(values), beta, layer, shape, block=4).copy_to_host()
+        assert np.array_equal(got, want)
+        values = want
+
+
+# ----------------------------------------------------------------------------- validation
+
+def test_wrappers_validate_inputs():
+    rng = np.random.default_rng(0)
+    a = rnd(rng, 8, 4)
+    with pytest.raises(TypeError, match="host numpy"):
+        SD.ef_prefix_sum_device(a)
+    with pytest.raises(TypeError, match="uint32"):
+        SD.ef_prefix_sum_device(cuda.to_device(a.astype(np.float32)))
+    with pytest.raises(ValueError, match="last axis"):
+        SD.ef_batch_inverse_device(cuda.to_device(rnd(rng, 8, 3)))
+    with pytest.raises(ValueError, match="power of two"):
+        SD.ef_prefix_sum_device(cuda.to_device(a), block=3)
+    with pytest.raises(ValueError, match="power of two"):
+        SD.bit_reverse_device(cuda.to_device(rnd(rng, 6, 2)))
+    with pytest.raises(ValueError, match="canonical"):
+        SD.ood_device(cuda.to_device(a), [P, 0, 0, 0])
+    air = ex.fibonacci_air()
+    shape = shape_of(air, 2)
+    with pytest.raises(ValueError, match="expected"):
+        CD.quotient_device(air, shape, dev(rnd(rng, 3, 8)), None, None, [1, 2, 3], {}, a[0], None)
+    with pytest.raises(ValueError, match="layout"):
+        CD.quotient_device(air, shape, dev(rnd(rng, 2, 8)), None, None, [1, 2, 3], {}, a[0], None,
+                           layout="diag")
+    with pytest.raises(ValueError, match="public values"):
+        CD.quotient_device(air, shape, dev(rnd(rng, 2, 8)), None, None, [1, 2], {}, a[0], None)
+    with pytest.raises(ValueError, match="no interactions"):
+        CD.aux_build_device(air, shape, dev(rnd(rng, 2, 4)), [1, 2, 3], {})
+    with pytest.raises(ValueError, match="layer"):
+        SD.fri_fold_device(cuda.to_device(a), a[0], 1, shape)     # layer 1 has 4 points
+    empty = SD.ef_prefix_sum_device(cuda.to_device(np.zeros((0, 4), np.uint32)))
+    assert empty.shape == (0, 4)
