@@ -5,24 +5,29 @@ one instruction per shared sub-expression, leaves ``main``/``prep``/``aux``/``pv
 ``chal``/``term``/``const``) and emits Python source for two numba.cuda kernels, one
 statement per instruction, base values as one uint32 variable and EF values as four:
 
-* ``quotient_<air>``: one thread per point j of the quotient coset g<w_M>; reads every
-  column at j and at the next trace row (j + M/n mod M) straight from the natural-order
-  LDE matrices (point j is LDE position j * N/M), evaluates every constraint, folds them
-  with alpha (sum_k alpha^(K-1-k) sel_k C_k, powers passed in) and multiplies by 1/Z_H:
-  exactly air.quotient_on_coset, i.e. HostStages.quotient.
+* ``quotient_<air>``: one thread per point j of the quotient coset g<w_M> (natural
+  order); reads every column at j and at the next trace row (j + M/n mod M) straight
+  from the LDE matrices -- natural columns (c, N), point j at position j N/M, or the
+  committed bit-reversed rows (N, c), point j at row bitrev_M(j) -- evaluates every
+  constraint, folds them with alpha (sum_k alpha^(K-1-k) sel_k C_k, the powers passed
+  in) and multiplies by 1/Z_H: exactly air.quotient_on_coset, i.e. HostStages.quotient.
 * ``logup_<air>``: one thread per trace row; evaluates the interaction program and
   writes every interaction's denominator d = gamma - (bus_id + sum_j beta^(j+1) v_j)
   (EF) and signed multiplicity (sign * m).
 
 The source is exec'd once per AIR with the filename ``<steadfast-air:NAME:FINGERPRINT>``
 (registered with linecache), kept in :data:`SOURCES`, and the kernels are cached for the
-process in :data:`_CACHE` keyed by ``air.fingerprint()``; each python function is also
-registered in ``kernels.devicelib.KERNELS`` with its PTX signature, so ``python -m
-kernels.ptx_check`` compiles the kernels of :func:`register_example_airs`.
+process in ``_CACHE`` keyed by ``air.fingerprint()`` (each is compiled by numba on its
+first launch, once per process).  Each python function is registered in
+``kernels.devicelib.KERNELS`` with its PTX signature; :func:`ptx_examples` (called by
+``python -m kernels.ptx_check``) generates the kernels of :func:`register_example_airs`.
+The generated code calls :data:`DFC`, the field functions of :mod:`kernels.field` built
+as plain device functions (see there), and is written so that numba compiles it in time
+linear in its length (see :class:`_Emitter`).
 
-The LogUp wrapper :func:`aux_build_device` then inverts the denominators (EF Montgomery
-trick), sums the h columns per batch and runs the running-sum scan (kernels in
-:mod:`kernels.stage_device`), reproducing HostStages.aux_build.
+:func:`aux_build_device` then inverts the denominators (EF Montgomery trick), sums the h
+columns per batch and runs the running-sum scan (kernels of :mod:`kernels.stage_device`),
+reproducing HostStages.aux_build; :func:`quotient_device` reproduces HostStages.quotient.
 """
 from __future__ import annotations
 
@@ -34,26 +39,34 @@ import numpy as np
 from numba import cuda
 
 from air import field as AF
-from .devicelib import DF, KERNELS, grid_1d, kernel
+from .devicelib import DF, grid_1d, kernel
+from . import field
 from .field import P
-from .stage_device import (DEFAULT_BLOCK, MAX_SHARED_BLOCK, bitrev, check_device_array,
+from .field_device import batch_inverse
+from .stage_device import (DEFAULT_BLOCK, MAX_SHARED_BLOCK, SHIFT, bitrev, check_device_array,
                            device_empty, ef_batch_inverse_device, ef_prefix_sum_device,
-                           ef_scalar, fetch, matrix_geometry, quotient_selectors_device)
+                           ef_scalar, fetch, matrix_geometry)
 
-__all__ = ["generated", "quotient_device", "aux_build_device", "register_example_airs",
-           "SOURCES", "GeneratedKernels"]
+__all__ = ["generated", "quotient_device", "quotient_selectors_device", "aux_build_device",
+           "register_example_airs", "SOURCES", "GeneratedKernels", "DFC"]
 
 #: filename -> generated source, for every AIR generated in this process
 SOURCES: dict[str, str] = {}
 _CACHE: dict[tuple, "GeneratedKernels"] = {}
+
+#: The field functions of kernels.field (the source DF is built from) as plain CUDA device
+#: functions: numba's IR-level ``inline="always"`` (DF) costs ~15x the compile time in
+#: kernels of hundreds of field operations; NVVM still inlines every call (the PTX of the
+#: generated kernels contains no calls).
+DFC = field.build(cuda.jit(device=True))
 _LOCK = threading.Lock()
 
 _M2 = "uint32[:, ::1]"
 _QUOTIENT_SIG = ("void(uint32[::1], int64, int64, uint32[::1], int64, int64, uint32[::1], int64, "
-                 f"int64, uint32[::1], uint32[::1], {_M2}, {_M2}, {_M2}, int64, int64, int64, "
-                 f"int64, int64, {_M2})")
-_LOGUP_SIG = f"void(uint32[::1], int64, int64, uint32[::1], uint32[::1], {_M2}, {_M2}, {_M2}, " \
-             f"uint32[::1])"
+                 f"int64, uint32[::1], uint32[::1], uint32[::1], {_M2}, {_M2}, int64, int64, "
+                 f"int64, int64, int64, {_M2})")
+_LOGUP_SIG = f"void(uint32[::1], int64, int64, uint32[::1], int64, uint32[::1], uint32[::1], " \
+             f"int64, {_M2}, {_M2}, uint32[::1])"
 _CHAL_SLOT = {"logup_beta": 0, "logup_gamma": 4}
 _TERM_SLOT = 8
 _SEL_ROW = {"first": 0, "last": 1}
@@ -71,25 +84,30 @@ class GeneratedKernels:
 # ----------------------------------------------------------------------------- codegen
 
 class _Emitter:
-    """Straight-line source in SSA form: every value gets a fresh name (numba's SSA
-    reconstruction of a reassigned name scans its whole block, quadratic in a big
-    kernel), and a redundant guard ``if <guard>: return`` every ``SPLIT`` statements
-    cuts the body into small basic blocks (numba's lowering checks block-local
-    variables per block, also quadratic in the block size).  LLVM folds the repeated
-    guards away."""
+    """Straight-line kernel source, written so that numba compiles it in linear time:
+
+    * SSA: every value gets a fresh name (numba re-splits a reassigned name by scanning
+      its whole block: quadratic in a big kernel);
+    * a redundant guard ``if <guard>: return`` every ``SPLIT`` statements cuts the body
+      into small basic blocks (numba's lowering checks every block-local variable against
+      its block: also quadratic); LLVM folds the repeated guards away;
+    * EF values are 4 names; component-wise results (leaf loads, EF +/- base) are 4
+      plain assignments, not a tuple; constants are module globals (no call to type).
+    """
 
     SPLIT = 24
 
     def __init__(self, guard: str, indent: str = "    "):
         self.guard, self.ind = guard, indent
         self.lines: list[str] = []
+        self.consts: dict[str, int] = {}
         self.count = 0
         self.since = 0
 
-    def fresh(self, base: str, ef: bool = False):
-        self.count += 1
-        v = f"{base}_{self.count}"                    # never clashes with the fixed locals
-        return tuple(f"{v}_{c}" for c in range(4)) if ef else v
+    def const(self, v: int) -> str:
+        name = f"_K{int(v)}"
+        self.consts[name] = int(v)
+        return name
 
     def emit(self, stmt: str) -> None:
         """One (possibly compound, multi-line) statement."""
@@ -101,78 +119,93 @@ class _Emitter:
             self.lines.append(f"{self.ind}    return")
             self.since = 0
 
-    def assign(self, base: str, ef: bool, rhs: str):
-        """Emit ``<fresh> = rhs``; returns the new name (a 4-tuple of names for EF)."""
-        v = self.fresh(base, ef)
-        self.emit(f"{', '.join(v) if ef else v} = {rhs}")
-        return v
+    def assign(self, base: str, rhs):
+        """Bind rhs to fresh names and return them: a str is a base value; a list of 4
+        str an EF value given component-wise; ("call", src) a call returning an EF
+        4-tuple (EF values come back as a tuple of 4 names)."""
+        self.count += 1
+        v = f"{base}_{self.count}"                    # never clashes with the fixed locals
+        if isinstance(rhs, str):
+            self.emit(f"{v} = {rhs}")
+            return v
+        names = tuple(f"{v}_{c}" for c in range(4))
+        if isinstance(rhs, tuple):                    # ("call", "...") -> 4-tuple result
+            self.emit(f"{', '.join(names)} = {rhs[1]}")
+        else:
+            for n, r in zip(names, rhs):
+                self.emit(f"{n} = {r}")
+        return names
 
     def program(self, program, leaf) -> list:
         """One statement per instruction; returns the output values' names."""
         is_ef = program.is_ef
         names: list = []
-        for i, (op, a, b, payload) in enumerate(program.ops):
+        for op, a, b, payload in program.ops:
             if a < 0:
-                rhs = f"_u32({int(payload)})" if op == "const" else leaf(op, payload)
+                rhs = self.const(payload) if op == "const" else leaf(op, payload)
             else:
                 rhs = _binary(op, names[a], is_ef[a], names[b] if b >= 0 else None,
                               is_ef[b] if b >= 0 else False)
-            names.append(self.assign("v", is_ef[i], rhs))
+            names.append(self.assign("v", rhs))
         return [names[o] for o in program.outputs]
 
 
-def _binary(op, x, xe, y, ye) -> str:
-    """Source for one interior instruction (mirrors air.program._add/_sub/_mul)."""
-    X = ", ".join(x) if xe else x
-    Y = (", ".join(y) if ye else y) if y is not None else None
+def _call(fn: str, *parts) -> tuple:
+    """An EF-valued call: ("call", source)."""
+    args = ", ".join(", ".join(p) if isinstance(p, tuple) else p for p in parts)
+    return ("call", f"{fn}({args})")
+
+
+def _binary(op, x, xe, y, ye):
+    """Source for one interior instruction (mirrors air.program._add/_sub/_mul/neg)."""
     if op == "neg":
-        return f"_neg({x[0]}), _neg({x[1]}), _neg({x[2]}), _neg({x[3]})" if xe else f"_neg({x})"
+        return [f"_neg({c})" for c in x] if xe else f"_neg({x})"
     if op == "add":
         if xe and ye:
-            return f"_ef_add({X}, {Y})"
+            return _call("_ef_add", x, y)
         if xe or ye:
-            e, s = (x, y) if xe else (y, x)
-            return f"_add({e[0]}, {s}), {e[1]}, {e[2]}, {e[3]}"
+            e, b = (x, y) if xe else (y, x)
+            return [f"_add({e[0]}, {b})", e[1], e[2], e[3]]
         return f"_add({x}, {y})"
     if op == "sub":
         if xe and ye:
-            return f"_ef_sub({X}, {Y})"
+            return _call("_ef_sub", x, y)
         if xe:
-            return f"_sub({x[0]}, {y}), {x[1]}, {x[2]}, {x[3]}"
+            return [f"_sub({x[0]}, {y})", x[1], x[2], x[3]]
         if ye:
-            return f"_sub({x}, {y[0]}), _neg({y[1]}), _neg({y[2]}), _neg({y[3]})"
+            return [f"_sub({x}, {y[0]})", f"_neg({y[1]})", f"_neg({y[2]})", f"_neg({y[3]})"]
         return f"_sub({x}, {y})"
     if op == "mul":
         if xe and ye:
-            return f"_ef_mul({X}, {Y})"
+            return _call("_ef_mul", x, y)
         if xe or ye:
-            e, s = (x, y) if xe else (y, x)
-            return f"_ef_mul_base({', '.join(e)}, {s})"
+            e, b = (x, y) if xe else (y, x)
+            return _call("_ef_mul_base", e, b)
         return f"_mul({x}, {y})"
     raise ValueError(f"unknown op {op!r}")  # pragma: no cover
 
 
 def _quotient_leaf(op, payload):
-    # flat matrices: column j at position q is X[j * Xcs + q * Xps]; o<nx> = q<nx> * Xps
+    # flat matrices: column j at quotient point q is X[j * Xcs + q * Xps] (the offsets
+    # m<nx> = q<nx> * mps etc. are computed once per thread, nx = next row)
     if op in ("main", "prep"):
         j, nx = payload
         m = "m" if op == "main" else "r"
         return f"{op}[{int(j)} * {m}cs + {m}{int(bool(nx))}]"
     if op == "aux":
         j, nx = payload
-        return ", ".join(f"aux[{4 * int(j) + c} * acs + a{int(bool(nx))}]" for c in range(4))
+        return [f"aux[{4 * int(j) + c} * acs + a{int(bool(nx))}]" for c in range(4)]
     if op == "pv":
         return f"pv[{int(payload)}]"
     if op == "chal":
-        s = _CHAL_SLOT[payload]
-        return ", ".join(f"scal[{s + c}]" for c in range(4))
+        return [f"scal[{_CHAL_SLOT[payload] + c}]" for c in range(4)]
     if op == "term":
-        return ", ".join(f"scal[{_TERM_SLOT + c}]" for c in range(4))
+        return [f"scal[{_TERM_SLOT + c}]" for c in range(4)]
     raise ValueError(f"unknown leaf {op!r}")
 
 
 def _logup_leaf(op, payload):
-    # main / prep are flat views: element (column j, row i) at j * s_col + i * s_row
+    # main is flat with element (column j, row i) at j * ms0 + i * ms1; prep is (k, n)
     if op == "main":
         return f"main[{int(payload[0])} * ms0 + i * ms1]"
     if op == "prep":
@@ -182,7 +215,7 @@ def _logup_leaf(op, payload):
     raise ValueError(f"interaction values cannot read {op!r}")
 
 
-def _quotient_source(air, fname: str) -> str:
+def _quotient_source(air, fname: str):
     prog = air.constraint_program
     em = _Emitter("i >= M")
     head = [f"def {fname}(main, mcs, mps, prep, rcs, rps, aux, acs, aps, pv, scal, apow, sel, "
@@ -207,63 +240,67 @@ def _quotient_source(air, fname: str) -> str:
     outs = em.program(prog, _quotient_leaf)
     K = len(air.constraints)
     groups: dict[str, tuple] = {}
-    # N = sum_k alpha^(K-1-k) C_k, accumulated per row condition (air.eval.fold_constraints)
+    # sum_k alpha^(K-1-k) C_k per row condition (air.eval.fold_constraints); apow is flat:
+    # alpha^e at [4e, 4e + 4)
     for k, (c, val) in enumerate(zip(air.constraints, outs)):
-        a = K - 1 - k
-        co = em.assign("c", True, ", ".join(f"apow[{a}, {j}]" for j in range(4)))
+        e = 4 * (K - 1 - k)
+        co = tuple(f"apow[{e + j}]" for j in range(4))
         if prog.is_ef[prog.outputs[k]]:
-            t = em.assign("t", True, f"_ef_mul({', '.join(co)}, {', '.join(val)})")
+            t = em.assign("t", _call("_ef_mul", co, val))
         else:
-            t = em.assign("t", True, f"_ef_mul_base({', '.join(co)}, {val})")
-        if c.when in groups:
-            g = groups[c.when]
-            groups[c.when] = em.assign("g", True, f"_ef_add({', '.join(g)}, {', '.join(t)})")
-        else:
-            groups[c.when] = t
-    zk = em.assign("zk", False, "i % zh.shape[1]")
-    q = em.assign("q", True, "_u32(0), _u32(0), _u32(0), _u32(0)")
+            t = em.assign("t", _call("_ef_mul_base", co, val))
+        g = groups.get(c.when)
+        groups[c.when] = t if g is None else em.assign("g", _call("_ef_add", g, t))
+    zk = em.assign("zk", "i % zh.shape[1]")
+    q = None
     for when, g in groups.items():
         if when != "all":
             if when == "transition":
-                sv = em.assign("s", False, "sel[2, i]")
+                sv = em.assign("s", "sel[2, i]")
             else:
-                sv = em.assign("s", False, f"_mul(zh[0, {zk}], sel[{_SEL_ROW[when]}, i])")
-            g = em.assign("t", True, f"_ef_mul_base({', '.join(g)}, {sv})")
-        q = em.assign("q", True, f"_ef_add({', '.join(q)}, {', '.join(g)})")
-    q = em.assign("q", True, f"_ef_mul_base({', '.join(q)}, zh[1, {zk}])")
+                sv = em.assign("s", f"_mul(zh[0, {zk}], sel[{_SEL_ROW[when]}, i])")
+            g = em.assign("t", _call("_ef_mul_base", g, sv))
+        q = g if q is None else em.assign("q", _call("_ef_add", q, g))
+    if q is None:
+        q = em.assign("q", [em.const(0)] * 4)
+    q = em.assign("q", _call("_ef_mul_base", q, f"zh[1, {zk}]"))
     for c in range(4):
         em.emit(f"out[{c}, i] = {q[c]}")
-    return "\n".join(head + em.lines) + "\n"
+    return "\n".join(head + em.lines) + "\n", em.consts
 
 
-def _logup_source(air, fname: str) -> str:
+def _logup_source(air, fname: str):
     prog = air.interaction_program
-    em = _Emitter("i >= n")
-    head = [f"def {fname}(main, ms0, ms1, prep, pv, bpow, dens, sm, zero_flag):",
+    em = _Emitter("il >= rows")
+    arity = max(len(it.values) for it in air.interactions)
+    # rows r0 .. r0 + rows - 1 of the trace (a chunk bounds the temporaries dens / sm)
+    head = [f"def {fname}(main, ms0, ms1, prep, n, pv, bpow, r0, dens, sm, zero_flag):",
             "    # generated from the AIR's interaction program (kernels/constraint_device.py)",
-            "    n = sm.shape[1]",
-            "    i = cuda.grid(1)",
-            "    if i >= n:",
-            "        return"]
+            "    rows = sm.shape[1]",
+            "    il = cuda.grid(1)",
+            "    if il >= rows:",
+            "        return",
+            "    i = r0 + il"]
+    # bpow (flat): gamma at [0, 4), beta^j at [4j, 4j + 4); loaded once per thread
+    bp = [em.assign("b", [f"bpow[{4 * j + c}]" for c in range(4)]) for j in range(arity + 1)]
     outs = em.program(prog, _logup_leaf)
     pos = 0
+    zero = em.const(0)
     for t, it in enumerate(air.interactions):
         k = len(it.values)
-        # d = gamma - (bus_id + sum_j beta^(j+1) v_j);  bpow[0] = gamma, bpow[j] = beta^j
-        f = em.assign("f", True, f"_u32({it.bus_id}), _u32(0), _u32(0), _u32(0)")
+        # d = gamma - (bus_id + sum_j beta^(j+1) v_j)
+        f = (em.const(it.bus_id), zero, zero, zero)
         for j in range(k):
-            bj = ", ".join(f"bpow[{j + 1}, {c}]" for c in range(4))
-            e = em.assign("e", True, f"_ef_mul_base({bj}, {outs[pos + j]})")
-            f = em.assign("f", True, f"_ef_add({', '.join(f)}, {', '.join(e)})")
-        g = ", ".join(f"bpow[0, {c}]" for c in range(4))
-        d = em.assign("d", True, f"_ef_sub({g}, {', '.join(f)})")
+            e = em.assign("e", _call("_ef_mul_base", bp[j + 1], outs[pos + j]))
+            f = em.assign("f", _call("_ef_add", f, e))
+        d = em.assign("d", _call("_ef_sub", bp[0], f))
         for c in range(4):
-            em.emit(f"dens[{t} * n + i, {c}] = {d[c]}")
-        em.emit(f"if {' and '.join(f'{x} == 0' for x in d)}:\n    zero_flag[0] = _u32(1)")
+            em.emit(f"dens[{t} * rows + il, {c}] = {d[c]}")
+        em.emit(f"if {' and '.join(f'{x} == 0' for x in d)}:\n    zero_flag[0] = {em.const(1)}")
         m = outs[pos + k]
-        em.emit(f"sm[{t}, i] = {m if it.sign > 0 else f'_neg({m})'}")
+        em.emit(f"sm[{t}, il] = {m if it.sign > 0 else f'_neg({m})'}")
         pos += k + 1
-    return "\n".join(head + em.lines) + "\n"
+    return "\n".join(head + em.lines) + "\n", em.consts
 
 
 def _ident(name: str) -> str:
@@ -284,16 +321,19 @@ def generated(air) -> GeneratedKernels:
         fp = "".join(f"{x:04x}" for x in key)[:16]
         base = f"{_ident(air.name)}_{fp}"
         qname, lname = f"quotient_{base}", f"logup_{base}"
-        src = _quotient_source(air, qname)
+        src, consts = _quotient_source(air, qname)
         if air.interactions:
-            src += "\n\n" + _logup_source(air, lname)
+            lsrc, lconsts = _logup_source(air, lname)
+            src += "\n\n" + lsrc
+            consts.update(lconsts)
         filename = f"<steadfast-air:{air.name}:{fp}>"
         linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
         SOURCES[filename] = src
-        glb = {"__name__": "kernels.constraint_device.generated", "cuda": cuda, "_u32": np.uint32,
-               "_add": DF.add, "_sub": DF.sub, "_neg": DF.neg, "_mul": DF.mul,
-               "_ef_add": DF.ef_add, "_ef_sub": DF.ef_sub, "_ef_mul": DF.ef_mul,
-               "_ef_mul_base": DF.ef_mul_base, "_bitrev": bitrev}
+        glb = {"__name__": "kernels.constraint_device.generated", "cuda": cuda,
+               "_add": DFC.add, "_sub": DFC.sub, "_neg": DFC.neg, "_mul": DFC.mul,
+               "_ef_add": DFC.ef_add, "_ef_sub": DFC.ef_sub, "_ef_mul": DFC.ef_mul,
+               "_ef_mul_base": DFC.ef_mul_base, "_bitrev": bitrev}
+        glb.update({k: np.uint32(v) for k, v in consts.items()})
         exec(compile(src, filename, "exec"), glb)
         quot = kernel(_QUOTIENT_SIG)(glb[qname])
         logup = kernel(_LOGUP_SIG)(glb[lname]) if air.interactions else None
@@ -305,6 +345,47 @@ def generated(air) -> GeneratedKernels:
 # ----------------------------------------------------------------------------- wrappers
 
 _ef_add, _ef_mul_base = DF.ef_add, DF.ef_mul_base
+_mulp, _subp, _powp = DF.mul, DF.sub, DF.pow_
+
+
+@kernel(f"void(uint32, uint32, uint32, int64, {_M2}, {_M2})")
+def _coset_diffs_kernel(g, w, w_inv_n, M, tmp, sel):
+    # x_j = g w^j on the quotient coset: tmp = (x - 1, x - w_n^-1) (to be inverted),
+    # sel[2] = x - w_n^-1 (the transition selector itself)
+    j = cuda.grid(1)
+    if j < M:
+        x = _mulp(g, _powp(w, j))
+        d = _subp(x, w_inv_n)
+        tmp[0, j] = _subp(x, np.uint32(1))
+        tmp[1, j] = d
+        sel[2, j] = d
+
+
+def quotient_selectors_device(log_n: int, log_m: int, stream=None, block: int = DEFAULT_BLOCK):
+    """Row-condition data on the quotient coset g<w_M> (natural order), as the generated
+    quotient kernels read it: ``sel`` device uint32[3, M] = (1/(x-1), 1/(x-w_n^-1),
+    x - w_n^-1) and ``zh`` device uint32[2, M/n] = (Z_H, 1/Z_H) at x_j for j mod M/n
+    (Z_H(x_j) = g^n w_(M/n)^j - 1 takes M/n values).  Then first = Z_H/(x-1), last =
+    Z_H/(x-w^-1), transition = x - w^-1, exactly as air.selectors_on_coset."""
+    if not 0 <= log_n <= log_m <= AF.TWO_ADICITY:
+        raise ValueError(f"quotient domain 2^{log_m} must contain the trace domain 2^{log_n}")
+    n, M = 1 << log_n, 1 << log_m
+    r = M // n
+    distinct = AF.sub(AF.mul(AF.powers(AF.root_of_unity(log_m - log_n), r), pow(SHIFT, n, P)), 1)
+    if np.any(distinct == 0):
+        raise ValueError("the coset meets the trace domain (Z_H vanishes)")
+    s = stream or 0
+    zh = cuda.to_device(np.stack([distinct, AF.inv(distinct)]).astype(np.uint32), stream=s)
+    sel = cuda.device_array((3, M), dtype=np.uint32, stream=s)
+    tmp = cuda.device_array((2, M), dtype=np.uint32, stream=s)
+    w_inv_n = pow(AF.root_of_unity(log_n), P - 2, P)
+    g, b = grid_1d(M, block)
+    _coset_diffs_kernel[g, b, s](np.uint32(SHIFT), np.uint32(AF.root_of_unity(log_m)),
+                                 np.uint32(w_inv_n), M, tmp, sel)
+    # base-field Montgomery trick straight into rows 0 and 1 of sel (x - 1, x - w^-1 are
+    # never zero: g = 31 generates F_p^*, so the coset g<w_M> misses the subgroup <w_M>)
+    batch_inverse(tmp.reshape(2 * M), out=sel.reshape(3 * M)[:2 * M], stream=s)
+    return sel, zh
 
 
 def _dummy(shape, stream):
@@ -369,7 +450,8 @@ def quotient_device(air, shape, main_lde, prep_lde, aux_lde, public_values, chal
     g, b = grid_1d(M, block)
     gk.quotient[g, b, s](main, mcs, mps, prep, rcs, rps, aux, acs, aps,
                          _pv_device(air, public_values, s), cuda.to_device(scal, stream=s),
-                         cuda.to_device(np.ascontiguousarray(apow.T.astype(np.uint32)), stream=s),
+                         cuda.to_device(np.ascontiguousarray(apow.T.astype(np.uint32)).reshape(-1),
+                                        stream=s),
                          sel, zh, M, shape.log_quotient, N // M, M >> shape.log_n,
                          int(layout == "rows"), out)
     return out
@@ -384,19 +466,21 @@ def _out4(out, M, s, alloc):
     return out
 
 
-@kernel(f"void({_M2}, {_M2}, int64[::1], {_M2}, {_M2}, int64)")
-def _logup_h_kernel(dinv, sm, bstart, aux, tot, transposed):
-    # row i: h_k = sum_{t in batch k} sm[t, i] / d_t[i]; tot[i] = sum_k h_k
-    i = cuda.grid(1)
-    n = sm.shape[1]
-    if i >= n:
+@kernel(f"void({_M2}, {_M2}, int64[::1], int64, {_M2}, {_M2}, int64)")
+def _logup_h_kernel(dinv, sm, bstart, r0, aux, tot, transposed):
+    # trace row i = r0 + il of a chunk: h_k = sum_{t in batch k} sm[t, il] / d_t;
+    # tot[i] = sum_k h_k.  dinv row t * rows + il holds 1/d_t at that row.
+    il = cuda.grid(1)
+    rows = sm.shape[1]
+    if il >= rows:
         return
+    i = r0 + il
     s0, s1, s2, s3 = np.uint32(0), np.uint32(0), np.uint32(0), np.uint32(0)
     for k in range(bstart.shape[0] - 1):
         h0, h1, h2, h3 = np.uint32(0), np.uint32(0), np.uint32(0), np.uint32(0)
         for t in range(bstart[k], bstart[k + 1]):
-            r = t * n + i
-            e0, e1, e2, e3 = _ef_mul_base(dinv[r, 0], dinv[r, 1], dinv[r, 2], dinv[r, 3], sm[t, i])
+            r = t * rows + il
+            e0, e1, e2, e3 = _ef_mul_base(dinv[r, 0], dinv[r, 1], dinv[r, 2], dinv[r, 3], sm[t, il])
             h0, h1, h2, h3 = _ef_add(h0, h1, h2, h3, e0, e1, e2, e3)
         if transposed:
             aux[4 * k, i] = h0
@@ -434,7 +518,8 @@ def _logup_place_kernel(acc, aux, col0, transposed, zero_flag, fin):
 
 def aux_build_device(air, shape, main, public_values, challenges: dict, prep=None,
                      layout: str = "cols", columns: bool = False, stream=None,
-                     block: int = DEFAULT_BLOCK, scan_block: int = MAX_SHARED_BLOCK, alloc=None):
+                     block: int = DEFAULT_BLOCK, scan_block: int = MAX_SHARED_BLOCK,
+                     row_chunk: int = 1 << 16, alloc=None):
     """R1 LogUp (HostStages.aux_build) on the device.
 
     ``main``: the main trace on H as device uint32[w, n] (``layout="cols"``, the column
@@ -477,23 +562,32 @@ def aux_build_device(air, shape, main, public_values, challenges: dict, prep=Non
     bpow[1:] = AF.ef_mul(AF.ef_powers(beta, arity), beta).T
     T = len(air.interactions)
     B = len(air.lookup_batches)
-    dens = cuda.device_array((T * n, 4), dtype=np.uint32, stream=s)
-    sm = cuda.device_array((T, n), dtype=np.uint32, stream=s)
-    flag = cuda.to_device(np.zeros(1, np.uint32), stream=s)
-    g, b = grid_1d(n, block)
-    gk.logup[g, b, s](main.reshape(w * n), ms0, ms1, prep_flat,
-                      _pv_device(air, public_values, s), cuda.to_device(bpow, stream=s),
-                      dens, sm, flag)
-    dinv = ef_batch_inverse_device(dens, zero_flag=flag, stream=s, block=block)
     # batches are consecutive runs of interactions in declaration order
-    sizes = [len(bt) for bt in air.lookup_batches]
-    bstart = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    bstart = np.concatenate([[0], np.cumsum([len(bt) for bt in air.lookup_batches])])
     a = B + 1
     aux = device_empty((4 * a, n) if columns else (n, 4 * a), s, alloc)
     tot = cuda.device_array((n, 4), dtype=np.uint32, stream=s)
-    _logup_h_kernel[g, b, s](dinv, sm, cuda.to_device(bstart, stream=s), aux, tot, int(columns))
+    flag = cuda.to_device(np.zeros(1, np.uint32), stream=s)
+    d_bpow = cuda.to_device(bpow.reshape(-1), stream=s)
+    d_bstart = cuda.to_device(bstart.astype(np.int64), stream=s)
+    d_pv = _pv_device(air, public_values, s)
+    flat = main.reshape(w * n)
+    rows = min(n, max(1, int(row_chunk)))
+    dens = cuda.device_array((T * rows, 4), dtype=np.uint32, stream=s)
+    dinv = cuda.device_array((T * rows, 4), dtype=np.uint32, stream=s)
+    sm = cuda.device_array((T, rows), dtype=np.uint32, stream=s)
+    for r0 in range(0, n, rows):
+        if r0 + rows > n:                       # last, shorter chunk
+            rows = n - r0
+            dens, dinv = dens[:T * rows], dinv[:T * rows]
+            sm = cuda.device_array((T, rows), dtype=np.uint32, stream=s)
+        g, b = grid_1d(rows, block)
+        gk.logup[g, b, s](flat, ms0, ms1, prep_flat, n, d_pv, d_bpow, r0, dens, sm, flag)
+        ef_batch_inverse_device(dens, out=dinv, zero_flag=flag, stream=s, block=block)
+        _logup_h_kernel[g, b, s](dinv, sm, d_bstart, r0, aux, tot, int(columns))
     ef_prefix_sum_device(tot, out=tot, stream=s, block=scan_block)
     fin = cuda.device_array(5, dtype=np.uint32, stream=s)
+    g, b = grid_1d(n, block)
     _logup_place_kernel[g, b, s](tot, aux, 4 * B, int(columns), flag, fin)
     host = fetch(fin, stream)
     if host[4]:
@@ -521,4 +615,3 @@ def ptx_examples() -> None:
     register_example_airs()
 
 
-_ = KERNELS  # the registry the generated kernels are added to (via devicelib.kernel)

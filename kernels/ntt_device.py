@@ -30,7 +30,8 @@ import threading
 import numpy as np
 from numba import cuda, uint32
 
-from . import ntt as host
+from .ntt import _check_blowup, _check_shift, _log2_size, _table as _host_table
+from .ntt import build_butterflies, twiddles as _host_twiddles
 from .devicelib import DF, grid_1d, is_simulator, kernel
 from .field import GENERATOR, P, to_mont_host
 
@@ -41,16 +42,16 @@ __all__ = ["ntt_device", "intt_device", "coset_ntt_device", "coset_intt_device",
 # simulator build uses a smaller tile (same code, same index math, smaller constants) to
 # keep tests that straddle the tile and slab boundaries fast.
 if is_simulator():
-    _LOG_SHARED, _SLAB_W, _TPB = 8, 8, 32
+    _LOG_SHARED, _LOG_SLAB_W, _TPB = 8, 3, 32
 else:
-    _LOG_SHARED, _SLAB_W, _TPB = 11, 32, 256
+    _LOG_SHARED, _LOG_SLAB_W, _TPB = 11, 5, 256
 #: words of shared memory per stage-group block (8 KiB on a GPU); the short-span tile size
 SHARED_WORDS = 1 << _LOG_SHARED
-# _SLAB_W: slab row width for long spans (32 words = one 128-byte segment)
+# 2^_LOG_SLAB_W: slab row width for long spans (32 words = one 128-byte segment)
 # _TPB: threads per block of the stage kernel
 _BLOCK = 256                    # threads per block of the elementwise kernels
 
-_BF = host.build_butterflies(DF, cuda.jit(device=True, inline="always"))
+_BF = build_butterflies(DF, cuda.jit(device=True, inline="always"))
 _dit, _dif, _mm = _BF.dit, _BF.dif, DF.mont_mul
 
 
@@ -74,48 +75,67 @@ def _gather_kernel(src, dst, log_n, mode, c_m, tab):
         dst[r, i] = v
 
 
-@kernel("void(uint32[:, ::1], uint32[::1], int64, int64, int64)")
-def _stages_kernel(x, tw, s_lo, s_hi, forward):
-    # Block = slab q of row r for stages [s_lo, s_hi): element (i, l) of the slab is
-    # x[r, base + i 2^s_lo + l]; the butterfly of span h = 2^s pairs slab rows i and
-    # i + h / 2^s_lo with twiddle tw[h + (i mod h/2^s_lo) 2^s_lo + l0 + l].
+@kernel("void(uint32[:, ::1], uint32[::1], int64, int64, int64, int64)")
+def _stages_kernel(x, tw, log_n, s_lo, s_hi, forward):
+    # Slab Q (over all rows) for stages [s_lo, s_hi): element (i, l) of the slab is
+    # x[r, base + i 2^s_lo + l], i < 2^(s_hi - s_lo), l < lc; the butterfly of span
+    # h = 2^s pairs slab rows i and i + h / 2^s_lo with twiddle
+    # tw[h + (i mod h/2^s_lo) 2^s_lo + l0 + l].  A block holds 2^lspb slabs (small
+    # groups are packed so that every block fills its shared tile).  All sizes are powers
+    # of two: indices use shifts and masks.
     sm = cuda.shared.array(SHARED_WORDS, uint32)
-    n = x.shape[1]
-    stride = 1 << s_lo
-    lc = min(_SLAB_W, stride)
-    rows = 1 << (s_hi - s_lo)
-    size = rows * lc
-    per_g = stride // lc
-    per_row = (n >> s_hi) * per_g
-    r = cuda.blockIdx.x // per_row
-    q = cuda.blockIdx.x % per_row
-    l0 = (q % per_g) * lc
-    base = ((q // per_g) << s_hi) + l0
+    llc = min(_LOG_SLAB_W, s_lo)
+    lsize = (s_hi - s_lo) + llc
+    lspb = max(0, _LOG_SHARED - lsize)
+    lper_g = s_lo - llc
+    lper_row = (log_n - s_hi) + lper_g
+    total = x.shape[0] << lper_row
+    lc = 1 << llc
+    size = 1 << lsize
     tid = cuda.threadIdx.x
-    for e in range(tid, size, _TPB):
-        sm[e] = x[r, base + (e // lc) * stride + e % lc]
+    first = cuda.blockIdx.x << lspb
+    for e in range(tid, size << lspb, _TPB):
+        slab = first + (e >> lsize)
+        if slab < total:
+            i = (e & (size - 1)) >> llc
+            q = slab & ((1 << lper_row) - 1)
+            col = ((q >> lper_g) << s_hi) + ((q & ((1 << lper_g) - 1)) << llc) + (e & (lc - 1))
+            sm[e] = x[slab >> lper_row, col + (i << s_lo)]
     cuda.syncthreads()
+    half = size >> 1
     for st in range(s_hi - s_lo):
         s = s_lo + st if forward else s_hi - 1 - st
-        h = 1 << s
-        hr = h >> s_lo
-        for f in range(tid, size // 2, _TPB):
-            l = f % lc
-            pi = f // lc
-            ii = pi % hr
-            i = (pi // hr) * 2 * hr + ii
-            w = tw[h + ii * stride + l0 + l]
-            a = sm[i * lc + l]
-            b = sm[(i + hr) * lc + l]
-            if forward:
-                a, b = _dit(a, b, w)
-            else:
-                a, b = _dif(a, b, w)
-            sm[i * lc + l] = a
-            sm[(i + hr) * lc + l] = b
+        lhr = s - s_lo
+        for f in range(tid, half << lspb, _TPB):
+            z = f >> (lsize - 1)
+            g = f & (half - 1)
+            l = g & (lc - 1)
+            pi = g >> llc
+            ii = pi & ((1 << lhr) - 1)
+            i = ((pi >> lhr) << (lhr + 1)) + ii
+            slab = first + z
+            if slab < total:
+                q = slab & ((1 << lper_row) - 1)
+                l0 = (q & ((1 << lper_g) - 1)) << llc
+                w = tw[(1 << s) + (ii << s_lo) + l0 + l]
+                ea = (z << lsize) + (i << llc) + l
+                eb = ea + (1 << (lhr + llc))
+                a = sm[ea]
+                b = sm[eb]
+                if forward:
+                    a, b = _dit(a, b, w)
+                else:
+                    a, b = _dif(a, b, w)
+                sm[ea] = a
+                sm[eb] = b
         cuda.syncthreads()
-    for e in range(tid, size, _TPB):
-        x[r, base + (e // lc) * stride + e % lc] = sm[e]
+    for e in range(tid, size << lspb, _TPB):
+        slab = first + (e >> lsize)
+        if slab < total:
+            i = (e & (size - 1)) >> llc
+            q = slab & ((1 << lper_row) - 1)
+            col = ((q >> lper_g) << s_hi) + ((q & ((1 << lper_g) - 1)) << llc) + (e & (lc - 1))
+            x[slab >> lper_row, col + (i << s_lo)] = sm[e]
 
 
 @kernel("void(uint32[:, ::1], uint32[:, ::1], uint32[::1], int64)")
@@ -140,7 +160,7 @@ def _scale_kernel(x, tab):
 
 # ----------------------------------------------------------------------------- tables
 _LOCK = threading.Lock()
-_DEV_TW: dict = {}              # inverse -> device copy of host.twiddles (largest so far)
+_DEV_TW: dict = {}              # inverse -> device copy of ntt.twiddles (largest so far)
 _DEV_TABLES: dict = {}          # (kind, log_n, shift) -> device table (a few, LRU)
 _MAX_TABLES = 8
 
@@ -150,7 +170,7 @@ def _twiddles(log_n: int, inverse: bool):
     with _LOCK:
         d = _DEV_TW.get(inverse)
         if d is None or d.shape[0] < (1 << max(log_n, 3)):
-            d = cuda.to_device(host.twiddles(log_n, inverse))
+            d = cuda.to_device(_host_twiddles(log_n, inverse))
             _DEV_TW[inverse] = d
         return d
 
@@ -160,7 +180,7 @@ def _table(kind: str, log_n: int, shift: int):
     with _LOCK:
         d = _DEV_TABLES.pop(key, None)
         if d is None:
-            d = cuda.to_device(host._table(kind, log_n, shift))
+            d = cuda.to_device(_host_table(kind, log_n, shift))
         _DEV_TABLES[key] = d
         while len(_DEV_TABLES) > _MAX_TABLES:
             _DEV_TABLES.pop(next(iter(_DEV_TABLES)))
@@ -182,8 +202,7 @@ def _stage_groups(s: int, e: int, max_stages: int = 64) -> list:
     """Stage ranges [lo, hi) covering [s, e), each fitting one shared-memory slab."""
     out = []
     while s < e:
-        lc = min(_SLAB_W, 1 << s)
-        hi = min(e, s + _LOG_SHARED - (lc.bit_length() - 1), s + max_stages)
+        hi = min(e, s + _LOG_SHARED - min(_LOG_SLAB_W, s), s + max_stages)
         out.append((s, hi))
         s = hi
     return out
@@ -193,10 +212,14 @@ def _run_stages(x, s: int, e: int, forward: bool, tw, stream, max_stages: int = 
     """DIT stages s..e-1 (ascending) or DIF stages e-1..s (descending) on every row of x
     (``max_stages`` < the natural group size only to exercise more groups in tests)."""
     rows, n = x.shape
+    log_n = n.bit_length() - 1
     groups = _stage_groups(s, e, max_stages)
     for lo, hi in (groups if forward else groups[::-1]):
-        per_row = (n >> hi) * ((1 << lo) // min(_SLAB_W, 1 << lo))
-        _stages_kernel[rows * per_row, _TPB, stream](x, tw, lo, hi, 1 if forward else 0)
+        llc = min(_LOG_SLAB_W, lo)
+        slabs = rows << ((log_n - hi) + (lo - llc))
+        per_block = 1 << max(0, _LOG_SHARED - (hi - lo) - llc)
+        blocks = (slabs + per_block - 1) // per_block
+        _stages_kernel[blocks, _TPB, stream](x, tw, log_n, lo, hi, 1 if forward else 0)
 
 
 def _stream(stream):
@@ -233,7 +256,7 @@ def _out(out, shape, stream, name="out"):
 def _xform(a, name, inverse, pre_kind=None, post_kind=None, shift=1, stream=None, out=None):
     a = _check_dev(a, name)
     rows, n = a.shape
-    log_n = host._log2_size(n, name)
+    log_n = _log2_size(n, name)
     stream = _stream(stream)
     out = _out(out, (rows, n), stream)
     if rows == 0:
@@ -264,14 +287,14 @@ def intt_device(a, stream=None, out=None):
 
 def coset_ntt_device(coeffs, shift: int = GENERATOR, stream=None, out=None):
     """Evaluate every coefficient row on shift*<omega_n> (see :func:`kernels.ntt.coset_ntt`)."""
-    return _xform(coeffs, "coset_ntt_device", False, "pre", shift=host._check_shift(shift),
+    return _xform(coeffs, "coset_ntt_device", False, "pre", shift=_check_shift(shift),
                   stream=stream, out=out)
 
 
 def coset_intt_device(evals, shift: int = GENERATOR, stream=None, out=None):
     """Interpolate every row from shift*<omega_n> (see :func:`kernels.ntt.coset_intt`)."""
     return _xform(evals, "coset_intt_device", True, post_kind="post",
-                  shift=host._check_shift(shift), stream=stream, out=out)
+                  shift=_check_shift(shift), stream=stream, out=out)
 
 
 def coset_lde_device(dev_cols_T, log_blowup: int, shift: int = GENERATOR, stream=None,
@@ -283,10 +306,10 @@ def coset_lde_device(dev_cols_T, log_blowup: int, shift: int = GENERATOR, stream
     uint32[w, n]) receives the intermediate coefficients; by default it is allocated.
     """
     a = _check_dev(dev_cols_T, "coset_lde_device")
-    k = host._check_blowup(log_blowup)
+    k = _check_blowup(log_blowup)
     rows, n = a.shape
-    log_n = host._log2_size(n, "coset_lde_device", k)
-    shift = host._check_shift(shift)
+    log_n = _log2_size(n, "coset_lde_device", k)
+    shift = _check_shift(shift)
     stream = _stream(stream)
     out = _out(out, (rows, n << k), stream)
     if rows == 0:

@@ -7,32 +7,35 @@
 * :func:`ef_prefix_sum_device` -- inclusive running sum of EF values (a parallel scan:
   Hillis-Steele inside a block in shared memory, the block totals scanned recursively,
   then added back).  EF addition is coefficient-wise, so it is 4 exact scans mod p.
-* :func:`quotient_selectors_device` -- the row-condition data on the quotient coset
-  (used by the generated constraint kernels of :mod:`kernels.constraint_device`).
 * :func:`ood_device` (R3) -- every column's polynomial at an EF point from its coefficients.
 * :func:`deep_quotient_device` (R4) -- the DEEP quotient, bit-reversed (FRI layer 0).
 * :func:`fri_fold_device` (R4) -- one arity-2 FRI fold on a bit-reversed layer.
 * :func:`bit_reverse_device` -- bit-reversal permutation of the rows / columns of a matrix.
 
-Arrays are numba device arrays (``cuda.to_device`` under the simulator) of canonical
-uint32; EF arrays are uint32[n, 4] (coefficients on the last axis) unless stated.  All
-field arithmetic is exact and canonical, so the results equal the host's bit for bit
-whatever the evaluation order.  Wrappers validate, accept ``stream=`` and ``out=``, and
-copy nothing to the host unless documented (zero checks copy one word).
+Arrays are numba device arrays (``cuda.to_device`` under the simulator; objects with
+``__cuda_array_interface__`` such as cupy arrays are wrapped) of canonical uint32; EF
+arrays are uint32[n, 4] (coefficients on the last axis) unless stated.  LDE matrices
+come in either layout (:func:`matrix_geometry`): ``"cols"`` uint32[c, N] in natural
+order, or ``"rows"`` uint32[N, c] with rows in bit-reversed order (the committed /
+Merkle matrix).  All field arithmetic is exact and canonical, so the results equal the
+host's bit for bit whatever the evaluation order.  Wrappers validate, accept
+``stream=``, ``out=`` and ``alloc=`` (a callable shape -> device array used for their
+outputs, e.g. a budgeted pool), and copy nothing to the host unless documented (zero
+checks copy one word).  Kernels are compiled once (module scope), never per call.
 """
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda, uint32, uint64
+from numba import cuda, uint32
 
 from air import field as AF
 from .devicelib import DF, grid_1d, kernel
 from .field import P, to_mont_host
-from .field_device import batch_inverse
 
-__all__ = ["ef_batch_inverse_device", "ef_prefix_sum_device", "quotient_selectors_device",
-           "ood_device", "deep_quotient_device", "fri_fold_device", "bit_reverse_device",
-           "check_device_array", "SHIFT", "DEFAULT_BLOCK", "MAX_SHARED_BLOCK"]
+__all__ = ["ef_batch_inverse_device", "ef_prefix_sum_device", "ood_device",
+           "deep_quotient_device", "fri_fold_device", "bit_reverse_device", "bitrev",
+           "check_device_array", "device_empty", "matrix_geometry", "ef_scalar", "fetch",
+           "SHIFT", "DEFAULT_BLOCK", "MAX_SHARED_BLOCK"]
 
 SHIFT = 31                  # the coset shift g (verifier.protocol.SHIFT)
 DEFAULT_BLOCK = 128
@@ -139,19 +142,6 @@ def _scan_add_kernel(data, sums, block):
         if b > 0:
             for c in range(4):
                 data[i, c] = _add(data[i, c], sums[b - 1, c])
-
-
-@kernel(f"void(uint32, uint32, uint32, int64, {_SIG2}, {_SIG2})")
-def _coset_diffs_kernel(g, w, w_inv_n, M, tmp, sel):
-    # x_j = g w^j on the quotient coset: tmp = (x - 1, x - w_n^-1) (to be inverted),
-    # sel[2] = x - w_n^-1 (the transition selector itself)
-    j = cuda.grid(1)
-    if j < M:
-        x = _mul(g, _pow(w, j))
-        d = _sub(x, w_inv_n)
-        tmp[0, j] = _sub(x, _ONE32)
-        tmp[1, j] = d
-        sel[2, j] = d
 
 
 @kernel(f"void({_SIG2}, uint32, uint32, uint32, uint32, int64)")
@@ -489,33 +479,6 @@ def ef_prefix_sum_device(a, out=None, stream=None, block: int = MAX_SHARED_BLOCK
         out.copy_to_device(a, stream=s)
     _scan_inplace(out, block, s)
     return out
-
-
-def quotient_selectors_device(log_n: int, log_m: int, stream=None, block: int = DEFAULT_BLOCK):
-    """Row-condition data on the quotient coset g<w_M> (natural order), as the generated
-    quotient kernels read it: ``sel`` device uint32[3, M] = (1/(x-1), 1/(x-w_n^-1),
-    x - w_n^-1) and ``zh`` device uint32[2, M/n] = (Z_H, 1/Z_H) at x_j for j mod M/n
-    (Z_H(x_j) = g^n w_(M/n)^j - 1 takes M/n values).  Then first = Z_H/(x-1), last =
-    Z_H/(x-w^-1), transition = x - w^-1, exactly as air.selectors_on_coset."""
-    if not 0 <= log_n <= log_m <= AF.TWO_ADICITY:
-        raise ValueError(f"quotient domain 2^{log_m} must contain the trace domain 2^{log_n}")
-    n, M = 1 << log_n, 1 << log_m
-    r = M // n
-    distinct = AF.sub(AF.mul(AF.powers(AF.root_of_unity(log_m - log_n), r), pow(SHIFT, n, P)), 1)
-    if np.any(distinct == 0):
-        raise ValueError("the coset meets the trace domain (Z_H vanishes)")
-    s = stream or 0
-    zh = cuda.to_device(np.stack([distinct, AF.inv(distinct)]).astype(np.uint32), stream=s)
-    sel = cuda.device_array((3, M), dtype=np.uint32, stream=s)
-    tmp = cuda.device_array((2, M), dtype=np.uint32, stream=s)
-    w_inv_n = pow(AF.root_of_unity(log_n), P - 2, P)
-    g, b = grid_1d(M, block)
-    _coset_diffs_kernel[g, b, s](np.uint32(SHIFT), np.uint32(AF.root_of_unity(log_m)),
-                                 np.uint32(w_inv_n), M, tmp, sel)
-    # base-field Montgomery trick straight into rows 0 and 1 of sel (x - 1, x - w^-1 are
-    # never zero: g = 31 generates F_p^*, so the coset g<w_M> misses the subgroup <w_M>)
-    batch_inverse(tmp.reshape(2 * M), out=sel.reshape(3 * M)[:2 * M], stream=s)
-    return sel, zh
 
 
 def ood_device(coeffs, point, out=None, stream=None, block: int = DEFAULT_BLOCK, alloc=None):

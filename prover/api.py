@@ -57,8 +57,9 @@ _PROVE_LOCK = threading.Lock()      # one proof at a time per process (see modul
 
 def _available_backends() -> tuple:
     """host always; the device backends when the device pipeline is part of this build."""
+    import importlib
     try:
-        from . import pipeline  # noqa: F401
+        importlib.import_module(f"{__package__}.pipeline")
     except ImportError:         # pragma: no cover - builds without the device path
         return ("host",)
     return ("host", "emu", "sim", "cuda")
@@ -109,6 +110,7 @@ class ProverConfig:
     pow_bits: int = 16
     threads: int | None = None
     check: bool = False
+    postmortem_dir: str = "."
 
     def params(self) -> Params:
         return Params(log_blowup=self.log_blowup, num_queries=self.num_queries,
@@ -341,11 +343,25 @@ class Prover:
     (:class:`ConfigError`) and builds the block-independent AIRs once."""
 
     def __init__(self, config: ProverConfig | None = None,
-                 progress: Callable[[str | None, str, str, float], None] | None = None):
+                 progress: Callable[[str | None, str, str, float], None] | None = None,
+                 timeline=None):
         self.config = config or ProverConfig()
         self.backend, self.vram_budget = self.config.resolve()
         self.progress = progress
+        self.timeline = timeline        # a prover.timeline.Timeline, or None
+        if self.backend != "host":
+            self._device_config()            # the env switches, validated up front
         block_airs(np.zeros((2, 4), dtype=np.int64))     # build and cache the static AIRs
+
+    def _device_config(self):
+        """The device pipeline's configuration: this config plus the SPEC §7 switches."""
+        from .pipeline import PipelineConfig
+        try:
+            return PipelineConfig.from_env(self.backend, budget=self.vram_budget,
+                                           timeline=self.timeline,
+                                           postmortem_dir=self.config.postmortem_dir)
+        except ValueError as exc:           # a bad PROVER_* switch or PROVER_FAULTS term
+            raise ConfigError(str(exc)) from None
 
     # -- public API ----------------------------------------------------------------
     def prove_block(self, block) -> BlockProof:
@@ -427,8 +443,7 @@ class Prover:
             t1 = time.perf_counter()
             device, device_stats = None, []
             if self.backend != "host":
-                from .pipeline import PipelineConfig
-                device = PipelineConfig.from_env(self.backend, budget=self.vram_budget)
+                device = self._device_config()
             try:
                 proof = _prove(tables, airs, table_pv, cfg.params(), spans=spans, check=False,
                                device=device, device_stats=device_stats)

@@ -21,11 +21,12 @@ import sys
 import threading
 import time
 
-EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL, EXIT_XCHECK, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
 _EPILOG = ("exit status: 0 success; 1 unprovable block or invalid proof (with the reason); "
            "2 bad usage or unreadable input (a malformed block names the JSON path of the bad "
-           "field); 3 internal error")
+           "field); 3 internal error; 4 device corruption caught by PROVER_GPU_XCHECK (a "
+           "post-mortem was written, no proof)")
 
 
 class _Fail(Exception):
@@ -131,6 +132,10 @@ def _prove_parser() -> argparse.ArgumentParser:
                     help="run the AIR check mode on every table before proving (names the "
                          "table, constraint and row of a violation; slower)")
     ap.add_argument("--stats-json", metavar="FILE", help="write the proof statistics as JSON")
+    ap.add_argument("--timeline", metavar="FILE",
+                    help="write a Chrome/Perfetto trace of every table's stages (device backends)")
+    ap.add_argument("--postmortem-dir", metavar="DIR", default=".",
+                    help="where PROVER_GPU_XCHECK writes post-mortems (default: .)")
     g = ap.add_mutually_exclusive_group()
     g.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     g.add_argument("-v", "--verbose", action="store_true", help="more detail")
@@ -156,10 +161,15 @@ def _run_prove(argv) -> int:
         raise _Fail(EXIT_USAGE, f"{args.block}: {exc}") from None
     cfg = ProverConfig(backend=args.backend, vram_budget=args.vram_budget,
                        log_blowup=args.log_blowup, num_queries=args.queries,
-                       pow_bits=args.pow_bits, threads=args.threads, check=args.check)
+                       pow_bits=args.pow_bits, threads=args.threads, check=args.check,
+                       postmortem_dir=args.postmortem_dir)
     progress = None if args.quiet else _Progress(sys.stderr.isatty())
+    timeline = None
+    if args.timeline:
+        from .timeline import Timeline
+        timeline = Timeline()
     try:
-        prover = Prover(cfg, progress=progress)
+        prover = Prover(cfg, progress=progress, timeline=timeline)
     except ConfigError as exc:
         raise _Fail(EXIT_USAGE, str(exc)) from None
     out_dir = os.path.dirname(os.path.abspath(out))
@@ -169,14 +179,22 @@ def _run_prove(argv) -> int:
         print(f"proving {args.block}: {len(block.transactions)} transactions, "
               f"{len(block.programs)} programs, memory {block.memory_size} cells, "
               f"backend {prover.backend}", file=sys.stderr)
+    from .xcheck import XcheckFailure
     try:
         proof = prover.prove_block(block)
     except UnprovableBlock as exc:
         lines = [f"block cannot be proven: {exc}"] + [f"  {d}" for d in exc.details]
         raise _Fail(EXIT_INVALID, "\n".join(lines)) from None
+    except XcheckFailure as exc:
+        raise _Fail(EXIT_XCHECK, f"{exc}; no proof written") from None
     finally:
         if progress is not None:
             progress.close()
+        if timeline is not None:
+            try:
+                timeline.write(args.timeline)
+            except OSError as exc:
+                _err(f"cannot write the timeline {args.timeline}: {exc.strerror or exc}")
     try:
         data = proof.to_bytes()
         with open(out, "wb") as fh:

@@ -232,6 +232,10 @@ class DeviceStages(HostStages):
         return self._handle(table, stage, dev, None if self.device_only else host)
 
     def _run(self, site: str, table: str, device_fn, host_fn, inputs=()):
+        with self.timeline.span(site, table, cat="stage"):
+            return self._run_site(site, table, device_fn, host_fn, inputs)
+
+    def _run_site(self, site: str, table: str, device_fn, host_fn, inputs=()):
         st = self.table(table)
         if st.downgraded and not self.force_downgrade:
             # (under FORCE_DOWNGRADE every site keeps taking the recovery path instead)

@@ -101,7 +101,7 @@ def test_bit_reverse(axis):
 
 def test_quotient_selectors_match_air_eval():
     log_n, log_m = 3, 5
-    sel, zh = SD.quotient_selectors_device(log_n, log_m, block=8)
+    sel, zh = CD.quotient_selectors_device(log_n, log_m, block=8)
     sel, zh = sel.copy_to_host().astype(np.uint64), zh.copy_to_host().astype(np.uint64)
     want, inv_zh = airlib.selectors_on_coset(log_n, SD.SHIFT, log_m)
     r = np.arange(1 << log_m) % zh.shape[1]
@@ -196,7 +196,7 @@ def test_quotient_matches_host(name):
     want = HOST.quotient(air, shape, host_com(main), host_prep(prep),
                          None if aux is None else host_com(aux), pv, chal, alpha, term)
     assert want.shape == (4, 1 << shape.log_quotient)
-    sels = SD.quotient_selectors_device(shape.log_n, shape.log_quotient)
+    sels = CD.quotient_selectors_device(shape.log_n, shape.log_quotient)
     for layout in ("cols", "rows"):
         got = CD.quotient_device(air, shape, dev(main, layout), dev(prep, layout), dev(aux, layout),
                                  pv, chal, alpha, term, layout=layout, selectors=sels, block=32)

@@ -11,41 +11,83 @@ Conventions (shared with the prover's trees, and written in docs/protocol.md):
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
-from .poseidon2 import hash_rows, permute
+from .poseidon2 import _RC_FINAL, _RC_INIT, _RC_PART, _V16, _permute_state, hash_rows
+
+
+@njit(cache=True)
+def _roots_kernel(digests, idx, paths, order, rc_init, rc_part, rc_final, v16):
+    # Queries are visited in index order (``order`` sorts idx), so queries sharing a node
+    # at any level are adjacent: the first of each run is hashed, the others must carry
+    # the same current digest and sibling (else both are marked bad).
+    q, depth = paths.shape[0], paths.shape[1]
+    cur = np.empty((q, 8), dtype=np.uint64)
+    for r in range(q):
+        for i in range(8):
+            cur[r, i] = np.uint64(digests[r, i])
+    bad = np.zeros(q, dtype=np.bool_)
+    s = np.empty(16, dtype=np.uint64)
+    for level in range(depth):
+        # pass 1: followers must agree with their run's leader (current digest, sibling)
+        lead = -1
+        for k in range(q):
+            r = order[k]
+            if lead >= 0 and (idx[r] >> level) == (idx[lead] >> level):
+                for i in range(8):
+                    if cur[r, i] != cur[lead, i] or paths[r, level, i] != paths[lead, level, i]:
+                        bad[r] = True
+                        bad[lead] = True
+            else:
+                lead = r
+        # pass 2: hash each leader with its sibling; pass 3: followers copy the result
+        lead = -1
+        for k in range(q):
+            r = order[k]
+            if lead >= 0 and (idx[r] >> level) == (idx[lead] >> level):
+                continue
+            lead = r
+            right = (idx[r] >> level) & 1
+            for i in range(8):
+                sib = np.uint64(paths[r, level, i])
+                if right:
+                    s[i] = sib
+                    s[8 + i] = cur[r, i]
+                else:
+                    s[i] = cur[r, i]
+                    s[8 + i] = sib
+            _permute_state(s, rc_init, rc_part, rc_final, v16)
+            for i in range(8):
+                cur[r, i] = s[i]
+        lead = -1
+        for k in range(q):
+            r = order[k]
+            if lead >= 0 and (idx[r] >> level) == (idx[lead] >> level):
+                for i in range(8):
+                    cur[r, i] = cur[lead, i]
+            else:
+                lead = r
+    out = np.empty((q, 8), dtype=np.uint32)
+    for r in range(q):
+        for i in range(8):
+            out[r, i] = np.uint32(0xFFFFFFFF) if bad[r] else np.uint32(cur[r, i])
+    return out
 
 
 def roots_from_paths(digests: np.ndarray, indices: np.ndarray, paths: np.ndarray) -> np.ndarray:
     """Fold every (leaf digest, index, path) up to a root: uint32[q, 8].
 
-    One batched permutation per level.  Queries that reach the same node are hashed
-    once: they are merged only if their current digests AND their siblings agree.  Where
-    two queries at one node disagree, both get an all-ones "root" (never a valid digest:
-    every element >= p), so both fail the comparison with the real root; a query that is
-    merged shares a computation that ends at the root, so it passes only if valid.
+    One numba kernel; queries that reach the same node are hashed once.  They are merged
+    only if their current digests AND their siblings agree; where two queries at one
+    node disagree, both get an all-ones "root" (never a valid digest: every element
+    >= p), so both fail the comparison with the real root.  A merged query shares a
+    computation that ends at the root, so it passes only if it is valid.
     """
-    cur = np.asarray(digests, dtype=np.uint32).reshape(-1, 8)
-    idx = np.asarray(indices, dtype=np.int64).reshape(-1)
-    paths = np.asarray(paths, dtype=np.uint32)
-    bad = np.zeros(cur.shape[0], dtype=bool)
-    for level in range(paths.shape[1]):
-        node = idx >> level
-        uniq, first, inv = np.unique(node, return_index=True, return_inverse=True)
-        inv = inv.reshape(-1)
-        sib = paths[:, level]
-        rep = first[inv]
-        diff = np.any(cur != cur[rep], axis=1) | np.any(sib != sib[rep], axis=1)
-        bad |= diff
-        bad[rep[diff]] = True
-        c, s = cur[first], sib[first]
-        right = (uniq & 1).astype(bool)[:, None]            # node is a right child
-        state = np.empty((uniq.size, 16), dtype=np.uint32)
-        state[:, :8] = np.where(right, s, c)
-        state[:, 8:] = np.where(right, c, s)
-        cur = permute(state)[:, :8][inv]
-    cur = np.ascontiguousarray(cur)
-    cur[bad] = 0xFFFFFFFF
-    return cur
+    digests = np.ascontiguousarray(digests, dtype=np.uint32).reshape(-1, 8)
+    idx = np.ascontiguousarray(indices, dtype=np.int64).reshape(-1)
+    paths = np.ascontiguousarray(paths, dtype=np.uint32)
+    order = np.argsort(idx, kind="stable")
+    return _roots_kernel(digests, idx, paths, order, _RC_INIT, _RC_PART, _RC_FINAL, _V16)
 
 
 def check_rows(root: np.ndarray, rows: np.ndarray, indices: np.ndarray,
@@ -64,3 +106,7 @@ def merkle_root(matrix: np.ndarray) -> np.ndarray:
     while level.shape[0] > 1:
         level = compress(level[0::2], level[1::2])
     return level[0]
+
+
+# Load (or compile, on a cold cache) the path kernel at import, like the permutation.
+roots_from_paths(np.zeros((1, 8), np.uint32), np.zeros(1, np.int64), np.zeros((1, 1, 8), np.uint32))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from . import isa
@@ -84,7 +84,6 @@ class Block:
     transactions: tuple
     max_cycles: int = MAX_CYCLES
     version: int = VERSION
-    extra: dict = field(default_factory=dict, compare=False, repr=False)
 
     def dense_memory(self) -> list[int]:
         mem = [0] * self.memory_size

@@ -3,9 +3,9 @@
 Three forms of the same permutation:
 
 * :func:`permute_one` -- one state, Python ints; used by the interpreter for every HASH,
-  state-sponge and I/O-chain call (it delegates to a numba kernel -- the host kernel
-  ``kernels.poseidon2.poseidon2_permute``, else the verifier's -- when one is importable,
-  else runs the pure-Python rounds).
+  state-sponge and I/O-chain call (it delegates to a numba kernel -- the verifier's, else
+  ``kernels.poseidon2.poseidon2_permute`` -- when one is importable, else runs the
+  pure-Python rounds).
 * :func:`permute_rows` -- a batch ``uint32[n, 16]`` in numpy, keeping every intermediate the
   POSEIDON2 table lays out in columns (S-box cubes and S-box outputs of every round).
 * :func:`external_linear` / :func:`internal_linear` -- the linear layers written over any
@@ -95,8 +95,10 @@ def _load_kernel():
     global _kernel
     if _kernel is None:
         _kernel = False
-        for mod, name in (("kernels.poseidon2", "poseidon2_permute"),
-                          ("verifier.poseidon2", "permute")):
+        # the verifier's kernel first: it is a plain (not parallel) njit function, safe to
+        # call from any thread; numba's parallel pool (the host kernels) is not re-entrant
+        for mod, name in (("verifier.poseidon2", "permute"),
+                          ("kernels.poseidon2", "poseidon2_permute")):
             try:
                 import importlib
                 _kernel = getattr(importlib.import_module(mod), name)
