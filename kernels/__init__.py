@@ -17,7 +17,8 @@ from .field import P, GENERATOR, TWO_ADICITY, EXT_W, root_of_unity
 
 # The kernel modules compile (or load from cache) numba code on first use; load them
 # lazily so that importing one submodule does not pay for all of them.
-_LAZY = {"ntt": "ntt", "intt": "ntt", "coset_lde": "ntt", "poseidon2_permute": "poseidon2",
+_LAZY = {"ntt": "ntt_host", "intt": "ntt_host", "coset_lde": "ntt_host",
+         "poseidon2_permute": "poseidon2",
          "hash_rows": "merkle", "merkle_root": "merkle"}
 
 

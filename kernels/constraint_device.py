@@ -15,10 +15,10 @@ statement per instruction, base values as one uint32 variable and EF values as f
   writes every interaction's denominator d = gamma - (bus_id + sum_j beta^(j+1) v_j)
   (EF) and signed multiplicity (sign * m).
 
-The source is exec'd once per AIR with the filename ``<steadfast-air:NAME:FINGERPRINT>``
-(registered with linecache), kept in :data:`SOURCES`, and the kernels are cached for the
-process in ``_CACHE`` keyed by ``air.fingerprint()`` (each is compiled by numba on its
-first launch, once per process).  Each python function is registered in
+The kernels are cached for the process, looked up by ``air.fingerprint()``; a new source
+is exec'd once with the filename ``<steadfast-air:NAME:DIGEST>`` (DIGEST: of the source,
+so AIRs differing only in preprocessed values share kernels; registered with linecache)
+and kept in :data:`SOURCES`; numba compiles each kernel on its first launch.  Each python function is registered in
 ``kernels.devicelib.KERNELS`` with its PTX signature; :func:`ptx_examples` (called by
 ``python -m kernels.ptx_check``) generates the kernels of :func:`register_example_airs`.
 The generated code calls :data:`DFC`, the field functions of :mod:`kernels.field` built
@@ -31,6 +31,7 @@ reproducing HostStages.aux_build; :func:`quotient_device` reproduces HostStages.
 """
 from __future__ import annotations
 
+import hashlib
 import linecache
 import re
 import threading
@@ -52,7 +53,8 @@ __all__ = ["generated", "quotient_device", "quotient_selectors_device", "aux_bui
 
 #: filename -> generated source, for every AIR generated in this process
 SOURCES: dict[str, str] = {}
-_CACHE: dict[tuple, "GeneratedKernels"] = {}
+_BY_FP: dict[tuple, "GeneratedKernels"] = {}     # air.fingerprint() -> kernels
+_BY_SRC: dict[str, "GeneratedKernels"] = {}      # source digest -> kernels
 
 #: The field functions of kernels.field (the source DF is built from) as plain CUDA device
 #: functions: numba's IR-level ``inline="always"`` (DF) costs ~15x the compile time in
@@ -309,36 +311,44 @@ def _ident(name: str) -> str:
 
 
 def generated(air) -> GeneratedKernels:
-    """The generated kernels of ``air`` (built on first use, then cached by fingerprint)."""
-    key = tuple(air.fingerprint())
-    hit = _CACHE.get(key)
+    """The generated kernels of ``air``: looked up by ``air.fingerprint()``; on a miss the
+    source is generated and keyed by its own digest, so AIRs that differ only in their
+    preprocessed values (e.g. the VM's PROGRAM table, one ROM per block: the fingerprint
+    changes, the kernel does not) share one compiled kernel."""
+    fpk = tuple(air.fingerprint())
+    hit = _BY_FP.get(fpk)
     if hit is not None:
         return hit
     with _LOCK:
-        hit = _CACHE.get(key)
+        hit = _BY_FP.get(fpk)
         if hit is not None:
             return hit
-        fp = "".join(f"{x:04x}" for x in key)[:16]
-        base = f"{_ident(air.name)}_{fp}"
-        qname, lname = f"quotient_{base}", f"logup_{base}"
-        src, consts = _quotient_source(air, qname)
+        src, consts = _quotient_source(air, "quotient_kernel")
         if air.interactions:
-            lsrc, lconsts = _logup_source(air, lname)
+            lsrc, lconsts = _logup_source(air, "logup_kernel")
             src += "\n\n" + lsrc
             consts.update(lconsts)
-        filename = f"<steadfast-air:{air.name}:{fp}>"
-        linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-        SOURCES[filename] = src
-        glb = {"__name__": "kernels.constraint_device.generated", "cuda": cuda,
-               "_add": DFC.add, "_sub": DFC.sub, "_neg": DFC.neg, "_mul": DFC.mul,
-               "_ef_add": DFC.ef_add, "_ef_sub": DFC.ef_sub, "_ef_mul": DFC.ef_mul,
-               "_ef_mul_base": DFC.ef_mul_base, "_bitrev": bitrev}
-        glb.update({k: np.uint32(v) for k, v in consts.items()})
-        exec(compile(src, filename, "exec"), glb)
-        quot = kernel(_QUOTIENT_SIG)(glb[qname])
-        logup = kernel(_LOGUP_SIG)(glb[lname]) if air.interactions else None
-        gk = GeneratedKernels(air.name, filename, src, quot, logup)
-        _CACHE[key] = gk
+        digest = hashlib.sha256((src + repr(sorted(consts.items()))).encode()).hexdigest()[:16]
+        gk = _BY_SRC.get(digest)
+        if gk is None:
+            base = f"{_ident(air.name)}_{digest}"
+            qname, lname = f"quotient_{base}", f"logup_{base}"
+            src = src.replace("def quotient_kernel(", f"def {qname}(", 1)
+            src = src.replace("def logup_kernel(", f"def {lname}(", 1)
+            filename = f"<steadfast-air:{air.name}:{digest}>"
+            linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+            SOURCES[filename] = src
+            glb = {"__name__": "kernels.constraint_device.generated", "cuda": cuda,
+                   "_add": DFC.add, "_sub": DFC.sub, "_neg": DFC.neg, "_mul": DFC.mul,
+                   "_ef_add": DFC.ef_add, "_ef_sub": DFC.ef_sub, "_ef_mul": DFC.ef_mul,
+                   "_ef_mul_base": DFC.ef_mul_base, "_bitrev": bitrev}
+            glb.update({k: np.uint32(v) for k, v in consts.items()})
+            exec(compile(src, filename, "exec"), glb)
+            quot = kernel(_QUOTIENT_SIG)(glb[qname])
+            logup = kernel(_LOGUP_SIG)(glb[lname]) if air.interactions else None
+            gk = GeneratedKernels(air.name, filename, src, quot, logup)
+            _BY_SRC[digest] = gk
+        _BY_FP[fpk] = gk
         return gk
 
 

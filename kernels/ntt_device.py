@@ -1,7 +1,7 @@
-"""NTT and coset LDE on the device (numba.cuda), bit-identical to :mod:`kernels.ntt`.
+"""NTT and coset LDE on the device (numba.cuda), bit-identical to :mod:`kernels.ntt_host`.
 
 Same mathematics as the host (see that module's docstring): radix-2 butterflies on
-Montgomery twiddles -- the *same* butterfly source, :func:`kernels.ntt.build_butterflies`
+Montgomery twiddles -- the *same* butterfly source, :func:`kernels.ntt_host.build_butterflies`
 compiled over the device field functions ``DF`` -- and the same twiddle table layout
 ``tw[h + j] = omega_{2h}^(+-j)``, uploaded once per direction and process (grown on demand).
 
@@ -12,11 +12,12 @@ Kernels
 * ``_gather_kernel``: dst[r, i] = src[r, rev(i)] * factor (bit reversal; factor 1, n^-1 or
   a table), one thread per element.  DIT then runs on natural-order output.
 * ``_stages_kernel``: a *stage group* in shared memory.  Stages s_lo <= s < s_hi only pair
-  indices differing in bits [s_lo, s_hi); a block loads one slab -- 2^(s_hi - s_lo) rows of
+  indices differing in bits [s_lo, s_hi); a block loads a slab -- 2^(s_hi - s_lo) rows of
   lc = min(32, 2^s_lo) consecutive words, row stride 2^s_lo (for s_lo = 0: one contiguous
-  tile of _SHARED words) -- runs all those butterfly stages with a barrier between stages,
-  and writes it back.  Loads and stores are coalesced (runs of >= 32 words, or the whole
-  tile).  Short spans: one group of log2(_SHARED) = 11 stages; long spans: groups of 6.
+  tile of SHARED_WORDS words) -- runs all those butterfly stages with a barrier between
+  stages, and writes it back (slabs smaller than the tile are packed several per block).
+  Loads and stores are coalesced (runs of >= 32 words, or whole tiles).  On a GPU: short
+  spans in one group of 11 stages, long spans in groups of 6.
 * ``_scale_replicate_kernel``: the LDE middle, o[r, i] = t[r, i >> k] * scale[i >> k].
 * ``_scale_kernel``: x[r, i] *= tab[i] (coset_intt).
 
@@ -30,8 +31,8 @@ import threading
 import numpy as np
 from numba import cuda, uint32
 
-from .ntt import _check_blowup, _check_shift, _log2_size, _table as _host_table
-from .ntt import build_butterflies, twiddles as _host_twiddles
+from .ntt_host import _check_blowup, _check_shift, _log2_size, _table as _host_table
+from .ntt_host import build_butterflies, twiddles as _host_twiddles
 from .devicelib import DF, grid_1d, is_simulator, kernel
 from .field import GENERATOR, P, to_mont_host
 
@@ -223,10 +224,11 @@ def _run_stages(x, s: int, e: int, forward: bool, tw, stream, max_stages: int = 
 
 
 def _stream(stream):
-    if stream is None or stream == 0:
+    """None/0 -> the default stream; a cupy stream (``.ptr``) -> a numba external stream."""
+    if stream is None or (isinstance(stream, int) and stream == 0):
         return 0
-    if hasattr(stream, "ptr") and not isinstance(stream, type(cuda.default_stream())):
-        return cuda.external_stream(stream.ptr)      # e.g. a cupy stream
+    if hasattr(stream, "ptr"):
+        return cuda.external_stream(stream.ptr)
     return stream
 
 
@@ -286,13 +288,13 @@ def intt_device(a, stream=None, out=None):
 
 
 def coset_ntt_device(coeffs, shift: int = GENERATOR, stream=None, out=None):
-    """Evaluate every coefficient row on shift*<omega_n> (see :func:`kernels.ntt.coset_ntt`)."""
+    """Evaluate every coefficient row on shift*<omega_n> (see :func:`kernels.ntt_host.coset_ntt`)."""
     return _xform(coeffs, "coset_ntt_device", False, "pre", shift=_check_shift(shift),
                   stream=stream, out=out)
 
 
 def coset_intt_device(evals, shift: int = GENERATOR, stream=None, out=None):
-    """Interpolate every row from shift*<omega_n> (see :func:`kernels.ntt.coset_intt`)."""
+    """Interpolate every row from shift*<omega_n> (see :func:`kernels.ntt_host.coset_intt`)."""
     return _xform(evals, "coset_intt_device", True, post_kind="post",
                   shift=_check_shift(shift), stream=stream, out=out)
 
@@ -302,7 +304,7 @@ def coset_lde_device(dev_cols_T, log_blowup: int, shift: int = GENERATOR, stream
     """Coset LDE of column-major device data: uint32[w, n] (row c = values of polynomial c
     on <omega_n>) -> uint32[w, n 2^k], row c = its values on shift*<omega_{n 2^k}>.
 
-    Same result as :func:`kernels.ntt.lde_columns`.  ``scratch`` (optional device
+    Same result as :func:`kernels.ntt_host.lde_columns`.  ``scratch`` (optional device
     uint32[w, n]) receives the intermediate coefficients; by default it is allocated.
     """
     a = _check_dev(dev_cols_T, "coset_lde_device")

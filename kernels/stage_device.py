@@ -606,7 +606,7 @@ def fri_fold_device(values, beta, layer: int, shape, out=None, stream=None,
 def bit_reverse_device(a, axis: int = 0, out=None, stream=None, block: int = DEFAULT_BLOCK,
                        alloc=None):
     """Copy of device uint32[r, c] with the rows (axis 0) or columns (axis 1) in
-    bit-reversed order (kernels.ntt.bit_reverse_permutation).  ``out`` must not alias."""
+    bit-reversed order (kernels.ntt_host.bit_reverse_permutation).  ``out`` must not alias."""
     a = check_device_array(a, "a", 2)
     if axis not in (0, 1, -1):
         raise ValueError(f"axis must be 0 or 1, got {axis}")

@@ -33,7 +33,7 @@ import numpy as np
 
 from kernels.backend import DeviceMemory
 from kernels.merkle import MerkleTree
-from kernels.ntt import bit_reverse_permutation
+from kernels.ntt_host import bit_reverse_permutation
 from verifier.protocol import TableShape
 
 from .faults import FaultPlan

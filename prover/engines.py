@@ -23,7 +23,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from kernels.backend import DeviceArray, DeviceMemory
-from kernels.ntt import bit_reverse_permutation, coset_intt, coset_ntt, intt, lde_columns
+from kernels.ntt_host import bit_reverse_permutation, coset_intt, coset_ntt, intt, lde_columns
 from kernels import merkle as kmerkle
 from verifier.protocol import SHIFT, TableShape
 

@@ -24,7 +24,7 @@ import air as airlib
 from air import field as F
 from kernels.hostlib import ef_inverse
 from kernels.poseidon2 import poseidon2_permute
-from kernels.ntt import bit_reverse_permutation, coset_intt, coset_ntt, intt, lde_columns
+from kernels.ntt_host import bit_reverse_permutation, coset_intt, coset_ntt, intt, lde_columns
 from verifier.protocol import SHIFT, TableShape
 
 from . import commit as merkle

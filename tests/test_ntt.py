@@ -1,4 +1,4 @@
-"""NTT, coset NTT and coset LDE (kernels/ntt.py, kernels/ntt_device.py) against
+"""NTT, coset NTT and coset LDE (kernels/ntt_host.py, kernels/ntt_device.py) against
 independent references: the naive O(n^2) DFT over Python integers, naive interpolation and
 Horner evaluation, a few-point direct evaluation at sizes too large for O(n^2), and
 algebraic properties (round trips, linearity, the convolution theorem).  Device kernels
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from kernels.field import P, root_of_unity
-from kernels.ntt import (bit_reverse_permutation, coset_intt, coset_lde, coset_ntt, intt,
+from kernels.ntt_host import (bit_reverse_permutation, coset_intt, coset_lde, coset_ntt, intt,
                          lde_columns, ntt)
 
 RNG = np.random.default_rng(20240611)
@@ -288,12 +288,27 @@ def test_device_cosets_and_out(dev):
 def test_device_stage_groups_straddle(dev):
     # force groups of at most 2 stages: slabs with row widths below and at the slab width
     cuda, D = dev
-    a = rand((3, 1 << 9))
+    a = rand((2, 1 << 9))
     d = cuda.to_device(a)
     # DIF (inverse twiddles, natural -> bit-reversed) then DIT (forward twiddles,
     # bit-reversed -> natural) is n times the identity
     D._run_stages(d, 0, 9, False, D._twiddles(9, True), 0, max_stages=2)
     D._run_stages(d, 0, 9, True, D._twiddles(9, False), 0, max_stages=3)
+    assert np.array_equal(d.copy_to_host(), (a.astype(np.uint64) * 512 % P).astype(np.uint32))
+
+
+def test_device_gpu_geometry_under_simulator(dev, monkeypatch):
+    # the GPU launch geometry (2^11-word tiles, 32-word slab rows, 256 threads), which the
+    # simulator build shrinks; simulator kernels read these module globals at run time
+    cuda, D = dev
+    monkeypatch.setattr(D, "_LOG_SHARED", 11)
+    monkeypatch.setattr(D, "_LOG_SLAB_W", 5)
+    monkeypatch.setattr(D, "_TPB", 256)
+    monkeypatch.setattr(D, "SHARED_WORDS", 1 << 11)
+    a = rand((1, 1 << 9))
+    d = cuda.to_device(a)
+    D._run_stages(d, 0, 9, False, D._twiddles(9, True), 0, max_stages=4)   # slab rows 1, 16, 32
+    D._run_stages(d, 0, 9, True, D._twiddles(9, False), 0, max_stages=4)
     assert np.array_equal(d.copy_to_host(), (a.astype(np.uint64) * 512 % P).astype(np.uint32))
 
 
@@ -322,3 +337,11 @@ def test_device_errors(dev):
         D.ntt_device(cuda.to_device(rand((2, 8))), out=cuda.device_array((2, 4), np.uint32))
     empty = D.coset_lde_device(cuda.to_device(np.zeros((0, 8), np.uint32)), 1)
     assert tuple(empty.shape) == (0, 16)
+
+
+def test_public_name_is_the_function_even_after_submodule_imports():
+    import kernels
+    import kernels.ntt_host  # noqa: F401  (a submodule import must not shadow the function)
+    from kernels import coset_lde, intt, ntt
+    assert callable(ntt) and ntt.__name__ == "ntt" and intt.__name__ == "intt"
+    assert coset_lde.__name__ == "coset_lde"

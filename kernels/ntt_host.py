@@ -23,10 +23,14 @@ every transform size, so one table (grown on demand) serves every n.
   the first k DIT stages only copy (a, 0) -> (a, a): they are a replication by 2^k, and the
   remaining log n DIT stages produce the natural-order evaluations.  No bit reversal at all.
 
-Cache blocking.  Stages with span below a block (2^_LOG_BLOCK words, L1/L2-resident) run
-block by block, all such stages on a block before the next block; longer spans run one
-pass per stage in chunks.  Batched transforms either run one whole row per thread (rows
-stay cache-resident) or, for few long rows, parallelise blocks/chunks inside each pass.
+Memory hierarchy.  Spans 1..8 run in 16 x 16 transposed tiles (fused with the gather, or
+with the LDE's scaling and replication) so that their butterflies are long vector loops;
+spans 16..2^11 run block by block (2^12 words, L1-resident); longer spans run in "slabs"
+(up to 2^9 rows of 64 words, copied to a contiguous scratch), up to 9 stages per pass.
+
+Threads.  A transform is a small program of such passes, interpreted by one nogil numba
+function; Python threads (``numba.get_num_threads()`` of them) run one whole row each
+(rows stay cache-resident) or, for few long rows, split every pass into tasks.
 """
 from __future__ import annotations
 
@@ -412,12 +416,16 @@ def _powers(base: int, count: int) -> np.ndarray:
     return out[:count]
 
 
-def _rev_index(log_n: int) -> np.ndarray:
-    i = np.arange(1 << log_n, dtype=np.int64)
-    r = np.zeros_like(i)
-    for b in range(log_n):
-        r |= ((i >> b) & 1) << (log_n - 1 - b)
-    return r
+def _bitrev_powers(base: int, log_n: int) -> np.ndarray:
+    """base^rev(j) mod p for j < 2^log_n (uint64): rev_l(2j) = rev_{l-1}(j) and
+    rev_l(2j + 1) = rev_{l-1}(j) + 2^(l-1), so each level interleaves two copies."""
+    out = np.ones(1, np.uint64)
+    for level in range(log_n):
+        nxt = np.empty(2 * out.size, np.uint64)
+        nxt[0::2] = out
+        nxt[1::2] = out * np.uint64(pow(base, 1 << level, P)) % np.uint64(P)
+        out = nxt
+    return out
 
 
 def twiddles(log_n: int, inverse: bool = False) -> np.ndarray:
@@ -435,13 +443,12 @@ def twiddles(log_n: int, inverse: bool = False) -> np.ndarray:
             if inverse:
                 w = pow(w, P - 2, P)
             full = _powers(w, n // 2)                # w_n^i, i < n/2
-            tab = np.empty(n, np.uint64)
-            tab[0] = 1
+            tab = np.empty(n, np.uint32)
+            tab[0] = to_mont_host(1)
             h = 1
-            while h < n:
-                tab[h:2 * h] = full[::n // (2 * h)][:h]    # w_{2h}^j = w_n^(j n / 2h)
+            while h < n:                             # w_{2h}^j = w_n^(j n / 2h)
+                tab[h:2 * h] = to_mont_host(full[::n // (2 * h)][:h])
                 h *= 2
-            tab = to_mont_host(tab)
             _TWIDDLES[inverse] = tab
         return tab
 
@@ -467,7 +474,7 @@ def _table(kind: str, log_n: int, shift: int) -> np.ndarray:
     elif kind == "post":
         tab = _powers(pow(shift, P - 2, P), n)
     elif kind == "bitrev":
-        tab = _powers(shift, n)[_rev_index(log_n)] * np.uint64(pow(n, P - 2, P)) % np.uint64(P)
+        tab = _bitrev_powers(shift, log_n) * np.uint64(pow(n, P - 2, P)) % np.uint64(P)
     else:
         tab = _table("bitrev", log_n, shift)
         if n >= _TILE * _TILE:
@@ -528,6 +535,8 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     global _POOL
     with _POOL_LOCK:
         if _POOL is None or _POOL._max_workers < workers:
+            if _POOL is not None:
+                _POOL.shutdown(wait=False)
             _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="steadfast-ntt")
         return _POOL
 
@@ -681,14 +690,17 @@ def coset_lde(evals: np.ndarray, log_blowup: int, shift: int = field.GENERATOR) 
 
 
 def bit_reverse_permutation(a: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Copy of ``a`` with the indices along ``axis`` (length 2^L) bit-reversed."""
+    """Copy of ``a`` (any dtype) with the indices along ``axis`` (length 2^L) bit-reversed:
+    out[..., i, ...] = a[..., rev_L(i), ...]."""
     if not isinstance(a, np.ndarray):
         raise TypeError(f"bit_reverse_permutation: expected a numpy array, got {type(a).__name__}")
     if a.ndim == 0:
         raise ValueError("bit_reverse_permutation: expected at least one axis")
-    n = a.shape[axis]
-    log_n = _log2_size(n, "bit_reverse_permutation")
-    return np.take(a, _rev_index(log_n), axis=axis)
+    log_n = _log2_size(a.shape[axis], "bit_reverse_permutation")
+    rev = np.zeros(1, np.int64)
+    for level in range(log_n):                    # same interleaving as _bitrev_powers
+        rev = np.stack([rev, rev + (1 << level)], axis=1).reshape(-1)
+    return np.take(a, rev, axis=axis)
 
 
 __all__ = ["ntt", "intt", "coset_ntt", "coset_intt", "coset_lde", "lde_columns",
