@@ -16,6 +16,7 @@ import types
 
 DEVICE_MODULES = (
     "kernels.field_device",
+    "kernels.layout_device",
     "kernels.ntt_device",
     "kernels.poseidon2_device",
     "kernels.merkle_device",

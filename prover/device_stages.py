@@ -31,11 +31,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kernels.backend import DeviceMemory
+from kernels.backend import DeviceArray, DeviceMemory
 from kernels.merkle import MerkleTree
 from kernels.ntt_host import bit_reverse_permutation
 from verifier.protocol import TableShape
 
+from .engines import CudaEngine, EmuEngine
 from .faults import FaultPlan
 from .recovery import Recovery, RecoveryCounters
 from .residency import ResidentHandle, TransferStats
@@ -46,6 +47,13 @@ P = 2013265921
 
 #: the process-wide R2 lock (SPEC §6: R2 serialisation is process-wide, not per prover)
 R2_LOCK = threading.Lock()
+
+#: numba's CUDA simulator swaps module globals while a kernel runs and keeps its thread
+#: indices in thread-local state of its own threads: two launches from different worker
+#: threads corrupt each other.  On ``sim`` every device stage attempt holds this lock
+#: (on ``cuda`` launches go to per-worker streams and need no lock; on ``emu`` there are
+#: no launches).
+SIM_SUBMIT_LOCK = threading.RLock()
 
 
 def checksum(a: np.ndarray) -> int:
@@ -69,11 +77,13 @@ class DevTree:
     def table(self) -> str:
         return self.nodes.table
 
-    def open(self, indices):
+    def open(self, indices, engine=None):
         idx = np.asarray(indices, dtype=np.int64)
-        src = self.nodes.device().data if self.nodes.on_device else self.nodes.host()
-        view = MerkleTree(np.asarray(src), self.log_n, None)
-        return np.ascontiguousarray(self._rows_of(idx), np.uint32), np.ascontiguousarray(view.paths(idx))
+        if self.nodes.on_device and engine is not None:
+            paths = engine.gather_paths(self.nodes.device(), self.log_n, idx)
+        else:
+            paths = MerkleTree(self.nodes.host(), self.log_n, None).paths(idx)
+        return np.ascontiguousarray(self._rows_of(idx), np.uint32), np.ascontiguousarray(paths)
 
 
 class DevCommitted:
@@ -231,9 +241,16 @@ class DeviceStages(HostStages):
         self.table(table).transfers.h2d_bytes += host.nbytes
         return self._handle(table, stage, dev, None if self.device_only else host)
 
+    def submission_lock(self):
+        """The lock kernel submission needs on this backend (see SIM_SUBMIT_LOCK)."""
+        return SIM_SUBMIT_LOCK if self.mem.kind == "sim" else _NULL_LOCK
+
     def _run(self, site: str, table: str, device_fn, host_fn, inputs=()):
+        def locked():
+            with self.submission_lock():
+                return device_fn()
         with self.timeline.span(site, table, cat="stage"):
-            return self._run_site(site, table, device_fn, host_fn, inputs)
+            return self._run_site(site, table, locked, host_fn, inputs)
 
     def _run_site(self, site: str, table: str, device_fn, host_fn, inputs=()):
         st = self.table(table)
@@ -320,10 +337,15 @@ class DeviceStages(HostStages):
 
         def dev():
             self._inject_input("r1.aux", t, trace_h, axis=1)
-            src = (self.engine.download_view(trace_h.device()).T if trace_h is not None
-                   and trace_h.on_device else main)
+            on_dev = trace_h is not None and trace_h.on_device
+            src = self.engine.download_view(trace_h.device()).T if on_dev and \
+                isinstance(self.engine, EmuEngine) and not isinstance(self.engine, CudaEngine) \
+                else main
             aux, terminal = self.engine.aux_build(self, air, shape, np.ascontiguousarray(src),
-                                                  public_values, challenges)
+                                                  public_values, challenges,
+                                                  trace_dev=trace_h.device() if on_dev else None)
+            if isinstance(aux, DeviceArray):     # built on the device: keep it there
+                aux = _AuxDev(self._handle(t, "aux_trace", aux))
             return aux, terminal
         inputs = [trace_h] if trace_h is not None else []
         return self._run("r1.aux", t, dev,
@@ -334,12 +356,17 @@ class DeviceStages(HostStages):
         t = shape.name
 
         def dev():
-            aux_h = self._put(t, "aux_trace", np.ascontiguousarray(aux.T))
+            aux_h = aux.h if isinstance(aux, _AuxDev) else \
+                self._put(t, "aux_trace", np.ascontiguousarray(aux.T))
             com = self._dev_commit_columns(t, "aux", aux_h, shape)
             self._inject_output("r1.aux", t, com.lde_h, axis=1)
             self.table(t).outputs["aux"] = com
             return com
-        return self._run("r1.aux", t, dev, lambda: HostStages.aux_commit(self, aux, shape))
+
+        def host():
+            rows = np.ascontiguousarray(aux.h.host().T) if isinstance(aux, _AuxDev) else aux
+            return HostStages.aux_commit(self, rows, shape)
+        return self._run("r1.aux", t, dev, host, [aux.h] if isinstance(aux, _AuxDev) else [])
 
     # ------------------------------------------------------------------ R2
     def quotient(self, air, shape, main, prep_lde, aux, public_values, challenges, alpha, terminal,
@@ -512,7 +539,7 @@ class DeviceStages(HostStages):
 
         def dev():
             self._inject_input("r4.open", t, tree.nodes, axis=0)
-            rows, paths = tree.open(indices)
+            rows, paths = tree.open(indices, self.engine)
             if self.inject and self.faults.fires("corrupt", "r4.open", t, 0, self.proof_id) \
                     and rows.size:
                 rows = rows.copy()
@@ -553,6 +580,31 @@ class _Quotient:
     """R2's resident outputs: Q on the quotient domain and its decomposition into parts."""
     values: ResidentHandle      # uint32[4, M]
     blocks: ResidentHandle      # uint32[4 * num_parts, n]
+
+
+@dataclass(frozen=True)
+class _AuxDev:
+    """The LogUp aux columns (uint32[4a, n]) built on the device."""
+    h: ResidentHandle
+
+
+class _NullLock:
+    """A lock that never blocks (backends whose runtime needs no submission lock)."""
+
+    def acquire(self):
+        return True
+
+    def release(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+_NULL_LOCK = _NullLock()
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,7 @@ class EmuEngine:
         self.upload_into(bufs["tree"], tree.nodes)
         return bufs["coeffs"], bufs["lde"], bufs["tree"], np.asarray(tree.root, np.uint32)
 
-    def aux_build(self, stages, air, shape, main, public_values, challenges):
+    def aux_build(self, stages, air, shape, main, public_values, challenges, trace_dev=None):
         return HostStages.aux_build(stages, air, shape, main, public_values, challenges)
 
     def _view(self, com):
@@ -132,6 +132,9 @@ class EmuEngine:
     def gather_columns(self, lde_dev, nat_idx) -> np.ndarray:
         return np.ascontiguousarray(self.download_view(lde_dev)[:, nat_idx].T)
 
+    def gather_paths(self, nodes_dev, log_n: int, idx) -> np.ndarray:
+        return kmerkle.MerkleTree(self.download_view(nodes_dev), log_n, None).paths(idx)
+
     def gather_pairs(self, values_dev, idx) -> np.ndarray:
         return np.ascontiguousarray(self.download_view(values_dev).reshape(-1, 8)[idx])
 
@@ -152,21 +155,140 @@ def parts_lde(blocks: np.ndarray, shape: TableShape) -> np.ndarray:
 
 
 class CudaEngine(EmuEngine):
-    """numba.cuda kernels on device arrays (``sim``: the simulator, ``cuda``: a GPU)."""
+    """numba.cuda kernels on device arrays (``sim``: the simulator, ``cuda``: a GPU).
+
+    On the device: trace/aux/parts LDE (kernels.ntt_device), the committed row matrix
+    (kernels.layout_device), Merkle commits of LDEs and FRI layers (kernels.merkle_device),
+    opened rows and paths gathered on the device.  ``host_assisted`` lists the stages that
+    still compute on a host copy of their device inputs on this engine (their outputs go
+    back to device memory; the stats report them).
+    """
+
+    host_assisted = ()
 
     def __init__(self, kind: str):
+        from numba import cuda
+        from kernels import (constraint_device, layout_device, merkle_device, ntt_device,
+                             stage_device)
         self.name = kind
         self.kind = kind
-        self.host_assisted = ()
-        try:
-            from kernels import ntt_device, merkle_device  # noqa: F401
-            self._ntt = ntt_device
-            self._merkle = merkle_device
-        except ImportError:                      # pragma: no cover - kernels incomplete
-            self._ntt = self._merkle = None
+        self._cuda = cuda
+        self._ntt = ntt_device
+        self._merkle = merkle_device
+        self._layout = layout_device
+        self._stage = stage_device
+        self._constraint = constraint_device
+        self._selectors: dict = {}
 
-    def _raw(self, dev: DeviceArray):
-        return dev.data
+    def _dev(self, host: np.ndarray):
+        return self._cuda.to_device(np.ascontiguousarray(host))
+
+    def aux_build(self, stages, air, shape, main, public_values, challenges, trace_dev=None):
+        """LogUp aux on the device from the resident trace (uint32[w, n]); returns the aux
+        columns uint32[4a, n] as a fresh device buffer and the terminal (host)."""
+        if trace_dev is None:
+            trace_dev = stages.mem.to_device(np.ascontiguousarray(main.T), tag=f"{shape.name}/trace")
+        out = self._alloc(stages.mem, {"aux": (shape.aux_width, shape.n)}, f"{shape.name}/aux")["aux"]
+        try:
+            aux_d, terminal = self._constraint.aux_build_device(
+                air, shape, trace_dev.data, public_values, challenges, layout="cols", columns=True)
+            out.data.copy_to_device(aux_d) if self.kind == "sim" else out.data.set(aux_d)
+        except BaseException:
+            stages.mem.free(out)
+            raise
+        return out, np.asarray(terminal, np.uint32)
+
+    def quotient_decompose(self, stages, air, shape, main, prep_lde, aux, public_values,
+                           challenges, alpha, terminal):
+        M = 1 << shape.log_quotient
+        key = (shape.log_n, shape.log_quotient)
+        if key not in self._selectors:
+            self._selectors[key] = self._constraint.quotient_selectors_device(*key)
+        bufs = self._alloc(stages.mem, {"q": (4, M), "blocks": (4 * shape.num_parts, shape.n),
+                                        "coeffs": (4, M)}, f"{shape.name}/r2")
+        try:
+            prep_d = None if prep_lde is None else self._dev(prep_lde)
+            self._constraint.quotient_device(
+                air, shape, main.lde_h.device().data, prep_d,
+                None if aux is None else aux.lde_h.device().data, public_values, challenges,
+                alpha, terminal, layout="cols", selectors=self._selectors[key], out=bufs["q"].data)
+            self._ntt.coset_intt_device(bufs["q"].data, SHIFT, out=bufs["coeffs"].data)
+            self._layout.split_parts_device(bufs["coeffs"].data, bufs["blocks"].data, shape.n)
+        except BaseException:
+            stages.mem.free(bufs["q"])
+            stages.mem.free(bufs["blocks"])
+            raise
+        finally:
+            stages.mem.free(bufs["coeffs"])
+        return bufs["q"], bufs["blocks"]
+
+    def ood(self, coeffs_dev, point) -> np.ndarray:
+        return self._stage.ood_device(coeffs_dev.data, np.asarray(point, np.uint32)).copy_to_host() \
+            if self.kind == "sim" else self._stage.ood_device(coeffs_dev.data, point).get()
+
+    def deep_quotient(self, stages, shape, groups, z, lam):
+        N = 1 << shape.log_lde
+        out = self._alloc(stages.mem, {"fri0": (N, 4)}, f"{shape.name}/deep")["fri0"]
+        try:
+            dev_groups = [(c.lde_h.device().data, np.asarray(v, np.uint32), nx) for c, v, nx in groups]
+            self._stage.deep_quotient_device(shape, dev_groups, z, lam, layout="cols", out=out.data)
+        except BaseException:
+            stages.mem.free(out)
+            raise
+        return out
+
+    def fri_fold(self, stages, values_dev, beta, layer, shape):
+        half = values_dev.shape[0] // 2
+        out = self._alloc(stages.mem, {"fold": (half, 4)}, f"{shape.name}/fri{layer + 1}")["fold"]
+        try:
+            self._stage.fri_fold_device(values_dev.data, beta, layer, shape, out=out.data)
+        except BaseException:
+            stages.mem.free(out)
+            raise
+        return out
+
+    def lde_commit(self, mem, evals_T_dev, shape: TableShape, tag: str):
+        w, n = evals_T_dev.shape
+        N = 1 << shape.log_lde
+        bufs = self._alloc(mem, {"coeffs": (w, n), "lde": (w, N), "tree": _nodes_shape(N),
+                                 "rows": (N, w)}, tag)
+        try:
+            src = evals_T_dev.data
+            self._ntt.intt_device(src, out=bufs["coeffs"].data)
+            self._ntt.coset_lde_device(src, shape.log_blowup, SHIFT, out=bufs["lde"].data)
+            self._layout.bitrev_rows_device(bufs["lde"].data, out=bufs["rows"].data)
+            tree = self._merkle.commit_device(bufs["rows"].data, out=bufs["tree"].data)
+        finally:
+            mem.free(bufs["rows"])           # openings gather from the LDE itself
+        return bufs["coeffs"], bufs["lde"], bufs["tree"], np.asarray(tree.root, np.uint32)
+
+    def parts_lde_commit(self, mem, blocks_dev, shape: TableShape, tag: str):
+        c = 4 * shape.num_parts
+        N = 1 << shape.log_lde
+        bufs = self._alloc(mem, {"lde": (c, N), "tree": _nodes_shape(N), "rows": (N, c),
+                                 "padded": (c, N)}, tag)
+        try:
+            self._layout.pad_columns_device(blocks_dev.data, bufs["padded"].data)
+            self._ntt.coset_ntt_device(bufs["padded"].data, SHIFT, out=bufs["lde"].data)
+            self._layout.bitrev_rows_device(bufs["lde"].data, out=bufs["rows"].data)
+            tree = self._merkle.commit_device(bufs["rows"].data, out=bufs["tree"].data)
+        finally:
+            mem.free(bufs["rows"])
+            mem.free(bufs["padded"])
+        return bufs["lde"], bufs["tree"], np.asarray(tree.root, np.uint32)
+
+    def commit_rows(self, mem, values_dev, width: int, tag: str):
+        rows_n = values_dev.shape[0] * values_dev.shape[1] // width
+        out = self._alloc(mem, {"tree": _nodes_shape(rows_n)}, tag)["tree"]
+        rows = values_dev.data.reshape(rows_n, width)
+        tree = self._merkle.commit_device(rows, out=out.data)
+        return out, np.asarray(tree.root, np.uint32)
+
+    def gather_columns(self, lde_dev, nat_idx) -> np.ndarray:
+        return self._layout.gather_columns_device(lde_dev.data, nat_idx)
+
+    def gather_paths(self, nodes_dev, log_n: int, idx) -> np.ndarray:
+        return self._merkle.DeviceMerkleTree(nodes_dev.data, log_n, None, None).paths(idx)
 
     def download_view(self, dev: DeviceArray) -> np.ndarray:
         if dev.freed or dev.data is None:

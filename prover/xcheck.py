@@ -31,6 +31,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from air import field as F
+from kernels.backend import DeviceArray
 from verifier.errors import CompositionError
 from verifier.protocol import SHIFT, deep_groups
 
@@ -74,8 +75,12 @@ def corruption_shape(a: np.ndarray, b: np.ndarray, axis: int) -> dict:
     n = a.shape[0]
     if rows.size == 0:
         return {"count": 0, "rows": int(n), "kind": "none"}
-    kind = "whole-buffer" if rows.size >= 0.9 * n else \
-        ("contiguous" if rows[-1] - rows[0] + 1 == rows.size else "sparse")
+    if rows.size >= 0.9 * n:
+        kind = "whole-buffer"
+    elif rows.size == 1:
+        kind = "single-row"
+    else:
+        kind = "contiguous" if rows[-1] - rows[0] + 1 == rows.size else "sparse"
     return {"count": int(rows.size), "first": int(rows[0]), "last": int(rows[-1]), "rows": int(n),
             "kind": kind}
 
@@ -126,6 +131,7 @@ def _rerun_device_chain(stages, st, i, ch, alpha, z, resident: bool):
         return SimpleNamespace(lde_h=SimpleNamespace(device=lambda l=l: l), coeffs_dev=c)
 
     stages.inject = False
+    stages.submission_lock().acquire()
     try:
         if resident:
             main = SimpleNamespace(lde_h=out["main"].lde_h, coeffs_dev=out["main"].coeffs_h.device())
@@ -137,10 +143,14 @@ def _rerun_device_chain(stages, st, i, ch, alpha, z, resident: bool):
                 aux = SimpleNamespace(lde_h=out["aux"].lde_h, coeffs_dev=out["aux"].coeffs_h.device())
                 terminal = None
             trace = np.ascontiguousarray(eng.download_view(out["trace"].device()).T)
-            aux_np, terminal = eng.aux_build(stages, air, shape, trace, pv, ch.challenges)
+            aux_res, terminal = eng.aux_build(stages, air, shape, trace, pv, ch.challenges,
+                                              trace_dev=out["trace"].device())
+            if isinstance(aux_res, DeviceArray):
+                up = aux_res
+            else:
+                up = mem.to_device(np.ascontiguousarray(aux_res.T), tag=f"{shape.name}/rerun_aux")
+            temps.append(up)
             if aux is None:
-                up = mem.to_device(np.ascontiguousarray(aux_np.T), tag=f"{shape.name}/rerun_aux")
-                temps.append(up)
                 aux = commit(up, f"{shape.name}/rerun_aux")
         prep = HostStages.prep_lde(stages, air, shape)
         q_d, blocks_d = eng.quotient_decompose(stages, air, shape, main, prep, aux, pv,
@@ -154,6 +164,7 @@ def _rerun_device_chain(stages, st, i, ch, alpha, z, resident: bool):
         stages.inject = True
         for t in temps:
             mem.free(t)
+        stages.submission_lock().release()
 
 
 def cross_check(stages, st, i, r1, ch, aux, r2, r3, cfg) -> None:
