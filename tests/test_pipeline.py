@@ -34,9 +34,32 @@ def _run(block, **kw):
     return run_pipeline(_statement(airs, traces, pvs), PipelineConfig(**kw))
 
 
-@pytest.mark.timeout(300)
+def tiny_lookup_block():
+    """adder (8 rows) + range4 (16) + pairs (16): the LogUp example small enough for the
+    CUDA simulator, which runs every device thread as a Python thread."""
+    rng = np.random.default_rng(3)
+    n, side = 8, 4
+    a, b = rng.integers(0, side, n), rng.integers(0, side, n)
+    on = (rng.random(n) < 0.8).astype(np.int64)
+    c = np.where(on == 1, a + b, rng.integers(0, 1000, n))
+    adder = np.stack([a, b, c, on], axis=1).astype(np.uint32)
+    rng_t = np.zeros((16, 2), dtype=np.uint32)
+    rng_t[:, 0] = np.arange(16)
+    for col in (a, b, c):
+        np.add.at(rng_t[:, 1], col[on == 1], 1)
+    pairs = np.zeros((16, 1), dtype=np.uint32)
+    np.add.at(pairs[:, 0], (a + side * b)[on == 1], 1)
+    airs = [ex.adder_air(), ex.range_air(4), ex.pairs_air(4)]
+    traces = [adder, rng_t, pairs]
+    pvs = [[], [], []]
+    return airs, traces, pvs, prove(traces, airs, pvs, FAST)
+
+
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("backend", ["emu", "sim"])
 def test_device_backends_match_host_bytes_and_happy_path_counts_nothing(block, backend):
+    if backend == "sim":
+        block = tiny_lookup_block()
     proof, stats = _run(block, backend=backend)
     assert proof == block[3]
     assert stats.counters.total() == 0
@@ -185,3 +208,10 @@ def test_late_free_from_previous_proof_does_not_corrupt_the_next(block):
     t.join()
     assert proof == block[3]
     assert stop.is_set() and mem.stale_frees_dropped > before
+
+
+@pytest.mark.timeout(900)
+def test_sim_recovers_from_injected_ooms_identically():
+    blk = tiny_lookup_block()
+    proof, stats = _run(blk, backend="sim", faults=parse_faults("oom@*:0.5,seed=4"))
+    assert proof == blk[3] and stats.counters.total() > 0
