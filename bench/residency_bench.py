@@ -1,0 +1,80 @@
+"""Cost of the residency switches, as ratios measured in one run.
+
+    PYTHONPATH=. python bench/residency_bench.py [--block examples/block.json] [--reps 3]
+        [--backend emu] [--queries 100] [--pow-bits 16]
+
+Proves the same block repeatedly (interleaving the configurations so drift hits all of
+them alike) and reports the median prove time of: the host path, the device pipeline
+with the defaults (SERIALIZE_R2=1, XCHECK=0), with SERIALIZE_R2=0, and with XCHECK=1 --
+plus the ratios the project targets: R2 serialisation cost (<= 2 % of prove time) and
+XCHECK cost (<= 1 %).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.soak import load_tables  # noqa: E402
+from prover.pipeline import PipelineConfig, run_pipeline  # noqa: E402
+from prover.prove import prepare, prove  # noqa: E402
+from verifier.proof_format import Params  # noqa: E402
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--block", default=os.path.join(os.path.dirname(__file__), "..", "examples",
+                                                     "block.json"))
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--backend", default="emu", choices=("emu", "sim", "cuda"))
+    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--pow-bits", type=int, default=16)
+    args = ap.parse_args(argv)
+    logging.disable(logging.WARNING)
+    airs, traces, pvs = load_tables(args.block)
+    params = Params(num_queries=args.queries, pow_bits=args.pow_bits)
+    st = prepare(traces, airs, pvs, params, check=False)
+    ref = prove(traces, airs, pvs, params)                      # warm-up (compilation)
+    configs = {
+        "host": None,
+        "device (defaults)": dict(),
+        "SERIALIZE_R2=0": dict(serialize_r2=False),
+        "XCHECK=1": dict(xcheck=True),
+    }
+    times: dict = {k: [] for k in configs}
+    xcheck_s = []
+    for _ in range(args.reps):
+        for name, kw in configs.items():
+            t0 = time.perf_counter()
+            if kw is None:
+                proof = prove(traces, airs, pvs, params, check=False)
+            else:
+                proof, stats = run_pipeline(st, PipelineConfig(backend=args.backend, **kw))
+                if kw.get("xcheck"):
+                    xcheck_s.append(stats.xcheck_s)
+            times[name].append(time.perf_counter() - t0)
+            if proof != ref:
+                print(f"MISMATCH: {name} produced different bytes", file=sys.stderr)
+                return 1
+    med = {k: statistics.median(v) for k, v in times.items()}
+    base = med["device (defaults)"]
+    print(f"block {args.block}, backend {args.backend}, {args.reps} reps, "
+          f"queries {args.queries}, pow_bits {args.pow_bits}; all proofs byte-identical")
+    print(f"{'configuration':20} {'median s':>9} {'vs defaults':>12}")
+    for k, v in med.items():
+        print(f"{k:20} {v:9.3f} {v / base:11.3f}x")
+    ser_cost = (base - med["SERIALIZE_R2=0"]) / base
+    xc = statistics.median(xcheck_s) / med["XCHECK=1"]
+    print(f"r2_serialisation_cost_pct={100 * ser_cost:.2f} "
+          f"xcheck_cost_pct={100 * xc:.2f} "
+          f"(xcheck measured inside the proof: {statistics.median(xcheck_s):.3f}s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
