@@ -72,7 +72,7 @@ SIZES = {
                   lde=[(4, 16, 1), (1, 18, 1)], p2=18, p2_sample=14, merkle=(16, 16),
                   stage=16, ood_cols=4, warm_k=10, e2e=[12, 14]),
     "sim": dict(copy_mib=1, h2d_mib=1, reps=1, ntt=[(2, 9), (1, 10)],
-                lde=[(2, 8, 1), (1, 9, 1)], p2=9, p2_sample=8, merkle=(7, 16),
+                lde=[(2, 8, 1), (1, 9, 1)], p2=5, p2_sample=4, merkle=(4, 16),
                 stage=9, ood_cols=2, warm_k=None, e2e=["example"]),
 }
 SECTIONS = ("copy", "ntt", "lde", "poseidon2", "merkle", "stage", "e2e")
@@ -85,6 +85,10 @@ def fmt_s(s) -> str:
     if s < 1e-3:
         return f"{s * 1e6:.1f} us"
     return f"{s * 1e3:.2f} ms" if s < 1 else f"{s:.2f} s"
+
+
+def fmt_bw(bps: float) -> str:
+    return f"{bps / 1e9:.0f} GB/s" if bps >= 1e10 else f"{bps / 1e6:.3g} MB/s"
 
 
 def yn(ok: bool) -> str:
@@ -290,6 +294,15 @@ class Ctx:
     def vs_copy(self, bw) -> str:
         return "n/a" if not self.copy_bw else f"{bw / self.copy_bw:.0%} of copy"
 
+    def timing(self, first: float, t: float, host_s: float | None = None) -> str:
+        """'compile Xs; host Ys (xZ)': compile = first call - median timed call."""
+        comp = "n/a (sim)" if self.dev.sim else f"{max(0.0, first - t):.2f}s"
+        out = f"compile {comp}"
+        if host_s is not None:
+            r = host_s / t
+            out += f"; host {fmt_s(host_s)} (x{r:.0f})" if r >= 10 else f"; host {fmt_s(host_s)} (x{r:.2g})"
+        return out
+
 
 def _med(ts):
     return statistics.median(ts)
@@ -375,12 +388,11 @@ def check_ntt(ctx: Ctx, rows: int, log_n: int) -> None:
     eff = 2 * a.nbytes / t
     try:
         passes = 1 + len(nd._stage_groups(0, log_n))
-        traffic = f"; est. traffic {passes} passes {passes * eff / 1e9:.0f} GB/s"
+        traffic = f"; est. traffic {passes} passes, {fmt_bw(passes * eff)}"
     except Exception:  # noqa: BLE001 - internal helper, informative only
         passes, traffic = None, ""
-    ctx.report.add("ntt", f"{rows}x2^{log_n}", yn(ok), t, f"{eff / 1e9:.0f} GB/s eff",
-                   ctx.vs_copy(eff), f"compile {first - t:.2f}s; host {fmt_s(host_s)} "
-                   f"(x{host_s / t:.0f}){traffic}", first_s=first, times_s=ts, host_s=host_s,
+    ctx.report.add("ntt", f"{rows}x2^{log_n}", yn(ok), t, f"{fmt_bw(eff)} eff",
+                   ctx.vs_copy(eff), f"{ctx.timing(first, t, host_s)}{traffic}", first_s=first, times_s=ts, host_s=host_s,
                    host_first_s=host_first, passes=passes)
 
 
@@ -399,9 +411,8 @@ def check_lde(ctx: Ctx, cols: int, log_n: int, k: int) -> None:
     eff = (a.nbytes + ref.nbytes) / t            # read the input once, write the LDE once
     ratio = "n/a" if not ctx.copy_bw else f"{eff / ctx.copy_bw / LDE_TARGET:.2f} of target"
     ctx.report.add("coset LDE", f"{cols}x2^{log_n}->2^{log_n + k}", yn(ok), t,
-                   f"{eff / 1e9:.0f} GB/s eff", ratio,
-                   f"{ctx.vs_copy(eff)} (target 50%); compile {first - t:.2f}s; host "
-                   f"{fmt_s(host_s)} (x{host_s / t:.0f})", first_s=first, times_s=ts,
+                   f"{fmt_bw(eff)} eff", ratio,
+                   f"{ctx.vs_copy(eff)} (target 50%); {ctx.timing(first, t, host_s)}", first_s=first, times_s=ts,
                    host_s=host_s, host_first_s=host_first)
 
 
@@ -431,7 +442,7 @@ def check_p2(ctx: Ctx) -> None:
     t = _med(ts)
     rate = n / t
     blocks = {}
-    for blk in (64, 256):
+    for blk in (() if ctx.dev.sim else (64, 256)):
         try:
             _, tb = ctx.dev.time(lambda: permute_device(d_s, out=d_o, block=blk), S["reps"])
             blocks[blk] = n / _med(tb)
@@ -440,9 +451,9 @@ def check_p2(ctx: Ctx) -> None:
     ctx.p2_rate = rate
     alt = ", ".join(f"block {b}: {v / 1e6:.0f} M/s" if isinstance(v, float) else f"block {b}: {v}"
                     for b, v in blocks.items())
-    ctx.report.add("poseidon2", f"2^{S['p2']} states", yn(ok), t, f"{rate / 1e6:.1f} M perm/s",
+    ctx.report.add("poseidon2", f"2^{S['p2']} states", yn(ok), t, f"{rate / 1e6:.3g} M perm/s",
                    f"{rate / P2_TARGET:.2f} of 1 G/s", f"sample 2^{S['p2_sample']} vs host; "
-                   f"compile {first - t:.2f}s; host {len(idx) / host_s / 1e6:.1f} M/s; {alt}",
+                   f"{ctx.timing(first, t)}; host {len(idx) / host_s / 1e6:.2g} M/s; {alt}",
                    first_s=first, times_s=ts, block_rates=blocks)
 
 
@@ -466,9 +477,9 @@ def check_merkle(ctx: Ctx) -> None:
     t = _med(ts)
     perms = n * -(-w // 8) + (n - 1)
     bw = (m.nbytes + nodes.size * 4) / t
-    ctx.report.add("merkle commit", f"2^{log_n}x{w}", yn(ok), t, f"{perms / t / 1e6:.1f} M perm/s",
-                   f"{perms / t / P2_TARGET:.2f} of 1 G/s", f"{bw / 1e9:.0f} GB/s ({ctx.vs_copy(bw)});"
-                   f" compile {first - t:.2f}s; host {fmt_s(host_s)} (x{host_s / t:.0f})",
+    ctx.report.add("merkle commit", f"2^{log_n}x{w}", yn(ok), t, f"{perms / t / 1e6:.3g} M perm/s",
+                   f"{perms / t / P2_TARGET:.2f} of 1 G/s", f"{fmt_bw(bw)} ({ctx.vs_copy(bw)});"
+                   f" {ctx.timing(first, t, host_s)}",
                    first_s=first, times_s=ts, host_s=host_s)
 
 
@@ -505,9 +516,8 @@ def check_fri_fold(ctx: Ctx) -> None:
         ctx, lambda: sd.fri_fold_device(d_v, beta, 0, shape, out=d_o), d_o.copy_to_host, ref)
     t = _med(ts)
     bw = (vals.nbytes + ref.nbytes) / t
-    ctx.report.add("FRI fold", f"2^{log_n} EF", yn(ok), t, f"{bw / 1e9:.0f} GB/s eff",
-                   ctx.vs_copy(bw), f"layer 0; compile {first - t:.2f}s; host {fmt_s(host_s)} "
-                   f"(x{host_s / t:.0f})", first_s=first, times_s=ts, host_s=host_s)
+    ctx.report.add("FRI fold", f"2^{log_n} EF", yn(ok), t, f"{fmt_bw(bw)} eff",
+                   ctx.vs_copy(bw), f"layer 0; {ctx.timing(first, t, host_s)}", first_s=first, times_s=ts, host_s=host_s)
 
 
 def check_ood(ctx: Ctx) -> None:
@@ -527,9 +537,8 @@ def check_ood(ctx: Ctx) -> None:
                                        d_o.copy_to_host, np.asarray(ref, np.uint32))
     t = _med(ts)
     bw = coeffs.nbytes / t
-    ctx.report.add("OOD reduction", f"{c}x2^{log_n}", yn(ok), t, f"{bw / 1e9:.0f} GB/s eff",
-                   ctx.vs_copy(bw), f"EF point; compile {first - t:.2f}s; host {fmt_s(host_s)} "
-                   f"(x{host_s / t:.0f})", first_s=first, times_s=ts, host_s=host_s)
+    ctx.report.add("OOD reduction", f"{c}x2^{log_n}", yn(ok), t, f"{fmt_bw(bw)} eff",
+                   ctx.vs_copy(bw), f"EF point; {ctx.timing(first, t, host_s)}", first_s=first, times_s=ts, host_s=host_s)
 
 
 # ----------------------------------------------------------------------------- end to end

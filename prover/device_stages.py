@@ -63,6 +63,33 @@ def checksum(a: np.ndarray) -> int:
     return int(((flat * w) % np.uint64(P)).sum(dtype=np.uint64) % np.uint64(P)) if flat.size else 0
 
 
+#: What each device dispatch requires of a table (kernel limits).  A device stage whose
+#: check fails declines (and the table recovers on the host); :func:`device_gate` is the
+#: conjunction of all of them, so a table the gate admits is accepted by every dispatch.
+MAX_DEVICE_LOG_LDE = 27            # twiddle tables / the field's two-adicity
+DISPATCH_CHECKS = {
+    "r1.main": lambda s: 1 <= s.log_n and s.log_lde <= MAX_DEVICE_LOG_LDE and s.main_width >= 1,
+    "r1.aux": lambda s: s.aux_cols == 0 or s.aux_width >= 4,
+    "r2": lambda s: s.log_n <= s.log_quotient <= s.log_lde,
+    "r2.tree": lambda s: 1 <= s.num_parts <= (1 << s.log_blowup),
+    "r3": lambda s: s.log_n >= 1,
+    "r4.deep": lambda s: s.log_lde <= MAX_DEVICE_LOG_LDE,
+    "r4.fri": lambda s: s.num_fri_layers <= s.log_lde - 1,
+    "r4.open": lambda s: s.log_lde <= 62,
+}
+
+
+def dispatch_ok(site: str, shape) -> bool:
+    return bool(DISPATCH_CHECKS[site](shape))
+
+
+def device_gate(shape, budget: int | None, estimate: int) -> bool:
+    """Device-only mode (no host copies) for this table: every dispatch accepts it and its
+    estimated device bytes fit the budget."""
+    return all(dispatch_ok(site, shape) for site in DISPATCH_CHECKS) and \
+        (budget is None or estimate <= budget)
+
+
 class DevTree:
     """A Merkle tree whose nodes (and opened matrix) stay resident; ``open`` gathers only
     the requested rows and paths."""
@@ -185,6 +212,8 @@ class DeviceStages(HostStages):
         self._tables: dict[str, TableState] = {}
         self._tlock = threading.Lock()
         self._local = threading.local()     # the table this worker thread is proving
+        self.shapes: dict = {}               # table -> TableShape (for the dispatch checks)
+        self.gate: dict = {}                 # table -> device-only admitted
 
     def bind(self, table: str) -> None:
         """Tell the stages which table the calling worker thread is proving (used by
@@ -239,14 +268,20 @@ class DeviceStages(HostStages):
         """Upload a host array into a fresh device buffer (the budget is checked first)."""
         dev = self.mem.to_device(np.ascontiguousarray(host), tag=f"{table}/{stage}")
         self.table(table).transfers.h2d_bytes += host.nbytes
-        return self._handle(table, stage, dev, None if self.device_only else host)
+        device_only = self.device_only and self.gate.get(table, True)
+        return self._handle(table, stage, dev, None if device_only else host)
 
     def submission_lock(self):
         """The lock kernel submission needs on this backend (see SIM_SUBMIT_LOCK)."""
         return SIM_SUBMIT_LOCK if self.mem.kind == "sim" else _NULL_LOCK
 
     def _run(self, site: str, table: str, device_fn, host_fn, inputs=()):
+        shape = self.shapes.get(table)
+
         def locked():
+            if shape is not None and not dispatch_ok(site, shape):
+                from kernels.backend import DeviceOOM
+                raise DeviceOOM(0, 0, None, f"the {site} device kernels do not accept this table")
             with self.submission_lock():
                 return device_fn()
         with self.timeline.span(site, table, cat="stage"):

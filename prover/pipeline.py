@@ -32,7 +32,7 @@ from verifier.proof_format import Params, Proof, encode
 from verifier.protocol import TableShape, absorb_statement
 from verifier.transcript import Transcript
 
-from .device_stages import DeviceStages
+from .device_stages import DeviceStages, device_gate
 from .engines import CudaEngine, EmuEngine
 from .faults import FaultPlan, faults_from_env
 from .recovery import RecoveryCounters
@@ -229,6 +229,8 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
     est = [estimate_bytes(s) for s in shapes]
     for s, e in zip(shapes, est):
         stats.tables[s.name] = TableStats(s.name, est_bytes=e)
+        stages.shapes[s.name] = s
+        stages.gate[s.name] = device_gate(s, cfg.budget, e)
     order = sorted(range(k), key=lambda i: -est[i])            # heaviest first
     workers = cfg.workers or max(1, min(k, os.cpu_count() or 1))
 

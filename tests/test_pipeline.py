@@ -215,3 +215,29 @@ def test_sim_recovers_from_injected_ooms_identically():
     blk = tiny_lookup_block()
     proof, stats = _run(blk, backend="sim", faults=parse_faults("oom@*:0.5,seed=4"))
     assert proof == blk[3] and stats.counters.total() > 0
+
+
+def test_gate_implies_every_dispatch_check():
+    from hypothesis import given, strategies as st
+    from prover.device_stages import DISPATCH_CHECKS, device_gate, dispatch_ok
+    from verifier.protocol import TableShape
+
+    @given(st.integers(1, 26), st.integers(0, 4), st.integers(1, 300), st.integers(0, 8),
+           st.integers(0, 3), st.integers(1, 5), st.integers(0, 4),
+           st.one_of(st.none(), st.integers(0, 1 << 40)))
+    def check(log_n, log_blowup, width, prep, aux_cols, num_parts, log_final, budget):
+        shape = TableShape("t", log_n, log_blowup, width, prep, aux_cols, num_parts, 0,
+                           True, False, log_final)
+        est = estimate_bytes(shape)
+        if device_gate(shape, budget, est):
+            assert all(dispatch_ok(site, shape) for site in DISPATCH_CHECKS)
+            assert budget is None or est <= budget
+    check()
+
+
+def test_a_table_the_dispatch_refuses_still_recovers(block, monkeypatch):
+    import prover.device_stages as ds
+    monkeypatch.setitem(ds.DISPATCH_CHECKS, "r2", lambda s: False)
+    proof, stats = _run(block, backend="emu")
+    assert proof == block[3]
+    assert stats.counters.sites["r2"].downgrades == 3
