@@ -56,11 +56,13 @@ R2_LOCK = threading.Lock()
 SIM_SUBMIT_LOCK = threading.RLock()
 
 
-def checksum(a: np.ndarray) -> int:
-    """Integrity tag of a buffer: sum_i (i+1)·a_i mod p (position-sensitive)."""
-    flat = np.ascontiguousarray(a).reshape(-1).astype(np.uint64)
-    w = (np.arange(flat.size, dtype=np.uint64) % np.uint64(P - 1)) + np.uint64(1)
-    return int(((flat * w) % np.uint64(P)).sum(dtype=np.uint64) % np.uint64(P)) if flat.size else 0
+def checksum(a: np.ndarray) -> tuple:
+    """Integrity tag of a buffer: (sum, xor) of its words -- one cheap pass; any single
+    changed word changes the sum, and the corruptions the post-mortem must see change it."""
+    flat = np.ascontiguousarray(a).reshape(-1)
+    if flat.size == 0:
+        return (0, 0)
+    return (int(flat.sum(dtype=np.uint64)), int(np.bitwise_xor.reduce(flat)))
 
 
 #: What each device dispatch requires of a table (kernel limits).  A device stage whose
