@@ -12,7 +12,11 @@ the first call (JIT compile, table uploads) is reported apart as "compile", the 
 calls are bracketed by CUDA events (cupy) and the median is reported.  Under the
 simulator (``--dry-run`` = ``--backend sim``) the same code paths run at tiny sizes,
 cupy is absent, timing falls back to ``perf_counter`` and the cupy-only parts (copy
-bandwidth, peak VRAM) are marked ``n/a (sim)``.
+bandwidth, peak VRAM) are marked ``n/a (sim)``.  The simulator cannot prove a block in
+minutes (an 8-row table takes ~4 minutes on a 2-core machine), so the dry run's end-to-end
+part proves 2^10..2^12-cycle blocks on the ``emu`` device backend (the same script path:
+warm-up, ladder, predictions); ``--e2e-backend sim --e2e-k example`` proves an 8-row
+Fibonacci table on the simulator instead.
 
 Checks, in order: copy bandwidth (device-to-device and host-to-device: the reference of
 every "achieved bandwidth" ratio); NTT; coset LDE (column-major, target >= 50 % of the
@@ -73,7 +77,7 @@ SIZES = {
                   stage=16, ood_cols=4, warm_k=10, e2e=[12, 14]),
     "sim": dict(copy_mib=1, h2d_mib=1, reps=1, ntt=[(2, 9), (1, 10)],
                 lde=[(2, 8, 1), (1, 9, 1)], p2=5, p2_sample=4, merkle=(4, 16),
-                stage=9, ood_cols=2, warm_k=None, e2e=["example"]),
+                stage=9, ood_cols=2, warm_k=10, e2e=[11, 12], e2e_backend="emu"),
 }
 SECTIONS = ("copy", "ntt", "lde", "poseidon2", "merkle", "stage", "e2e")
 
@@ -577,7 +581,7 @@ class E2E:
 
     def __init__(self, ctx: Ctx):
         self.ctx, self.runner = ctx, ctx.runner
-        self.dev = ctx.args.e2e_backend or ctx.args.backend
+        self.dev = ctx.args.e2e_backend or ctx.S.get("e2e_backend") or ctx.args.backend
         self.provers: dict = {}
         self.hist: dict = {"host": [], self.dev: []}        # warm (k, seconds)
         self.details: dict = {}
