@@ -67,17 +67,20 @@ BLOCK_ARGS = dict(hash_share=0.25, seed=0, memory_size=1024, table_size=256, n_t
 PER_BIT = {11: 1.4, 12: 1.4, 13: 1.35, 14: 1.35, 15: 2.37, 16: 2.37, 17: 2.45, 18: 2.45}
 
 # name -> sizes.  ntt: (rows, log n); lde: (columns, log n, log blowup); p2: log states;
-# merkle: (log rows, width); stage: log n of the FRI layer / OOD polynomials.
+# merkle: (log rows, width); stage: log n of the FRI layer / OOD polynomials.  hash_block:
+# threads per block of the hash kernels in the simulator, whose per-module lock around
+# every device-function call makes blocks of several hashing threads crawl (minutes).
 SIZES = {
     "full": dict(copy_mib=1024, h2d_mib=256, reps=5, ntt=[(16, 20), (1, 22)],
                  lde=[(16, 20, 1), (1, 22, 1)], p2=22, p2_sample=16, merkle=(22, 16),
-                 stage=20, ood_cols=16, warm_k=10, e2e=[14, 16, 18, 20]),
+                 stage=20, ood_cols=16, warm_k=10, e2e=[16, 18, 20]),
     "quick": dict(copy_mib=256, h2d_mib=64, reps=3, ntt=[(4, 16), (1, 18)],
                   lde=[(4, 16, 1), (1, 18, 1)], p2=18, p2_sample=14, merkle=(16, 16),
                   stage=16, ood_cols=4, warm_k=10, e2e=[12, 14]),
     "sim": dict(copy_mib=1, h2d_mib=1, reps=1, ntt=[(2, 9), (1, 10)],
                 lde=[(2, 8, 1), (1, 9, 1)], p2=5, p2_sample=4, merkle=(4, 16),
-                stage=9, ood_cols=2, warm_k=10, e2e=[11, 12], e2e_backend="emu"),
+                stage=9, ood_cols=2, warm_k=10, e2e=[11, 12], e2e_backend="emu",
+                hash_block=1),
 }
 SECTIONS = ("copy", "ntt", "lde", "poseidon2", "merkle", "stage", "e2e")
 
@@ -329,7 +332,8 @@ def check_copy(ctx: Ctx) -> None:
     _, ts2 = ctx.dev.time(lambda: cp.copyto(dst, src), S["reps"])
     ok = ok and bool(cp.array_equal(dst, src))
     bw_kernel = 2 * nb / _med(ts2)
-    ctx.copy_bw = max(bw_memcpy, bw_kernel)
+    ctx.copy_bw = max(bw_memcpy, bw_kernel)      # the reference: the faster of the two
+    t = 2 * nb / ctx.copy_bw
     add("copy D2D", f"{S['copy_mib']} MiB", yn(ok), t, f"{ctx.copy_bw / 1e9:.0f} GB/s", "ref",
         f"read+write counted; memcpy {bw_memcpy / 1e9:.0f}, copy kernel {bw_kernel / 1e9:.0f} GB/s",
         memcpy_bw=bw_memcpy, kernel_bw=bw_kernel)
@@ -362,7 +366,6 @@ def check_copy(ctx: Ctx) -> None:
 def _identity_and_time(ctx, run, fetch, ref):
     """First call (compile) -> compare; timed calls -> compare again.  -> (ok, first, ts)."""
     dev = ctx.dev
-    first, ts = None, None
     dev.sync()
     t0 = time.perf_counter()
     run()
@@ -433,7 +436,7 @@ def check_p2_kat(ctx: Ctx) -> None:
 
 def check_p2(ctx: Ctx) -> None:
     from kernels.poseidon2 import poseidon2_permute
-    from kernels.poseidon2_device import permute_device
+    from kernels.poseidon2_device import DEFAULT_BLOCK, permute_device
     S = ctx.S
     n = 1 << S["p2"]
     states = ctx.rand((n, 16))
@@ -441,30 +444,33 @@ def check_p2(ctx: Ctx) -> None:
     ref, host_s = _host(poseidon2_permute, states[idx])
     d_s = ctx.dev.cuda.to_device(states)
     d_o = ctx.dev.cuda.device_array_like(d_s)
-    ok, first, ts = _identity_and_time(ctx, lambda: permute_device(d_s, out=d_o),
+    blk = S.get("hash_block") or DEFAULT_BLOCK
+    ok, first, ts = _identity_and_time(ctx, lambda: permute_device(d_s, out=d_o, block=blk),
                                        lambda: d_o.copy_to_host()[idx], ref)
     t = _med(ts)
     rate = n / t
     blocks = {}
-    for blk in (() if ctx.dev.sim else (64, 256)):
+    for alt_blk in (() if ctx.dev.sim else (64, 256)):
         try:
-            _, tb = ctx.dev.time(lambda: permute_device(d_s, out=d_o, block=blk), S["reps"])
-            blocks[blk] = n / _med(tb)
+            _, tb = ctx.dev.time(lambda: permute_device(d_s, out=d_o, block=alt_blk), S["reps"])
+            blocks[alt_blk] = n / _med(tb)
         except Exception as exc:  # noqa: BLE001
-            blocks[blk] = f"{type(exc).__name__}"
+            blocks[alt_blk] = f"{type(exc).__name__}"
     ctx.p2_rate = rate
     alt = ", ".join(f"block {b}: {v / 1e6:.0f} M/s" if isinstance(v, float) else f"block {b}: {v}"
                     for b, v in blocks.items())
     ctx.report.add("poseidon2", f"2^{S['p2']} states", yn(ok), t, f"{rate / 1e6:.3g} M perm/s",
                    f"{rate / P2_TARGET:.2f} of 1 G/s", f"sample 2^{S['p2_sample']} vs host; "
-                   f"{ctx.timing(first, t)}; host {len(idx) / host_s / 1e6:.2g} M/s; {alt}",
+                   f"{ctx.timing(first, t)}; host {len(idx) / host_s / 1e6:.2g} M/s" + (f"; {alt}" if alt else ""),
                    first_s=first, times_s=ts, block_rates=blocks)
 
 
 def check_merkle(ctx: Ctx) -> None:
     from kernels import merkle
     from kernels.merkle_device import commit_device
+    from kernels.poseidon2_device import DEFAULT_BLOCK
     log_n, w = ctx.S["merkle"]
+    blk = ctx.S.get("hash_block") or DEFAULT_BLOCK
     n = 1 << log_n
     m = ctx.rand((n, w))
     ref_tree, host_s = _host(merkle.commit, m)
@@ -476,7 +482,7 @@ def check_merkle(ctx: Ctx) -> None:
     box = {}
 
     def run():
-        box["root"] = commit_device(d_m, out=nodes).root
+        box["root"] = commit_device(d_m, out=nodes, block=blk).root
     ok, first, ts = _identity_and_time(ctx, run, lambda: box["root"], ref)
     t = _med(ts)
     perms = n * -(-w // 8) + (n - 1)
@@ -582,50 +588,64 @@ class E2E:
     def __init__(self, ctx: Ctx):
         self.ctx, self.runner = ctx, ctx.runner
         self.dev = ctx.args.e2e_backend or ctx.S.get("e2e_backend") or ctx.args.backend
+        self.host_max_k = ctx.args.host_max_k
         self.provers: dict = {}
         self.hist: dict = {"host": [], self.dev: []}        # warm (k, seconds)
+        self.broken = ""                                    # why the device backend is out
         self.details: dict = {}
         ctx.report.extra["e2e"] = self.details
 
-    def _result(self, proof_bytes, total, prove_s, rounds, device, cycles, tables, vp):
-        return dict(bytes=proof_bytes, total_s=total, prove_s=prove_s, rounds=rounds,
-                    device=device, cycles=cycles, tables=tables, vram_peak=vp.delta)
+    def _measured(self, backend: str, run):
+        """Run one proof; a device backend's memory pool is emptied first so that the
+        sampled peak is this proof's."""
+        dev = self.ctx.dev if backend != "host" else None
+        if dev is not None:
+            dev.free_all()
+        t0 = time.perf_counter()
+        with VramPeak(dev) as vp:
+            res = run()
+        res.setdefault("total_s", time.perf_counter() - t0)
+        res["vram_peak"] = vp.delta
+        return res
 
     def prove_block(self, block, backend: str) -> dict:
         from prover.api import Prover, ProverConfig
         if backend not in self.provers:
             self.provers[backend] = Prover(ProverConfig(backend=backend))
-        with VramPeak(self.ctx.dev if backend != "host" else None) as vp:
+
+        def run():
             proof = self.provers[backend].prove_block(block)
-        st = proof.stats
-        return self._result(proof.to_bytes(), st.phases.get("total"), st.phases.get("prove"),
-                            st.rounds(), st.counters.get("device"), st.cycles,
-                            {t.name: t.rows for t in st.tables}, vp)
+            st = proof.stats
+            return dict(bytes=proof.to_bytes(), total_s=st.phases.get("total"),
+                        prove_s=st.phases.get("prove"), rounds=st.rounds(), cycles=st.cycles,
+                        device=st.counters.get("device"), tables={t.name: t.rows for t in st.tables})
+        return self._measured(backend, run)
 
     def prove_example(self, backend: str) -> dict:
         # The simulator cannot prove a block in minutes (its RANGE table alone has 2^16
-        # rows; even three 16-row tables take ~6 minutes), so the dry run proves the
+        # rows; even three 16-row tables take ~6 minutes), so `--e2e-k example` proves the
         # 8-row Fibonacci example through prover.prove: the same pipeline, one table.
         from air import examples as ex
         from prover import Params, Spans, prove
         from prover.pipeline import PipelineConfig
         trace, pv = ex.fibonacci_trace(3)
-        airs, traces, pvs = [ex.fibonacci_air()], [trace], [pv]
         spans, stats = Spans(), []
         device = None if backend == "host" else PipelineConfig.from_env(backend)
-        t0 = time.perf_counter()
-        with VramPeak(self.ctx.dev if backend != "host" else None) as vp:
-            proof = prove(traces, airs, pvs, Params(num_queries=8, pow_bits=2), spans=spans,
-                          check=False, device=device, device_stats=stats)
-        dt = time.perf_counter() - t0
-        rounds = {k: v for k, v in spans.stats.by_round().items() if k != "table"}
-        return self._result(proof, dt, dt, rounds, stats[0].as_dict() if stats else None, 0,
-                            {a.name: int(t.shape[0]) for a, t in zip(airs, traces)}, vp)
 
-    def predict(self, backend: str, k: int):
+        def run():
+            proof = prove([trace], [ex.fibonacci_air()], [pv], Params(num_queries=8, pow_bits=2),
+                          spans=spans, check=False, device=device, device_stats=stats)
+            return dict(bytes=proof, rounds={k: v for k, v in spans.stats.by_round().items()
+                                             if k != "table"}, cycles=0, tables={"fibonacci": 8},
+                        device=stats[0].as_dict() if stats else None)
+        res = self._measured(backend, run)
+        res["prove_s"] = res["total_s"]
+        return res
+
+    def predict(self, backend: str, k: int | None):
         """(seconds, basis) for a proof of 2^k cycles from this run's warm proofs."""
         h = sorted(self.hist[backend])
-        if not h:
+        if not h or k is None:
             return 0.0, "no measurement"
         k0, t0 = h[-1]
         per_bit, basis = None, f"2^{k0} measured {t0:.1f}s x docs/benchmarks.md host scaling"
@@ -635,87 +655,79 @@ class E2E:
         f = growth(k0, k, per_bit)
         return t0 * f, f"{basis} = x{f:.1f}"
 
-    def _call(self, label: str, fn, need: float = 0.0):
-        return self.runner.call(label, fn, need)
+    def _prove(self, backend: str, size: str, fn, k: int | None):
+        """-> (status, result, note) of one proof, within the budget."""
+        if backend != "host" and self.broken:
+            return "skipped", None, self.broken
+        if backend == "host" and k is not None and k > self.host_max_k:
+            return "skipped", None, f"host proofs above 2^{self.host_max_k} are not run (--host-max-k)"
+        pred, _ = self.predict(backend, k)
+        st, res, note = self.runner.call(f"prove {backend} {size}", lambda: fn(backend), 1.25 * pred)
+        if st == "ok" and k is not None:
+            self.hist[backend].append((k, res["total_s"]))
+        if st == "error" and backend != "host":
+            self.broken = f"{backend} failed earlier ({note})"
+        self.details.setdefault(size, {})[backend] = dict(
+            status=st, note=note, predicted_s=pred,
+            **{x: y for x, y in (res or {}).items() if x != "bytes"})
+        return st, res, note
 
     def warmup(self, k: int) -> None:
         """Each backend twice at 2^k: the first run compiles, the second is warm."""
         from vm.programs import sized_block
         block = sized_block(k, **BLOCK_ARGS)
-        runs, notes = {}, []
+        size = f"2^{k} cycles"
+        runs, notes, failed = {}, [], False
         for backend in (self.dev, "host"):
             for i in (0, 1):
-                st, val, note = self._call(f"prove {backend} 2^{k} #{i}",
-                                           lambda b=backend: self.prove_block(block, b))
+                st, res, note = self._prove(backend, f"{size} #{i}",
+                                            lambda b: self.prove_block(block, b), k if i else None)
                 if st != "ok":
                     notes.append(f"{backend} #{i} {st}: {note}")
+                    failed = failed or st in ("error", "timeout")
                     break
-                runs[(backend, i)] = val
-        self.details[f"warmup_2^{k}"] = {f"{b}#{i}": {x: y for x, y in v.items() if x != "bytes"}
-                                         for (b, i), v in runs.items()}
-        for b in (self.dev, "host"):
-            if (b, 1) in runs:
-                self.hist[b].append((k, runs[(b, 1)]["total_s"]))
+                runs[(backend, i)] = res
         blobs = [v["bytes"] for v in runs.values()]
-        both = any(b == self.dev for b, _ in runs) and any(b == "host" for b, _ in runs)
-        ident = yn(all(x == blobs[0] for x in blobs)) if both else ("error" if notes else "skipped")
+        both = {b for b, _ in runs} == {self.dev, "host"}
+        ident = yn(all(x == blobs[0] for x in blobs)) if both else ("error" if failed else "skipped")
         warm = runs.get((self.dev, 1)) or runs.get((self.dev, 0))
         first = ", ".join(f"{b} {runs[(b, 0)]['total_s']:.1f}s" for b in (self.dev, "host")
                           if (b, 0) in runs)
-        host_w = runs.get(("host", 1))
-        note = f"first runs (compile): {first}" + (f"; host warm {host_w['total_s']:.2f}s"
-                                                   if host_w else "")
-        self.ctx.report.add(f"prove warm-up ({self.dev})", f"2^{k} cycles", ident,
+        if ("host", 1) in runs:
+            notes.insert(0, f"host warm {runs[('host', 1)]['total_s']:.2f}s")
+        self.ctx.report.add(f"prove warm-up ({self.dev})", size, ident,
                             warm["total_s"] if warm else None, "", "",
-                            "; ".join([note] + notes), runs=len(runs))
+                            "; ".join([f"{len(runs)} proofs" + (f"; first runs (compile): {first}"
+                                                                if first else "")] + notes))
 
-    def one(self, label: str, size: str, key: str, make_fn) -> None:
+    def one(self, label: str, size: str, k: int | None, fn) -> None:
         """Device proof then host proof of one input (each if its prediction fits), one row."""
-        k = int(key) if key.isdigit() else None
-        pd, bd = self.predict(self.dev, k) if k else (0.0, "")
-        ph, bh = self.predict("host", k) if k else (0.0, "")
-        sd, rd, nd = self._call(f"prove {self.dev} {size}", lambda: make_fn(self.dev), 1.25 * pd)
-        sh, rh, nh = self._call(f"prove host {size}", lambda: make_fn("host"), 1.25 * ph)
-        for b, r in ((self.dev, rd), ("host", rh)):
-            if r is not None and k:
-                self.hist[b].append((k, r["total_s"]))
-        self.details[size] = {"device_status": sd, "device_note": nd, "device_predicted_s": pd,
-                              "host_status": sh, "host_note": nh, "host_predicted_s": ph,
-                              self.dev: {x: y for x, y in (rd or {}).items() if x != "bytes"},
-                              "host": {x: y for x, y in (rh or {}).items() if x != "bytes"}}
         add = self.ctx.report.add
-        if rd is None and rh is None:
-            add(label, size, sd if sd in ("error", "timeout") else sh,
-                note=f"{self.dev}: {nd}; host: {nh}")
-            return
+        sd, rd, nd = self._prove(self.dev, size, fn, k)
         if rd is None:
-            add(label, size, sd if sd in ("error", "timeout") else "skipped", None,
-                note=f"{self.dev} {sd}: {nd}; host {rh['total_s']:.2f}s")
+            add(label, size, sd if sd in ("error", "timeout") else "skipped", note=f"{self.dev}: {nd}")
             return
-        notes = []
+        sh, rh, nh = self._prove("host", size, fn, k)
         t = rd["total_s"]
         rate = f"{rd['cycles'] / t:,.0f} cycles/s" if rd["cycles"] else ""
         if rh is not None:
-            ident = yn(rh["bytes"] == rd["bytes"])
-            ratio = f"x{rh['total_s'] / t:.1f} vs host"
-            notes.append(f"host {rh['total_s']:.2f}s (prove {rh['prove_s']:.2f}s)")
-        else:
-            ident, ratio = ("error" if sh in ("error", "timeout") else "skipped"), ""
-            est, basis = self.predict("host", k) if k else (0.0, "")
+            ident, ratio = yn(rh["bytes"] == rd["bytes"]), f"x{rh['total_s'] / t:.1f} vs host"
+            notes = [f"host {rh['total_s']:.2f}s (prove {rh['prove_s']:.2f}s)"]
+        else:                       # the identity was not checked: not a device failure
+            ident, ratio = "skipped", ""
+            est, basis = self.predict("host", k)
+            notes = [f"host proof {sh} ({nh})"]
             if est:
                 ratio = f"x{est / t:.1f} vs host (extrapolated)"
-                notes.append(f"host proof {sh} ({nh}); host ~{est:.0f}s EXTRAPOLATED from {basis}")
-            else:
-                notes.append(f"host proof {sh} ({nh})")
+                notes.append(f"host ~{est:.0f}s EXTRAPOLATED from {basis}")
         notes.append(f"{self.dev} prove {rd['prove_s']:.2f}s, {len(rd['bytes']):,} B")
         dev = rd.get("device") or {}
-        vram = [f"sampled {rd['vram_peak'] / 2**30:.2f} GiB" if rd.get("vram_peak") is not None else
-                ("n/a (sim)" if self.ctx.dev is not None and self.ctx.dev.sim else "n/a")]
+        vram = [f"sampled {rd['vram_peak'] / 2**30:.2f} GiB" if rd.get("vram_peak") is not None
+                else "sampled n/a" + (" (sim)" if self.ctx.dev.sim else "")]
         if dev.get("peak_device_bytes"):
             vram.append(f"ledger {dev['peak_device_bytes'] / 2**30:.2f} GiB")
         notes.append("peak VRAM " + ", ".join(vram))
-        rec = sum(sum(v.values()) for v in (dev.get("recovery") or {}).values()
-                  if isinstance(v, dict))
+        rec = sum(sum(v.values()) for v in (dev.get("recovery") or {}).values() if isinstance(v, dict))
         if rec:
             notes.append(f"{rec} recoveries")
         assisted = _find(dev, "host_assisted")
@@ -727,14 +739,14 @@ class E2E:
 
     def run(self, ladder, warm_k) -> None:
         if "example" in ladder:
-            self.one("prove fibonacci", "1 table 2^3 rows", "example", self.prove_example)
+            self.one("prove fibonacci", "1 table 2^3 rows", None, self.prove_example)
             return
         from vm.programs import sized_block
         if warm_k:
             self.warmup(warm_k)
         for k in sorted({int(x) for x in ladder}):
             block = sized_block(k, **BLOCK_ARGS)
-            self.one(f"prove block ({self.dev})", f"2^{k} cycles", str(k),
+            self.one(f"prove block ({self.dev})", f"2^{k} cycles", k,
                      lambda b, blk=block: self.prove_block(blk, b))
 
 
@@ -801,8 +813,10 @@ def main(argv=None) -> int:
     ap.add_argument("--e2e-k", nargs="+", metavar="K",
                     help="block sizes 2^K for the end-to-end proofs, or 'example'")
     ap.add_argument("--e2e-backend", choices=("cuda", "sim", "emu"),
-                    help="device backend of the end-to-end proofs (default: --backend)")
+                    help="device backend of the end-to-end proofs (default: --backend; sim: emu)")
     ap.add_argument("--warm-k", type=int, help="warm-up block 2^K (0: none; default 10)")
+    ap.add_argument("--host-max-k", type=int, default=18,
+                    help="no host proof above 2^K cycles: extrapolated instead (default 18)")
     args = ap.parse_args(argv)
     if args.dry_run:
         args.backend = "sim"
@@ -854,7 +868,10 @@ def main(argv=None) -> int:
         for name, size, fn in plan:
             runner.run(name, size, fn)
             if not runner.abandoned:
-                dev.free_all()
+                try:
+                    dev.free_all()
+                except Exception as exc:  # noqa: BLE001 - e.g. a sticky CUDA error
+                    print(f"freeing device memory failed: {exc}", flush=True)
         if "e2e" in wanted:
             try:
                 warm = S["warm_k"] if args.warm_k is None else args.warm_k
