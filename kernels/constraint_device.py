@@ -40,7 +40,7 @@ import numpy as np
 from numba import cuda
 
 from air import field as AF
-from .devicelib import DF, grid_1d, kernel
+from .devicelib import DF, device_function, grid_1d, kernel
 from . import field
 from .field import P
 from .field_device import batch_inverse
@@ -60,7 +60,7 @@ _BY_SRC: dict[str, "GeneratedKernels"] = {}      # source digest -> kernels
 #: functions: numba's IR-level ``inline="always"`` (DF) costs ~15x the compile time in
 #: kernels of hundreds of field operations; NVVM still inlines every call (the PTX of the
 #: generated kernels contains no calls).
-DFC = field.build(cuda.jit(device=True))
+DFC = field.build(device_function())
 _LOCK = threading.Lock()
 
 _M2 = "uint32[:, ::1]"

@@ -15,7 +15,34 @@ from numba import cuda
 
 from . import field
 
-DF = field.build(cuda.jit(device=True, inline="always"))
+
+def is_simulator() -> bool:
+    import os
+    return os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+
+
+def device_function(**options):
+    """Decorator for every CUDA device function (``cuda.jit(device=True, **options)``).
+
+    Under numba's CUDA simulator a device function that does not touch ``cuda.*`` is
+    left a plain Python function.  The simulator gives both the same Python semantics,
+    but it wraps each device-function call in a module-wide lock and a swap of the
+    module's globals; with one Python thread per simulated GPU thread those locks form
+    a convoy with the simulator's polling main thread, and a Poseidon2 kernel of 16
+    threads was seen to take many minutes instead of seconds.  Functions that call
+    ``cuda.*`` (``syncthreads``, shared arrays) keep the simulator's wrapper.  Off the
+    simulator nothing changes: the PTX check and real GPUs compile every function.
+    """
+    jit = cuda.jit(device=True, **options)
+
+    def deco(fn):
+        if is_simulator() and "cuda" not in fn.__code__.co_names:
+            return fn
+        return jit(fn)
+    return deco
+
+
+DF = field.build(device_function(inline="always"))
 
 #: (qualified name, python function, signatures) for every device kernel.
 KERNELS: list[tuple[str, object, tuple]] = []
@@ -31,8 +58,3 @@ def kernel(*signatures):
 def grid_1d(n: int, block: int = 256) -> tuple[int, int]:
     """Launch configuration covering ``n`` threads (at least one block)."""
     return max(1, (n + block - 1) // block), block
-
-
-def is_simulator() -> bool:
-    import os
-    return os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"

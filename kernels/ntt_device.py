@@ -33,7 +33,7 @@ from numba import cuda, uint32
 
 from .ntt_host import _check_blowup, _check_shift, _log2_size, _table as _host_table
 from .ntt_host import build_butterflies, twiddles as _host_twiddles
-from .devicelib import DF, grid_1d, is_simulator, kernel
+from .devicelib import DF, device_function, grid_1d, is_simulator, kernel
 from .field import GENERATOR, P, to_mont_host
 
 __all__ = ["ntt_device", "intt_device", "coset_ntt_device", "coset_intt_device",
@@ -52,7 +52,7 @@ SHARED_WORDS = 1 << _LOG_SHARED
 # _TPB: threads per block of the stage kernel
 _BLOCK = 256                    # threads per block of the elementwise kernels
 
-_BF = build_butterflies(DF, cuda.jit(device=True, inline="always"))
+_BF = build_butterflies(DF, device_function(inline="always"))
 _dit, _dif, _mm = _BF.dit, _BF.dif, DF.mont_mul
 
 

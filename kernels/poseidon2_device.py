@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, uint32
 
-from .devicelib import DF, grid_1d, kernel
+from .devicelib import DF, device_function, grid_1d, kernel
 from .poseidon2 import build_permutation
 from .poseidon2_constants import DIGEST, RATE, RC_FULL_M, RC_PARTIAL_M, V16_M, WIDTH
 
@@ -30,7 +30,7 @@ _RCF = np.ascontiguousarray(RC_FULL_M)
 _RCP = np.ascontiguousarray(RC_PARTIAL_M)
 _VM = np.ascontiguousarray(V16_M)
 
-_DP = build_permutation(cuda.jit(device=True), DF)
+_DP = build_permutation(device_function(), DF)
 _permute = _DP.permute
 
 

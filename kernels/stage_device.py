@@ -29,7 +29,7 @@ import numpy as np
 from numba import cuda, uint32
 
 from air import field as AF
-from .devicelib import DF, grid_1d, kernel
+from .devicelib import DF, device_function, grid_1d, kernel
 from .field import P, to_mont_host
 
 __all__ = ["ef_batch_inverse_device", "ef_prefix_sum_device", "ood_device",
@@ -54,7 +54,7 @@ _ONE32 = np.uint32(1)
 _SIG2 = "uint32[:, ::1]"
 
 
-@cuda.jit(device=True, inline="always")
+@device_function(inline="always")
 def bitrev(i, log):
     """Reverse the low ``log`` bits of the (int64) index i."""
     r = i - i
@@ -161,7 +161,7 @@ def _ef_powers_kernel(out, z0, z1, z2, z3, tile):
             p0, p1, p2, p3 = _ef_mul(p0, p1, p2, p3, z0, z1, z2, z3)
 
 
-@cuda.jit(device=True, inline="always")
+@device_function(inline="always")
 def _tree_reduce(sh, tid, bsz):
     # sum sh[0..bsz) into sh[0] (bsz a power of two); every thread of the block calls it
     half = bsz // 2
