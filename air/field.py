@@ -52,6 +52,8 @@ def mul(a, b):
 def pow_(a, e: int):
     """a^e elementwise by square-and-multiply (e a Python int >= 0)."""
     a = u64(a)
+    if a.size == 1:
+        return np.full(a.shape, pow(int(a.reshape(-1)[0]), int(e), P), dtype=np.uint64)
     result = np.ones_like(a)
     base = a.copy()
     e = int(e)
@@ -132,11 +134,25 @@ def ef_mul_base(a, b):
     return (u64(a) * u64(b)[None]) % _P
 
 
+def _ef_mul_scalar(a, b) -> list:
+    """One EF product on Python ints (the out-of-domain evaluation multiplies single
+    EF scalars thousands of times; numpy's per-call overhead dominated it)."""
+    a0, a1, a2, a3 = a
+    b0, b1, b2, b3 = b
+    return [(a0 * b0 + W * (a1 * b3 + a2 * b2 + a3 * b1)) % P,
+            (a0 * b1 + a1 * b0 + W * (a2 * b3 + a3 * b2)) % P,
+            (a0 * b2 + a1 * b1 + a2 * b0 + W * a3 * b3) % P,
+            (a0 * b3 + a1 * b2 + a2 * b1 + a3 * b0) % P]
+
+
 def ef_mul(a, b):
     """Schoolbook product with X^4 = 11.  Each partial product (< 2^62) is reduced before
     summing; a sum of at most 4 residues (< 2^33) cannot wrap."""
     a = u64(a)
     b = u64(b)
+    if a.size == 4 and b.size == 4 and a.shape == b.shape:          # one EF scalar each
+        return np.array(_ef_mul_scalar(a.ravel().tolist(), b.ravel().tolist()),
+                        dtype=np.uint64).reshape(a.shape)
     prod = [[(a[i] * b[j]) % _P for j in range(4)] for i in range(4)]
     hi4 = (prod[1][3] + prod[2][2] + prod[3][1]) % _P
     hi5 = (prod[2][3] + prod[3][2]) % _P

@@ -20,6 +20,7 @@ import os
 import re
 import sys
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -284,6 +285,18 @@ class DeviceMemory:
             data.copy_to_device(host)
         else:
             data.view(self._cupy.uint8).fill(0xFF)
+
+    @contextmanager
+    def scratch(self, nbytes: int, tag: str = ""):
+        """Book ``nbytes`` of kernel temporaries (allocated by the kernels themselves,
+        outside this allocator) against the budget for the duration of a call; raises
+        :class:`DeviceOOM` like :meth:`empty` when they do not fit."""
+        nbytes = max(0, int(nbytes))
+        self.ledger.reserve(nbytes, f"scratch {tag}".strip())
+        try:
+            yield
+        finally:
+            self.ledger.release(nbytes)
 
     def free(self, arr: DeviceArray) -> bool:
         """Return ``arr`` to the pool; False (and counted) if it was already reclaimed or stale."""

@@ -222,6 +222,10 @@ class DeviceStages(HostStages):
         stages whose arguments do not name it: OOD, FRI layers, openings)."""
         self._local.table = table
 
+    def bound_table(self) -> str | None:
+        """The table the calling worker thread is proving (None outside a worker)."""
+        return getattr(self._local, "table", None)
+
     def _table_of(self, obj) -> str:
         return getattr(obj, "table", None) or getattr(self._local, "table", "?")
 

@@ -179,9 +179,19 @@ class CudaEngine(EmuEngine):
         self._stage = stage_device
         self._constraint = constraint_device
         self._selectors: dict = {}
+        self.mem: DeviceMemory | None = None     # set by make_stages (scratch booking)
 
     def _dev(self, host: np.ndarray):
         return self._cuda.to_device(np.ascontiguousarray(host))
+
+    def stage_events(self):
+        """(start event, end event, stream) to time one stage on the device (``cuda``
+        only; ``None`` elsewhere).  Kernels and cupy work go to the default stream, so
+        the pair brackets everything the stage enqueued."""
+        if self.kind != "cuda":
+            return None
+        cuda = self._cuda
+        return cuda.event(timing=True), cuda.event(timing=True), cuda.default_stream()
 
     def aux_build(self, stages, air, shape, main, public_values, challenges, trace_dev=None):
         """LogUp aux on the device from the resident trace (uint32[w, n]); returns the aux
@@ -303,6 +313,65 @@ class CudaEngine(EmuEngine):
             dev.data.copy_to_device(host)
         else:
             dev.data.set(host)
+
+
+# ----------------------------------------------------------------------------- scratch
+# The device kernels allocate some temporaries themselves (numba device arrays: twiddle
+# tables, LogUp denominators and scan levels, reduction partials, gathered rows and
+# paths, the uploaded preprocessed LDE).  Each CudaEngine call books an upper bound of
+# them against the budget for its duration (DeviceMemory.scratch), so the budget bounds
+# what the process really holds and a call whose temporaries do not fit declines with
+# DeviceOOM (and recovers) instead of overshooting.  Bounds in bytes (4-byte words); the
+# simulator test in tests/test_pipeline.py measures every call against them.
+_SLACK = 4096
+
+
+def _scratch_estimates():
+    def n_lde(shape):
+        return 1 << shape.log_lde
+
+    return {
+        "aux_build": lambda self, stages, air, shape, *a, **k: (
+            stages.mem, 4 * shape.n * (4 * shape.aux_width + shape.main_width) + _SLACK),
+        "quotient_decompose": lambda self, stages, air, shape, main, prep_lde, *a, **k: (
+            stages.mem, 4 * (0 if prep_lde is None else int(np.size(prep_lde)))
+            + 4 * 8 * (1 << shape.log_quotient) + _SLACK),
+        "ood": lambda self, coeffs_dev, point: (
+            self.mem, 4 * int(np.prod(tuple(coeffs_dev.shape)))
+            + 16 * tuple(coeffs_dev.shape)[0] * (tuple(coeffs_dev.shape)[-1] // 64 + 1) + _SLACK),
+        "deep_quotient": lambda self, stages, shape, groups, z, lam: (
+            stages.mem, 4 * n_lde(shape) * (8 * len(groups) + 8) + _SLACK),
+        "fri_fold": lambda self, stages, *a, **k: (stages.mem, _SLACK),
+        "lde_commit": lambda self, mem, evals_T_dev, shape, tag: (
+            mem, 4 * (int(np.prod(tuple(evals_T_dev.shape))) + 8 * n_lde(shape)) + _SLACK),
+        "parts_lde_commit": lambda self, mem, blocks_dev, shape, tag: (
+            mem, 4 * 8 * n_lde(shape) + _SLACK),
+        "commit_rows": lambda self, mem, *a, **k: (mem, _SLACK),
+        "gather_columns": lambda self, lde_dev, nat_idx: (
+            self.mem, (4 * tuple(lde_dev.shape)[0] + 8) * len(nat_idx) + _SLACK),
+        "gather_paths": lambda self, nodes_dev, log_n, idx: (
+            self.mem, len(idx) * (32 * (log_n + 1) + 16) + _SLACK),
+    }
+
+
+SCRATCH_ESTIMATES = _scratch_estimates()
+
+
+def _with_scratch(method, estimate, name):
+    def wrapped(self, *args, **kwargs):
+        mem, nbytes = estimate(self, *args, **kwargs)
+        if mem is None:
+            return method(self, *args, **kwargs)
+        with mem.scratch(nbytes, f"{name}"):
+            return method(self, *args, **kwargs)
+    wrapped.__name__ = method.__name__
+    wrapped.__doc__ = method.__doc__
+    wrapped.__wrapped__ = method
+    return wrapped
+
+
+for _name, _est in SCRATCH_ESTIMATES.items():
+    setattr(CudaEngine, _name, _with_scratch(getattr(CudaEngine, _name), _est, _name))
 
 
 __all__ = ["EmuEngine", "CudaEngine", "decompose", "parts_lde", "bit_reverse_permutation"]

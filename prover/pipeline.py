@@ -23,6 +23,7 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -96,7 +97,8 @@ class TableStats:
     d2h_bytes: int = 0
     admission_wait_s: float = 0.0
     downgraded: bool = False
-    stage_s: dict = field(default_factory=dict)
+    stage_s: dict = field(default_factory=dict)          # stage -> wall seconds (host clock)
+    device_stage_ms: dict = field(default_factory=dict)  # stage -> ms between CUDA events (cuda)
 
 
 @dataclass
@@ -200,8 +202,64 @@ class Admission:
             self.cond.notify_all()
 
 
+class StageClock(Spans):
+    """The spans the rounds see inside the pipeline: forwards to the caller's spans and
+    adds each stage's wall time to its table's ``TableStats.stage_s``; on ``cuda`` it also
+    records a CUDA event pair on the worker's stream around the stage and, when the table
+    finishes (:meth:`resolve`), stores the device time between them in
+    ``device_stage_ms`` -- no synchronisation inside the pipeline."""
+
+    def __init__(self, inner: Spans, stats: "PipelineStats", stages: DeviceStages):
+        self._inner = inner
+        self._stats = stats
+        self._stages = stages
+        self._events = stages.engine.stage_events if hasattr(stages.engine, "stage_events") else None
+        self._pending: dict = {}
+        self._lock = threading.Lock()
+
+    @property
+    def stats(self):
+        return self._inner.stats
+
+    def count(self, key: str, value) -> None:
+        self._inner.count(key, value)
+
+    @contextmanager
+    def span(self, name: str, table: str | None = None):
+        key = self._stages.bound_table() or table
+        ev = self._events() if self._events is not None else None
+        t0 = time.perf_counter()
+        if ev is not None:
+            ev[0].record(ev[2])
+        try:
+            with self._inner.span(name, table):
+                yield
+        finally:
+            if ev is not None:
+                ev[1].record(ev[2])
+            dt = time.perf_counter() - t0
+            with self._lock:
+                ts = self._stats.tables.get(key)
+                if ts is not None:
+                    ts.stage_s[name] = ts.stage_s.get(name, 0.0) + dt
+                    if ev is not None:
+                        self._pending.setdefault(key, []).append((name, ev[0], ev[1]))
+
+    def resolve(self, table: str) -> None:
+        """Turn the table's recorded event pairs into device milliseconds."""
+        with self._lock:
+            pending = self._pending.pop(table, [])
+        ts = self._stats.tables.get(table)
+        for name, start, end in pending:
+            end.synchronize()
+            ms = float(start.elapsed_time(end))
+            if ts is not None and ms >= 0:          # the simulator answers -1 (no timing)
+                ts.device_stage_ms[name] = ts.device_stage_ms.get(name, 0.0) + ms
+
+
 def make_stages(cfg: PipelineConfig, mem: DeviceMemory, counters, proof_id: int) -> DeviceStages:
     engine = EmuEngine() if cfg.backend == "emu" else CudaEngine(cfg.backend)
+    engine.mem = mem
     return DeviceStages(mem, engine, faults=cfg.faults, counters=counters,
                         timeline=cfg.timeline, serialize_r2=cfg.serialize_r2,
                         force_downgrade=cfg.force_downgrade, xcheck=cfg.xcheck,
@@ -212,12 +270,12 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
                  proof_id: int = 0) -> tuple[bytes, PipelineStats]:
     """Prove a prepared :class:`prover.rounds.Statement` on a device backend."""
     from .xcheck import cross_check, self_verify
-    spans = spans or NullSpans()
     timeline = cfg.timeline or Timeline(enabled=False)
     cfg.timeline = timeline
     mem = device_memory(cfg.backend, cfg.budget)
     stats = PipelineStats(cfg.backend, cfg.budget)
     stages = make_stages(cfg, mem, stats.counters, proof_id)
+    spans = StageClock(spans or NullSpans(), stats, stages)
     shapes = st.shapes
     names = [s.name for s in shapes]
     if len(set(names)) != len(names):
@@ -274,6 +332,7 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
         preps = [None] * k
 
         def r1_main_table(i):
+            stages.bind(shapes[i].name)
             with spans.span("r1_main", st.airs[i].name):
                 mains[i] = stages.main_commit(st.traces[i], shapes[i])
                 preps[i] = stages.prep_lde(st.airs[i], shapes[i])
@@ -303,6 +362,7 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
             if cfg.xcheck:          # integrity of the resident buffers, before they go
                 stages.table(name).corrupted = [h.stage for h in stages.integrity(name)]
             stages.release_table(name)
+            spans.resolve(name)
 
         _run_all(workers, order, lambda i: guarded(i, chain), failure)
         proof = encode(Proof(params=st.params, tables=sections))

@@ -42,6 +42,14 @@ def test_base_and_ef_arithmetic_match_galois():
         assert [int(v) for v in prod[:, k]] == want
     one = F.ef_mul(x, inv)
     assert np.array_equal(one, F.ef_from_base(np.ones(6, np.uint64)))
+    # the single-scalar fast path (Python ints) agrees with the vectorised one, incl. p-1
+    x[:, 0] = P - 1
+    for k in range(6):
+        for shape in ((4, 1), (4,)):
+            got = F.ef_mul(x[:, k].reshape(shape), y[:, k].reshape(shape))
+            assert got.shape == shape and got.dtype == np.uint64
+            assert np.array_equal(got.reshape(4), F.ef_mul(x, y)[:, k])
+        assert int(F.pow_(x[0, k:k + 1], P - 2)[0]) == int(F.inv(x[0, k:k + 2])[0])
 
 
 # ------------------------------------------------------------------ degrees, parts, errors

@@ -126,3 +126,19 @@ def test_poison_env_switch(monkeypatch):
     assert B.DeviceMemory("emu").poison
     monkeypatch.setenv("PROVER_ARENA_POISON", "0")
     assert not B.DeviceMemory("emu").poison
+
+
+def test_scratch_books_against_the_budget_and_releases():
+    from kernels.backend import DeviceMemory, DeviceOOM
+    mem = DeviceMemory("emu", budget=1000)
+    a = mem.empty((100,), np.uint32)                 # 400 bytes
+    with mem.scratch(600, "ok"):
+        assert mem.ledger.in_use == 1000
+        with pytest.raises(DeviceOOM):
+            mem.empty((1,), np.uint32)
+    assert mem.ledger.in_use == 400
+    with pytest.raises(DeviceOOM, match="scratch big"):
+        with mem.scratch(601, "big"):
+            pass
+    assert mem.ledger.in_use == 400 and mem.ledger.peak == 1000
+    mem.free(a)

@@ -67,6 +67,11 @@ def test_device_backends_match_host_bytes_and_happy_path_counts_nothing(block, b
                for c in stats.counters.as_dict().values())
     assert stats.peak_device_bytes > 0 and stats.stale_frees_dropped == 0
     assert not any(t.downgraded for t in stats.tables.values())
+    for ts in stats.tables.values():            # time per stage, per table
+        assert {"r1_main", "r1_aux", "r2_quotient", "r3_ood", "r4_deep", "r4_fri",
+                "r4_open"} <= set(ts.stage_s), ts.stage_s
+        assert all(v > 0 for v in ts.stage_s.values())
+        assert ts.device_stage_ms == {}         # CUDA events only on backend cuda
 
 
 def test_tiny_budget_tables_wait_for_admission_still_identical(block):
@@ -241,3 +246,68 @@ def test_a_table_the_dispatch_refuses_still_recovers(block, monkeypatch):
     proof, stats = _run(block, backend="emu")
     assert proof == block[3]
     assert stats.counters.sites["r2"].downgrades == 3
+
+
+@pytest.mark.timeout(600)
+def test_sim_kernel_temporaries_stay_within_their_booked_scratch(monkeypatch):
+    """Every CudaEngine call books its kernels' own temporaries against the budget
+    (DeviceMemory.scratch); under the simulator, count what the kernels really allocate
+    outside the allocator during each call and compare with what was booked."""
+    import threading
+    from contextlib import contextmanager
+    from numba import cuda
+    import kernels.backend as kb
+
+    tl = threading.local()
+    calls = []
+
+    def nbytes(shape, dtype=np.float64, *a, **k):
+        return int(np.prod(np.atleast_1d(shape), dtype=np.int64)) * np.dtype(dtype).itemsize
+
+    def hook(name, size):
+        orig = getattr(cuda, name)
+
+        def counted(*a, **k):
+            if getattr(tl, "booked", None) is not None and not getattr(tl, "managed", False):
+                tl.used += size(*a, **k)
+            return orig(*a, **k)
+        monkeypatch.setattr(cuda, name, counted)
+
+    hook("device_array", nbytes)
+    hook("device_array_like", lambda ary, *a, **k: ary.nbytes)
+    hook("to_device", lambda ary, *a, **k: np.asarray(ary).nbytes)
+    raw = kb.DeviceMemory._raw_empty
+
+    def managed(self, *a, **k):
+        tl.managed = True
+        try:
+            return raw(self, *a, **k)
+        finally:
+            tl.managed = False
+    monkeypatch.setattr(kb.DeviceMemory, "_raw_empty", managed)
+    scratch = kb.DeviceMemory.scratch
+
+    @contextmanager
+    def measured(self, n, tag=""):
+        with scratch(self, n, tag):
+            tl.booked, tl.used = n, 0
+            try:
+                yield
+            finally:
+                calls.append((tag, tl.used, n))
+                tl.booked = None
+    monkeypatch.setattr(kb.DeviceMemory, "scratch", measured)
+
+    airs, traces, pvs, ref = tiny_lookup_block()
+    proof, stats = run_pipeline(_statement(airs, traces, pvs), PipelineConfig(backend="sim",
+                                                                              workers=1))
+    assert proof == ref
+    seen = {tag for tag, _, _ in calls}
+    assert {"aux_build", "quotient_decompose", "ood", "deep_quotient", "lde_commit",
+            "parts_lde_commit", "gather_columns", "gather_paths"} <= seen, seen
+    # the bounds' size-proportional part must cover what was allocated (the production
+    # slack is not counted; 1 KiB of fixed per-call overhead is allowed at these sizes)
+    from prover.engines import _SLACK
+    over = [(tag, used, booked) for tag, used, booked in calls if used > booked - _SLACK + 1024]
+    assert not over, over
+    assert sum(used for _, used, _ in calls) > 0            # the hooks did see the kernels
