@@ -24,7 +24,7 @@ import numpy as np
 
 from . import field as F
 from .builder import Air
-from .program import POINT_EF_KINDS, evaluate, _mul
+from .program import POINT_EF_KINDS, evaluate, evaluate_point, _mul
 
 CHALLENGE_NAMES = ("logup_beta", "logup_gamma")
 
@@ -169,7 +169,7 @@ def numerator_at_point(air: Air, leaf, alpha, z, log_n: int):
     """(N(z), Z_H(z)) as EF (4, 1) values -- the composition check compares
     N(z) with Z_H(z) * Q(z)."""
     sel, zh = selectors_at_point(z, log_n)
-    vals = constraint_values(air, leaf, POINT_EF_KINDS)
+    vals = evaluate_point(air.constraint_program, leaf, POINT_EF_KINDS)
     # a constraint that is a constant (no leaves) comes back as a base scalar: lift it
     vals = [v if np.ndim(v) == 2 else F.ef_from_base(np.asarray(v, np.uint64).reshape(1))
             for v in vals]

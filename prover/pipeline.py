@@ -26,10 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from kernels.backend import DeviceMemory, budget_from_env, parse_bytes
-from verifier.proof_format import Params, Proof, encode
+from verifier.proof_format import Proof, encode
 from verifier.protocol import TableShape, absorb_statement
 from verifier.transcript import Transcript
 
@@ -401,4 +399,4 @@ def _run_all(workers: int, order, fn, failure: list) -> None:
 
 
 __all__ = ["PipelineConfig", "PipelineStats", "run_pipeline", "estimate_bytes", "Admission",
-           "ProofCancelled", "device_memory", "env_flag", "Params", "np"]
+           "ProofCancelled", "device_memory", "env_flag", "StageClock"]

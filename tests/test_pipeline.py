@@ -12,7 +12,6 @@ from prover.faults import SITES, parse_faults
 from prover.pipeline import PipelineConfig, estimate_bytes, run_pipeline
 from prover.rounds import statement
 from prover.xcheck import XcheckFailure
-from verifier import verify
 from verifier.protocol import table_shape
 
 FAST = Params(num_queries=8, pow_bits=2)
