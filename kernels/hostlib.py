@@ -188,3 +188,38 @@ def ef_inverse(a):
     if out.size:
         _ef_inv_kernel(a.reshape(-1, 4), out.reshape(-1, 4))
     return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _sum_xor_chunks(flat, chunk):
+    nchunks = (flat.size + chunk - 1) // chunk
+    sums = np.zeros(nchunks, np.uint64)
+    xors = np.zeros(nchunks, np.uint64)
+    for c in prange(nchunks):
+        s = np.uint64(0)
+        x = np.uint64(0)
+        for i in range(c * chunk, min(flat.size, (c + 1) * chunk)):
+            v = np.uint64(flat[i])
+            s += v
+            x ^= v
+        sums[c] = s
+        xors[c] = x
+    s = np.uint64(0)
+    x = np.uint64(0)
+    for c in range(nchunks):
+        s += sums[c]
+        x ^= xors[c]
+    return s, x
+
+
+def checksum_words(a: np.ndarray) -> tuple:
+    """Integrity tag of a uint32 array: (sum of its words mod 2^64, xor of its words), in
+    one fused parallel pass; equal to ``kernels.layout_device.checksum_device`` on the
+    same words."""
+    flat = np.ascontiguousarray(a).reshape(-1)
+    if flat.dtype != np.uint32:
+        flat = flat.view(np.uint32) if flat.dtype.itemsize % 4 == 0 else flat.astype(np.uint32)
+    if flat.size == 0:
+        return (0, 0)
+    s, x = _sum_xor_chunks(flat, 1 << 16)
+    return int(s), int(x)

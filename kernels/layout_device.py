@@ -9,7 +9,7 @@ the openings cross to the host.
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda, int64, uint32
+from numba import cuda, int64, uint32, uint64
 
 from .devicelib import grid_1d, kernel
 
@@ -123,3 +123,38 @@ def pad_columns_device(src, dst, stream=None):
         g, b = grid_1d(dst.shape[0] * dst.shape[1], BLOCK)
         _pad_columns_kernel[g, b, stream or 0](src, dst)
     return dst
+
+
+@kernel((uint32[::1], uint64[::1]),)
+def _checksum_kernel(flat, out):
+    # grid-stride: each thread folds its words into (sum mod 2^64, xor), then one atomic each
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    s = uint64(0)
+    x = uint64(0)
+    while i < flat.shape[0]:
+        v = uint64(flat[i])
+        s += v
+        x ^= v
+        i += stride
+    cuda.atomic.add(out, 0, s)
+    cuda.atomic.xor(out, 1, x)
+
+
+def checksum_device(arr, max_blocks: int = 512, block: int = 256, stream=None) -> tuple:
+    """Integrity tag of a C-contiguous uint32 device array: (sum of its words mod 2^64,
+    xor of its words) -- the same pair as ``kernels.hostlib.checksum_words`` -- reduced on
+    the device so that only 16 bytes cross to the host."""
+    if np.dtype(arr.dtype) != np.uint32:
+        raise TypeError(f"checksum_device: expected uint32, got {arr.dtype}")
+    size = 1
+    for d in tuple(arr.shape):
+        size *= int(d)
+    s = stream or 0
+    out = cuda.to_device(np.zeros(2, np.uint64), stream=s)
+    if size:
+        flat = arr.reshape(size)
+        blocks = max(1, min(max_blocks, (size + block - 1) // block))
+        _checksum_kernel[blocks, block, s](flat, out)
+    got = out.copy_to_host(stream=s)
+    return int(got[0]), int(got[1])

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kernels.backend import DeviceArray, DeviceMemory
+from kernels.hostlib import checksum_words
 from kernels.merkle import MerkleTree
 from kernels.ntt_host import bit_reverse_permutation
 from verifier.protocol import TableShape
@@ -57,12 +58,10 @@ SIM_SUBMIT_LOCK = threading.RLock()
 
 
 def checksum(a: np.ndarray) -> tuple:
-    """Integrity tag of a buffer: (sum, xor) of its words -- one cheap pass; any single
-    changed word changes the sum, and the corruptions the post-mortem must see change it."""
-    flat = np.ascontiguousarray(a).reshape(-1)
-    if flat.size == 0:
-        return (0, 0)
-    return (int(flat.sum(dtype=np.uint64)), int(np.bitwise_xor.reduce(flat)))
+    """Integrity tag of a host buffer: (sum mod 2^64, xor) of its words -- one fused pass;
+    any single changed word changes the sum, and the corruptions the post-mortem must see
+    change it.  Device buffers are tagged in place by ``engine.checksum``."""
+    return checksum_words(a)
 
 
 #: What each device dispatch requires of a table (kernel limits).  A device stage whose
@@ -214,6 +213,7 @@ class DeviceStages(HostStages):
         self._tables: dict[str, TableState] = {}
         self._tlock = threading.Lock()
         self._local = threading.local()     # the table this worker thread is proving
+        self.xcheck_s = 0.0                 # integrity tagging/checking time (XCHECK on)
         self.shapes: dict = {}               # table -> TableShape (for the dispatch checks)
         self.gate: dict = {}                 # table -> device-only admitted
 
@@ -257,18 +257,26 @@ class DeviceStages(HostStages):
         """With XCHECK on, record an integrity tag of what the stage produced, so that a
         post-mortem can tell a buffer corrupted later (a resident input) from a wrong result."""
         if self.xcheck:
-            self.table(h.table).tags[id(h)] = checksum(self.engine.download_view(h.device()))
+            t0 = time.perf_counter()
+            self.table(h.table).tags[id(h)] = self.engine.checksum(h.device())
+            self._xcheck_time(time.perf_counter() - t0)
 
     def integrity(self, table: str) -> list:
         """Handles whose device copy no longer matches the tag taken when produced."""
+        t0 = time.perf_counter()
         st = self.table(table)
         bad = []
         for h in st.handles:
             tag = st.tags.get(id(h))
-            if tag is not None and h.on_device and \
-                    checksum(self.engine.download_view(h.device())) != tag:
+            if tag is not None and h.on_device and self.engine.checksum(h.device()) != tag:
                 bad.append(h)
+        self._xcheck_time(time.perf_counter() - t0)
         return bad
+
+    def _xcheck_time(self, dt: float) -> None:
+        """XCHECK's own work outside cross_check/self_verify (integrity tags), for the stats."""
+        with self._tlock:
+            self.xcheck_s += dt
 
     def _put(self, table: str, stage: str, host: np.ndarray):
         """Upload a host array into a fresh device buffer (the budget is checked first)."""

@@ -25,6 +25,7 @@ import numpy as np
 from kernels.backend import DeviceArray, DeviceMemory
 from kernels.ntt_host import bit_reverse_permutation, coset_intt, coset_ntt, intt, lde_columns
 from kernels import merkle as kmerkle
+from kernels.hostlib import checksum_words
 from verifier.protocol import SHIFT, TableShape
 
 from .stages import HostStages, _bitrev_rows
@@ -46,6 +47,10 @@ class EmuEngine:
         if dev.freed or dev.data is None:
             raise RuntimeError(f"read of a freed device buffer ({dev.tag})")
         return dev.data
+
+    def checksum(self, dev: DeviceArray) -> tuple:
+        """Integrity tag (sum mod 2^64, xor) of a device buffer's words, in place."""
+        return checksum_words(self.download_view(dev))
 
     def upload_into(self, dev: DeviceArray, host: np.ndarray) -> None:
         np.copyto(dev.data, host)
@@ -306,6 +311,17 @@ class CudaEngine(EmuEngine):
         if self.kind == "sim":
             return dev.data.copy_to_host()
         return dev.data.get()
+
+    def checksum(self, dev: DeviceArray) -> tuple:
+        """Integrity tag reduced on the device (16 bytes cross to the host); the same
+        pair as the host's ``checksum_words``.  Under the simulator one small block."""
+        if dev.freed or dev.data is None:
+            raise RuntimeError(f"read of a freed device buffer ({dev.tag})")
+        if np.dtype(dev.data.dtype) != np.uint32:
+            return checksum_words(self.download_view(dev))
+        if self.kind == "sim":
+            return self._layout.checksum_device(dev.data, max_blocks=1, block=8)
+        return self._layout.checksum_device(dev.data)
 
     def upload_into(self, dev: DeviceArray, host: np.ndarray) -> None:
         host = np.ascontiguousarray(host)

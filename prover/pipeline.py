@@ -382,6 +382,7 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
         mem.end_epoch()
         stats.peak_device_bytes = mem.ledger.peak
         stats.stale_frees_dropped = mem.stale_frees_dropped
+        stats.xcheck_s += stages.xcheck_s           # integrity tags (XCHECK on)
         stats.r2_windows = [(w.table, w.start, w.end) for w in stages.r2_windows.windows]
         for name, ts in stats.tables.items():
             tr_ = stages.table(name).transfers

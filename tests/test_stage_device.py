@@ -320,3 +320,37 @@ def test_wrappers_validate_inputs():
         SD.fri_fold_device(cuda.to_device(a), a[0], 1, shape)     # layer 1 has 4 points
     empty = SD.ef_prefix_sum_device(cuda.to_device(np.zeros((0, 4), np.uint32)))
     assert empty.shape == (0, 4)
+
+
+# ----------------------------------------------------------------- integrity tags
+
+def _ref_checksum(a):
+    flat = np.asarray(a, np.uint32).reshape(-1)
+    return (int(sum(int(v) for v in flat) % (1 << 64)),
+            int(np.bitwise_xor.reduce(flat.astype(np.uint64))) if flat.size else 0)
+
+
+@pytest.mark.parametrize("shape", [(0,), (1,), (7,), (3, 5), (4, 300)])
+def test_checksum_host_and_device_agree_with_reference(shape):
+    from kernels.hostlib import checksum_words
+    from kernels.layout_device import checksum_device
+    r = np.random.default_rng(sum(shape) + len(shape))
+    a = r.integers(0, 1 << 32, shape, dtype=np.uint64).astype(np.uint32)
+    if a.size:
+        a.reshape(-1)[0] = 0xFFFFFFFF
+    want = _ref_checksum(a)
+    assert checksum_words(a) == want
+    assert checksum_device(cuda.to_device(a), max_blocks=2, block=8) == want
+
+
+def test_checksum_chunks_agree_and_one_changed_word_shows():
+    from kernels.hostlib import _sum_xor_chunks, checksum_words
+    a = np.full(1 << 12, 0xFFFFFFFF, np.uint32)
+    s, x = _sum_xor_chunks(a, 100)                  # several chunks, uneven last one
+    assert (int(s), int(x)) == _ref_checksum(a)
+    b = a.copy()
+    b[1234] ^= 1
+    assert checksum_words(b) != checksum_words(a)
+    with pytest.raises(TypeError):
+        from kernels.layout_device import checksum_device
+        checksum_device(cuda.to_device(np.zeros(4, np.uint64)))
