@@ -273,6 +273,26 @@ def check_fri_fold(ctx: Ctx) -> None:
                    ctx.vs_copy(bw), f"layer 0; {ctx.timing(first, t, host_s)}", first_s=first, times_s=ts, host_s=host_s)
 
 
+def check_checksum(ctx: Ctx) -> None:
+    """XCHECK's integrity tag reduced on the device vs the host's fused pass."""
+    from kernels.hostlib import checksum_words
+    from kernels.layout_device import checksum_device
+    log_n = ctx.S["stage"] + 4
+    a = ctx.rand((16, 1 << (log_n - 4)))
+    ref, host_s = _host(checksum_words, a)
+    d_a = ctx.dev.cuda.to_device(a)
+    kw = dict(max_blocks=1, block=8) if ctx.dev.sim else {}
+    got = {}
+    ok, first, ts = _identity_and_time(
+        ctx, lambda: got.__setitem__("v", checksum_device(d_a, **kw)),
+        lambda: np.array(got["v"], dtype=np.uint64), np.array(ref, dtype=np.uint64))
+    t = _med(ts)
+    bw = a.nbytes / t
+    ctx.report.add("integrity tag", f"16x2^{log_n - 4}", yn(ok), t, f"{fmt_bw(bw)} eff",
+                   ctx.vs_copy(bw), f"sum+xor; {ctx.timing(first, t, host_s)}", first_s=first,
+                   times_s=ts, host_s=host_s)
+
+
 def check_ood(ctx: Ctx) -> None:
     sd, why = _stage_api()
     log_n, c = ctx.S["stage"], ctx.S["ood_cols"]
@@ -409,6 +429,7 @@ def main(argv=None) -> int:
             plan.append(("merkle commit", "2^%dx%d" % S["merkle"], lambda: check_merkle(ctx)))
         if "stage" in wanted:
             plan += [("FRI fold", f"2^{S['stage']}", lambda: check_fri_fold(ctx)),
+                     ("integrity tag", f"16x2^{S['stage']}", lambda: check_checksum(ctx)),
                      ("OOD reduction", f"{S['ood_cols']}x2^{S['stage']}", lambda: check_ood(ctx))]
         for name, size, fn in plan:
             runner.run(name, size, fn)
