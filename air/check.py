@@ -117,14 +117,20 @@ def check_lookups(airs: Sequence[Air], mains: Sequence[np.ndarray],
     for bus in sorted(per_bus):
         keys = np.concatenate([k for k, _ in per_bus[bus]])
         mult = np.concatenate([m for _, m in per_bus[bus]])
-        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
-        net = np.zeros(len(uniq), dtype=np.int64)
-        np.add.at(net, inverse.reshape(-1), mult)
-        net %= F.P
-        bad = np.nonzero(net)[0]
+        if keys.shape[0] == 0:
+            continue
+        # group equal tuples: sort rows lexicographically (first field most significant),
+        # then sum each run of equal rows (np.unique(axis=0) did the same, 10x slower)
+        order = np.lexsort(keys.T[::-1]) if keys.shape[1] else np.arange(keys.shape[0])
+        ks, ms = keys[order], mult[order]
+        new = np.ones(ks.shape[0], dtype=bool)
+        new[1:] = np.any(ks[1:] != ks[:-1], axis=1)
+        starts = np.flatnonzero(new)
+        net = np.add.reduceat(ms, starts) % F.P
+        bad = np.flatnonzero(net)
         if bad.size:
             i = int(bad[0])
-            raise LookupImbalance(bus, tuple(int(x) for x in uniq[i]), int(net[i]))
+            raise LookupImbalance(bus, tuple(int(x) for x in ks[starts[i]]), int(net[i]))
 
 
 def check_traces(airs: Sequence[Air], mains: Sequence[np.ndarray],

@@ -276,3 +276,33 @@ def test_scalar_point_evaluator_matches_numpy_interpreter():
         for k, (g, w) in enumerate(zip(got, want)):
             assert np.array_equal(np.asarray(g, np.uint64).reshape(-1),
                                   np.asarray(w, np.uint64).reshape(-1)), (air.name, k)
+
+
+def test_check_lookups_matches_a_naive_multiset_count():
+    """The sorted-runs bus check agrees with a plain dict count: it raises exactly when
+    some tuple's sends - receives is non-zero mod p, and names such a tuple and its net."""
+    from air.check import check_lookups, interaction_rows
+    airs, traces, pvs = ex.lookup_block(4, 8)
+    r = np.random.default_rng(5)
+    for trial in range(12):
+        bad = [t.copy() for t in traces]
+        for _ in range(trial % 4):                           # 0..3 perturbed multiplicities
+            row = int(r.integers(0, bad[1].shape[0]))
+            bad[1][row, 1] = (int(bad[1][row, 1]) + int(r.integers(1, 3))) % P
+        if trial == 3:                                       # two changes that cancel
+            bad = [t.copy() for t in traces]
+            bad[1][2, 1] += 1
+            bad[1][2, 1] -= 1
+        net: dict = {}
+        for air, main, pv in zip(airs, bad, pvs):
+            for it, (vals, mult) in zip(air.interactions, interaction_rows(air, main, pv)):
+                for key, m in zip(map(tuple, vals.T.astype(np.int64).tolist()), mult.tolist()):
+                    k = (it.bus, key)
+                    net[k] = (net.get(k, 0) + (m if it.sign > 0 else -m)) % P
+        imbalanced = {k: v for k, v in net.items() if v}
+        if not imbalanced:
+            check_lookups(airs, bad, pvs)
+            continue
+        with pytest.raises(LookupImbalance) as e:
+            check_lookups(airs, bad, pvs)
+        assert imbalanced[(e.value.bus, e.value.values)] == e.value.net % P
