@@ -170,7 +170,6 @@ def evaluate(program: Program, leaf: Callable[[str, object], object], ef_kinds=N
 # ------------------------------------------------------------------ scalar interpreter
 
 _P = F.P
-_W = F.W
 
 
 def _padd(x, y, xe, ye):

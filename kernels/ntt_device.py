@@ -31,8 +31,9 @@ import threading
 import numpy as np
 from numba import cuda, uint32
 
-from .ntt_host import _check_blowup, _check_shift, _log2_size, _table as _host_table
-from .ntt_host import build_butterflies, twiddles as _host_twiddles
+from .ntt_host import build_butterflies
+from .ntt_tables import _check_blowup, _check_shift, _log2_size, _table as _host_table
+from .ntt_tables import twiddles as _host_twiddles
 from .devicelib import DF, device_function, grid_1d, is_simulator, kernel
 from .field import GENERATOR, P, to_mont_host
 

@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kernels.backend import DeviceArray, DeviceMemory
-from kernels.hostlib import checksum_words
 from kernels.merkle import MerkleTree
 from kernels.ntt_host import bit_reverse_permutation
 from verifier.protocol import TableShape
@@ -55,13 +54,6 @@ R2_LOCK = threading.Lock()
 #: (on ``cuda`` launches go to per-worker streams and need no lock; on ``emu`` there are
 #: no launches).
 SIM_SUBMIT_LOCK = threading.RLock()
-
-
-def checksum(a: np.ndarray) -> tuple:
-    """Integrity tag of a host buffer: (sum mod 2^64, xor) of its words -- one fused pass;
-    any single changed word changes the sum, and the corruptions the post-mortem must see
-    change it.  Device buffers are tagged in place by ``engine.checksum``."""
-    return checksum_words(a)
 
 
 #: What each device dispatch requires of a table (kernel limits).  A device stage whose
@@ -671,5 +663,5 @@ def _bitrev_idx(idx: np.ndarray, bits: int) -> np.ndarray:
     return out
 
 
-__all__ = ["DeviceStages", "DevCommitted", "DevTree", "R2_LOCK", "R2Windows", "checksum",
+__all__ = ["DeviceStages", "DevCommitted", "DevTree", "R2_LOCK", "R2Windows",
            "Committed", "bit_reverse_permutation"]

@@ -52,6 +52,10 @@ class EmuEngine:
         """Integrity tag (sum mod 2^64, xor) of a device buffer's words, in place."""
         return checksum_words(self.download_view(dev))
 
+    def stage_events(self):
+        """CUDA event pair to time a stage (only :class:`CudaEngine` on ``cuda`` has one)."""
+        return None
+
     def upload_into(self, dev: DeviceArray, host: np.ndarray) -> None:
         np.copyto(dev.data, host)
 
@@ -342,6 +346,10 @@ class CudaEngine(EmuEngine):
 _SLACK = 4096
 
 
+def _ood_scratch(mem, c, n):
+    return mem, 4 * c * n + 16 * c * (n // 64 + 1) + _SLACK
+
+
 def _scratch_estimates():
     def n_lde(shape):
         return 1 << shape.log_lde
@@ -352,9 +360,7 @@ def _scratch_estimates():
         "quotient_decompose": lambda self, stages, air, shape, main, prep_lde, *a, **k: (
             stages.mem, 4 * (0 if prep_lde is None else int(np.size(prep_lde)))
             + 4 * 8 * (1 << shape.log_quotient) + _SLACK),
-        "ood": lambda self, coeffs_dev, point: (
-            self.mem, 4 * int(np.prod(tuple(coeffs_dev.shape)))
-            + 16 * tuple(coeffs_dev.shape)[0] * (tuple(coeffs_dev.shape)[-1] // 64 + 1) + _SLACK),
+        "ood": lambda self, coeffs_dev, point: _ood_scratch(self.mem, *tuple(coeffs_dev.shape)),
         "deep_quotient": lambda self, stages, shape, groups, z, lam: (
             stages.mem, 4 * n_lde(shape) * (8 * len(groups) + 8) + _SLACK),
         "fri_fold": lambda self, stages, *a, **k: (stages.mem, _SLACK),

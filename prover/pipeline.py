@@ -213,7 +213,7 @@ class StageClock(Spans):
         self._inner = inner
         self._stats = stats
         self._stages = stages
-        self._events = stages.engine.stage_events if hasattr(stages.engine, "stage_events") else None
+        self._events = stages.engine.stage_events
         self._pending: dict = {}
         self._lock = threading.Lock()
 
@@ -231,7 +231,7 @@ class StageClock(Spans):
                 yield
             return
         key = self._stages.bound_table() or table
-        ev = self._events() if self._events is not None else None
+        ev = self._events()
         t0 = time.perf_counter()
         if ev is not None:
             ev[0].record(ev[2])
