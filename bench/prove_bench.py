@@ -5,9 +5,16 @@
 
 The workload: ``k`` tables of 2^m rows and ``w`` columns; even-numbered tables have
 degree-2 transitions (x_j' = x_j x_(j+1) + j + 1), odd-numbered ones degree-3
-(x_j' = x_j x_(j+1) x_(j+2) + j + 1, two quotient parts).  Every figure comes from the
-prover's spans (:mod:`prover.spans`); the verifier is timed after a warm-up call (imports
-and cached kernels loaded), which is what "verify time" means in docs/benchmarks.md.
+(x_j' = x_j x_(j+1) x_(j+2) + j + 1, two quotient parts).
+
+Where the figures come from: the per-round and per-table times (``rounds_s``,
+``per_table_s``) are the prover's spans (:mod:`prover.spans`), the one timer mechanism
+inside the prover.  The totals are timed here around the calls with ``time.perf_counter``:
+``prove_s`` is one whole ``prove`` call (spans and all), ``verify_s`` the best of
+``repeat_verify`` ``verify`` calls (``verify_cpu_s`` the same with ``process_time``), both
+after a warm-up proof and verification of a tiny instance, so imports and cached kernels
+are loaded -- which is what "verify time" means in docs/benchmarks.md.  ``fresh_*`` are
+timed in a new interpreter: the import of the verifier and its first call.
 """
 from __future__ import annotations
 

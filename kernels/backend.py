@@ -7,7 +7,8 @@ One backend is chosen per prover (``PROVER_BACKEND``, SPEC §7):
 * ``sim``  -- the same numba.cuda kernels under numba's CUDA simulator (CI).
 * ``emu``  -- the host kernels behind the device interface: a separate memory space
   with explicit transfers and the same byte budget (used by the residency work).
-* ``auto`` -- ``cuda`` if a usable GPU is present, else ``host``.
+* ``auto`` -- ``cuda`` if a usable GPU is present *and* cupy (the ``gpu`` extra) is
+  installed, else ``host``.
 
 All device memory goes through :class:`DeviceMemory`, whose :class:`BudgetLedger` keeps
 an atomic byte count against ``PROVER_VRAM_BUDGET`` and raises :class:`DeviceOOM` when a
@@ -16,6 +17,7 @@ same type by :func:`as_device_oom`, so callers handle exactly one exception.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import sys
@@ -74,6 +76,19 @@ def _cuda_driver_usable() -> bool:
         return False
 
 
+def _cupy_installed() -> bool:
+    """True if cupy (the ``gpu``/``gpu12`` extra, needed for backend ``cuda``) can be imported."""
+    try:
+        return importlib.util.find_spec("cupy") is not None
+    except (ImportError, ValueError):  # pragma: no cover - a broken install
+        return False
+
+
+_NO_CUPY = ("backend 'cuda' needs cupy for device memory and streams, which is not installed; "
+            "install the gpu extra: pip install -e '.[gpu]' (CUDA 13) or "
+            "pip install -e '.[gpu12]' (CUDA 12)")
+
+
 def enable_simulator() -> None:
     """Switch numba.cuda to its simulator; must happen before numba.cuda is imported."""
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
@@ -89,7 +104,8 @@ def resolve_backend(name: str | None = None) -> str:
     raw = name if name is not None else os.environ.get("PROVER_BACKEND", "auto")
     choice = raw.strip().lower()
     if choice == "auto":
-        return "cuda" if _cuda_driver_usable() else "host"
+        # a GPU without cupy (plain `pip install -e .`) falls back to the host, never crashes
+        return "cuda" if _cuda_driver_usable() and _cupy_installed() else "host"
     if choice not in BACKEND_NAMES:
         raise BackendError(f"unknown backend {raw!r}; choose one of "
                            f"{', '.join(BACKEND_NAMES + ('auto',))}")
@@ -97,6 +113,8 @@ def resolve_backend(name: str | None = None) -> str:
         enable_simulator()
     elif choice == "cuda" and not _cuda_driver_usable():
         raise BackendError("backend 'cuda' requested but no usable CUDA device/driver was found")
+    elif choice == "cuda" and not _cupy_installed():
+        raise BackendError(_NO_CUPY)
     return choice
 
 
@@ -217,7 +235,9 @@ class DeviceMemory:
             from numba import cuda
             self._cuda = cuda
         if kind == "cuda":
-            import cupy  # noqa: F401  (the gpu extra)
+            if not _cupy_installed():
+                raise BackendError(_NO_CUPY)
+            import cupy  # the gpu extra
             self._cupy = cupy
 
     # -- epochs -------------------------------------------------------------------

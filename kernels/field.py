@@ -1,10 +1,11 @@
 """BabyBear field and its quartic extension, written once for every target.
 
 The scalar functions below are plain Python over numpy integer scalars.  ``build(jit)``
-compiles the same source with a given decorator: ``HOST = build(njit-inline)`` for the
-CPU kernels and ``build(cuda.jit(device=True))`` for the CUDA kernels (see
-``kernels/device_field.py``).  Under numba's CUDA simulator the device build runs as
-plain Python, so the very same code is also exercised with numpy semantics.
+compiles the same source with a given decorator: ``HF`` in ``kernels/hostlib.py``
+(``njit(inline="always")``) for the CPU kernels and ``DF`` in ``kernels/devicelib.py``
+(CUDA device functions) for the CUDA kernels, e.g. ``kernels/field_device.py``.  Under
+numba's CUDA simulator the device build runs as plain Python, so the very same code is
+also exercised with numpy semantics.
 
 Every function takes and returns canonical values (uint32 in [0, p)), except the
 ``mont_*`` helpers whose second operand is in Montgomery form (x·2^32 mod p): for a

@@ -21,7 +21,8 @@ _ef_mul, _ef_inv = HF.ef_mul, HF.ef_inv
 
 
 def check_field_array(a, name: str = "input", allow_empty: bool = True) -> np.ndarray:
-    """Validate a canonical field array: uint32 dtype, values < P. Returns it contiguous."""
+    """Validate a field array's type: numpy uint32 (values are not checked against P; the
+    public API in kernels/__init__.py checks them). Returns it contiguous."""
     if not isinstance(a, np.ndarray):
         raise TypeError(f"{name}: expected a numpy uint32 array, got {type(a).__name__}")
     if a.dtype != np.uint32:

@@ -110,6 +110,12 @@ def _table(kind: str, log_n: int, shift: int) -> np.ndarray:
 
 # --------------------------------------------------------------------------- validation
 def _check_array(a, name: str) -> np.ndarray:
+    """Check that ``a`` is a numpy uint32 array (TypeError naming what it is otherwise).
+
+    Values are *not* checked against P here: this runs on the prover's hot paths, whose
+    inputs are canonical by construction.  The public API (``kernels.ntt``, ``intt``,
+    ``coset_lde``) adds the one-pass ``< P`` check before calling these kernels.
+    """
     if not isinstance(a, np.ndarray):
         raise TypeError(f"{name}: expected a numpy uint32 array, got {type(a).__name__}")
     if a.dtype != np.uint32:

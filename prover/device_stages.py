@@ -138,7 +138,6 @@ class TableState:
     injected_inputs: set = field(default_factory=set)
     outputs: dict = field(default_factory=dict)       # stage -> handle (for post-mortems)
     transfers: TransferStats = field(default_factory=TransferStats)
-    corrupted: list = field(default_factory=list)     # XCHECK: buffers changed while resident
 
 
 @dataclass
@@ -266,7 +265,7 @@ class DeviceStages(HostStages):
         return bad
 
     def _xcheck_time(self, dt: float) -> None:
-        """XCHECK's own work outside cross_check/self_verify (integrity tags), for the stats."""
+        """XCHECK's own work outside cross_check/check_section (integrity tags), for the stats."""
         with self._tlock:
             self.xcheck_s += dt
 

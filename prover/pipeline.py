@@ -17,6 +17,7 @@ epoch is ended (all device memory reclaimed) and the error is raised -- in bound
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import os
@@ -273,7 +274,7 @@ def make_stages(cfg: PipelineConfig, mem: DeviceMemory, counters, proof_id: int)
 def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list | None = None,
                  proof_id: int = 0) -> tuple[bytes, PipelineStats]:
     """Prove a prepared :class:`prover.rounds.Statement` on a device backend."""
-    from .xcheck import cross_check, self_verify
+    from .xcheck import check_section, cross_check
     timeline = cfg.timeline or Timeline(enabled=False)
     cfg.timeline = timeline
     mem = device_memory(cfg.backend, cfg.budget)
@@ -346,6 +347,8 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
             tr.absorb("main_root", com.root)
         r1 = R1Main(tr, tuple(mains), tuple(preps))
         ch = r1_challenges(st, r1)
+        # XCHECK replays each finished section on a pristine copy of its table's fork
+        pristine = [copy.deepcopy(f) for f in ch.forks] if cfg.xcheck else None
         sections = [None] * k
 
         def chain(i):
@@ -361,21 +364,18 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
                     stats.xcheck_s += time.perf_counter() - t0
                 if failure:
                     raise ProofCancelled(f"{name}: cancelled after another table failed")
-                sections[i] = r4_open(i, st, r1, ch, aux, r2, r3, stages, spans).table
+                section = r4_open(i, st, r1, ch, aux, r2, r3, stages, spans).table
+                if cfg.xcheck:      # R4 checked while the table's buffers are still resident
+                    t0 = time.perf_counter()
+                    check_section(stages, st, i, pristine[i], ch.challenges, section, cfg)
+                    stats.xcheck_s += time.perf_counter() - t0
+                sections[i] = section
             stats.tables[name].downgraded = stages.table(name).downgraded
-            if cfg.xcheck:          # integrity of the resident buffers, before they go
-                stages.table(name).corrupted = [h.stage for h in stages.integrity(name)]
             stages.release_table(name)
             spans.resolve(name)
 
         _run_all(workers, order, lambda i: guarded(i, chain), failure)
         proof = encode(Proof(params=st.params, tables=sections))
-        if cfg.xcheck:
-            # R4 (DEEP, FRI, openings) runs after the composition check: the verifier's
-            # own check of the finished proof keeps a corrupted R4 result from leaving
-            t0 = time.perf_counter()
-            self_verify(stages, st, proof, cfg)
-            stats.xcheck_s += time.perf_counter() - t0
         spans.count("proof_bytes", len(proof))
         if logs is not None:
             logs.append(r1.transcript.log)

@@ -2,7 +2,8 @@
 
 A device stage is run through :meth:`Recovery.run`.  If it declines with
 :class:`~kernels.backend.DeviceOOM` (a real out-of-memory, a budget refusal or an
-injected ``oom`` fault):
+injected ``oom`` fault) -- or with cupy's or numba's own out-of-memory error from a
+kernel's temporaries, mapped to ``DeviceOOM`` by :func:`kernels.backend.as_device_oom`:
 
 1. **drain** -- synchronise the device, give the pool's cached blocks back, so that work
    still queued that may read pooled memory finishes before that memory is reused;
@@ -21,7 +22,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from kernels.backend import DeviceOOM
+from kernels.backend import DeviceOOM, as_device_oom
 
 from .faults import SITES, FaultPlan
 from .timeline import Timeline
@@ -92,7 +93,12 @@ class Recovery:
                 if self.faults.fires("oom", site, table, attempt, self.proof):
                     raise ForcedDecline(f"injected oom@{site}")
                 return device_fn()
-            except DeviceOOM as exc:
+            except Exception as raw:
+                # a real CUDA out-of-memory raised inside a kernel's own temporaries (numba
+                # or cupy, outside DeviceMemory.empty) declines like a budget refusal
+                exc = as_device_oom(raw, ledger=getattr(self.mem, "ledger", None))
+                if exc is None:
+                    raise
                 last = exc
                 if attempt == 0:
                     self._bump(site, "retries")

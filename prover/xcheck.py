@@ -3,8 +3,10 @@
 With ``PROVER_GPU_XCHECK=1``, after R3 of every table the prover checks what the verifier
 will check at z: the constraints evaluated from the opened values, folded with alpha,
 equal Z_H(z) * sum_i z^(i n) q_i(z).  It costs one EF evaluation of the constraints per
-table.  On a mismatch it writes a post-mortem (JSON) and fails the proof
-(:class:`XcheckFailure`; the CLI exits with status 3 and writes no proof file).
+table.  After R4, before the table's buffers are released, the verifier's per-table
+checks run on the finished section (:func:`check_section`).  On a failure it writes a
+post-mortem (JSON) and fails the proof (:class:`XcheckFailure`; the CLI exits with
+status 4 and writes no proof file).
 
 The post-mortem answers three questions:
 
@@ -231,21 +233,28 @@ def cross_check(stages, st, i, r1, ch, aux, r2, r3, cfg) -> None:
                         f"post-mortem: {path}", path, report)
 
 
-def self_verify(stages, st, proof: bytes, cfg) -> None:
-    """XCHECK for R4: verify the finished proof; on a rejection write a post-mortem
-    (which table and check failed, resident buffers that changed after they were
-    produced, the verdict) and fail."""
-    from verifier import verify
+def check_section(stages, st, i, fork, challenges, section, cfg) -> None:
+    """XCHECK for R4, per table, before its resident buffers are released: the
+    verifier's own checks of the table's finished section (shape, DEEP at the queries,
+    FRI, every Merkle path, proof of work) replayed on a pristine copy of the table's
+    transcript fork.  The composition at z was checked after R3 (:func:`cross_check`)
+    on these same opened values, so it is not repeated.
+
+    On a rejection the table's buffers are still resident, so their integrity tags tell
+    a buffer corrupted while resident (``corrupted resident input``) from a wrong R4
+    result (``transient race``); the post-mortem is written and the proof fails."""
     from verifier.errors import VerificationError
+    from verifier.verify import _check_table_shape, _verify_table
+    air, shape = st.airs[i], st.shapes[i]
     try:
-        # composition at z was checked per table after R3 (cross_check), on these values
-        verify(proof, st.airs, [list(pv) for pv in st.public_values], skip_composition=True)
+        _check_table_shape(section, shape, st.params.num_queries)
+        _verify_table(fork, air, shape, section, st.params, challenges, composition=False)
         return
     except VerificationError as exc:
         err = exc
-    name = getattr(err, "table", None) or "?"
-    keys = [s.name for s in st.shapes if s.name.split("#")[0] == name]
-    bad = [stage for k in keys for stage in stages.table(k).corrupted]
+    t0 = time.perf_counter()
+    name = shape.name
+    bad = [h.stage for h in stages.integrity(name)]
     report = {"table": name, "backend": stages.name, "proof_epoch": stages.mem.epoch,
               "check": f"self-verification of R4 ({type(err).__name__}: {err})",
               "faults": os.environ.get("PROVER_FAULTS", ""), "serialize_r2": stages.serialize_r2,
@@ -253,9 +262,10 @@ def self_verify(stages, st, proof: bytes, cfg) -> None:
                   type(err).__name__, type(err).__name__) + ")",
               "resident_inputs_corrupted": bad,
               "verdict": "corrupted resident input" if bad else "transient race"}
+    report["postmortem_s"] = round(time.perf_counter() - t0, 3)
     path = write_postmortem(report, cfg.postmortem_dir)
     stages.timeline.instant("xcheck:verdict", name, cat="xcheck", verdict=report["verdict"])
-    raise XcheckFailure(f"XCHECK: table {name}: the finished proof does not verify ({err}); "
+    raise XcheckFailure(f"XCHECK: table {name}: its finished section does not verify ({err}); "
                         f"verdict: {report['verdict']}; post-mortem: {path}", path, report)
 
 
@@ -268,4 +278,4 @@ def write_postmortem(report: dict, directory: str) -> str:
     return path
 
 
-__all__ = ["XcheckFailure", "cross_check", "self_verify", "composition_ok", "corruption_shape", "SHIFT"]
+__all__ = ["XcheckFailure", "cross_check", "check_section", "composition_ok", "corruption_shape", "SHIFT"]

@@ -145,8 +145,22 @@ def test_device_field_kernels_match_host(n):
     assert np.array_equal(D.sub(da, db).copy_to_host(), H.sub(a, b))
     assert np.array_equal(D.mul(da, db).copy_to_host(), H.mul(a, b))
     assert np.array_equal(D.batch_inverse(da, chunk=16).copy_to_host(), H.batch_inverse(a))
-    ea = rng.integers(0, P, (n // 4 + 1, 4), dtype=np.uint32)
-    eb = rng.integers(0, P, (n // 4 + 1, 4), dtype=np.uint32)
+    # extension kernels: one thread per row, so n rows straddle BLOCK as well
+    assert D.BLOCK == 128, "the parametrisation straddles BLOCK = 128"
+    ea = rng.integers(0, P, (n, 4), dtype=np.uint32)
+    eb = rng.integers(0, P, (n, 4), dtype=np.uint32)
     dea, deb = cuda.to_device(ea), cuda.to_device(eb)
     assert np.array_equal(D.ef_mul(dea, deb).copy_to_host(), H.ef_mul(ea, eb))
     assert np.array_equal(D.ef_inverse(dea).copy_to_host(), H.ef_inverse(ea))
+
+
+@pytest.mark.parametrize("n,threads", [(380, 127), (384, 128), (385, 129)])
+def test_device_batch_inverse_straddles_the_block(n, threads):
+    # chunk 3: ceil(n / 3) threads across BLOCK = 128, with a last chunk of 2, 3 and 1
+    from numba import cuda
+    from kernels import field_device as D
+    assert (n + 2) // 3 == threads and D.BLOCK == 128
+    a = np.random.default_rng(n).integers(1, P, n, dtype=np.uint32)
+    got = D.batch_inverse(cuda.to_device(a), chunk=3).copy_to_host()
+    assert np.array_equal(got, H.batch_inverse(a))
+    assert all(int(x) * int(y) % P == 1 for x, y in zip(a[-5:], got[-5:]))

@@ -92,6 +92,24 @@ def test_round_trip_all_small_sizes(log_n):
     assert np.array_equal(ntt(intt(a)), a)
 
 
+@pytest.mark.parametrize("log_n", [10, 11, 12])
+def test_block_edge_sizes_against_direct_evaluation(log_n):
+    # 2^12 is the host block edge (one cache block); the naive DFT is too slow here, so
+    # check several outputs of several columns by direct O(n) evaluation
+    n = 1 << log_n
+    a = rand((3, n))
+    out = ntt(a)
+    inv = intt(a)
+    winv = pow(root_of_unity(log_n), P - 2, P)
+    ninv = pow(n, P - 2, P)
+    for r in range(3):
+        pts = [0, 1, 2, n // 2 - 1, n // 2, n - 1] + RNG.integers(0, n, 3).tolist()
+        spot_check(a[r], out[r], pts)
+        for j in pts:                     # intt[j] = n^-1 sum_k a[k] w^(-jk)
+            terms = a[r].astype(np.uint64) * powers(pow(winv, int(j), P), n) % np.uint64(P)
+            assert int(inv[r, j]) == int(terms.sum()) % P * ninv % P
+
+
 @pytest.mark.parametrize("log_n,rows", [(13, 1), (14, 1), (14, 3), (15, 2), (16, 4), (17, 1)])
 def test_large_sizes_spot_checked(log_n, rows):
     # cache-blocked passes (blocks of 2^12, slab passes above) and both threading modes
@@ -231,6 +249,31 @@ def test_errors():
         bit_reverse_permutation(rand((3, 6)), axis=1)
     assert coset_lde(np.zeros((8, 0), np.uint32), 2).shape == (32, 0)
     assert lde_columns(np.zeros((0, 8), np.uint32), 1).shape == (0, 16)
+
+
+def test_public_api_rejects_non_canonical_values():
+    import kernels
+    for bad in (P, P + 1, 0xFFFFFFFF):
+        a = rand((2, 8))
+        a[1, 5] = bad
+        for fn in (kernels.ntt, kernels.intt):
+            with pytest.raises(ValueError, match="canonical"):
+                fn(a)
+        with pytest.raises(ValueError, match="canonical"):
+            kernels.coset_lde(np.ascontiguousarray(a.T), 1)
+    ok = rand((2, 8))
+    ok[0, 0] = P - 1                                   # the largest canonical value passes
+    assert np.array_equal(kernels.ntt(ok), ntt(ok))
+    assert np.array_equal(kernels.intt(ok), intt(ok))
+    assert np.array_equal(kernels.coset_lde(ok.T, 2, shift=7), coset_lde(ok.T, 2, 7))
+    # type and shape errors are still the kernels' own
+    with pytest.raises(TypeError, match="float64"):
+        kernels.ntt(np.zeros(8, np.float64))
+    with pytest.raises(TypeError):
+        kernels.coset_lde([[1]], 1)
+    with pytest.raises(ValueError, match="power of two"):
+        kernels.intt(np.zeros(6, np.uint32))
+    assert kernels.ntt(np.zeros((0, 8), np.uint32)).shape == (0, 8)
 
 
 def test_inputs_not_modified():

@@ -1,4 +1,6 @@
 """Completeness of the multi-table STARK on the host path, determinism, parameters."""
+import threading
+
 import numba
 import numpy as np
 import pytest
@@ -98,6 +100,56 @@ def test_proof_bytes_identical_across_runs_and_thread_counts():
     finally:
         numba.set_num_threads(before)
     assert one == many == again
+
+
+def _pool_threads(monkeypatch) -> set:
+    """Spy on the two host thread pools: the names of the threads that ran an NTT task
+    range (kernels.ntt_host._tasks) or a Poseidon2 chunk range (kernels.poseidon2.
+    _sponge_kernel, the leaf hashes of every commitment).  Both are looked up as module
+    globals at call time, so wrapping them sees every call, threaded or not."""
+    from kernels import ntt_host, poseidon2
+    names: set = set()
+    for mod, fn in ((ntt_host, "_tasks"), (poseidon2, "_sponge_kernel")):
+        real = getattr(mod, fn)
+
+        def spy(*args, _real=real):
+            names.add(threading.current_thread().name)
+            return _real(*args)
+        monkeypatch.setattr(mod, fn, spy)
+    return names
+
+
+def test_proof_bytes_identical_threaded_host_paths(monkeypatch):
+    """Tables large enough that the multi-threaded host paths really run (the NTT splits
+    transforms of >= 2^15 words over threads, the Merkle leaf hashing splits >= 8 chunks
+    of 64 rows): the adder table is 2^14 rows x 4 columns (LDE 2^15 x 4, plus its LogUp
+    aux columns), the cubic one 2^14 x 4 with two quotient parts.  Proved at 1 and at 2
+    numba threads, the bytes must be equal -- and the spy checks that the 2-thread proof
+    did use both pools and the 1-thread proof neither."""
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip(f"numba has {numba.config.NUMBA_NUM_THREADS} thread(s): nothing to "
+                    "compare 1 thread against")
+    airs, traces, pvs = ex.lookup_block(14, 6)
+    assert traces[0].shape == (1 << 14, 4)
+    airs = airs + [ex.cubic_air(3)]
+    traces = traces + [ex.cubic_trace(14, 3)[0]]
+    pvs = pvs + [[]]
+    names = _pool_threads(monkeypatch)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = prove(traces, airs, pvs, FAST)
+        single = set(names)
+        names.clear()
+        numba.set_num_threads(2)
+        two = prove(traces, airs, pvs, FAST)
+    finally:
+        numba.set_num_threads(before)
+    assert single == {threading.main_thread().name}, single
+    assert any(n.startswith("steadfast-ntt") for n in names), names
+    assert any(n.startswith("poseidon2") for n in names), names
+    assert one == two
+    verify(two, airs, pvs)
 
 
 def test_spans_record_rounds_per_table():

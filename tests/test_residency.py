@@ -103,6 +103,34 @@ def test_recovery_transient_oom_recovers_on_retry():
     assert counters.sites["r4.fri"].retries == 1 and counters.sites["r4.fri"].downgrades == 0
 
 
+class OutOfMemoryError(Exception):
+    """Stands in for cupy.cuda.memory.OutOfMemoryError (matched by name, as on a GPU)."""
+
+
+@pytest.mark.parametrize("raw", [OutOfMemoryError("out of memory allocating 4096 bytes"),
+                                 RuntimeError("[2] Call to cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY")])
+def test_recovery_maps_real_cuda_ooms_from_kernel_temporaries(raw):
+    # a kernel's own temporaries (outside DeviceMemory.empty) hit real OOM: it declines
+    # like a budget refusal -- retried, then downgraded -- instead of aborting the proof
+    rec, counters, _ = _recovery()
+
+    def dev():
+        raise raw
+    assert rec.run("r2", "cpu", dev, lambda: "host") == "host"
+    c = counters.sites["r2"]
+    assert (c.retries, c.downgrades) == (1, 1)
+
+
+def test_recovery_does_not_swallow_other_errors():
+    rec, counters, _ = _recovery()
+
+    def dev():
+        raise ValueError("a bug, not a decline")
+    with pytest.raises(ValueError, match="a bug"):
+        rec.run("r2", "cpu", dev, lambda: "host")
+    assert counters.total() == 0
+
+
 def test_force_downgrade_takes_recovery_path_everywhere():
     from prover.faults import SITES
     rec, counters, _ = _recovery(force_downgrade=True)
