@@ -214,6 +214,17 @@ class DeviceMemory:
     Serialisation: pool operations (allocate, free, reclaim) take ``self._lock``; cupy's
     pool and numba's simulator device-array creation are not safe to drive from several
     worker threads at once, and the pool's free lists must not be mutated concurrently.
+
+    Streams (``cuda``, ``sim``; ``PROVER_GPU_STREAMS=0`` turns them off): a worker thread
+    proving a table holds one stream for the duration of that table's phase
+    (:meth:`stream_scope`; streams are pooled, so at most one per concurrent worker
+    exists).  On ``cuda`` it is a blocking cupy stream made the thread's current cupy
+    stream (allocations, uploads and downloads go to it) and handed to numba's launches
+    as an external stream.  Safety rules that make several streams unable to reuse memory
+    another stream may still read: :meth:`free` synchronises the freeing thread's stream
+    (its work is all that can still read the buffer: a phase synchronises its stream when
+    it ends, before a buffer can be handed to another thread); a drain and ``end_epoch``
+    synchronise the whole device.
     """
 
     def __init__(self, kind: str, budget: int | None = None, poison: bool | None = None):
@@ -229,6 +240,11 @@ class DeviceMemory:
         self.stale_frees_dropped = 0
         self.bytes_h2d = 0
         self.bytes_d2h = 0
+        self.streams_on = (kind in ("cuda", "sim")
+                           and os.environ.get("PROVER_GPU_STREAMS", "1") != "0")
+        self._streams: list = []          # idle (numba stream, cupy stream or None) pairs
+        self.streams_created = 0
+        self._tls = threading.local()
         if kind == "sim":
             enable_simulator()
         if kind in ("cuda", "sim"):
@@ -240,6 +256,52 @@ class DeviceMemory:
             import cupy  # the gpu extra
             self._cupy = cupy
 
+    # -- streams ------------------------------------------------------------------
+    def _new_stream(self):
+        self.streams_created += 1
+        if self.kind == "sim":
+            return self._cuda.stream(), None
+        cs = self._cupy.cuda.Stream(non_blocking=False)    # orders after legacy-stream work
+        return self._cuda.external_stream(cs.ptr), cs
+
+    @contextmanager
+    def stream_scope(self):
+        """Give the calling thread its own stream for a table phase; on exit the stream is
+        synchronised (the phase's work is complete) and returned to the pool."""
+        if not self.streams_on or getattr(self._tls, "stream", None) is not None:
+            yield self.stream()
+            return
+        with self._lock:
+            pair = self._streams.pop() if self._streams else self._new_stream()
+        self._tls.stream = pair
+        if pair[1] is not None:
+            pair[1].use()                   # the thread's current cupy stream
+        try:
+            yield pair[0]
+        finally:
+            try:
+                pair[0].synchronize()
+            finally:
+                if pair[1] is not None:
+                    self._cupy.cuda.Stream.null.use()
+                self._tls.stream = None
+                with self._lock:
+                    self._streams.append(pair)
+
+    def stream(self):
+        """The calling thread's stream for kernel launches (0: the default stream)."""
+        pair = getattr(self._tls, "stream", None)
+        return pair[0] if pair is not None else 0
+
+    def _sync_before_free(self) -> None:
+        # the freeing thread's queued work may still read the buffer; outside a stream
+        # scope (default stream, proof teardown) wait for the whole device
+        pair = getattr(self._tls, "stream", None)
+        if pair is not None:
+            pair[0].synchronize()
+        elif self.kind == "cuda":
+            self.synchronize()
+
     # -- epochs -------------------------------------------------------------------
     def begin_epoch(self) -> int:
         with self._lock:
@@ -248,6 +310,7 @@ class DeviceMemory:
 
     def end_epoch(self) -> int:
         """Reclaim every buffer the current epoch still holds; returns how many."""
+        self.synchronize()           # nothing queued may still read what is reclaimed
         with self._lock:
             live = [a for a in self._live.values() if a.epoch == self.epoch]
             for arr in live:
@@ -320,6 +383,8 @@ class DeviceMemory:
 
     def free(self, arr: DeviceArray) -> bool:
         """Return ``arr`` to the pool; False (and counted) if it was already reclaimed or stale."""
+        if self.kind != "emu" and not arr.freed:
+            self._sync_before_free()
         with self._lock:
             if arr.freed or arr.epoch != self.epoch:
                 self.stale_frees_dropped += 1

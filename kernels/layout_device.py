@@ -76,6 +76,8 @@ def gather_columns_device(src, idx: np.ndarray, stream=None) -> np.ndarray:
     g, b = grid_1d(idx.size * c, BLOCK)
     _gather_columns_kernel[g, b, s](src, d_idx, d_out)
     d_out.copy_to_host(out, stream=s)
+    if s:
+        s.synchronize()             # the host reads ``out`` next
     return out
 
 
@@ -157,4 +159,6 @@ def checksum_device(arr, max_blocks: int = 512, block: int = 256, stream=None) -
         blocks = max(1, min(max_blocks, (size + block - 1) // block))
         _checksum_kernel[blocks, block, s](flat, out)
     got = out.copy_to_host(stream=s)
+    if s:
+        s.synchronize()
     return int(got[0]), int(got[1])

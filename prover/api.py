@@ -5,14 +5,15 @@
     for block in blocks:                      # Block, dict, JSON text or a path
         proof = prover.prove_block(block)     # -> BlockProof (bytes via .to_bytes())
         print(proof.stats.summary())
-    result = verify(proof, block=block)       # raises a VerificationError subclass
+    result = verify(proof, block=block, min_security_bits=100)  # VerificationError subclasses
 
 * :class:`ProverConfig` -- backend, VRAM budget, protocol parameters, threads, check mode.
 * :class:`Prover` -- reusable across blocks: ``prove_block(block)`` runs the VM, builds the
   five tables and proves them; ``prove_tables(tables, public_values, rom)`` proves traces a
   node built itself.  Both return a :class:`BlockProof` carrying a :class:`ProofStats`.
 * :func:`verify` -- checks a :class:`BlockProof` (or its bytes) and, given the block, that
-  the proof's public values are the block's.
+  the proof's public values are the block's; ``min_security_bits`` refuses proofs made
+  with weak parameters (opt-in: None accepts the proof's own parameters).
 * Errors: :class:`UnprovableBlock` (execution fails, claims are false, a trace violates a
   constraint), :class:`ConfigError` (bad configuration), and on the verifier side
   :class:`verifier.errors.VerificationError` and its subclasses.
@@ -38,6 +39,7 @@ from air import ConstraintViolation, LookupImbalance, check_constraints, check_t
 from verifier import verify as _verify_proof
 from verifier.errors import PublicValuesError, ShapeError
 from verifier.proof_format import Params, decode
+from verifier.verify import check_security, validate_min_security_bits
 
 from . import spans as _spans
 from .prove import prove as _prove
@@ -472,9 +474,10 @@ class Prover:
 
 @dataclass(frozen=True)
 class VerifiedBlock:
-    """What a successful :func:`verify` establishes."""
+    """What a successful :func:`verify` establishes, and the parameters it rests on."""
     public_values: list
     seconds: float
+    params: Params = field(default_factory=Params)
 
     @property
     def memory_size(self) -> int:
@@ -484,24 +487,39 @@ class VerifiedBlock:
     def final_digest(self) -> list[int]:
         return self.public_values[PV_FINAL]
 
+    @property
+    def security_bits(self) -> int:
+        """Conjectured security of the proof's parameters (docs/protocol.md section 7)."""
+        return self.params.conjectured_bits()
 
-def verify(proof: BlockProof | bytes | str | os.PathLike, block=None) -> VerifiedBlock:
+
+def verify(proof: BlockProof | bytes | str | os.PathLike, block=None, *,
+           min_security_bits: int | None = None) -> VerifiedBlock:
     """Verify a block proof (a :class:`BlockProof`, its bytes, or a path); with ``block``
     also check that its public values are that block's (everything but the final-state
     digest, which the proof establishes).  Raises a
     :class:`verifier.errors.VerificationError` subclass on rejection (ShapeError for a
-    malformed proof, PublicValuesError for a statement mismatch, ...)."""
+    malformed proof, PublicValuesError for a statement mismatch, ...).
+
+    ``min_security_bits``: refuse a proof whose parameters give fewer conjectured security
+    bits (:class:`verifier.errors.ParameterError`, raised right after parsing, before any
+    hashing).  ``None`` (the default) accepts the proof's own parameters; a node that
+    receives proofs from others should set it (the ``verify`` command defaults to 100;
+    the prover's defaults give 116)."""
     t0 = time.perf_counter()
+    min_security_bits = validate_min_security_bits(min_security_bits)
     if isinstance(proof, (str, os.PathLike)):
         proof = BlockProof.load(proof)
     elif isinstance(proof, (bytes, bytearray, memoryview)):
         proof = BlockProof.from_bytes(bytes(proof))
     try:
-        pv = proof.public_values
+        decoded = decode(proof.proof)
+        pv = [int(v) for v in decoded.tables[0].public_values] if decoded.tables else []
     except ShapeError:
         raise
     except Exception as exc:        # decode raises ShapeError; anything else is malformed too
         raise ShapeError(f"malformed proof: {exc}") from None
+    check_security(decoded.params, min_security_bits)
     if len(pv) != NUM_PUBLIC_VALUES:
         raise ShapeError(f"the CPU table carries {len(pv)} public values, expected {NUM_PUBLIC_VALUES}")
     msize = pv[0]
@@ -510,7 +528,8 @@ def verify(proof: BlockProof | bytes | str | os.PathLike, block=None) -> Verifie
     if sponge([int(x) for x in proof.rom.reshape(-1)]) != pv[PV_PROGRAMS]:
         raise PublicValuesError("the program digest does not match the proof's ROM")
     airs = block_airs(proof.rom)
-    _verify_proof(proof.proof, airs, [pv, [], [msize], [], []])
+    _verify_proof(proof.proof, airs, [pv, [], [msize], [], []],
+                  min_security_bits=min_security_bits)
     if block is not None:
         blk = _as_block(block)
         expected = block_public_values(blk, build_rom(blk))
@@ -518,7 +537,7 @@ def verify(proof: BlockProof | bytes | str | os.PathLike, block=None) -> Verifie
         if bad:
             raise PublicValuesError("the proof is not for this block: " + ", ".join(bad)
                                     + " differ")
-    return VerifiedBlock(pv, time.perf_counter() - t0)
+    return VerifiedBlock(pv, time.perf_counter() - t0, decoded.params)
 
 
 __all__ = ["Prover", "ProverConfig", "ProofStats", "TableStats", "BlockProof", "VerifiedBlock",

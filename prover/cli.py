@@ -8,7 +8,13 @@ Exit status (documented in docs/api.md and in ``--help``):
 * 2 -- bad usage or unreadable input (a missing file, a malformed block -- with the JSON
   path of the bad field -- an unusable option, an unwritable output);
 * 3 -- an internal error (a bug: please report the message);
+* 4 -- ``prove`` only: PROVER_GPU_XCHECK caught device corruption (a post-mortem was
+  written, no proof);
 * 130 -- interrupted.
+
+``verify`` refuses proofs whose parameters give fewer conjectured security bits than
+``--min-security-bits`` (default :data:`DEFAULT_MIN_SECURITY_BITS`; the prover's defaults
+give 116): exit 1, before any hashing.  ``--min-security-bits 0`` accepts any parameters.
 
 No Python traceback ever reaches the terminal; ``-v`` adds detail, ``-q`` keeps only errors.
 """
@@ -22,6 +28,7 @@ import threading
 import time
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL, EXIT_XCHECK, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+DEFAULT_MIN_SECURITY_BITS = 100    # conjectured bits (docs/protocol.md section 7)
 
 _EPILOG = ("exit status: 0 success; 1 unprovable block or invalid proof (with the reason); "
            "2 bad usage or unreadable input (a malformed block names the JSON path of the bad "
@@ -237,6 +244,11 @@ def _verify_parser() -> argparse.ArgumentParser:
                  epilog=_EPILOG)
     ap.add_argument("proof", help="the proof file written by prove")
     ap.add_argument("--block", help="also check the proof's public values against this block")
+    ap.add_argument("--min-security-bits", type=int, default=DEFAULT_MIN_SECURITY_BITS,
+                    metavar="N",
+                    help="refuse proofs whose parameters give fewer conjectured security "
+                         "bits (log_blowup * queries + pow_bits; default "
+                         f"{DEFAULT_MIN_SECURITY_BITS}; 0 accepts any parameters)")
     g = ap.add_mutually_exclusive_group()
     g.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     g.add_argument("-v", "--verbose", action="store_true", help="more detail")
@@ -245,7 +257,9 @@ def _verify_parser() -> argparse.ArgumentParser:
 
 def _run_verify(argv) -> int:
     args = _verify_parser().parse_args(argv)
-    from verifier.errors import VerificationError
+    if args.min_security_bits < 0:
+        raise _Fail(EXIT_USAGE, f"--min-security-bits must be >= 0, got {args.min_security_bits}")
+    from verifier.errors import ParameterError, VerificationError
     from vm.block import BlockError, load_block
     from vm.statement import PV_NAMES
     from .api import verify
@@ -264,7 +278,9 @@ def _run_verify(argv) -> int:
         except BlockError as exc:
             raise _Fail(EXIT_USAGE, f"{args.block}: {exc}") from None
     try:
-        result = verify(data, block=block)
+        result = verify(data, block=block, min_security_bits=args.min_security_bits)
+    except ParameterError as exc:
+        raise _Fail(EXIT_INVALID, f"proof refused: {exc} (--min-security-bits)") from None
     except VerificationError as exc:
         raise _Fail(EXIT_INVALID, f"invalid proof: {type(exc).__name__}: {exc}") from None
     if not args.quiet:
@@ -272,6 +288,11 @@ def _run_verify(argv) -> int:
         what = f" for block {args.block}" if args.block else ""
         print(f"proof OK{what} ({result.seconds:.2f}s): memory {result.memory_size} cells, "
               f"final state digest {fd}")
+        p = result.params
+        print(f"parameters: log_blowup {p.log_blowup}, {p.num_queries} queries, "
+              f"{p.pow_bits} proof-of-work bits, log_final_poly_len {p.log_final_poly_len}: "
+              f"{result.security_bits} conjectured security bits "
+              f"(minimum {args.min_security_bits})")
         if args.verbose:
             for name, idx in PV_NAMES.items():
                 v = result.public_values[idx]

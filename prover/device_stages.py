@@ -48,11 +48,11 @@ P = 2013265921
 #: the process-wide R2 lock (SPEC §6: R2 serialisation is process-wide, not per prover)
 R2_LOCK = threading.Lock()
 
-#: numba's CUDA simulator swaps module globals while a kernel runs and keeps its thread
-#: indices in thread-local state of its own threads: two launches from different worker
-#: threads corrupt each other.  On ``sim`` every device stage attempt holds this lock
-#: (on ``cuda`` launches go to per-worker streams and need no lock; on ``emu`` there are
-#: no launches).
+#: numba's CUDA simulator swaps module globals while a kernel runs and stores a launch's
+#: configuration on the kernel object: two launches from different worker threads corrupt
+#: each other.  On ``sim`` every device stage attempt holds this lock (on ``cuda`` each
+#: worker's launches go to its own stream -- DeviceMemory.stream_scope -- and need no
+#: lock; on ``emu`` there are no launches).
 SIM_SUBMIT_LOCK = threading.RLock()
 
 

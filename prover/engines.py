@@ -190,17 +190,21 @@ class CudaEngine(EmuEngine):
         self._selectors: dict = {}
         self.mem: DeviceMemory | None = None     # set by make_stages (scratch booking)
 
+    def _s(self):
+        """The calling worker's stream (DeviceMemory.stream_scope), 0 outside one."""
+        return self.mem.stream() if self.mem is not None else 0
+
     def _dev(self, host: np.ndarray):
-        return self._cuda.to_device(np.ascontiguousarray(host))
+        return self._cuda.to_device(np.ascontiguousarray(host), stream=self._s())
 
     def stage_events(self):
         """(start event, end event, stream) to time one stage on the device (``cuda``
-        only; ``None`` elsewhere).  Kernels and cupy work go to the default stream, so
-        the pair brackets everything the stage enqueued."""
+        only; ``None`` elsewhere).  All of a table's kernels and cupy work go to its
+        worker's stream, so the pair brackets everything the stage enqueued."""
         if self.kind != "cuda":
             return None
         cuda = self._cuda
-        return cuda.event(timing=True), cuda.event(timing=True), cuda.default_stream()
+        return cuda.event(timing=True), cuda.event(timing=True), (self._s() or cuda.default_stream())
 
     def aux_build(self, stages, air, shape, main, public_values, challenges, trace_dev=None):
         """LogUp aux on the device from the resident trace (uint32[w, n]); returns the aux
@@ -210,8 +214,13 @@ class CudaEngine(EmuEngine):
         out = self._alloc(stages.mem, {"aux": (shape.aux_width, shape.n)}, f"{shape.name}/aux")["aux"]
         try:
             aux_d, terminal = self._constraint.aux_build_device(
-                air, shape, trace_dev.data, public_values, challenges, layout="cols", columns=True)
-            out.data.copy_to_device(aux_d) if self.kind == "sim" else out.data.set(aux_d)
+                air, shape, trace_dev.data, public_values, challenges, layout="cols", columns=True,
+                stream=self._s())
+            if self.kind == "sim":
+                out.data.copy_to_device(aux_d)
+            else:                       # device to device, on the table's cupy stream
+                import cupy
+                out.data[...] = cupy.asarray(aux_d)
         except BaseException:
             stages.mem.free(out)
             raise
@@ -221,8 +230,12 @@ class CudaEngine(EmuEngine):
                            challenges, alpha, terminal):
         M = 1 << shape.log_quotient
         key = (shape.log_n, shape.log_quotient)
+        s = self._s()
         if key not in self._selectors:
-            self._selectors[key] = self._constraint.quotient_selectors_device(*key)
+            sels = self._constraint.quotient_selectors_device(*key, stream=s)
+            if s:
+                s.synchronize()         # complete before another table's stream reads them
+            self._selectors[key] = sels
         bufs = self._alloc(stages.mem, {"q": (4, M), "blocks": (4 * shape.num_parts, shape.n),
                                         "coeffs": (4, M)}, f"{shape.name}/r2")
         try:
@@ -230,9 +243,11 @@ class CudaEngine(EmuEngine):
             self._constraint.quotient_device(
                 air, shape, main.lde_h.device().data, prep_d,
                 None if aux is None else aux.lde_h.device().data, public_values, challenges,
-                alpha, terminal, layout="cols", selectors=self._selectors[key], out=bufs["q"].data)
-            self._ntt.coset_intt_device(bufs["q"].data, SHIFT, out=bufs["coeffs"].data)
-            self._layout.split_parts_device(bufs["coeffs"].data, bufs["blocks"].data, shape.n)
+                alpha, terminal, layout="cols", selectors=self._selectors[key], out=bufs["q"].data,
+                stream=s)
+            self._ntt.coset_intt_device(bufs["q"].data, SHIFT, out=bufs["coeffs"].data, stream=s)
+            self._layout.split_parts_device(bufs["coeffs"].data, bufs["blocks"].data, shape.n,
+                                            stream=s)
         except BaseException:
             stages.mem.free(bufs["q"])
             stages.mem.free(bufs["blocks"])
@@ -242,15 +257,17 @@ class CudaEngine(EmuEngine):
         return bufs["q"], bufs["blocks"]
 
     def ood(self, coeffs_dev, point) -> np.ndarray:
-        return self._stage.ood_device(coeffs_dev.data, np.asarray(point, np.uint32)).copy_to_host() \
-            if self.kind == "sim" else self._stage.ood_device(coeffs_dev.data, point).get()
+        s = self._s()
+        return _to_host(self._stage.ood_device(coeffs_dev.data, np.asarray(point, np.uint32),
+                                               stream=s), s)
 
     def deep_quotient(self, stages, shape, groups, z, lam):
         N = 1 << shape.log_lde
         out = self._alloc(stages.mem, {"fri0": (N, 4)}, f"{shape.name}/deep")["fri0"]
         try:
             dev_groups = [(c.lde_h.device().data, np.asarray(v, np.uint32), nx) for c, v, nx in groups]
-            self._stage.deep_quotient_device(shape, dev_groups, z, lam, layout="cols", out=out.data)
+            self._stage.deep_quotient_device(shape, dev_groups, z, lam, layout="cols", out=out.data,
+                                             stream=self._s())
         except BaseException:
             stages.mem.free(out)
             raise
@@ -260,7 +277,8 @@ class CudaEngine(EmuEngine):
         half = values_dev.shape[0] // 2
         out = self._alloc(stages.mem, {"fold": (half, 4)}, f"{shape.name}/fri{layer + 1}")["fold"]
         try:
-            self._stage.fri_fold_device(values_dev.data, beta, layer, shape, out=out.data)
+            self._stage.fri_fold_device(values_dev.data, beta, layer, shape, out=out.data,
+                                        stream=self._s())
         except BaseException:
             stages.mem.free(out)
             raise
@@ -272,11 +290,11 @@ class CudaEngine(EmuEngine):
         bufs = self._alloc(mem, {"coeffs": (w, n), "lde": (w, N), "tree": _nodes_shape(N),
                                  "rows": (N, w)}, tag)
         try:
-            src = evals_T_dev.data
-            self._ntt.intt_device(src, out=bufs["coeffs"].data)
-            self._ntt.coset_lde_device(src, shape.log_blowup, SHIFT, out=bufs["lde"].data)
-            self._layout.bitrev_rows_device(bufs["lde"].data, out=bufs["rows"].data)
-            tree = self._merkle.commit_device(bufs["rows"].data, out=bufs["tree"].data)
+            src, s = evals_T_dev.data, self._s()
+            self._ntt.intt_device(src, out=bufs["coeffs"].data, stream=s)
+            self._ntt.coset_lde_device(src, shape.log_blowup, SHIFT, out=bufs["lde"].data, stream=s)
+            self._layout.bitrev_rows_device(bufs["lde"].data, out=bufs["rows"].data, stream=s)
+            tree = self._merkle.commit_device(bufs["rows"].data, out=bufs["tree"].data, stream=s)
         finally:
             mem.free(bufs["rows"])           # openings gather from the LDE itself
         return bufs["coeffs"], bufs["lde"], bufs["tree"], np.asarray(tree.root, np.uint32)
@@ -287,10 +305,11 @@ class CudaEngine(EmuEngine):
         bufs = self._alloc(mem, {"lde": (c, N), "tree": _nodes_shape(N), "rows": (N, c),
                                  "padded": (c, N)}, tag)
         try:
-            self._layout.pad_columns_device(blocks_dev.data, bufs["padded"].data)
-            self._ntt.coset_ntt_device(bufs["padded"].data, SHIFT, out=bufs["lde"].data)
-            self._layout.bitrev_rows_device(bufs["lde"].data, out=bufs["rows"].data)
-            tree = self._merkle.commit_device(bufs["rows"].data, out=bufs["tree"].data)
+            s = self._s()
+            self._layout.pad_columns_device(blocks_dev.data, bufs["padded"].data, stream=s)
+            self._ntt.coset_ntt_device(bufs["padded"].data, SHIFT, out=bufs["lde"].data, stream=s)
+            self._layout.bitrev_rows_device(bufs["lde"].data, out=bufs["rows"].data, stream=s)
+            tree = self._merkle.commit_device(bufs["rows"].data, out=bufs["tree"].data, stream=s)
         finally:
             mem.free(bufs["rows"])
             mem.free(bufs["padded"])
@@ -300,14 +319,15 @@ class CudaEngine(EmuEngine):
         rows_n = values_dev.shape[0] * values_dev.shape[1] // width
         out = self._alloc(mem, {"tree": _nodes_shape(rows_n)}, tag)["tree"]
         rows = values_dev.data.reshape(rows_n, width)
-        tree = self._merkle.commit_device(rows, out=out.data)
+        tree = self._merkle.commit_device(rows, out=out.data, stream=self._s())
         return out, np.asarray(tree.root, np.uint32)
 
     def gather_columns(self, lde_dev, nat_idx) -> np.ndarray:
-        return self._layout.gather_columns_device(lde_dev.data, nat_idx)
+        return self._layout.gather_columns_device(lde_dev.data, nat_idx, stream=self._s())
 
     def gather_paths(self, nodes_dev, log_n: int, idx) -> np.ndarray:
-        return self._merkle.DeviceMerkleTree(nodes_dev.data, log_n, None, None).paths(idx)
+        return self._merkle.DeviceMerkleTree(nodes_dev.data, log_n, None, None).paths(
+            idx, stream=self._s())
 
     def download_view(self, dev: DeviceArray) -> np.ndarray:
         if dev.freed or dev.data is None:
@@ -324,8 +344,8 @@ class CudaEngine(EmuEngine):
         if np.dtype(dev.data.dtype) != np.uint32:
             return checksum_words(self.download_view(dev))
         if self.kind == "sim":
-            return self._layout.checksum_device(dev.data, max_blocks=1, block=8)
-        return self._layout.checksum_device(dev.data)
+            return self._layout.checksum_device(dev.data, max_blocks=1, block=8, stream=self._s())
+        return self._layout.checksum_device(dev.data, stream=self._s())
 
     def upload_into(self, dev: DeviceArray, host: np.ndarray) -> None:
         host = np.ascontiguousarray(host)
@@ -333,6 +353,15 @@ class CudaEngine(EmuEngine):
             dev.data.copy_to_device(host)
         else:
             dev.data.set(host)
+
+
+def _to_host(dev_arr, stream) -> np.ndarray:
+    """A numba device array's contents on the host, complete when this returns."""
+    if not stream:
+        return dev_arr.copy_to_host()
+    out = dev_arr.copy_to_host(stream=stream)
+    stream.synchronize()
+    return out
 
 
 # ----------------------------------------------------------------------------- scratch

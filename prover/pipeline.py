@@ -315,7 +315,8 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
                               name, cat="admission")
         ok = False
         try:
-            with timeline.span(fn.__name__, name):
+            # the table's phase on its own stream (cuda/sim; synchronised when it ends)
+            with mem.stream_scope(), timeline.span(fn.__name__, name):
                 out = fn(i)
             ok = True
             return out

@@ -1,5 +1,6 @@
 """The library: Prover reused across blocks, prove_tables, BlockProof bytes, verify with
-typed errors, ProofStats, and soundness against altered traces and false claims."""
+typed errors and an opt-in minimum security, ProofStats, and soundness against altered
+traces and false claims."""
 from __future__ import annotations
 
 import threading
@@ -83,6 +84,47 @@ def test_wrong_block_and_tampering_are_rejected(proofs):
     rom[-1, 1] += 1
     with pytest.raises(PublicValuesError, match="program digest"):
         verify(BlockProof(rom, proof.proof))
+
+
+def test_min_security_bits_refuses_weak_proofs_before_hashing(proofs, monkeypatch):
+    """FAST proofs carry 1 * 8 + 2 = 10 conjectured bits: accepted with no minimum (the
+    default) or a minimum of 10, refused with ParameterError above that -- before the ROM
+    digest, the AIRs or the protocol verifier run."""
+    import importlib
+    import prover.api as api
+    vv = importlib.import_module("verifier.verify")   # the module, not the function
+    from verifier import verify as verify_protocol
+    from verifier.errors import ParameterError
+    block, proof = proofs["one_tx"]
+    res = verify(proof, block=block, min_security_bits=10)
+    assert res.security_bits == 10 and res.params.num_queries == 8 and res.params.pow_bits == 2
+    assert verify(proof).security_bits == 10
+    for data in (proof, proof.to_bytes()):
+        with pytest.raises(ParameterError, match="give 10 conjectured security bits, below "
+                                                  "the required 100") as ei:
+            verify(data, min_security_bits=100)
+        assert isinstance(ei.value, VerificationError)
+        assert (ei.value.bits, ei.value.required) == (10, 100)
+    for bad, exc in ((-1, ValueError), ("100", TypeError), (True, TypeError), (1.5, TypeError)):
+        with pytest.raises(exc, match="min_security_bits"):
+            verify(proof, min_security_bits=bad)
+    assert verify(proof, min_security_bits=np.int64(10)).security_bits == 10
+
+    def expensive(*a, **k):
+        raise AssertionError("expensive work before the parameter check")
+    with monkeypatch.context() as m:
+        for name in ("sponge", "block_airs", "_verify_proof"):
+            m.setattr(api, name, expensive)
+        with pytest.raises(ParameterError):
+            verify(proof, block=block, min_security_bits=11)
+    # the protocol verifier takes the same argument, checked before shapes and hashing
+    airs = api.block_airs(proof.rom)
+    pvs = [proof.public_values, [], [block.memory_size], [], []]
+    assert verify_protocol(proof.proof, airs, pvs, min_security_bits=10).public_values[0] == pvs[0]
+    with monkeypatch.context() as m:
+        m.setattr(vv, "check_shapes", expensive)
+        with pytest.raises(ParameterError, match="below the required 11"):
+            verify_protocol(proof.proof, airs, pvs, min_security_bits=11)
 
 
 def test_false_claims_cannot_be_proven(prover):

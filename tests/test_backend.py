@@ -170,3 +170,63 @@ def test_scratch_books_against_the_budget_and_releases():
             pass
     assert mem.ledger.in_use == 400 and mem.ledger.peak == 1000
     mem.free(a)
+
+
+def test_streams_are_pooled_per_worker_and_synchronised_before_frees(monkeypatch):
+    """DeviceMemory.stream_scope: a worker holds one stream per table phase; frees inside
+    a scope wait for that stream first (its queued work may still read the buffer), the
+    scope's end waits for it, and streams are reused rather than created per table."""
+    import threading
+    from kernels.backend import DeviceMemory
+    log = []
+
+    class FakeStream:
+        def __init__(self, k):
+            self.k = k
+
+        def synchronize(self):
+            log.append(("sync", self.k))
+
+    mem = DeviceMemory("sim")
+    assert mem.streams_on
+    made = []
+
+    def new_stream():
+        made.append(FakeStream(len(made)))
+        return made[-1], None
+    monkeypatch.setattr(mem, "_new_stream", new_stream)
+    assert mem.stream() == 0                      # outside a scope: the default stream
+    with mem.stream_scope() as s1:
+        assert mem.stream() is s1
+        with mem.stream_scope() as inner:         # nested: the same stream
+            assert inner is s1
+        a = mem.empty((4,), tag="t")
+        log.clear()
+        mem.free(a)
+        assert log == [("sync", s1.k)]            # waited for the stream before freeing
+    assert mem.stream() == 0
+    seen = []
+
+    def worker():
+        with mem.stream_scope() as s:
+            seen.append(s)
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert seen == [s1]                           # pooled: reused by the next worker
+    with mem.stream_scope() as s_a:
+        got = []
+        t = threading.Thread(target=lambda: got.append(mem.stream_scope().__enter__()))
+        t.start()
+        t.join()
+        assert got[0] is not s_a                  # concurrent phases: distinct streams
+    assert len(made) == 2
+
+
+def test_streams_can_be_turned_off(monkeypatch):
+    from kernels.backend import DeviceMemory
+    monkeypatch.setenv("PROVER_GPU_STREAMS", "0")
+    mem = DeviceMemory("sim")
+    with mem.stream_scope() as s:
+        assert s == 0 and mem.stream() == 0
+    assert not DeviceMemory("emu").streams_on

@@ -1,6 +1,7 @@
 """The command line: exit codes (0 / 1 / 2), JSON paths for malformed blocks, locations
 for execution failures, the default-parameter proof of examples/block.json, verify with
-and without --block, and never a traceback."""
+and without --block, verify's minimum security (weak proofs refused by default), and
+never a traceback."""
 from __future__ import annotations
 
 import json
@@ -52,6 +53,13 @@ def test_prove_defaults_and_verify(example_proof, capsys):
     assert stats["block"] == block and stats["cycles"] > 0
     code, out, _ = run(main_verify, [proof], capsys)
     assert code == 0 and out.startswith("proof OK")
+    # the parameters and the conjectured security are shown (1 * 100 + 16 = 116 bits)
+    assert ("parameters: log_blowup 1, 100 queries, 16 proof-of-work bits, "
+            "log_final_poly_len 2: 116 conjectured security bits (minimum 100)") in out
+    code, out, _ = run(main_verify, [proof, "--min-security-bits", "116"], capsys)
+    assert code == 0 and "(minimum 116)" in out
+    code, out, err = run(main_verify, [proof, "--min-security-bits", "117"], capsys)
+    assert code == 1 and out == "" and "give 116 conjectured security bits" in err
     code, out, _ = run(main_verify, [proof, "--block", block, "-v"], capsys)
     assert code == 0 and "for block" in out and "input_digest" in out
 
@@ -75,6 +83,41 @@ def test_verify_wrong_block_and_bad_proofs(example_proof, tmp_path, capsys):
     assert code == 2 and "cannot read" in err
     code, _, err = run(main_verify, [proof, "--block", write(tmp_path, "e.json", "")], capsys)
     assert code == 2 and "$: empty document" in err
+
+
+def test_verify_refuses_weak_parameters_by_default(tmp_path, capsys):
+    """A cheap proof (2 queries, no proof of work: 2 conjectured bits) is refused unless
+    the minimum is lowered; the parameters are checked before the proof is examined."""
+    blk = write(tmp_path, "empty.json", empty_block().to_json())
+    weak = str(tmp_path / "weak.proof")
+    code, _, _ = run(main_prove, [blk, "-o", weak, "--queries", "2", "--pow-bits", "0",
+                                  "--backend", "host", "-q"], capsys)
+    assert code == 0
+    code, out, err = run(main_verify, [weak], capsys)
+    assert code == 1 and out == ""
+    assert err.startswith("error: proof refused:") and err.count("\n") == 1
+    assert "give 2 conjectured security bits, below the required 100" in err
+    assert "2 queries, 0 proof-of-work bits" in err and "--min-security-bits" in err
+    code, out, _ = run(main_verify, [weak, "--min-security-bits", "0"], capsys)
+    assert code == 0 and out.startswith("proof OK")
+    assert "2 queries, 0 proof-of-work bits" in out and "2 conjectured security bits" in out
+    code, out, _ = run(main_verify, [weak, "--min-security-bits", "2", "--block", blk], capsys)
+    assert code == 0 and out.startswith("proof OK for block")
+    code, _, err = run(main_verify, [weak, "--min-security-bits", "3"], capsys)
+    assert code == 1 and "below the required 3" in err
+    # a weak proof that is also corrupt: refused for its parameters, before any hashing;
+    # with no minimum the corruption itself is found
+    data = bytearray(open(weak, "rb").read())
+    data[-100] ^= 0x10
+    bad = tmp_path / "bad.proof"
+    bad.write_bytes(bytes(data))
+    code, _, err = run(main_verify, [str(bad)], capsys)
+    assert code == 1 and "proof refused" in err
+    code, _, err = run(main_verify, [str(bad), "--min-security-bits", "0"], capsys)
+    assert code == 1 and err.startswith("error: invalid proof:")
+    for value, frag in (("-1", "must be >= 0"), ("many", "invalid int value")):
+        code, _, err = run(main_verify, [weak, "--min-security-bits", value], capsys)
+        assert code == 2 and frag in err
 
 
 MALFORMED = [

@@ -264,11 +264,42 @@ def test_a_table_the_dispatch_refuses_still_recovers(block, monkeypatch):
 def test_sim_kernel_temporaries_stay_within_their_booked_scratch(monkeypatch):
     """Every CudaEngine call books its kernels' own temporaries against the budget
     (DeviceMemory.scratch); under the simulator, count what the kernels really allocate
-    outside the allocator during each call and compare with what was booked."""
+    outside the allocator during each call and compare with what was booked.
+
+    The same simulator proof checks the per-table streams: every kernel a table worker
+    launches goes to the stream its worker holds (DeviceMemory.stream_scope), never to
+    the default stream, and concurrent tables hold different streams."""
     import threading
     from contextlib import contextmanager
     from numba import cuda
+    from numba.cuda.simulator.api import stream as sim_stream
+    from numba.cuda.simulator.kernel import FakeCUDAKernel
     import kernels.backend as kb
+
+    launches = []                       # (thread name, launch stream, stream held)
+    mems = []
+    getitem = FakeCUDAKernel.__getitem__
+
+    def recording(self, configuration):
+        held = mems[0].stream() if mems else None
+        launches.append((threading.current_thread().name,
+                         configuration[2] if len(configuration) > 2 else None, held))
+        return getitem(self, configuration)
+    monkeypatch.setattr(FakeCUDAKernel, "__getitem__", recording)
+    init = kb.DeviceMemory.__init__
+
+    def remembered(self, *a, **k):
+        init(self, *a, **k)
+        mems.append(self)
+    monkeypatch.setattr(kb.DeviceMemory, "__init__", remembered)
+    import prover.pipeline as pl
+    monkeypatch.setattr(pl, "_MEMORIES", {})        # a fresh DeviceMemory for this proof
+    # the NTT's process-wide twiddle tables (at least 2^8 words, grown on demand) are
+    # uploaded inside whichever call first needs them, which depends on the tests run
+    # before: measure the steady state of a long-lived process, with them in place
+    import kernels.ntt_device as nd
+    for inverse in (False, True):
+        nd._twiddles(9, inverse)
 
     tl = threading.local()
     calls = []
@@ -311,9 +342,15 @@ def test_sim_kernel_temporaries_stay_within_their_booked_scratch(monkeypatch):
     monkeypatch.setattr(kb.DeviceMemory, "scratch", measured)
 
     airs, traces, pvs, ref = tiny_lookup_block()
-    proof, stats = run_pipeline(_statement(airs, traces, pvs), PipelineConfig(backend="sim"))
+    proof, stats = run_pipeline(_statement(airs, traces, pvs),
+                                PipelineConfig(backend="sim", workers=2))
     assert proof == ref                         # sim bytes == host bytes
     _assert_happy_path(stats)
+    worker = [(st, held) for name, st, held in launches if name.startswith("table")]
+    assert len(worker) > 50
+    assert all(isinstance(st, sim_stream) and st is held for st, held in worker), \
+        [(st, held) for st, held in worker if not (isinstance(st, sim_stream) and st is held)][:5]
+    assert len({id(st) for st, _ in worker}) == 2 == mems[0].streams_created   # one per worker
     seen = {tag for tag, _, _ in calls}
     assert {"aux_build", "quotient_decompose", "ood", "deep_quotient", "lde_commit",
             "parts_lde_commit", "gather_columns", "gather_paths"} <= seen, seen

@@ -40,5 +40,16 @@ class PublicValuesError(VerificationError):
     """The public values in the proof differ from the expected statement."""
 
 
+class ParameterError(VerificationError):
+    """The proof's protocol parameters give less conjectured security than the verifier
+    requires (``min_security_bits``); raised before any hashing.  ``bits`` and
+    ``required`` hold the two figures."""
+
+    def __init__(self, message: str, bits: int | None = None, required: int | None = None):
+        self.bits = bits
+        self.required = required
+        super().__init__(message)
+
+
 __all__ = ["VerificationError", "ShapeError", "MerkleError", "CompositionError", "FriError",
-           "PowError", "LogUpError", "PublicValuesError"]
+           "PowError", "LogUpError", "PublicValuesError", "ParameterError"]

@@ -3,6 +3,7 @@ composition at z, proof-of-work, every Merkle path, DEEP and FRI; finally the Lo
 terminals.  Mirrors the prover's rounds step for step (docs/protocol.md)."""
 from __future__ import annotations
 
+import operator
 import time
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -13,11 +14,11 @@ from air import CHALLENGE_NAMES, check_buses, numerator_at_point, point_leaf
 from air.builder import AirError
 
 from . import merkle
-from .errors import (CompositionError, FriError, LogUpError, MerkleError, PowError,
-                     PublicValuesError, ShapeError)
+from .errors import (CompositionError, FriError, LogUpError, MerkleError, ParameterError,
+                     PowError, PublicValuesError, ShapeError)
 from .field import (F, P, bitrev, ef_basis_combine, ef_col, barycentric_at, inv2,
                     pow_scalar_arr)
-from .proof_format import Proof, TableProof, decode
+from .proof_format import Params, Proof, TableProof, decode
 from .protocol import SHIFT, TableShape, absorb_statement, deep_groups, table_shape
 from .transcript import Transcript
 
@@ -242,8 +243,41 @@ def _verify_table(tr: Transcript, air, sh: TableShape, tp: TableProof, params, c
     _fri(sh, tp, queries, x, values, betas)
 
 
+def validate_min_security_bits(value) -> int | None:
+    """Validate a ``min_security_bits`` argument: None, or an integer >= 0."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise TypeError("min_security_bits must be an int or None, not bool")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"min_security_bits must be an int or None, not "
+                        f"{type(value).__name__}") from None
+    if value < 0:
+        raise ValueError(f"min_security_bits must be >= 0, got {value}")
+    return value
+
+
+def check_security(params: Params, min_security_bits: int | None) -> int:
+    """Refuse proofs whose parameters are too weak: raise :class:`ParameterError` when the
+    conjectured security of ``params`` (log_blowup * num_queries + pow_bits,
+    docs/protocol.md section 7) is below ``min_security_bits``; ``None`` sets no minimum.
+    Returns the conjectured bits.  Costs nothing: run it before any hashing, so that a
+    cheap weak proof is turned away before the verifier spends work on it."""
+    min_security_bits = validate_min_security_bits(min_security_bits)
+    bits = params.conjectured_bits()
+    if min_security_bits is not None and bits < min_security_bits:
+        raise ParameterError(
+            f"proof parameters (log_blowup {params.log_blowup}, {params.num_queries} queries, "
+            f"{params.pow_bits} proof-of-work bits) give {bits} conjectured security bits, "
+            f"below the required {min_security_bits}", bits=bits, required=min_security_bits)
+    return bits
+
+
 def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = None,
-           *, skip_composition: bool = False) -> VerifyResult:
+           *, skip_composition: bool = False,
+           min_security_bits: int | None = None) -> VerifyResult:
     """Verify a proof for the tables ``airs`` (in table order).
 
     ``skip_composition`` leaves out the per-table composition check at z -- only for the
@@ -251,13 +285,20 @@ def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = 
     and re-verifies the finished proof for everything after it.  A proof is never
     accepted on that basis anywhere else.
 
+    ``min_security_bits``: refuse (:class:`ParameterError`) a proof whose parameters give
+    fewer conjectured security bits (:func:`check_security`), checked right after parsing
+    and before any hashing.  ``None`` (the default) sets no minimum: the proof's own
+    parameters are accepted, as the prover's self-verification with test parameters needs.
+
     ``public_values``: the expected public values per table (None: accept those in the
     proof and return them).  Raises a :class:`verifier.errors.VerificationError`
     subclass on rejection; returns a :class:`VerifyResult` on success.
     """
     t0 = time.perf_counter()
+    min_security_bits = validate_min_security_bits(min_security_bits)   # before the proof
     airs = list(airs)
     proof = decode(proof_bytes)
+    check_security(proof.params, min_security_bits)
     shapes = check_shapes(proof, airs)
     try:
         check_buses(airs)

@@ -15,8 +15,8 @@ Buses (LogUp; arity in brackets):
 * ``program`` [5]: CPU sends (pc, opcode, a, b, c) for each real row; PROGRAM receives.
 * ``memory`` [4]: CPU sends (address, time, value, is_write) for each access -- slot A
   (time 3*clk, read), B (3*clk+1, read), C (3*clk+2, write), lanes 0..7; MEMORY receives.
-* ``range16`` [1]: CPU (LT) and MEMORY (gaps) send values that must be < 2^16; RANGE
-  receives with its multiplicity column.
+* ``range16`` [1]: CPU (LT operands and difference) and MEMORY (gap limbs and addresses)
+  send values that must be < 2^16; RANGE receives with its multiplicity column.
 * ``poseidon2`` [32]: CPU sends (input[16], output[16]) for HASH, READ, WRITE, DISPATCH,
   ABSORB_*; POSEIDON2 receives.
 
@@ -270,19 +270,27 @@ def build_memory() -> Air:
     b.when_transition((1 - is_real) * is_real.next, name="padding_at_end")
     # sorted by (address, time): ``same`` on row r+1 says it continues row r's address;
     # the gap (time or address step minus one) is lo + 2^16 hi with lo, hi, 2^8 hi < 2^16,
-    # i.e. in [0, 2^24): a step backwards would be >= p - 2^24 and cannot be written so.
+    # i.e. in [0, 2^24).  A gap in [0, 2^24) only means "a step forwards" if the two
+    # operands cannot wrap mod p: times are < 3 * 2^24 + 3 (CPU heights are <= 2^24, the
+    # verifier's MAX_LOG_N), and every real address is range-checked below, so both
+    # differences lie in (-2^26, 2^26) as integers and a step backwards would have to
+    # equal p - (a number below 2^26) >= 2^24.  Without the address check, ~120 steps of
+    # up to 2^24 each wrap past p and reach M - 1 from an address >= M (docs/vm.md).
     b.when_transition(same.next * (addr.next - addr), name="same_address")
     gap = same.next * (time.next - time - 1) + (1 - same.next) * (addr.next - addr - 1)
     b.when_transition(is_real.next * (lo.next + RANGE_SIZE * hi.next - gap), name="sorted_gap")
     # read-after-write: a read returns the value of the previous access to its address
     b.when_transition(same.next * (1 - is_write.next) * (value.next - value), name="read_consistency")
-    # the last real row holds the highest address, M - 1 (so every address is < M)
+    # the last real row holds the highest address, M - 1; with row 0 at address 0 and
+    # addresses non-decreasing as integers (above), every real address is in [0, M)
     b.when_transition((is_real - is_real.next) * (addr - msize + 1), name="last_address")
     b.when_last_row(is_real * (addr - msize + 1), name="last_address_last")
     b.receive("memory", [addr, time, value, is_write], multiplicity=is_real)
     b.send("range16", [lo], multiplicity=is_real)
     b.send("range16", [hi], multiplicity=is_real)
     b.send("range16", [hi * (1 << 8)], multiplicity=is_real)
+    # addr < 2^16 on every real row (the verifier caps M at 2^16, so honest addresses pass)
+    b.send("range16", [addr], multiplicity=is_real)
     return b.build()
 
 

@@ -173,12 +173,16 @@ def memory_trace(acc: np.ndarray) -> np.ndarray:
 
 
 def range_counts(cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
+    """RANGE's multiplicity column: how often each value 0..2^16-1 is sent on ``range16``.
+    Mirrors the sends of vm/airs.py -- CPU: x, y, d of every LT row; MEMORY: gap_lo,
+    gap_hi, 2^8 gap_hi and addr of every real row."""
     L, M = CPU_LAYOUT.idx, MEMORY_LAYOUT.idx
     lt = cpu[:, L["is_lt"]] == 1
     real = mem[:, M["is_real"]] == 1
     hi = mem[real, M["gap_hi"]].astype(np.int64)
     vals = np.concatenate([cpu[lt, L["v"]], cpu[lt, L["v"] + 8], cpu[lt, L["d"]],
-                           mem[real, M["gap_lo"]], hi, hi << 8]).astype(np.int64)
+                           mem[real, M["gap_lo"]], hi, hi << 8,
+                           mem[real, M["addr"]]]).astype(np.int64)
     if vals.size and (vals.min() < 0 or vals.max() >= RANGE_SIZE):
         bad = vals[(vals < 0) | (vals >= RANGE_SIZE)][0]
         raise ValueError(f"range check of {bad} cannot succeed (not < 2^16)")
