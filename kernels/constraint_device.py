@@ -611,12 +611,14 @@ def aux_build_device(air, shape, main, public_values, challenges: dict, prep=Non
 def register_example_airs(vm: bool = True) -> list:
     """Generate (and so register for kernels.ptx_check) the kernels of representative
     AIRs: Fibonacci (public values, first/last/transition), degree 3 (two parts), the
-    LogUp trio adder/range/pairs (multi-batch, preprocessed), and the VM MEMORY table."""
+    LogUp trio adder/range/pairs (multi-batch, preprocessed), and all five tables of the
+    reference VM (the kernels a block proof runs; PROGRAM's kernel does not depend on the
+    ROM's values, which are preprocessed data)."""
     from air import examples as ex
     airs = [ex.fibonacci_air(), ex.cubic_air(), ex.adder_air(), ex.range_air(8), ex.pairs_air(4)]
     if vm:
-        from vm.airs import build_memory
-        airs.append(build_memory())
+        from vm.airs import block_airs
+        airs.extend(block_airs(np.zeros((1, 4), dtype=np.uint32)))
     return [generated(a) for a in airs]
 
 

@@ -60,9 +60,42 @@ def challenges(rng):
     return {"logup_beta": rnd(rng, 4), "logup_gamma": rnd(rng, 4)}
 
 
+#: the trace heights (log2) the VM tables are evaluated at: the simulator runs every thread
+#: as Python, so CPU and POSEIDON2 (299 columns, a ~4400-line generated kernel: 16 quotient
+#: points, ~0.7 s) stay tiny; PROGRAM's height is its ROM's (``_vm_rom``), RANGE's that of
+#: ``_small_range``
+VM_LOG_N = {"cpu": 3, "program": 4, "memory": 4, "range": 4, "poseidon2": 3}
+
+
+def _vm_rom():
+    """A real 12-row ROM (ABSORB_INIT, DISPATCH, a program and its guard, ABSORB_FINAL,
+    STOP) of a block with memory_size 16: PROGRAM's preprocessed table has 16 rows."""
+    from tests.vm_blocks import empty_block
+    from vm.rom import build_rom
+    return build_rom(empty_block(16)).rows
+
+
+def _small_range(vm_airs, log_n):
+    """build_range() with a 2^log_n-row value table instead of the fixed 2^16 (far too many
+    rows for the simulator; table_shape enforces the preprocessed height).  The constraint
+    and interaction programs do not involve the table size, so the generated kernels are
+    the very ones of the real RANGE table (asserted)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(vm_airs, "RANGE_SIZE", 1 << log_n)
+        air = vm_airs.build_range()
+    assert air.fixed_height == 1 << log_n
+    assert CD.generated(air) is CD.generated(vm_airs.build_range())
+    return air
+
+
 def vm_air(name):
+    """One of the five VM tables (vm/airs.py block_airs) at a height VM_LOG_N allows."""
     vm_airs = pytest.importorskip("vm.airs")
-    return {"memory": vm_airs.build_memory, "cpu": vm_airs.build_cpu}[name]()
+    air = {"cpu": vm_airs.build_cpu, "program": lambda: vm_airs.build_program(_vm_rom()),
+           "memory": vm_airs.build_memory, "poseidon2": vm_airs.build_poseidon2,
+           "range": lambda: _small_range(vm_airs, VM_LOG_N["range"])}[name]()
+    assert air.fixed_height in (None, 1 << VM_LOG_N[name])
+    return air
 
 
 # ----------------------------------------------------------------------------- generic kernels
@@ -122,7 +155,8 @@ def _aux_case(air, log_n, rng, pv=()):
     return shape, main, chal, want_aux, want_term
 
 
-@pytest.mark.parametrize("name,log_n", [("adder", 5), ("pairs", 4), ("memory", 4), ("cpu", 3)])
+@pytest.mark.parametrize("name,log_n", [("adder", 5), ("pairs", 4)] +
+                         [(name, VM_LOG_N[name]) for name in VM_LOG_N])
 def test_aux_build_matches_host(name, log_n):
     rng = np.random.default_rng(log_n)
     air = {"adder": ex.adder_air, "pairs": lambda: ex.pairs_air(log_n)}.get(name, lambda: vm_air(name))()
@@ -178,17 +212,16 @@ def _quotient_airs():
     return {"empty": (empty.build(), 1), "fibonacci": (ex.fibonacci_air(), 1),
             "cubic": (ex.cubic_air(), 2),
             "quartic": (quartic.build(), 2), "adder": (ex.adder_air(), 1),
-            "pairs": (ex.pairs_air(4), 1), "memory": (None, 1), "cpu": (None, 1)}
+            "pairs": (ex.pairs_air(4), 1), **{name: (None, 1) for name in VM_LOG_N}}
 
 
 @pytest.mark.parametrize("name", ["empty", "fibonacci", "cubic", "quartic", "adder", "pairs",
-                                  "memory", "cpu"])
+                                  *VM_LOG_N])
 def test_quotient_matches_host(name):
     air, log_blowup = _quotient_airs()[name]
     if air is None:
         air = vm_air(name)
-    log_n = 4 if air.fixed_height is None else air.fixed_height.bit_length() - 1
-    log_n = 3 if name == "cpu" else log_n
+    log_n = VM_LOG_N.get(name, 4 if air.fixed_height is None else air.fixed_height.bit_length() - 1)
     rng = np.random.default_rng(len(name))
     shape = shape_of(air, log_n, log_blowup)
     N = 1 << shape.log_lde
