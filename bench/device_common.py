@@ -198,8 +198,10 @@ class Dev:
 
     def free_all(self) -> None:
         gc.collect()
-        try:
-            self.cuda.current_context().deallocations.clear()
+        try:                # numba's deferred frees of device memory, then its other cleanups
+            ctx = self.cuda.current_context()
+            ctx.memory_manager.deallocations.clear()
+            ctx.deallocations.clear()
         except Exception:  # noqa: BLE001 - the simulator has no deallocation queue
             pass
         if self.cp is not None:

@@ -167,6 +167,17 @@ def as_device_oom(exc: BaseException, requested: int = 0, ledger: BudgetLedger |
     return DeviceOOM(requested, in_use, budget, detail=f"{name}: {text}")
 
 
+def _release_numba_pending_frees(cuda) -> None:
+    """numba defers freeing the kernels' own temporaries (a queue in the context's memory
+    manager); a drain after an out-of-memory gives them back now."""
+    try:
+        ctx = cuda.current_context()
+        ctx.memory_manager.deallocations.clear()
+        ctx.deallocations.clear()
+    except Exception:  # noqa: BLE001 - older numba layouts / the simulator: nothing to drain
+        pass
+
+
 POISON_WORD = 0xFFFFFFFF   # not a canonical BabyBear element: a stale read is visible
 
 
@@ -368,6 +379,9 @@ class DeviceMemory:
             data.copy_to_device(host)
         else:
             data.view(self._cupy.uint8).fill(0xFF)
+            # the fill is queued on the freeing thread's stream, but cupy hands the block
+            # back to the pool of the stream that allocated it: finish the fill first
+            self._cupy.cuda.get_current_stream().synchronize()
 
     @contextmanager
     def scratch(self, nbytes: int, tag: str = ""):
@@ -399,6 +413,7 @@ class DeviceMemory:
             self._pool.clear()
             if self.kind == "cuda":
                 self._cupy.get_default_memory_pool().free_all_blocks()
+                _release_numba_pending_frees(self._cuda)
 
     # -- transfers ----------------------------------------------------------------
     def to_device(self, host: np.ndarray, tag: str = "") -> DeviceArray:

@@ -209,9 +209,16 @@ class CudaEngine(EmuEngine):
     def aux_build(self, stages, air, shape, main, public_values, challenges, trace_dev=None):
         """LogUp aux on the device from the resident trace (uint32[w, n]); returns the aux
         columns uint32[4a, n] as a fresh device buffer and the terminal (host)."""
-        if trace_dev is None:
+        uploaded = trace_dev is None
+        if uploaded:
             trace_dev = stages.mem.to_device(np.ascontiguousarray(main.T), tag=f"{shape.name}/trace")
-        out = self._alloc(stages.mem, {"aux": (shape.aux_width, shape.n)}, f"{shape.name}/aux")["aux"]
+        try:
+            out = self._alloc(stages.mem, {"aux": (shape.aux_width, shape.n)},
+                              f"{shape.name}/aux")["aux"]
+        except BaseException:
+            if uploaded:
+                stages.mem.free(trace_dev)
+            raise
         try:
             aux_d, terminal = self._constraint.aux_build_device(
                 air, shape, trace_dev.data, public_values, challenges, layout="cols", columns=True,
@@ -224,6 +231,9 @@ class CudaEngine(EmuEngine):
         except BaseException:
             stages.mem.free(out)
             raise
+        finally:
+            if uploaded:            # a trace uploaded here only for this build
+                stages.mem.free(trace_dev)
         return out, np.asarray(terminal, np.uint32)
 
     def quotient_decompose(self, stages, air, shape, main, prep_lde, aux, public_values,
