@@ -257,10 +257,11 @@ class DeviceStages(HostStages):
         t0 = time.perf_counter()
         st = self.table(table)
         bad = []
-        for h in st.handles:
-            tag = st.tags.get(id(h))
-            if tag is not None and h.on_device and self.engine.checksum(h.device()) != tag:
-                bad.append(h)
+        with self.submission_lock():        # checksum kernels are launches too (sim)
+            for h in st.handles:
+                tag = st.tags.get(id(h))
+                if tag is not None and h.on_device and self.engine.checksum(h.device()) != tag:
+                    bad.append(h)
         self._xcheck_time(time.perf_counter() - t0)
         return bad
 

@@ -1,0 +1,483 @@
+"""A stand-in for cupy on numba's CUDA simulator, for testing backend ``cuda`` without a GPU.
+
+On backend ``cuda`` the prover keeps device buffers as cupy arrays (``DeviceArray.data``),
+hands them to the numba.cuda kernels through ``__cuda_array_interface__``, and runs each
+table worker on a cupy stream that numba launches on as an *external* stream.  None of
+that can run in CI (no GPU, no cupy).  This module models just enough of cupy for those
+paths to run under the simulator with cupy's *types and rules*, so that a call that only
+works on a numba array (``copy_to_host``), that hands a numba array to a cupy method
+(``.set``), that converts a device array to numpy implicitly, or that launches a kernel
+on the wrong stream fails here as it would on a GPU.
+
+What it models -- only the part of cupy's API the project uses:
+
+* ``cupy.empty``, ``cupy.zeros``, ``cupy.asarray`` (numpy -> upload; a numba simulator
+  array -> zero-copy view, as cupy does through the array interface);
+* ``cupy.ndarray``: ``get``, ``set`` (numpy only, same dtype/shape, contiguous, like
+  cupy), ``view``, ``fill``, ``reshape``, ``__getitem__``/``__setitem__`` (values: cupy
+  arrays or scalars), ``shape``, ``dtype``, ``size``, ``nbytes``, ``ndim``, ``strides``,
+  ``.data`` (a :class:`MemoryPointer`, *not* an array), ``__cuda_array_interface__``;
+  implicit conversion to numpy (``np.asarray(x)``) raises TypeError like cupy;
+  deliberately *no* ``copy_to_host``/``copy_to_device`` (those are numba's);
+* ``cupy.cuda.Stream(non_blocking=...)`` with ``.ptr``, ``.use()``, ``.synchronize()``,
+  ``Stream.null``; ``cupy.cuda.get_current_stream()`` (per thread, like cupy);
+  ``cupy.cuda.Device().synchronize()``; ``cupy.get_default_memory_pool().free_all_blocks()``;
+  ``cupy.cuda.memory.OutOfMemoryError`` (raised by ``empty``/``zeros`` above the limit
+  set by :func:`set_allocation_limit`); dtype aliases ``uint8``/``uint32``/``uint64``.
+
+The simulator executes everything synchronously, so streams carry no ordering here; they
+are checked for *type* and *identity* only (see :data:`STREAM_USES`).
+
+Patches to numba's simulator (:func:`install`), each making it behave like real
+numba-cuda where it differs:
+
+* ``cuda.external_stream(ptr)``: the simulator refuses external streams; here it wraps
+  a live fake cupy stream's ``ptr`` (an unknown pointer is an error) in a simulator stream
+  that remembers the pointer (``ext_ptr``);
+* ``cuda.as_cuda_array`` / ``cuda.is_cuda_array`` (missing in the simulator): a zero-copy
+  numba view of an object exposing ``__cuda_array_interface__``;
+* kernel launches: a fake cupy array argument becomes a zero-copy numba view (numba-cuda
+  accepts array-interface objects as arguments); the launch stream must be 0/None or a
+  numba stream (numba-cuda raises TypeError for anything else, e.g. a cupy stream);
+* transfers (``cuda.to_device``, ``cuda.device_array``, ``copy_to_host``,
+  ``copy_to_device``) and ``cuda.event(...).record``: the stream must be 0/None or a
+  numba stream, as numba-cuda's ``_stream_handle`` demands;
+* ``cuda.event(timing=True)`` (the simulator's Event takes no arguments) with a fixed
+  positive ``elapsed_time`` so stage timing code runs as on a GPU.
+
+Every numba stream argument the patches see is logged in :data:`STREAM_USES` with the
+calling thread and that thread's current fake cupy stream, so a test can check that a
+worker launched on *its own* stream.  Use only in a subprocess: :func:`install` changes
+``sys.modules`` and numba's simulator for the rest of the process.
+"""
+from __future__ import annotations
+
+import importlib.machinery
+import itertools
+import sys
+import threading
+import types
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+#: how often each modelled cupy operation ran (proof that the cuda paths were taken)
+CALLS: Counter = Counter()
+#: (site, thread name, ext_ptr of the numba stream or None/0, current fake cupy stream ptr,
+#: caller "file:line" -- only where the stream is not the thread's current cupy stream)
+STREAM_USES: list = []
+
+_lock = threading.Lock()
+_tls = threading.local()
+_ptrs = itertools.count(0x7F00_0000_1000, 0x100)   # fake stream handles, never 0
+_live_streams: dict = {}                           # ptr -> Stream
+
+
+def _count(name: str) -> None:
+    with _lock:
+        CALLS[name] += 1
+
+
+# ------------------------------------------------------------------------------ arrays
+
+class MemoryPointer:
+    """``cupy.cuda.MemoryPointer``: what ``cupy.ndarray.data`` is -- a device address."""
+
+    __slots__ = ("ptr",)
+
+    def __init__(self, ptr: int):
+        self.ptr = int(ptr)
+
+    def __int__(self):
+        return self.ptr
+
+    def __repr__(self):
+        return f"<MemoryPointer 0x{self.ptr:x}>"
+
+
+class ndarray:                                     # noqa: N801 - cupy's name
+    """``cupy.ndarray`` backed by a host numpy array standing for device memory."""
+
+    __slots__ = ("_a",)
+
+    def __init__(self, shape, dtype=float):
+        self._a = np.empty(shape, dtype=dtype)
+
+    @classmethod
+    def _wrap(cls, a: np.ndarray) -> "ndarray":
+        obj = cls.__new__(cls)
+        obj._a = a
+        return obj
+
+    # -- attributes
+    shape = property(lambda self: tuple(self._a.shape))
+    dtype = property(lambda self: self._a.dtype)
+    size = property(lambda self: self._a.size)
+    nbytes = property(lambda self: self._a.nbytes)
+    ndim = property(lambda self: self._a.ndim)
+    strides = property(lambda self: tuple(self._a.strides))
+
+    @property
+    def data(self) -> MemoryPointer:
+        return MemoryPointer(self._a.ctypes.data)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        cur = get_current_stream().ptr
+        return {"shape": self.shape, "typestr": self.dtype.str, "version": 3,
+                "data": (self._a.ctypes.data, False),
+                "strides": None if self._a.flags.c_contiguous else self.strides,
+                "descr": [("", self.dtype.str)],
+                "stream": cur if cur else 1}       # 1: the legacy default stream
+
+    # -- transfers
+    def get(self, stream=None, order="C", out=None, blocking=True) -> np.ndarray:
+        _count("get")
+        if out is not None:
+            if not isinstance(out, np.ndarray):
+                raise TypeError("Only numpy.ndarray can be obtained from cupy.ndarray")
+            if out.dtype != self.dtype or out.shape != self.shape:
+                raise ValueError("Shape or dtype mismatch between out and self")
+            np.copyto(out, self._a)
+            return out
+        return np.array(self._a, order=order, copy=True)
+
+    def set(self, arr, stream=None) -> None:
+        _count("set")
+        if not isinstance(arr, np.ndarray):
+            raise TypeError("Only numpy.ndarray can be set to cupy.ndarray")
+        if self.dtype != arr.dtype:
+            raise TypeError(f"{arr.dtype} array cannot be set to {self.dtype} array")
+        if self.shape != arr.shape:
+            raise ValueError(f"Shape mismatch. Old shape: {self.shape}, new shape: {arr.shape}")
+        if not self._a.flags.c_contiguous:
+            raise RuntimeError("Cannot set to non-contiguous array")
+        np.copyto(self._a, arr)
+
+    # -- views and element access
+    def view(self, dtype=None) -> "ndarray":
+        return ndarray._wrap(self._a.view() if dtype is None else self._a.view(dtype))
+
+    def reshape(self, *shape, order="C") -> "ndarray":
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return ndarray._wrap(self._a.reshape(shape, order=order))   # a view when possible
+
+    def fill(self, value) -> None:
+        _count("fill")
+        self._a.fill(value)
+
+    def __getitem__(self, key) -> "ndarray":
+        r = self._a[key]
+        return ndarray._wrap(r if isinstance(r, np.ndarray) else np.asarray(r))  # 0-d, like cupy
+
+    def __setitem__(self, key, value) -> None:
+        # stricter than cupy where cupy would upload: the project copies device to device
+        _count("setitem")
+        if isinstance(value, ndarray):
+            self._a[key] = value._a
+        elif isinstance(value, (bool, int, float, np.generic)):
+            self._a[key] = value
+        else:
+            raise TypeError(f"Unsupported type {type(value)}")
+
+    def __array__(self, *args, **kwargs):
+        raise TypeError("Implicit conversion to a NumPy array is not allowed. "
+                        "Please use `.get()` to construct a NumPy array explicitly.")
+
+    def __len__(self):
+        if self._a.ndim == 0:
+            raise TypeError("len() of unsized object")
+        return self._a.shape[0]
+
+    def __repr__(self):
+        return f"fake_cupy.ndarray(shape={self.shape}, dtype={self.dtype})"
+
+
+#: requests above this many bytes raise OutOfMemoryError (None: no limit); see
+#: :func:`set_allocation_limit`
+_ALLOC_LIMIT: list = [None]
+
+
+def set_allocation_limit(nbytes: int | None) -> None:
+    """Make ``empty``/``zeros`` refuse any request above ``nbytes`` with cupy's
+    ``OutOfMemoryError`` (a device that has only that much free), to drive the prover's
+    handling of a real cupy out-of-memory error; ``None`` lifts the limit."""
+    _ALLOC_LIMIT[0] = None if nbytes is None else int(nbytes)
+
+
+def _allocate(shape, dtype, order, fill):
+    nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    limit = _ALLOC_LIMIT[0]
+    if limit is not None and nbytes > limit:
+        _count("out_of_memory")
+        raise OutOfMemoryError(f"Out of memory allocating {nbytes:,} bytes "
+                               f"(allocated so far: 0 bytes, limit {limit:,} bytes).")
+    make = np.zeros if fill else np.empty
+    return ndarray._wrap(make(shape, dtype=dtype, order=order))
+
+
+def empty(shape, dtype=float, order="C") -> ndarray:
+    _count("empty")
+    return _allocate(shape, dtype, order, fill=False)
+
+
+def zeros(shape, dtype=float, order="C") -> ndarray:
+    _count("zeros")
+    return _allocate(shape, dtype, order, fill=True)
+
+
+def asarray(a, dtype=None, order=None) -> ndarray:
+    """A cupy array of ``a``: itself, a zero-copy view of a numba (simulator) device
+    array, or an upload of a numpy array -- anything else is refused."""
+    _count("asarray")
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+    if isinstance(a, ndarray):
+        out = a
+    elif isinstance(a, FakeCUDAArray):            # cupy reads its array interface: no copy
+        out = ndarray._wrap(a._ary)
+    elif isinstance(a, np.ndarray):
+        out = ndarray._wrap(np.array(a, order="C", copy=True))
+    else:
+        raise TypeError(f"fake cupy.asarray: unsupported type {type(a).__name__}")
+    if dtype is not None and np.dtype(dtype) != out.dtype:
+        out = ndarray._wrap(out._a.astype(dtype))
+    return out
+
+
+# ------------------------------------------------------------------- streams, device, pool
+
+class Stream:
+    """``cupy.cuda.Stream``: ``ptr`` is the handle numba wraps with ``external_stream``;
+    ``use()`` makes it the calling thread's current stream."""
+
+    null: "Stream"
+
+    def __init__(self, null=False, non_blocking=False, ptds=False):
+        self.non_blocking = bool(non_blocking)
+        self.ptr = 0 if null else next(_ptrs)
+        if self.ptr:
+            with _lock:
+                _live_streams[self.ptr] = self
+
+    def use(self) -> "Stream":
+        _tls.current = self
+        return self
+
+    def synchronize(self) -> None:
+        _count("stream_synchronize")
+
+    def __repr__(self):
+        return f"<fake_cupy Stream 0x{self.ptr:x}>"
+
+
+Stream.null = Stream(null=True)
+
+
+def get_current_stream() -> Stream:
+    return getattr(_tls, "current", Stream.null)
+
+
+class Device:
+    def __init__(self, device=0):
+        if device not in (0, None):
+            raise ValueError("fake cupy: one device only")
+
+    def synchronize(self) -> None:
+        _count("device_synchronize")
+
+    def use(self) -> None:
+        pass
+
+
+class MemoryPool:
+    def free_all_blocks(self, stream=None) -> None:
+        _count("free_all_blocks")
+
+
+_POOL = MemoryPool()
+
+
+def get_default_memory_pool() -> MemoryPool:
+    return _POOL
+
+
+class OutOfMemoryError(MemoryError):
+    """``cupy.cuda.memory.OutOfMemoryError`` (the prover maps it to DeviceOOM by name)."""
+
+
+# ---------------------------------------------------------------------------- installing
+
+def _cupy_modules() -> tuple:
+    """Module objects ``cupy``, ``cupy.cuda``, ``cupy.cuda.memory`` exposing only the
+    modelled API (this module's helpers stay out of cupy's namespace)."""
+    memory = types.ModuleType("cupy.cuda.memory")
+    memory.OutOfMemoryError = OutOfMemoryError
+    memory.MemoryPointer = MemoryPointer
+    memory.MemoryPool = MemoryPool
+    cuda = types.ModuleType("cupy.cuda")
+    cuda.Stream = Stream
+    cuda.Device = Device
+    cuda.get_current_stream = get_current_stream
+    cuda.memory = memory
+    cuda.MemoryPointer = MemoryPointer
+    cupy = types.ModuleType("cupy")
+    cupy.__version__ = "0.0.0+fake"
+    cupy.ndarray = ndarray
+    cupy.empty, cupy.zeros, cupy.asarray = empty, zeros, asarray
+    cupy.get_default_memory_pool = get_default_memory_pool
+    cupy.uint8, cupy.uint32, cupy.uint64 = np.uint8, np.uint32, np.uint64
+    cupy.cuda = cuda
+    for mod, pkg in ((cupy, True), (cuda, True), (memory, False)):
+        # importlib.util.find_spec reads sys.modules[name].__spec__ (kernels/backend.py)
+        mod.__spec__ = importlib.machinery.ModuleSpec(mod.__name__, None, is_package=pkg)
+        if pkg:
+            mod.__path__ = []
+    return cupy, cuda, memory
+
+
+def _caller() -> str:
+    """The first frame outside this module and numba: who passed the stream."""
+    f = sys._getframe(2)
+    while f is not None and (f.f_code.co_filename == __file__
+                             or "numba" in Path(f.f_code.co_filename).parts):
+        f = f.f_back
+    return "?" if f is None else f"{f.f_code.co_filename}:{f.f_lineno}"
+
+
+def _is_numba_stream(cuda, s) -> bool:
+    return s is None or (isinstance(s, int) and s == 0) or isinstance(s, cuda.stream)
+
+
+def _stream_use(cuda, site: str, s) -> None:
+    """Check a stream argument the way numba-cuda does and log it (see STREAM_USES)."""
+    if not _is_numba_stream(cuda, s):
+        raise TypeError(f"{site}: expected a Stream object or 0, got {type(s).__name__}")
+    ext = getattr(s, "ext_ptr", None) if s else 0
+    cur = get_current_stream().ptr
+    entry = (site, threading.current_thread().name, ext, cur, "" if ext == cur else _caller())
+    with _lock:
+        STREAM_USES.append(entry)
+
+
+def install():
+    """Register the fake as ``cupy`` and patch numba's CUDA simulator (see the module
+    docstring).  Needs ``NUMBA_ENABLE_CUDASIM=1``; idempotent; returns the cupy module."""
+    if isinstance(sys.modules.get("cupy"), types.ModuleType) and \
+            getattr(sys.modules["cupy"], "ndarray", None) is ndarray:
+        return sys.modules["cupy"]
+    from numba import cuda
+    from numba.cuda.core import config
+    if not config.ENABLE_CUDASIM:
+        raise RuntimeError("fake_cupy needs numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1)")
+    from numba.cuda.simulator import kernel as simkernel
+    from numba.cuda.simulator.cudadrv import devicearray as simarray
+    FakeCUDAArray = simarray.FakeCUDAArray
+
+    cupy, cuda_mod, memory = _cupy_modules()
+    sys.modules.update({"cupy": cupy, "cupy.cuda": cuda_mod, "cupy.cuda.memory": memory})
+
+    class ExternalStream(cuda.stream):
+        """A numba stream wrapping a foreign (here: fake cupy) stream handle."""
+
+        def __init__(self, ptr):
+            self.ext_ptr = ptr
+
+        def __repr__(self):
+            return f"<numba external stream 0x{self.ext_ptr:x}>"
+
+    def external_stream(ptr):
+        _count("external_stream")
+        if not isinstance(ptr, int):
+            raise TypeError(f"ptr for an external stream must be an int, got {type(ptr).__name__}")
+        if ptr and ptr not in _live_streams:
+            raise ValueError(f"0x{ptr:x} is not a stream handle")
+        return ExternalStream(ptr)
+
+    def as_cuda_array(obj, sync=True):
+        _count("as_cuda_array")
+        if not isinstance(obj, ndarray):
+            raise TypeError("*obj* doesn't implement the cuda array interface.")
+        cai = obj.__cuda_array_interface__
+        if cai["data"][0] != obj._a.ctypes.data or cai["shape"] != obj._a.shape:
+            raise RuntimeError("fake cupy: inconsistent __cuda_array_interface__")
+        return FakeCUDAArray(obj._a)                 # zero-copy: shares the memory
+
+    class Event:
+        def __init__(self, timing=True):
+            self.timing = timing
+
+        def record(self, stream=0):
+            _stream_use(cuda, "event.record", stream)
+
+        def wait(self, stream=0):
+            _stream_use(cuda, "event.wait", stream)
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, other):
+            if not (self.timing and other.timing):
+                raise RuntimeError("elapsed_time needs events created with timing=True")
+            return 0.5
+
+    orig_call = simkernel.FakeCUDAKernel.__call__
+    orig_getitem = simkernel.FakeCUDAKernel.__getitem__
+
+    def launch(self, *args):
+        conv = []
+        for a in args:
+            if isinstance(a, ndarray):
+                _count("launch_with_cupy_arg")
+                a = FakeCUDAArray(a._a)
+            elif isinstance(a, Stream):
+                raise TypeError("a cupy stream passed as a kernel argument")
+            conv.append(a)
+        return orig_call(self, *conv)
+
+    def configure(self, config):                 # kernel[grid, block, stream, shared]
+        _count("launch")
+        _stream_use(cuda, "launch", config[2] if len(config) >= 3 else 0)
+        return orig_getitem(self, config)
+
+    orig_to_device, orig_device_array = cuda.to_device, cuda.device_array
+    orig_to_host = FakeCUDAArray.copy_to_host
+    orig_from_host = FakeCUDAArray.copy_to_device
+
+    def to_device(ary, stream=0, copy=True, to=None):
+        _stream_use(cuda, "to_device", stream)
+        return orig_to_device(ary, stream=stream, copy=copy, to=to)
+
+    def device_array(*args, **kwargs):
+        _stream_use(cuda, "device_array", kwargs.get("stream", 0))
+        return orig_device_array(*args, **kwargs)
+
+    def copy_to_host(self, ary=None, stream=0):
+        _stream_use(cuda, "copy_to_host", stream)
+        if ary is not None and not isinstance(ary, np.ndarray):
+            raise TypeError(f"copy_to_host: destination must be a numpy array, got "
+                            f"{type(ary).__name__}")
+        return orig_to_host(self, ary, stream=stream)
+
+    def copy_to_device(self, ary, stream=0):
+        _stream_use(cuda, "copy_to_device", stream)
+        if isinstance(ary, ndarray):     # numba-cuda would take it by its array interface
+            ary = FakeCUDAArray(ary._a)
+        return orig_from_host(self, ary, stream=stream)
+
+    cuda.external_stream = external_stream
+    cuda.as_cuda_array = as_cuda_array
+    cuda.is_cuda_array = lambda obj: isinstance(obj, (ndarray, FakeCUDAArray))
+    cuda.event = Event
+    cuda.to_device = to_device
+    cuda.device_array = device_array
+    simkernel.FakeCUDAKernel.__call__ = launch
+    simkernel.FakeCUDAKernel.__getitem__ = configure
+    FakeCUDAArray.copy_to_host = copy_to_host
+    FakeCUDAArray.copy_to_device = copy_to_device
+    return cupy
+
+
+__all__ = ["install", "set_allocation_limit", "CALLS", "STREAM_USES", "ndarray",
+           "MemoryPointer", "Stream", "OutOfMemoryError"]

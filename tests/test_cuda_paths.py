@@ -1,0 +1,284 @@
+"""Backend ``cuda`` end to end without a GPU: the pipeline under numba's CUDA simulator
+with the cupy stand-in of ``tests/fake_cupy.py``.
+
+On ``cuda`` device buffers are cupy arrays, numba kernels take them through the array
+interface, and each table worker launches on its own cupy stream wrapped as a numba
+external stream.  CI has neither a GPU nor cupy, so these paths would otherwise never
+run; mixing up the two array types (``.get()`` on a numba array, ``.set()`` given a numba
+array, an implicit numpy conversion) or launching on the wrong stream breaks only on a
+GPU.  Here each breaks a test.
+
+Each scenario runs in a subprocess (this file run as a script): installing the fake as
+``cupy`` and patching the simulator must not leak into the other tests (test_backend.py
+checks the behaviour when cupy is missing).  The subprocess prints one ``RESULT`` line of
+JSON with what it observed; the assertions are made here, and a failure shows the
+subprocess's output.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import traceback
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = ROOT / "tests"
+_MARK = "RESULT "
+#: environment the pipeline reads that must not leak in from the caller's shell
+_CLEARED = ("PROVER_FAULTS", "PROVER_GPU_STREAMS", "PROVER_ARENA_POISON", "PROVER_GPU_XCHECK",
+            "PROVER_VRAM_BUDGET", "PROVER_BACKEND", "PROVER_GPU_SERIALIZE_R2",
+            "PROVER_GPU_FORCE_DOWNGRADE")
+STAGES = {"r1_main", "r1_aux", "r2_quotient", "r3_ood", "r4_deep", "r4_fri", "r4_open"}
+
+
+# ------------------------------------------------------------------------- the subprocess
+
+def _probe_and_adapt(fake_cupy) -> Counter:
+    """Patch the prover for the run (test side only): count the type of every
+    ``DeviceArray.data`` made, and adapt two things to the simulator.  Returns the counter."""
+    from kernels import backend as kb, layout_device
+    from prover import device_stages
+
+    # every DeviceArray.data made on "cuda" must be a cupy array, never a numba one
+    data_types: Counter = Counter()
+    orig_init = kb.DeviceArray.__init__
+
+    def recording_init(self, *a, **k):
+        orig_init(self, *a, **k)
+        t = type(self.data)
+        data_types["fake_cupy.ndarray" if isinstance(self.data, fake_cupy.ndarray)
+                   else f"{t.__module__}.{t.__qualname__}"] += 1
+    kb.DeviceArray.__init__ = recording_init
+
+    # simulator speed only: the XCHECK integrity tags launch one block of 8 threads (as
+    # CudaEngine.checksum does on "sim") instead of a GPU-sized grid
+    orig_checksum = layout_device.checksum_device
+
+    def small_checksum(arr, max_blocks=1, block=8, stream=None):
+        return orig_checksum(arr, max_blocks=1, block=8, stream=stream)
+    layout_device.checksum_device = small_checksum
+
+    # simulator limitation, not the prover's: a running simulated kernel swaps its module's
+    # globals (``cuda``) and launch configurations live on the shared kernel object, so
+    # device stages of concurrent workers take the submission lock as on "sim" (on a GPU
+    # they run unlocked, each on its worker's stream)
+    device_stages.DeviceStages.submission_lock = lambda self: device_stages.SIM_SUBMIT_LOCK
+    return data_types
+
+
+def _stream_report(stream_uses: list) -> dict:
+    """In a table worker thread every kernel launch must go to a numba stream wrapping *the
+    worker's* cupy stream (never the default stream); a numba transfer is synchronous
+    (stream 0: the shared twiddle/constant tables, complete before any stream reads them)
+    or on the worker's stream -- never on another stream."""
+    worker = [u for u in stream_uses if u[1].startswith("table")]
+    launches = [u for u in worker if u[0] == "launch"]
+    transfers = [u for u in worker if u[0] != "launch"]
+    return dict(worker_launches=len(launches),
+                worker_launch_streams=len({u[2] for u in launches}),
+                bad_launch_streams=[u for u in launches if not (u[2] and u[2] == u[3])][:10],
+                worker_transfers=len(transfers),
+                bad_transfer_streams=[u for u in transfers if u[2] != 0 and u[2] != u[3]][:10])
+
+
+def _child(cfg: dict) -> dict:
+    """Run one pipeline proof with backend "cuda" on the fake cupy; return observations.
+    ``cfg``: workers, and optionally faults, xcheck, postmortem_dir, alloc_limit."""
+    import fake_cupy
+    fake_cupy.install()
+    fake_cupy.set_allocation_limit(cfg.get("alloc_limit"))
+    data_types = _probe_and_adapt(fake_cupy)
+
+    from prover.faults import parse_faults
+    from prover.pipeline import PipelineConfig, run_pipeline
+    from test_pipeline import _statement, tiny_lookup_block
+
+    airs, traces, pvs, ref = tiny_lookup_block()
+    kw = dict(backend="cuda", workers=cfg["workers"], xcheck=cfg.get("xcheck", False),
+              faults=parse_faults(cfg.get("faults")))
+    if "postmortem_dir" in cfg:
+        kw["postmortem_dir"] = cfg["postmortem_dir"]
+    out: dict = {"config": cfg}
+    try:
+        proof, stats = run_pipeline(_statement(airs, traces, pvs), PipelineConfig(**kw))
+        out.update(identical=proof == ref, backend=stats.backend,
+                   counters=stats.counters.as_dict(),
+                   stale_frees_dropped=stats.stale_frees_dropped,
+                   downgraded=[n for n, t in stats.tables.items() if t.downgraded],
+                   stage_s={n: sorted(t.stage_s) for n, t in stats.tables.items()},
+                   device_stage_ms={n: sorted(t.device_stage_ms) for n, t in stats.tables.items()})
+    except Exception as exc:                 # the xcheck scenario expects one
+        traceback.print_exc()
+        out.update(error=type(exc).__name__, message=str(exc),
+                   report=getattr(exc, "report", None))
+    out.update(data_types=dict(data_types), calls=dict(fake_cupy.CALLS),
+               **_stream_report(fake_cupy.STREAM_USES))
+    return out
+
+
+def _contract() -> dict:
+    """What the stand-in refuses, as real cupy / numba-cuda do: name -> exception type
+    raised (None: it was accepted, which the parent test treats as a failure)."""
+    import numpy as np
+    import fake_cupy
+    cupy = fake_cupy.install()
+    from numba import cuda
+    from kernels import layout_device
+
+    x = cupy.zeros((4, 8), dtype=np.uint32)
+    nb = cuda.to_device(np.zeros((4, 8), np.uint32))
+    own = cupy.cuda.Stream(non_blocking=False)
+    cases = {
+        "numpy from a cupy array": lambda: np.asarray(x),
+        "copy_to_host on a cupy array": lambda: x.copy_to_host(),
+        "cupy set from a numba array": lambda: x.set(nb),
+        "cupy set of another dtype": lambda: x.set(np.zeros((4, 8), np.uint64)),
+        "get on a numba array": lambda: nb.get(),
+        "launch on a cupy stream": lambda: layout_device._bitrev_rows_kernel[1, 8, own],
+        "numba transfer on a cupy stream": lambda: nb.copy_to_host(stream=own),
+        "external stream of a non-stream": lambda: cuda.external_stream(x.data.ptr),
+    }
+    out = {}
+    for name, fn in cases.items():
+        try:
+            fn()
+            out[name] = None
+        except Exception as exc:
+            out[name] = type(exc).__name__
+    assert cuda.external_stream(own.ptr).ext_ptr == own.ptr      # the legitimate path
+    return out
+
+
+# --------------------------------------------------------------------------- the parent
+
+def _scenario(name: str, timeout: float = 240, **cfg) -> tuple[dict, str]:
+    """Run ``_child(cfg)`` in a fresh interpreter; returns its result and its output."""
+    env = {k: v for k, v in os.environ.items() if k not in _CLEARED}
+    env["NUMBA_ENABLE_CUDASIM"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(TESTS)])
+    try:
+        proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), json.dumps(cfg)],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        text = "".join(x.decode() if isinstance(x, bytes) else (x or "")
+                       for x in (exc.stdout, exc.stderr))
+        pytest.fail(f"scenario {name} ran past {timeout} s\n--- subprocess output ---\n"
+                    f"{text[-6000:]}")
+    text = proc.stderr + proc.stdout          # the RESULT line last
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(_MARK)]
+    if proc.returncode != 0 or not lines:
+        pytest.fail(f"scenario {name} exited {proc.returncode} without a result\n"
+                    f"--- subprocess output ---\n{text[-6000:]}")
+    return json.loads(lines[-1][len(_MARK):]), text
+
+
+def _check(text: str, fn) -> None:
+    """Run the assertions in ``fn``; on failure show the subprocess's output too."""
+    try:
+        fn()
+        return
+    except AssertionError as err:
+        where = traceback.extract_tb(err.__traceback__)[-1]
+        failure = f"line {where.lineno}: {where.line}\n{err}"
+    pytest.fail(f"{failure}\n--- subprocess output ---\n{text[-6000:]}")
+
+
+def _assert_cuda_types_and_streams(r: dict) -> None:
+    # only cupy arrays as device buffers, and plenty of them
+    assert set(r["data_types"]) == {"fake_cupy.ndarray"}, r["data_types"]
+    assert r["data_types"]["fake_cupy.ndarray"] > 0
+    calls = r["calls"]
+    # the cupy paths really ran: uploads, downloads, array-interface hand-offs, launches
+    for op in ("set", "get", "as_cuda_array", "launch", "external_stream"):
+        assert calls.get(op, 0) > 0, (op, calls)
+    assert r["worker_launches"] > 0
+    assert r["bad_launch_streams"] == [], \
+        f"kernel launches from a table worker not on its own stream: {r['bad_launch_streams']}"
+    assert r["bad_transfer_streams"] == [], \
+        f"numba transfers from a table worker not on its own stream: {r['bad_transfer_streams']}"
+
+
+@pytest.mark.timeout(120)
+def test_the_stand_in_refuses_what_cupy_and_numba_refuse():
+    r, text = _scenario("contract", timeout=90, contract=True)
+
+    def checks():
+        accepted = [name for name, exc in r.items() if exc is None]
+        assert accepted == [], f"the stand-in accepted: {accepted}"
+        assert len(r) == 8
+    _check(text, checks)
+
+
+@pytest.mark.timeout(300)
+def test_cuda_backend_proves_identical_bytes_on_cupy_arrays_and_worker_streams():
+    r, text = _scenario("happy", workers=2)
+
+    def checks():
+        assert "error" not in r, (r.get("error"), r.get("message"))
+        assert r["backend"] == "cuda"
+        assert r["identical"] is True, "proof bytes differ from the host proof"
+        assert all(c == {"retries": 0, "downgrades": 0, "host_materialisations": 0}
+                   for c in r["counters"].values()), r["counters"]
+        assert r["stale_frees_dropped"] == 0 and r["downgraded"] == []
+        for table, stages in r["stage_s"].items():
+            assert STAGES <= set(stages), (table, stages)
+            # a CUDA event pair was recorded on the worker's stream around every stage
+            assert STAGES <= set(r["device_stage_ms"][table]), (table, r["device_stage_ms"])
+        _assert_cuda_types_and_streams(r)
+        calls = r["calls"]
+        assert calls.get("launch_with_cupy_arg", 0) > 0 and calls.get("asarray", 0) > 0, calls
+        assert r["worker_launch_streams"] in (1, 2)      # pooled: one per concurrent worker
+    _check(text, checks)
+
+
+@pytest.mark.timeout(300)
+def test_cuda_backend_xcheck_names_a_corrupted_resident_input(tmp_path):
+    # two workers: the post-mortem's integrity checks launch kernels while another
+    # table's stages run (they take the submission lock, as every launch must on sim)
+    r, text = _scenario("xcheck", workers=2, xcheck=True, faults="corrupt-input@r3:1,seed=1",
+                        postmortem_dir=str(tmp_path))
+
+    def checks():
+        assert r.get("error") == "XcheckFailure", (r.get("error"), r.get("message"))
+        assert "verdict: corrupted resident input" in r["message"], r["message"]
+        assert r["report"]["verdict"] == "corrupted resident input"
+        assert r["report"]["resident_inputs_corrupted"], r["report"]
+        assert str(tmp_path) in r["message"] and list(tmp_path.glob("*.json"))
+        _assert_cuda_types_and_streams(r)
+    _check(text, checks)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", ["injected", "cupy"])
+def test_cuda_backend_recovers_from_out_of_memory_identically(kind):
+    if kind == "injected":
+        r, text = _scenario("oom-injected", timeout=90, workers=2, faults="oom@*:0.5,seed=4")
+    else:
+        # cupy's own OutOfMemoryError from an allocation that does not fit: uploads of the
+        # traces fit, a table's LDE buffers do not (mapped to DeviceOOM by name)
+        r, text = _scenario("oom-cupy", timeout=90, workers=2, alloc_limit=256)
+
+    def checks():
+        assert "error" not in r, (r.get("error"), r.get("message"))
+        assert r["identical"] is True, "proof bytes differ from the host proof"
+        c = r["counters"]
+        assert sum(v["retries"] for v in c.values()) > 0, c
+        assert all(v["retries"] >= v["downgrades"] for v in c.values()), c
+        assert r["calls"].get("free_all_blocks", 0) > 0, r["calls"]   # the drain ran
+        assert set(r["data_types"]) <= {"fake_cupy.ndarray"}, r["data_types"]
+        assert r["bad_launch_streams"] == [] and r["bad_transfer_streams"] == []
+        if kind == "cupy":
+            assert r["calls"].get("out_of_memory", 0) > 0, r["calls"]
+            assert r["data_types"].get("fake_cupy.ndarray", 0) > 0
+    _check(text, checks)
+
+
+if __name__ == "__main__":
+    _cfg = json.loads(sys.argv[1])
+    result = _contract() if _cfg.get("contract") else _child(_cfg)
+    print(_MARK + json.dumps(result, default=str), flush=True)
