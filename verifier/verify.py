@@ -195,6 +195,10 @@ def _fri(sh: TableShape, tp: TableProof, queries, x, values, betas) -> None:
 
 def _verify_table(tr: Transcript, air, sh: TableShape, tp: TableProof, params, chal,
                   composition: bool = True) -> None:
+    """One table's checks on its transcript fork.  ``composition=False`` leaves out the
+    composition at z: only for the prover's XCHECK (prover/xcheck.py check_section), which
+    ran that same check on the same opened values after R3; :func:`verify` always checks
+    it."""
     name = sh.name
     pv = tp.public_values
     # ---- R1 (fork): aux commitment and claimed LogUp terminal
@@ -276,19 +280,13 @@ def check_security(params: Params, min_security_bits: int | None) -> int:
 
 
 def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = None,
-           *, skip_composition: bool = False,
-           min_security_bits: int | None = None) -> VerifyResult:
+           *, min_security_bits: int | None = None) -> VerifyResult:
     """Verify a proof for the tables ``airs`` (in table order).
-
-    ``skip_composition`` leaves out the per-table composition check at z -- only for the
-    prover's XCHECK, which has run that same check on the same opened values after R3
-    and re-verifies the finished proof for everything after it.  A proof is never
-    accepted on that basis anywhere else.
 
     ``min_security_bits``: refuse (:class:`ParameterError`) a proof whose parameters give
     fewer conjectured security bits (:func:`check_security`), checked right after parsing
     and before any hashing.  ``None`` (the default) sets no minimum: the proof's own
-    parameters are accepted, as the prover's self-verification with test parameters needs.
+    parameters are accepted (tests use weak parameters on purpose).
 
     ``public_values``: the expected public values per table (None: accept those in the
     proof and return them).  Raises a :class:`verifier.errors.VerificationError`
@@ -321,7 +319,7 @@ def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = 
     logs = [tr.log]
     for i, (air, sh, tp) in enumerate(zip(airs, shapes, proof.tables)):
         fork = tr.fork(i)
-        _verify_table(fork, air, sh, tp, proof.params, chal, composition=not skip_composition)
+        _verify_table(fork, air, sh, tp, proof.params, chal)
         logs.append(fork.log)
     # LogUp: the terminals of all tables must cancel
     total = np.zeros((4, 1), dtype=np.uint64)
