@@ -140,6 +140,18 @@ class TableState:
     transfers: TransferStats = field(default_factory=TransferStats)
 
 
+def _tree_consistent(nodes: np.ndarray) -> bool:
+    """A flat Merkle node array (leaves first, root last) whose inner nodes all equal
+    the compression of their children."""
+    from kernels.merkle import MerkleTree
+    n = (nodes.shape[0] + 1) // 2
+    try:
+        rebuilt = MerkleTree.from_digests(np.ascontiguousarray(nodes[:n])).nodes
+    except ValueError:                  # a leaf that is not a field element (poison)
+        return False
+    return bool(np.array_equal(rebuilt, nodes))
+
+
 @dataclass
 class R2Window:
     table: str
@@ -253,14 +265,25 @@ class DeviceStages(HostStages):
             self._xcheck_time(time.perf_counter() - t0)
 
     def integrity(self, table: str) -> list:
-        """Handles whose device copy no longer matches the tag taken when produced."""
+        """Handles whose device copy no longer matches the tag taken when produced.
+
+        Merkle trees carry no tag (they are the largest buffers, and a tag pass over them
+        would be paid on every proof): a tree is checked, only here, by rebuilding its
+        inner nodes from its resident leaves -- a changed leaf or inner node shows as a
+        mismatch, since the tree was consistent when built."""
         t0 = time.perf_counter()
         st = self.table(table)
         bad = []
         with self.submission_lock():        # checksum kernels are launches too (sim)
             for h in st.handles:
+                if not h.on_device:
+                    continue
                 tag = st.tags.get(id(h))
-                if tag is not None and h.on_device and self.engine.checksum(h.device()) != tag:
+                if tag is not None:
+                    if self.engine.checksum(h.device()) != tag:
+                        bad.append(h)
+                elif h.stage.endswith("_tree") and not _tree_consistent(
+                        np.asarray(self.engine.download_view(h.device()))):
                     bad.append(h)
         self._xcheck_time(time.perf_counter() - t0)
         return bad
@@ -344,7 +367,7 @@ class DeviceStages(HostStages):
                                                                  tag=f"{table}/{stage}")
         lde_h = self._handle(table, f"{stage}_lde", lde_d, seal=False)
         coeffs_h = self._handle(table, f"{stage}_coeffs", coeffs_d)
-        nodes_h = self._handle(table, f"{stage}_tree", nodes_d)
+        nodes_h = self._handle(table, f"{stage}_tree", nodes_d, seal=False)   # see integrity
         log_N = shape.log_lde
 
         def rows_of(idx, lde_h=lde_h, log_N=log_N):
@@ -473,7 +496,7 @@ class DeviceStages(HostStages):
             lde_d, nodes_d, root = self.engine.parts_lde_commit(self.mem, q.blocks.device(), shape,
                                                                 tag=f"{t}/parts")
             lde_h = self._handle(t, "parts_lde", lde_d, seal=False)
-            nodes_h = self._handle(t, "parts_tree", nodes_d)
+            nodes_h = self._handle(t, "parts_tree", nodes_d, seal=False)
             self._inject_output("r2.tree", t, lde_h, axis=1)
 
             def rows_of(idx, lde_h=lde_h, log_N=shape.log_lde):
@@ -536,7 +559,7 @@ class DeviceStages(HostStages):
             self._inject_input("r4.fri", t, values.h, axis=0)
             nodes_d, root = self.engine.commit_rows(self.mem, values.h.device(), 8,
                                                     tag=f"{t}/fri_{values.layer}")
-            nodes_h = self._handle(t, f"fri_{values.layer}_tree", nodes_d)
+            nodes_h = self._handle(t, f"fri_{values.layer}_tree", nodes_d, seal=False)
             n_leaves = values.h.shape[0] // 2
 
             def rows_of(idx, vh=values.h):

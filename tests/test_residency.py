@@ -137,3 +137,20 @@ def test_force_downgrade_takes_recovery_path_everywhere():
     for s in SITES:
         assert rec.run(s, "t", lambda: "dev", lambda: "host") == "host"
     assert all(counters.sites[s].downgrades == 1 for s in SITES)
+
+
+def test_tree_integrity_by_rebuild_catches_any_changed_node():
+    # Merkle trees carry no integrity tag: a post-mortem rebuilds their inner nodes from
+    # the resident leaves (prover.device_stages._tree_consistent)
+    from kernels.merkle import commit
+    from prover.device_stages import _tree_consistent
+    rng = np.random.default_rng(5)
+    nodes = commit(rng.integers(0, 2013265921, (16, 3), dtype=np.uint32)).nodes.copy()
+    assert _tree_consistent(nodes)
+    for row in (0, 7, 15, 16, 29, 30):         # leaves, an inner node, the root
+        bad = nodes.copy()
+        bad[row, 3] = (int(bad[row, 3]) + 1) % 2013265921
+        assert not _tree_consistent(bad), row
+    poisoned = nodes.copy()
+    poisoned[2] = 0xFFFFFFFF
+    assert not _tree_consistent(poisoned)
