@@ -5,6 +5,7 @@ simulator switch (``NUMBA_ENABLE_CUDASIM``) is set first when backend ``sim`` is
 
 * ``DF`` -- the field functions of :mod:`kernels.field` compiled as CUDA device functions
   (the same source the host kernels use through ``field.HOST``).
+* ``fetch(dev, stream, out)`` -- a device array's contents on the host, complete on return.
 * ``kernel(*signatures)`` -- decorator for every device kernel: compiles it with
   ``cuda.jit`` (lazily, once per signature, at module scope) and records the signatures
   so that :mod:`kernels.ptx_check` can compile every kernel to PTX for sm_90 in CI.
@@ -58,3 +59,13 @@ def kernel(*signatures):
 def grid_1d(n: int, block: int = 256) -> tuple[int, int]:
     """Launch configuration covering ``n`` threads (at least one block)."""
     return max(1, (n + block - 1) // block), block
+
+
+def fetch(dev, stream=None, out=None):
+    """Copy a device array to the host (into ``out`` when given) and wait for it: the
+    copy on a stream is asynchronous, and the caller reads the result next."""
+    host = dev.copy_to_host(out, stream=stream or 0) if out is not None \
+        else dev.copy_to_host(stream=stream or 0)
+    if stream:
+        stream.synchronize()
+    return host

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, int64, uint32, uint64
 
-from .devicelib import grid_1d, kernel
+from .devicelib import fetch, grid_1d, kernel
 
 BLOCK = 128
 
@@ -75,10 +75,7 @@ def gather_columns_device(src, idx: np.ndarray, stream=None) -> np.ndarray:
     d_out = cuda.device_array((idx.size, c), dtype=np.uint32, stream=s)
     g, b = grid_1d(idx.size * c, BLOCK)
     _gather_columns_kernel[g, b, s](src, d_idx, d_out)
-    d_out.copy_to_host(out, stream=s)
-    if s:
-        s.synchronize()             # the host reads ``out`` next
-    return out
+    return fetch(d_out, s, out)
 
 
 @kernel((uint32[:, :], uint32[:, :], int64),)
@@ -158,7 +155,5 @@ def checksum_device(arr, max_blocks: int = 512, block: int = 256, stream=None) -
         flat = arr.reshape(size)
         blocks = max(1, min(max_blocks, (size + block - 1) // block))
         _checksum_kernel[blocks, block, s](flat, out)
-    got = out.copy_to_host(stream=s)
-    if s:
-        s.synchronize()
+    got = fetch(out, s)
     return int(got[0]), int(got[1])

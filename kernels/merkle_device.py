@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from .devicelib import grid_1d, kernel
+from .devicelib import fetch, grid_1d, kernel
 from .merkle import MerkleTree, _check_indices, _log2_exact, level_offsets
 from .poseidon2_constants import DIGEST, RATE
 from .poseidon2_device import (DEFAULT_BLOCK, _check_dev, _out, launch_merkle_level,
@@ -130,9 +130,7 @@ def commit_device(dev_matrix, stream=None, out=None, block: int = DEFAULT_BLOCK)
     for k in range(log_n):
         launch_merkle_level(nodes, int(offs[k]), int(offs[k + 1]), n >> (k + 1), stream, block)
     root = np.empty((1, DIGEST), np.uint32)
-    nodes[(2 << log_n) - 2:].copy_to_host(root, stream=stream or 0)
-    if stream:
-        stream.synchronize()
+    fetch(nodes[(2 << log_n) - 2:], stream, root)
     return DeviceMerkleTree(nodes, log_n, dev_matrix, root[0])
 
 

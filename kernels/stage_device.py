@@ -29,7 +29,7 @@ import numpy as np
 from numba import cuda, uint32
 
 from air import field as AF
-from .devicelib import DF, device_function, grid_1d, kernel
+from .devicelib import DF, device_function, fetch, grid_1d, kernel
 from .field import P, to_mont_host
 
 __all__ = ["ef_batch_inverse_device", "ef_prefix_sum_device", "ood_device",
@@ -416,13 +416,6 @@ def matrix_geometry(a, name: str, width: int, N: int, layout: str) -> tuple:
 def _u32s(a) -> tuple:
     return tuple(np.uint32(x) for x in a)
 
-
-def fetch(dev, stream=None) -> np.ndarray:
-    """Copy a (small) device array to the host and wait for it."""
-    host = dev.copy_to_host(stream=stream or 0)
-    if stream:
-        stream.synchronize()
-    return host
 
 
 # ----------------------------------------------------------------------------- wrappers

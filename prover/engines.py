@@ -18,6 +18,7 @@ proof bytes of all backends).
 """
 from __future__ import annotations
 
+import functools
 from types import SimpleNamespace
 
 import numpy as np
@@ -268,8 +269,8 @@ class CudaEngine(EmuEngine):
 
     def ood(self, coeffs_dev, point) -> np.ndarray:
         s = self._s()
-        return _to_host(self._stage.ood_device(coeffs_dev.data, np.asarray(point, np.uint32),
-                                               stream=s), s)
+        return self._stage.fetch(self._stage.ood_device(coeffs_dev.data,
+                                                        np.asarray(point, np.uint32), stream=s), s)
 
     def deep_quotient(self, stages, shape, groups, z, lam):
         N = 1 << shape.log_lde
@@ -339,23 +340,25 @@ class CudaEngine(EmuEngine):
         return self._merkle.DeviceMerkleTree(nodes_dev.data, log_n, None, None).paths(
             idx, stream=self._s())
 
-    def download_view(self, dev: DeviceArray) -> np.ndarray:
+    @staticmethod
+    def _live(dev: DeviceArray):
         if dev.freed or dev.data is None:
             raise RuntimeError(f"read of a freed device buffer ({dev.tag})")
-        if self.kind == "sim":
-            return dev.data.copy_to_host()
-        return dev.data.get()
+        return dev.data
+
+    def download_view(self, dev: DeviceArray) -> np.ndarray:
+        data = self._live(dev)
+        return data.copy_to_host() if self.kind == "sim" else data.get()
 
     def checksum(self, dev: DeviceArray) -> tuple:
         """Integrity tag reduced on the device (16 bytes cross to the host); the same
         pair as the host's ``checksum_words``.  Under the simulator one small block."""
-        if dev.freed or dev.data is None:
-            raise RuntimeError(f"read of a freed device buffer ({dev.tag})")
-        if np.dtype(dev.data.dtype) != np.uint32:
+        data = self._live(dev)
+        if np.dtype(data.dtype) != np.uint32:
             return checksum_words(self.download_view(dev))
         if self.kind == "sim":
-            return self._layout.checksum_device(dev.data, max_blocks=1, block=8, stream=self._s())
-        return self._layout.checksum_device(dev.data, stream=self._s())
+            return self._layout.checksum_device(data, max_blocks=1, block=8, stream=self._s())
+        return self._layout.checksum_device(data, stream=self._s())
 
     def upload_into(self, dev: DeviceArray, host: np.ndarray) -> None:
         host = np.ascontiguousarray(host)
@@ -363,15 +366,6 @@ class CudaEngine(EmuEngine):
             dev.data.copy_to_device(host)
         else:
             dev.data.set(host)
-
-
-def _to_host(dev_arr, stream) -> np.ndarray:
-    """A numba device array's contents on the host, complete when this returns."""
-    if not stream:
-        return dev_arr.copy_to_host()
-    out = dev_arr.copy_to_host(stream=stream)
-    stream.synchronize()
-    return out
 
 
 # ----------------------------------------------------------------------------- scratch
@@ -419,15 +413,13 @@ SCRATCH_ESTIMATES = _scratch_estimates()
 
 
 def _with_scratch(method, estimate, name):
+    @functools.wraps(method)
     def wrapped(self, *args, **kwargs):
         mem, nbytes = estimate(self, *args, **kwargs)
         if mem is None:
             return method(self, *args, **kwargs)
-        with mem.scratch(nbytes, f"{name}"):
+        with mem.scratch(nbytes, name):
             return method(self, *args, **kwargs)
-    wrapped.__name__ = method.__name__
-    wrapped.__doc__ = method.__doc__
-    wrapped.__wrapped__ = method
     return wrapped
 
 

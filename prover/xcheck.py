@@ -177,9 +177,7 @@ def cross_check(stages, st, i, r1, ch, aux, r2, r3, cfg) -> None:
     t0 = time.perf_counter()
     name = shape.name
     stages.timeline.instant("xcheck:mismatch", name, cat="xcheck")
-    report = {"table": name, "backend": stages.name, "proof_epoch": stages.mem.epoch,
-              "check": "composition at z (R3)", "faults": os.environ.get("PROVER_FAULTS", ""),
-              "serialize_r2": stages.serialize_r2,
+    report = {**_report_head(stages, name, "composition at z (R3)"),
               "r2_window_overlapped": any(stages.r2_windows.overlapped(w)
                                           for w in stages.r2_windows.windows if w.table == name)}
     host = _host_recompute(stages, st, i, ch, r2.alpha, r3.z)
@@ -255,9 +253,8 @@ def check_section(stages, st, i, fork, challenges, section, cfg) -> None:
     t0 = time.perf_counter()
     name = shape.name
     bad = [h.stage for h in stages.integrity(name)]
-    report = {"table": name, "backend": stages.name, "proof_epoch": stages.mem.epoch,
-              "check": f"self-verification of R4 ({type(err).__name__}: {err})",
-              "faults": os.environ.get("PROVER_FAULTS", ""), "serialize_r2": stages.serialize_r2,
+    check = f"self-verification of R4 ({type(err).__name__}: {err})"
+    report = {**_report_head(stages, name, check),
               "diverged_stage": "r4 (" + {"FriError": "deep/fri", "MerkleError": "openings"}.get(
                   type(err).__name__, type(err).__name__) + ")",
               "resident_inputs_corrupted": bad,
@@ -267,6 +264,13 @@ def check_section(stages, st, i, fork, challenges, section, cfg) -> None:
     stages.timeline.instant("xcheck:verdict", name, cat="xcheck", verdict=report["verdict"])
     raise XcheckFailure(f"XCHECK: table {name}: its finished section does not verify ({err}); "
                         f"verdict: {report['verdict']}; post-mortem: {path}", path, report)
+
+
+def _report_head(stages, name: str, check: str) -> dict:
+    """The fields every post-mortem starts with (docs/diagnostics.md)."""
+    return {"table": name, "backend": stages.name, "proof_epoch": stages.mem.epoch,
+            "check": check, "faults": os.environ.get("PROVER_FAULTS", ""),
+            "serialize_r2": stages.serialize_r2}
 
 
 def write_postmortem(report: dict, directory: str) -> str:
