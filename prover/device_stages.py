@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kernels.backend import DeviceArray, DeviceMemory
+from kernels import merkle as kmerkle
 from kernels.merkle import MerkleTree
 from kernels.ntt_host import bit_reverse_permutation
 from verifier.protocol import TableShape
@@ -135,6 +136,7 @@ class TableState:
     downgraded: bool = False
     handles: list = field(default_factory=list)
     tags: dict = field(default_factory=dict)          # handle id -> checksum at production
+    host_inputs: dict = field(default_factory=dict)   # stage -> the host array it was uploaded from
     injected_inputs: set = field(default_factory=set)
     outputs: dict = field(default_factory=dict)       # stage -> handle (for post-mortems)
     transfers: TransferStats = field(default_factory=TransferStats)
@@ -150,6 +152,20 @@ def _tree_consistent(nodes: np.ndarray) -> bool:
     except ValueError:                  # a leaf that is not a field element (poison)
         return False
     return bool(np.array_equal(rebuilt, nodes))
+
+
+def _lde_matches_leaves(lde_T: np.ndarray, nodes: np.ndarray) -> bool:
+    """The leaves of a tree (flat nodes, leaves first) equal the digests of the LDE's
+    committed rows (natural columns (c, N) -> bit-reversed rows)."""
+    from .stages import _bitrev_rows
+    n = lde_T.shape[1]
+    if (nodes.shape[0] + 1) // 2 != n:
+        return False
+    try:
+        leaves = kmerkle.commit(_bitrev_rows(lde_T)).nodes[:n]
+    except ValueError:                  # an element that is not a field element (poison)
+        return False
+    return bool(np.array_equal(leaves, nodes[:n]))
 
 
 @dataclass
@@ -265,26 +281,41 @@ class DeviceStages(HostStages):
             self._xcheck_time(time.perf_counter() - t0)
 
     def integrity(self, table: str) -> list:
-        """Handles whose device copy no longer matches the tag taken when produced.
+        """Handles whose device copy was changed after its stage produced it.
 
-        Merkle trees carry no tag (they are the largest buffers, and a tag pass over them
-        would be paid on every proof): a tree is checked, only here, by rebuilding its
-        inner nodes from its resident leaves -- a changed leaf or inner node shows as a
-        mismatch, since the tree was consistent when built."""
+        Only the smaller buffers carry an integrity tag (a checksum taken at production:
+        coefficients, the aux trace, the quotient and its parts, FRI layers); the largest
+        are checked here, on a failure only, against what they must agree with:
+
+        * the uploaded trace against the prover's host input;
+        * a Merkle tree against itself (its inner nodes rebuilt from its leaves);
+        * an LDE against its (self-consistent) tree's leaves, rehashed from the LDE.  The
+          tree was built from the LDE as it was produced, so an LDE that no longer hashes
+          to its leaves changed while resident.  A *wrong* LDE committed as produced (a
+          transient fault in the stage) still matches its tree, and is not reported."""
         t0 = time.perf_counter()
         st = self.table(table)
         bad = []
+        by_stage = {h.stage: h for h in st.handles if h.on_device}
         with self.submission_lock():        # checksum kernels are launches too (sim)
-            for h in st.handles:
-                if not h.on_device:
-                    continue
+            for h in by_stage.values():
                 tag = st.tags.get(id(h))
                 if tag is not None:
                     if self.engine.checksum(h.device()) != tag:
                         bad.append(h)
-                elif h.stage.endswith("_tree") and not _tree_consistent(
-                        np.asarray(self.engine.download_view(h.device()))):
-                    bad.append(h)
+                elif h.stage in st.host_inputs:
+                    ref = np.asarray(st.host_inputs[h.stage])
+                    if not np.array_equal(np.asarray(self.engine.download_view(h.device())), ref.T):
+                        bad.append(h)
+                elif h.stage.endswith("_tree"):
+                    nodes = np.asarray(self.engine.download_view(h.device()))
+                    if not _tree_consistent(nodes):
+                        bad.append(h)
+                    else:
+                        lde = by_stage.get(h.stage[:-len("_tree")] + "_lde")
+                        if lde is not None and not _lde_matches_leaves(
+                                np.asarray(self.engine.download_view(lde.device())), nodes):
+                            bad.append(lde)
         self._xcheck_time(time.perf_counter() - t0)
         return bad
 
@@ -293,12 +324,12 @@ class DeviceStages(HostStages):
         with self._tlock:
             self.xcheck_s += dt
 
-    def _put(self, table: str, stage: str, host: np.ndarray):
+    def _put(self, table: str, stage: str, host: np.ndarray, seal: bool = True):
         """Upload a host array into a fresh device buffer (the budget is checked first)."""
         dev = self.mem.to_device(np.ascontiguousarray(host), tag=f"{table}/{stage}")
         self.table(table).transfers.h2d_bytes += host.nbytes
         device_only = self.device_only and self.gate.get(table, True)
-        return self._handle(table, stage, dev, None if device_only else host)
+        return self._handle(table, stage, dev, None if device_only else host, seal=seal)
 
     def submission_lock(self):
         """The lock kernel submission needs on this backend (see SIM_SUBMIT_LOCK)."""
@@ -361,13 +392,27 @@ class DeviceStages(HostStages):
         self.engine.upload_into(h.device(), np.ascontiguousarray(np.moveaxis(moved, 0, axis)))
 
     # ------------------------------------------------------------------ R1
+    def _inject_commit(self, site: str, table: str, lde_h: ResidentHandle,
+                       nodes_h: ResidentHandle, root: np.ndarray) -> np.ndarray:
+        """``corrupt@site`` at a commit site: wrong values in the LDE the stage produced,
+        committed consistently (what a faulty LDE kernel gives: the Merkle kernel hashes
+        what it wrote), so the tree still matches its LDE.  Returns the (new) root."""
+        if self.inject and self.faults.fires("corrupt", site, table, 0, self.proof_id):
+            self._corrupt(lde_h, site, table, axis=1)
+            root = self.engine.recommit(lde_h.device(), nodes_h.device())
+            self.timeline.instant("inject:corrupt", table, site=site, buffer=lde_h.stage)
+        return root
+
     def _dev_commit_columns(self, table: str, stage: str, evals_T_h: ResidentHandle,
-                            shape: TableShape) -> DevCommitted:
+                            shape: TableShape, site: str) -> DevCommitted:
         coeffs_d, lde_d, nodes_d, root = self.engine.lde_commit(self.mem, evals_T_h.device(), shape,
                                                                  tag=f"{table}/{stage}")
+        # LDEs and trees carry no tag: a post-mortem checks each LDE against its tree's
+        # leaves and each tree against itself (see integrity)
         lde_h = self._handle(table, f"{stage}_lde", lde_d, seal=False)
         coeffs_h = self._handle(table, f"{stage}_coeffs", coeffs_d)
-        nodes_h = self._handle(table, f"{stage}_tree", nodes_d, seal=False)   # see integrity
+        nodes_h = self._handle(table, f"{stage}_tree", nodes_d, seal=False)
+        root = self._inject_commit(site, table, lde_h, nodes_h, root)
         log_N = shape.log_lde
 
         def rows_of(idx, lde_h=lde_h, log_N=log_N):
@@ -381,10 +426,11 @@ class DeviceStages(HostStages):
         t = shape.name
 
         def dev():
-            trace_h = self._put(t, "trace", np.ascontiguousarray(main.T))
+            # no tag: a post-mortem compares the resident trace with the prover's input
+            trace_h = self._put(t, "trace", np.ascontiguousarray(main.T), seal=False)
+            self.table(t).host_inputs["trace"] = main
             self._inject_input("r1.main", t, trace_h, axis=1)
-            com = self._dev_commit_columns(t, "main", trace_h, shape)
-            self._inject_output("r1.main", t, com.lde_h, axis=1)
+            com = self._dev_commit_columns(t, "main", trace_h, shape, "r1.main")
             self.table(t).outputs["main"] = com
             self.table(t).outputs["trace"] = trace_h
             return com
@@ -422,8 +468,7 @@ class DeviceStages(HostStages):
         def dev():
             aux_h = aux.h if isinstance(aux, _AuxDev) else \
                 self._put(t, "aux_trace", np.ascontiguousarray(aux.T))
-            com = self._dev_commit_columns(t, "aux", aux_h, shape)
-            self._inject_output("r1.aux", t, com.lde_h, axis=1)
+            com = self._dev_commit_columns(t, "aux", aux_h, shape, "r1.aux")
             self.table(t).outputs["aux"] = com
             return com
 
@@ -497,7 +542,7 @@ class DeviceStages(HostStages):
                                                                 tag=f"{t}/parts")
             lde_h = self._handle(t, "parts_lde", lde_d, seal=False)
             nodes_h = self._handle(t, "parts_tree", nodes_d, seal=False)
-            self._inject_output("r2.tree", t, lde_h, axis=1)
+            root = self._inject_commit("r2.tree", t, lde_h, nodes_h, root)
 
             def rows_of(idx, lde_h=lde_h, log_N=shape.log_lde):
                 nat = _bitrev_idx(idx, log_N)

@@ -53,6 +53,14 @@ class EmuEngine:
         """Integrity tag (sum mod 2^64, xor) of a device buffer's words, in place."""
         return checksum_words(self.download_view(dev))
 
+    def recommit(self, lde_dev: DeviceArray, nodes_dev: DeviceArray) -> np.ndarray:
+        """Rebuild a Merkle tree in place over an LDE buffer's (bit-reversed) rows; returns
+        the root.  Only the fault injector uses it (``corrupt@`` at a commit site: a wrong
+        LDE committed consistently), so one host implementation serves every backend."""
+        tree = kmerkle.commit(_bitrev_rows(np.array(self.download_view(lde_dev))))
+        self.upload_into(nodes_dev, tree.nodes)
+        return np.asarray(tree.root, np.uint32)
+
     def stage_events(self):
         """CUDA event pair to time a stage (only :class:`CudaEngine` on ``cuda`` has one)."""
         return None

@@ -141,6 +141,11 @@ def test_r2_windows_overlap_only_without_serialisation(block):
 @pytest.mark.parametrize("spec,verdict", [
     ("corrupt@r2:1", "transient race"),
     ("corrupt@r1.main:1", "transient race"),
+    # a wrong LDE committed as produced still matches its tree: not a resident corruption
+    ("corrupt@r1.aux:1", "transient race"),
+    ("corrupt@r2.tree:1", "transient race"),
+    # the uploaded trace is checked against the prover's input (it carries no tag)
+    ("corrupt-input@r1.main:1", "corrupted resident input"),
     ("corrupt-input@r2:1", "corrupted resident input"),
     ("corrupt-input@r3:1", "corrupted resident input"),
     # R4 results are checked per table after r4.open, while the buffers are resident

@@ -154,3 +154,23 @@ def test_tree_integrity_by_rebuild_catches_any_changed_node():
     poisoned = nodes.copy()
     poisoned[2] = 0xFFFFFFFF
     assert not _tree_consistent(poisoned)
+
+
+def test_lde_integrity_against_its_tree_leaves():
+    # LDE buffers carry no integrity tag: a post-mortem rehashes the LDE's committed
+    # (bit-reversed) rows and compares them with its tree's leaves
+    from kernels.merkle import commit
+    from prover.device_stages import _lde_matches_leaves
+    from prover.stages import _bitrev_rows
+    rng = np.random.default_rng(6)
+    lde_T = rng.integers(0, 2013265921, (3, 16), dtype=np.uint32)     # (columns, N)
+    nodes = commit(_bitrev_rows(lde_T)).nodes.copy()
+    assert _lde_matches_leaves(lde_T, nodes)
+    for col in (0, 5, 15):
+        bad = lde_T.copy()
+        bad[1, col] = (int(bad[1, col]) + 1) % 2013265921
+        assert not _lde_matches_leaves(bad, nodes), col
+    poisoned = lde_T.copy()
+    poisoned[0, 3] = 0xFFFFFFFF
+    assert not _lde_matches_leaves(poisoned, nodes)
+    assert not _lde_matches_leaves(lde_T[:, :8], nodes)          # wrong size
