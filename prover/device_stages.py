@@ -296,9 +296,13 @@ class DeviceStages(HostStages):
         t0 = time.perf_counter()
         st = self.table(table)
         bad = []
-        by_stage = {h.stage: h for h in st.handles if h.on_device}
+        lde_of = {}                         # prefix -> the latest LDE (made before its tree)
         with self.submission_lock():        # checksum kernels are launches too (sim)
-            for h in by_stage.values():
+            for h in st.handles:
+                if h.stage.endswith("_lde"):
+                    lde_of[h.stage[:-len("_lde")]] = h
+                if not h.on_device:
+                    continue
                 tag = st.tags.get(id(h))
                 if tag is not None:
                     if self.engine.checksum(h.device()) != tag:
@@ -312,8 +316,8 @@ class DeviceStages(HostStages):
                     if not _tree_consistent(nodes):
                         bad.append(h)
                     else:
-                        lde = by_stage.get(h.stage[:-len("_tree")] + "_lde")
-                        if lde is not None and not _lde_matches_leaves(
+                        lde = lde_of.get(h.stage[:-len("_tree")])
+                        if lde is not None and lde.on_device and not _lde_matches_leaves(
                                 np.asarray(self.engine.download_view(lde.device())), nodes):
                             bad.append(lde)
         self._xcheck_time(time.perf_counter() - t0)
