@@ -13,21 +13,23 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .poseidon2 import _RC_FINAL, _RC_INIT, _RC_PART, _V16, _permute_state, hash_rows
+from .poseidon2 import _from_mont, _permute_lanes, _to_mont, hash_rows
 
 
 @njit(cache=True)
-def _roots_kernel(digests, idx, paths, order, rc_init, rc_part, rc_final, v16):
+def _roots_kernel(digests, idx, paths, order):
     # Queries are visited in index order (``order`` sorts idx), so queries sharing a node
-    # at any level are adjacent: the first of each run is hashed, the others must carry
-    # the same current digest and sibling (else both are marked bad).
+    # at any level are adjacent: the first of each run (its leader) is hashed, the others
+    # must carry the same current digest and sibling (else both are marked bad).  All of a
+    # level's leaders are permuted together as one lane-major batch.
     q, depth = paths.shape[0], paths.shape[1]
-    cur = np.empty((q, 8), dtype=np.uint64)
+    cur = np.empty((q, 8), dtype=np.uint64)          # current digests, as given / canonical
     for r in range(q):
         for i in range(8):
             cur[r, i] = np.uint64(digests[r, i])
     bad = np.zeros(q, dtype=np.bool_)
-    s = np.empty(16, dtype=np.uint64)
+    st = np.empty((16, max(q, 1)), dtype=np.uint64)  # lane-major batch, Montgomery form
+    leaders = np.empty(max(q, 1), dtype=np.int64)
     for level in range(depth):
         # pass 1: followers must agree with their run's leader (current digest, sibling)
         lead = -1
@@ -40,25 +42,27 @@ def _roots_kernel(digests, idx, paths, order, rc_init, rc_part, rc_final, v16):
                         bad[lead] = True
             else:
                 lead = r
-        # pass 2: hash each leader with its sibling; pass 3: followers copy the result
+        # pass 2: gather each leader with its sibling (left || right) into column nl
+        nl = 0
         lead = -1
         for k in range(q):
             r = order[k]
             if lead >= 0 and (idx[r] >> level) == (idx[lead] >> level):
                 continue
             lead = r
-            right = (idx[r] >> level) & 1
+            leaders[nl] = r
+            off_cur = 8 if (idx[r] >> level) & 1 else 0
+            off_sib = 8 - off_cur
             for i in range(8):
-                sib = np.uint64(paths[r, level, i])
-                if right:
-                    s[i] = sib
-                    s[8 + i] = cur[r, i]
-                else:
-                    s[i] = cur[r, i]
-                    s[8 + i] = sib
-            _permute_state(s, rc_init, rc_part, rc_final, v16)
+                st[off_cur + i, nl] = _to_mont(cur[r, i])
+                st[off_sib + i, nl] = _to_mont(np.uint64(paths[r, level, i]))
+            nl += 1
+        # pass 3: permute the batch, the leaders take lanes 0..7; followers copy
+        _permute_lanes(st, nl)
+        for j in range(nl):
+            r = leaders[j]
             for i in range(8):
-                cur[r, i] = s[i]
+                cur[r, i] = _from_mont(st[i, j])
         lead = -1
         for k in range(q):
             r = order[k]
@@ -87,7 +91,7 @@ def roots_from_paths(digests: np.ndarray, indices: np.ndarray, paths: np.ndarray
     idx = np.ascontiguousarray(indices, dtype=np.int64).reshape(-1)
     paths = np.ascontiguousarray(paths, dtype=np.uint32)
     order = np.argsort(idx, kind="stable")
-    return _roots_kernel(digests, idx, paths, order, _RC_INIT, _RC_PART, _RC_FINAL, _V16)
+    return _roots_kernel(digests, idx, paths, order)
 
 
 def check_rows(root: np.ndarray, rows: np.ndarray, indices: np.ndarray,

@@ -27,17 +27,24 @@ absorbs a fork frame with the table index, giving each table its own transcript.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
-from .poseidon2 import P, RATE, permute
+from .poseidon2 import P, RATE, _duplex_blocks, permute
 
 TAG_ABSORB, TAG_SAMPLE, TAG_FORK, TAG_POW = 1, 2, 3, 4
 DOMAIN = "steadfast/stark/v1"
 
 
 def label_elems(label: str) -> list[int]:
+    return list(_label_elems(label))
+
+
+@lru_cache(maxsize=256)
+def _label_elems(label: str) -> tuple[int, ...]:
     b = label.encode("ascii")
-    return [len(b)] + [int.from_bytes(b[i:i + 3], "little") for i in range(0, len(b), 3)]
+    return (len(b),) + tuple(int.from_bytes(b[i:i + 3], "little") for i in range(0, len(b), 3))
 
 
 class Transcript:
@@ -53,12 +60,11 @@ class Transcript:
 
     # ------------------------------------------------------------ sponge core
     def _duplex(self) -> None:
-        k = len(self.inbuf)
-        if k:
-            self.state[:k] = self.inbuf
+        # lanes 0..k-1 overwritten with the pending inputs, then one permutation (one
+        # compiled call: numba's dispatch is the cost here, not the permutation)
+        self.state = _duplex_blocks(self.state, np.array(self.inbuf, dtype=np.uint32))
         self.inbuf = []
-        self.state = permute(self.state)
-        self.outbuf = [int(v) for v in self.state[:RATE]]
+        self.outbuf = self.state[:RATE].tolist()
 
     def _observe(self, x: int) -> None:
         self.outbuf = []
@@ -66,25 +72,43 @@ class Transcript:
         if len(self.inbuf) == RATE:
             self._duplex()
 
+    def _observe_many(self, xs: list) -> None:
+        """``_observe`` of every element of ``xs`` in order, with all the duplexes the
+        sequence triggers run in one compiled call.  Afterwards the output buffer is the
+        last duplex's output if the last element completed an input block, else empty
+        (every observe empties it) -- exactly as element by element."""
+        if not xs:
+            return
+        buf = self.inbuf + xs
+        full = len(buf) - len(buf) % RATE
+        if full:
+            self.state = _duplex_blocks(self.state, np.array(buf[:full], dtype=np.uint32))
+            self.inbuf = buf[full:]
+            self.outbuf = [] if self.inbuf else self.state[:RATE].tolist()
+        else:
+            self.inbuf = buf
+            self.outbuf = []
+
     def _sample(self) -> int:
         if self.inbuf or not self.outbuf:
             self._duplex()
         return self.outbuf.pop(0)
 
     def _frame(self, tag: int, label: str, values) -> None:
-        for x in [tag] + label_elems(label) + [len(values)]:
-            self._observe(x)
-        for x in values:
-            self._observe(x)
+        self._observe_many([tag, *_label_elems(label), len(values), *values])
 
     # ------------------------------------------------------------ labelled operations
     def absorb(self, label: str, values) -> None:
         """Absorb field elements (any iterable of ints / a uint32 array, canonical)."""
-        vals = [int(v) for v in np.asarray(values, dtype=np.int64).reshape(-1)] \
-            if not isinstance(values, list) else [int(v) for v in values]
-        for v in vals:
-            if not 0 <= v < P:
-                raise ValueError(f"transcript {label}: {v} is not a canonical field element")
+        if isinstance(values, list):
+            vals = [int(v) for v in values]
+            bad = [v for v in vals if not 0 <= v < P]
+        else:
+            arr = np.asarray(values, dtype=np.int64).reshape(-1)
+            bad = arr[(arr < 0) | (arr >= P)].tolist() if arr.size else []
+            vals = arr.tolist()
+        if bad:
+            raise ValueError(f"transcript {label}: {bad[0]} is not a canonical field element")
         self.log.append(("absorb", label, len(vals)))
         self._frame(TAG_ABSORB, label, vals)
 
@@ -123,8 +147,7 @@ class Transcript:
     def _pow_prefix(self, label: str):
         """Observe the PoW frame up to (excluding) the nonce; return the lane the nonce
         will occupy (the state's other lanes are then fixed)."""
-        for x in [TAG_POW] + label_elems(label) + [1]:
-            self._observe(x)
+        self._observe_many([TAG_POW, *_label_elems(label), 1])
         return len(self.inbuf)
 
     def check_pow(self, label: str, nonce: int, bits: int) -> bool:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
+from numba import njit
 
 from air import CHALLENGE_NAMES, check_buses, numerator_at_point, point_leaf
 from air.builder import AirError
@@ -16,8 +17,7 @@ from air.builder import AirError
 from . import merkle
 from .errors import (CompositionError, FriError, LogUpError, MerkleError, ParameterError,
                      PowError, PublicValuesError, ShapeError)
-from .field import (F, P, bitrev, ef_basis_combine, ef_col, barycentric_at, inv2,
-                    pow_scalar_arr)
+from .field import F, P, bitrev, ef_basis_combine, ef_col, barycentric_at, pow_scalar_arr
 from .proof_format import Params, Proof, TableProof, decode
 from .protocol import SHIFT, TableShape, absorb_statement, deep_groups, table_shape
 from .transcript import Transcript
@@ -99,18 +99,291 @@ def _combine_ef_columns(vals: np.ndarray) -> np.ndarray:
     return out
 
 
+# ---------------------------------------------------------------- compiled helpers
+# Scalar BabyBear / EF arithmetic on canonical np.uint64 values: a product of two residues
+# is < p^2 < 2^62 and is reduced at once; sums of a few reduced terms stay far below 2^64.
+_P64 = np.uint64(P)
+_W64 = np.uint64(11)                      # X^4 = 11 in EF
+_ZERO = np.uint64(0)
+_ONE = np.uint64(1)
+_TWO = np.uint64(2)
+_PM2 = P - 2
+
+
+@njit(inline="always")
+def _mul(a, b):
+    return (a * b) % _P64
+
+
+@njit(inline="always")
+def _add(a, b):
+    s = a + b
+    return s - _P64 if s >= _P64 else s
+
+
+@njit(inline="always")
+def _sub(a, b):
+    s = a + _P64 - b
+    return s - _P64 if s >= _P64 else s
+
+
+@njit(inline="always")
+def _inv(a):
+    """a^(p-2) (0 maps to 0, like air.field.inv)."""
+    r = _ONE
+    b = a % _P64
+    e = _PM2
+    while e:
+        if e & 1:
+            r = _mul(r, b)
+        b = _mul(b, b)
+        e >>= 1
+    return r
+
+
+@njit(inline="always")
+def _ef_mul(a0, a1, a2, a3, b0, b1, b2, b3):
+    """Schoolbook product mod X^4 - 11: each partial product reduced (< p); the sums of
+    at most 4 residues plus 11 times a sum of 3 (< 15p < 2^35) cannot wrap."""
+    c0 = _mul(a0, b0) + _mul(_W64, (_mul(a1, b3) + _mul(a2, b2) + _mul(a3, b1)) % _P64)
+    c1 = _mul(a0, b1) + _mul(a1, b0) + _mul(_W64, (_mul(a2, b3) + _mul(a3, b2)) % _P64)
+    c2 = _mul(a0, b2) + _mul(a1, b1) + _mul(a2, b0) + _mul(_W64, _mul(a3, b3))
+    c3 = _mul(a0, b3) + _mul(a1, b2) + _mul(a2, b1) + _mul(a3, b0)
+    return c0 % _P64, c1 % _P64, c2 % _P64, c3 % _P64
+
+
+@njit(inline="always")
+def _ef_inv(a0, a1, a2, a3):
+    """Inverse via the norm (as air.field.ef_inv): with conj = (a0, -a1, a2, -a3),
+    a conj = e0 + e2 X^2 and N = e0^2 - 11 e2^2; a^-1 = conj (e0 - e2 X^2) / N.
+    Zero maps to zero."""
+    n1 = _sub(_ZERO, a1)
+    n3 = _sub(_ZERO, a3)
+    e0, _, e2, _ = _ef_mul(a0, a1, a2, a3, a0, n1, a2, n3)
+    ni = _inv(_sub(_mul(e0, e0), _mul(_W64, _mul(e2, e2))))
+    c0, c1, c2, c3 = _ef_mul(a0, n1, a2, n3, e0, _ZERO, _sub(_ZERO, e2), _ZERO)
+    return _mul(c0, ni), _mul(c1, ni), _mul(c2, ni), _mul(c3, ni)
+
+
+@njit(cache=True)
+def _deep_kernel(vals, lam, ood, nxt, x, pts):
+    """DEEP quotient at the queries: sum over opened columns j (in DEEP order) of
+    lam^j (f_j(x) - v_j) / (x - zeta_j), zeta_j = pts[nxt[j]].  vals (q, C) base rows,
+    lam (4,) EF, ood (C, 4) opened EF values, x (q,) base points, pts (2, 4) EF points.
+    Columns sharing a point share the division: sum_j a_j / d = (sum_j a_j) / d."""
+    q, c = vals.shape
+    lp = np.empty((c, 4), dtype=np.uint64)              # lam^j
+    cst = np.zeros((2, 4), dtype=np.uint64)             # sum_j lam^j v_j per point
+    p0, p1, p2, p3 = _ONE, _ZERO, _ZERO, _ZERO
+    for j in range(c):
+        lp[j, 0], lp[j, 1], lp[j, 2], lp[j, 3] = p0, p1, p2, p3
+        v = _ef_mul(p0, p1, p2, p3, ood[j, 0] % _P64, ood[j, 1] % _P64, ood[j, 2] % _P64,
+                    ood[j, 3] % _P64)
+        f = 1 if nxt[j] else 0
+        for k in range(4):
+            cst[f, k] = _add(cst[f, k], v[k])
+        p0, p1, p2, p3 = _ef_mul(p0, p1, p2, p3, lam[0], lam[1], lam[2], lam[3])
+    out = np.empty((4, q), dtype=np.uint64)
+    acc = np.empty((2, 4), dtype=np.uint64)
+    for r in range(q):
+        acc[:] = 0
+        for j in range(c):
+            f = 1 if nxt[j] else 0
+            a = np.uint64(vals[r, j]) % _P64
+            for k in range(4):
+                acc[f, k] += _mul(a, lp[j, k])          # < C p < 2^40: no wrap
+        t = np.zeros(4, dtype=np.uint64)
+        for f in range(2):
+            d0, d1, d2, d3 = _ef_inv(_sub(x[r] % _P64, pts[f, 0]), _sub(_ZERO, pts[f, 1]),
+                                     _sub(_ZERO, pts[f, 2]), _sub(_ZERO, pts[f, 3]))
+            n0 = _sub(acc[f, 0] % _P64, cst[f, 0])
+            n1 = _sub(acc[f, 1] % _P64, cst[f, 1])
+            n2 = _sub(acc[f, 2] % _P64, cst[f, 2])
+            n3 = _sub(acc[f, 3] % _P64, cst[f, 3])
+            m = _ef_mul(n0, n1, n2, n3, d0, d1, d2, d3)
+            for k in range(4):
+                t[k] = _add(t[k], m[k])
+        for k in range(4):
+            out[k, r] = t[k]
+    return out
+
+
+@njit(cache=True)
+def _fri_kernel(leaves, s, x, values, betas, final):
+    """All FRI folds of one table at once.  leaves (L, q, 8) opened pairs e0 | e1, s (q,)
+    query indices, x (q,) points, values (4, q) layer-0 values, betas (L, 4), final
+    (F, 4) final polynomial.  Returns (mismatch (L,) first query whose opened value differs
+    from the folded value, or -1; the folded values (4, q); the final check).  The fold:
+    v' = (e0 + e1)/2 + beta (e0 - e1) / (2 x_even), x_even = x if s is even else -x; then
+    x <- x^2, s <- s >> 1.  Computed for every layer regardless of earlier failures (pure
+    arithmetic), so the caller reports failures in protocol order."""
+    nl = leaves.shape[0]
+    q = s.shape[0]
+    inv2 = np.uint64((P + 1) // 2)
+    mismatch = np.full(nl, -1, dtype=np.int64)
+    cur = values.copy()
+    xs = np.empty(q, dtype=np.uint64)
+    for r in range(q):
+        sr = s[r]
+        xr = x[r] % _P64
+        ix = _inv(xr)
+        v0, v1, v2, v3 = cur[0, r], cur[1, r], cur[2, r], cur[3, r]
+        for i in range(nl):
+            odd = sr & 1
+            o = 4 if odd else 0
+            if mismatch[i] < 0 and (np.uint64(leaves[i, r, o]) != v0 or
+                                    np.uint64(leaves[i, r, o + 1]) != v1 or
+                                    np.uint64(leaves[i, r, o + 2]) != v2 or
+                                    np.uint64(leaves[i, r, o + 3]) != v3):
+                mismatch[i] = r
+            ixe = _mul(_sub(_ZERO, ix) if odd else ix, inv2)
+            b0, b1, b2, b3 = betas[i, 0], betas[i, 1], betas[i, 2], betas[i, 3]
+            # (e0 + e1) / 2 and (e0 - e1) / (2 x_even), coefficientwise
+            e0 = np.uint64(leaves[i, r, 0]) % _P64
+            e1 = np.uint64(leaves[i, r, 4]) % _P64
+            h0, d0 = _mul(_add(e0, e1), inv2), _mul(_sub(e0, e1), ixe)
+            e0 = np.uint64(leaves[i, r, 1]) % _P64
+            e1 = np.uint64(leaves[i, r, 5]) % _P64
+            h1, d1 = _mul(_add(e0, e1), inv2), _mul(_sub(e0, e1), ixe)
+            e0 = np.uint64(leaves[i, r, 2]) % _P64
+            e1 = np.uint64(leaves[i, r, 6]) % _P64
+            h2, d2 = _mul(_add(e0, e1), inv2), _mul(_sub(e0, e1), ixe)
+            e0 = np.uint64(leaves[i, r, 3]) % _P64
+            e1 = np.uint64(leaves[i, r, 7]) % _P64
+            h3, d3 = _mul(_add(e0, e1), inv2), _mul(_sub(e0, e1), ixe)
+            m0, m1, m2, m3 = _ef_mul(b0, b1, b2, b3, d0, d1, d2, d3)
+            v0, v1, v2, v3 = _add(h0, m0), _add(h1, m1), _add(h2, m2), _add(h3, m3)
+            xr = _mul(xr, xr)
+            ix = _mul(ix, ix)
+            sr = sr >> 1
+        cur[0, r], cur[1, r], cur[2, r], cur[3, r] = v0, v1, v2, v3
+        xs[r] = xr
+    # final polynomial, Horner at x
+    ok = True
+    for r in range(q):
+        a0, a1, a2, a3 = _ZERO, _ZERO, _ZERO, _ZERO
+        for j in range(final.shape[0] - 1, -1, -1):
+            a0 = _add(_mul(a0, xs[r]), final[j, 0])
+            a1 = _add(_mul(a1, xs[r]), final[j, 1])
+            a2 = _add(_mul(a2, xs[r]), final[j, 2])
+            a3 = _add(_mul(a3, xs[r]), final[j, 3])
+        if a0 != cur[0, r] or a1 != cur[1, r] or a2 != cur[2, r] or a3 != cur[3, r]:
+            ok = False
+    return mismatch, cur, ok
+
+
+@njit(cache=True)
+def _bary_kernel(cols, z, wn):
+    """sum_i f_i w^i / (z - w^i) for every column f of cols (uint32[n, k]) at the EF point
+    z (uint64[4]), w = wn a primitive n-th root of unity; returns (ok, sums (k, 4)); ok is False when some z - w^i is zero (the
+    caller then falls back to verifier.field.barycentric_at, which maps 1/0 to 0).
+
+    With a = z - t (t = w^i base): conj(a) = (a0, -a1, a2, -a3), a conj(a) = e0 + e2 X^2,
+      e0 = a0^2 + 11 (a2^2 - 2 a1 a3),   e2 = 2 a0 a2 - a1^2 - 11 a3^2,
+      N = e0^2 - 11 e2^2 (base), and 1/a = conj(a) (e0 - e2 X^2) / N
+          = (a0 e0 - 11 a2 e2, 11 a3 e2 - a1 e0, a2 e0 - a0 e2, a1 e2 - a3 e0) / N.
+    Only a0 and N depend on i, so with c_i = f_i t_i / N_i the sum needs four base sums
+    A = sum c e0, B = sum c e2, C = sum c a0 e0, D = sum c a0 e2; the N_i are inverted
+    together (Montgomery's trick: one inversion)."""
+    n, k = cols.shape
+    z0, a1, a2, a3 = z[0], z[1], z[2], z[3]
+    k1 = _mul(_W64, _sub(_mul(a2, a2), _mul(_TWO, _mul(a1, a3))))
+    k2 = _sub(_ZERO, _add(_mul(a1, a1), _mul(_W64, _mul(a3, a3))))
+    a2x2 = _mul(_TWO, a2)
+    w = _ONE
+    a0s = np.empty(n, dtype=np.uint64)
+    e0s = np.empty(n, dtype=np.uint64)
+    e2s = np.empty(n, dtype=np.uint64)
+    ts = np.empty(n, dtype=np.uint64)
+    pre = np.empty(n, dtype=np.uint64)
+    run = _ONE
+    for i in range(n):
+        a0 = _sub(z0, w)
+        e0 = _add(_mul(a0, a0), k1)
+        e2 = _add(_mul(a2x2, a0), k2)
+        nrm = _sub(_mul(e0, e0), _mul(_W64, _mul(e2, e2)))
+        if nrm == 0:
+            return False, np.zeros((k, 4), dtype=np.uint64)
+        a0s[i], e0s[i], e2s[i], ts[i] = a0, e0, e2, w
+        pre[i] = run                              # product of N_0 .. N_(i-1)
+        run = _mul(run, nrm)
+        w = _mul(w, wn)
+    inv_run = _inv(run)
+    u = np.empty(n, dtype=np.uint64)              # u_i = t_i / N_i
+    for i in range(n - 1, -1, -1):
+        nrm = _sub(_mul(e0s[i], e0s[i]), _mul(_W64, _mul(e2s[i], e2s[i])))
+        u[i] = _mul(ts[i], _mul(inv_run, pre[i]))
+        inv_run = _mul(inv_run, nrm)
+    out = np.empty((k, 4), dtype=np.uint64)
+    for j in range(k):
+        sa = _ZERO
+        sb = _ZERO
+        sc = _ZERO
+        sd = _ZERO
+        for i in range(n):
+            c = _mul(np.uint64(cols[i, j]) % _P64, u[i])
+            ca = _mul(c, a0s[i])
+            # each term < p; n < 2^27 terms sum to < 2^58: reduced once at the end
+            sa += _mul(c, e0s[i])
+            sb += _mul(c, e2s[i])
+            sc += _mul(ca, e0s[i])
+            sd += _mul(ca, e2s[i])
+        sa %= _P64
+        sb %= _P64
+        sc %= _P64
+        sd %= _P64
+        out[j, 0] = _sub(sc, _mul(_W64, _mul(a2, sb)))
+        out[j, 1] = _sub(_mul(_W64, _mul(a3, sb)), _mul(a1, sa))
+        out[j, 2] = _sub(_mul(a2, sa), sd)
+        out[j, 3] = _sub(_mul(a1, sb), _mul(a3, sa))
+    return True, out
+
+
+def _barycentric(columns, z, log_n: int) -> np.ndarray:
+    """verifier.field.barycentric_at (same values, uint32 (k, 4)) through _bary_kernel;
+    falls back to it when z lies in the domain (a zero denominator)."""
+    cols = np.ascontiguousarray(columns, dtype=np.uint32)
+    zf = np.ascontiguousarray(np.asarray(z, np.uint64).reshape(4))
+    n = 1 << log_n
+    if cols.ndim != 2 or cols.shape[0] != n:
+        return barycentric_at(columns, z, log_n)
+    ok, sums = _bary_kernel(cols, zf, np.uint64(F.root_of_unity(log_n)))
+    if not ok:
+        return barycentric_at(columns, z, log_n)
+    zc = zf.reshape(4, 1)
+    scale = F.ef_mul_base(F.ef_add_base(F.ef_pow(zc, n), P - 1), pow(n, P - 2, P))
+    out = np.empty((cols.shape[1], 4), dtype=np.uint64)
+    for j in range(cols.shape[1]):
+        out[j] = F.ef_mul(sums[j].reshape(4, 1), scale).reshape(4)
+    return out.astype(np.uint32)
+
+
+def _combine_ef_columns_vec(vals: np.ndarray) -> np.ndarray:
+    """:func:`_combine_ef_columns` vectorised over the EF columns: value k is
+    sum_c X^c v_(4k+c), X^c shifting the coefficients up by c with X^4 = 11 on wrap.
+    Each term is reduced (< p); a sum of 4 stays < 2^33."""
+    a = vals.shape[0] // 4
+    v = np.asarray(vals, np.uint64)[:4 * a].reshape(a, 4, 4) % np.uint64(P)   # (k, c, coeff)
+    out = np.zeros((a, 4), dtype=np.uint64)
+    for c in range(4):
+        for j in range(4):
+            term = v[:, c, (j - c) % 4]
+            out[:, j] += (term * np.uint64(F.W)) % np.uint64(P) if j < c else term
+    return out % np.uint64(P)
+
+
 def _composition(air, sh: TableShape, tp: TableProof, pv, chal, alpha, z) -> None:
     zf = ef_col(z).reshape(4, 1)
     omega = F.root_of_unity(sh.log_n)
     z_next = F.ef_mul_base(zf, omega)
     opened = {("main", False): tp.ood_main, ("main", True): tp.ood_main_next}
     if sh.prep_width:
-        opened[("prep", False)] = barycentric_at(air.preprocessed, zf, sh.log_n)
+        opened[("prep", False)] = _barycentric(air.preprocessed, zf, sh.log_n)
         if sh.uses_next_prep:
-            opened[("prep", True)] = barycentric_at(air.preprocessed, z_next, sh.log_n)
+            opened[("prep", True)] = _barycentric(air.preprocessed, z_next, sh.log_n)
     if sh.aux_cols:
-        opened[("aux", False)] = _combine_ef_columns(tp.ood_aux)
-        opened[("aux", True)] = _combine_ef_columns(tp.ood_aux_next)
+        opened[("aux", False)] = _combine_ef_columns_vec(tp.ood_aux)
+        opened[("aux", True)] = _combine_ef_columns_vec(tp.ood_aux_next)
     term = tp.terminal if sh.aux_cols else np.zeros(4, np.uint32)
     leaf = point_leaf(opened, [int(v) for v in pv], chal, term)
     num, zh = numerator_at_point(air, leaf, ef_col(alpha), zf, sh.log_n)
@@ -120,7 +393,7 @@ def _composition(air, sh: TableShape, tp: TableProof, pv, chal, alpha, z) -> Non
     zn = F.ef_pow(zf, sh.n)
     qz = np.zeros((4, 1), dtype=np.uint64)
     zpow = F.ef_from_base(np.ones(1, np.uint64))
-    parts = _combine_ef_columns(tp.ood_parts)
+    parts = _combine_ef_columns_vec(tp.ood_parts)
     for i in range(sh.num_parts):
         qz = F.ef_add(qz, F.ef_mul(zpow, ef_col(parts[i]).reshape(4, 1)))
         zpow = F.ef_mul(zpow, zn)
@@ -129,67 +402,53 @@ def _composition(air, sh: TableShape, tp: TableProof, pv, chal, alpha, z) -> Non
 
 
 def _deep_at_queries(sh: TableShape, tp: TableProof, rows: dict, x, z, lam) -> np.ndarray:
-    """DEEP quotient at the queried points x (base, (q,)): (4, q) EF values."""
-    zf = ef_col(z).reshape(4, 1)
-    points = {False: zf, True: F.ef_mul_base(zf, F.root_of_unity(sh.log_n))}
+    """DEEP quotient at the queried points x (base, (q,)): (4, q) EF values,
+    sum_j lam^j (f_j(x) - v_j) / (x - zeta_j) over the opened columns in DEEP order
+    (one compiled call, :func:`_deep_kernel`)."""
+    zf = np.asarray(z, np.uint64).reshape(4)
+    z_next = F.ef_mul_base(zf.reshape(4, 1), F.root_of_unity(sh.log_n)).reshape(4)
     ood = {("main", False): tp.ood_main, ("main", True): tp.ood_main_next,
            ("aux", False): tp.ood_aux, ("aux", True): tp.ood_aux_next,
            ("parts", False): tp.ood_parts}
-    lamf = ef_col(lam).reshape(4, 1)
-    total = np.zeros((4, x.shape[0]), dtype=np.uint64)
-    k = 0
-    for mat, nxt in deep_groups(sh):
-        vals = rows[mat]                                   # (q, c) base
-        c = vals.shape[1]
-        lp = F.ef_mul(F.ef_powers(lamf, c), F.ef_pow(lamf, k))      # (4, c)
-        k += c
-        # sum_j lam^j f_j(x): per coefficient a dot product of reduced products
-        comb = (np.asarray(vals, np.uint64)[None, :, :] * lp[:, None, :]) % np.uint64(P)
-        comb = comb.sum(axis=2) % np.uint64(P)                   # (4, q)
-        # minus sum_j lam^j v_j
-        v = ef_col(ood[(mat, nxt)])                              # (4, c)
-        cst = F.ef_mul(lp, v).sum(axis=1, keepdims=True) % np.uint64(P)
-        num = F.ef_sub(comb, cst)
-        den = F.ef_sub(F.ef_from_base(x), points[nxt])           # x - zeta, (4, q)
-        total = F.ef_add(total, F.ef_mul(num, F.ef_inv(den)))
-    return total
+    groups = deep_groups(sh)
+    vals = np.ascontiguousarray(np.concatenate([np.asarray(rows[m], np.uint32)
+                                                for m, _ in groups], axis=1))
+    opened = np.ascontiguousarray(np.concatenate([np.asarray(ood[g], np.uint64).reshape(-1, 4)
+                                                  for g in groups], axis=0))
+    nxt = np.concatenate([np.full(np.asarray(rows[m]).shape[1], bool(n)) for m, n in groups])
+    pts = np.ascontiguousarray(np.stack([zf, z_next]).astype(np.uint64))
+    return _deep_kernel(vals, np.ascontiguousarray(np.asarray(lam, np.uint64).reshape(4)),
+                        opened, nxt, np.ascontiguousarray(np.asarray(x, np.uint64).reshape(-1)),
+                        pts)
 
 
 def _fri(sh: TableShape, tp: TableProof, queries, x, values, betas) -> None:
     """Check every FRI layer: the opened pair holds the current value, authenticate it,
-    fold; finally compare with the final polynomial."""
+    fold; finally compare with the final polynomial.  The folds of all layers are one
+    compiled call (:func:`_fri_kernel`); failures are then reported in protocol order
+    (layer by layer: value, then path; the final polynomial last)."""
     name = sh.name
+    q = queries.shape[0]
+    nl = sh.num_fri_layers
+    leaves = (np.ascontiguousarray(np.stack([np.asarray(lv, np.uint32) for lv in tp.fri_leaves]))
+              if nl else np.zeros((0, q, 8), np.uint32))
+    bet = (np.ascontiguousarray(np.stack([np.asarray(b, np.uint64).reshape(4) for b in betas]))
+           if nl else np.zeros((0, 4), np.uint64))
+    mismatch, _, final_ok = _fri_kernel(
+        leaves, np.ascontiguousarray(queries, dtype=np.int64),
+        np.ascontiguousarray(x, dtype=np.uint64), np.ascontiguousarray(values, dtype=np.uint64),
+        bet, np.ascontiguousarray(np.asarray(tp.final_poly, np.uint64).reshape(-1, 4)))
     s = queries.copy()
-    inv_x = F.inv(x)
-    for i in range(sh.num_fri_layers):
-        leaves = tp.fri_leaves[i]                          # (q, 8): e0 | e1
-        pair = s >> 1
-        odd = (s & 1).astype(bool)
-        mine = np.where(odd[None, :], leaves[:, 4:].T, leaves[:, :4].T).astype(np.uint64)
-        if not np.array_equal(mine, values):
-            bad = int(np.nonzero(np.any(mine != values, axis=0))[0][0])
+    for i in range(nl):
+        if mismatch[i] >= 0:
             raise FriError(f"layer {i}: opened value differs from the folded value "
-                           f"(query {bad})", name)
-        ok = merkle.check_rows(tp.fri_roots[i], leaves, pair, tp.fri_paths[i])
+                           f"(query {int(mismatch[i])})", name)
+        ok = merkle.check_rows(tp.fri_roots[i], tp.fri_leaves[i], s >> 1, tp.fri_paths[i])
         if not ok.all():
             raise MerkleError(f"FRI layer {i}: path of query {int(np.argmin(ok))} does not "
                               "authenticate", name)
-        e0 = leaves[:, :4].T.astype(np.uint64)
-        e1 = leaves[:, 4:].T.astype(np.uint64)
-        # x_even = x if s is even else -x  (the pair is (x_even, -x_even))
-        inv_xe = np.where(odd, F.neg(inv_x), inv_x)
-        half_sum = F.ef_mul_base(F.ef_add(e0, e1), inv2)
-        half_diff = F.ef_mul_base(F.ef_sub(e0, e1), F.mul(inv_xe, inv2))
-        values = F.ef_add(half_sum, F.ef_mul(ef_col(betas[i]).reshape(4, 1), half_diff))
-        x = F.mul(x, x)
-        inv_x = F.mul(inv_x, inv_x)
-        s = pair
-    # final polynomial, Horner at x
-    coeffs = ef_col(tp.final_poly)                          # (4, L)
-    acc = np.zeros_like(values)
-    for j in range(coeffs.shape[1] - 1, -1, -1):
-        acc = F.ef_add(F.ef_mul_base(acc, x), coeffs[:, j:j + 1])
-    if not np.array_equal(acc, values):
+        s = s >> 1
+    if not final_ok:
         raise FriError("final polynomial disagrees with the folded values", name)
 
 
@@ -329,3 +588,17 @@ def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = 
     if np.any(total):
         raise LogUpError("the LogUp terminal sums of the tables do not add up to zero")
     return VerifyResult(public_values=pvs, logs=logs, seconds=time.perf_counter() - t0)
+
+
+def _warm_kernels() -> None:
+    """Load (or compile, on a cold cache) the compiled helpers at import, with exactly
+    the argument types the verifier passes, like verifier.poseidon2 does."""
+    u64, u32 = np.uint64, np.uint32
+    _bary_kernel(np.zeros((2, 1), u32), np.array([5, 1, 0, 0], u64), u64(P - 1))
+    _deep_kernel(np.zeros((1, 1), u32), np.array([1, 0, 0, 0], u64), np.zeros((1, 4), u64),
+                 np.zeros(1, np.bool_), np.ones(1, u64), np.array([[5, 1, 0, 0]] * 2, u64))
+    _fri_kernel(np.zeros((1, 1, 8), u32), np.zeros(1, np.int64), np.ones(1, u64),
+                np.zeros((4, 1), u64), np.zeros((1, 4), u64), np.zeros((1, 4), u64))
+
+
+_warm_kernels()

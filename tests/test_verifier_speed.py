@@ -1,0 +1,356 @@
+"""The verifier's fast paths against the formulas they replaced: the lane-major Montgomery
+Poseidon2 (vs the scalar SPEC formula on Python ints), the batched Merkle fold (vs a naive
+per-query fold), the transcript's block absorption (vs element-by-element observes), and
+the compiled DEEP / FRI / barycentric helpers (vs the numpy formulas of air.field)."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from air import field as F
+from verifier import merkle
+from verifier import poseidon2 as vp
+from verifier.field import barycentric_at, ef_col, inv2
+from verifier.protocol import TableShape, deep_groups
+from verifier.transcript import Transcript
+from verifier.verify import _barycentric, _deep_at_queries, _fri_kernel
+
+P = vp.P
+KAT_IN = [894848333, 1437655012, 1200606629, 1690012884, 71131202, 1749206695, 1717947831,
+          120589055, 19776022, 42382981, 1831865506, 724844064, 171220207, 1299207443,
+          227047920, 1783754913]
+KAT_OUT = [516096821, 90309867, 1101817252, 1660784290, 360715097, 1789519026, 1788910906,
+           563338433, 319524748, 1741414159, 1650859320, 894311162, 1121347488, 1692793758,
+           1052633829, 1344246938]
+
+
+# ---------------------------------------------------------------- scalar reference
+RCI = [[int(v) for v in r] for r in vp._RC_INIT]
+RCP = [int(v) for v in vp._RC_PART]
+RCF = [[int(v) for v in r] for r in vp._RC_FINAL]
+V16 = [int(v) for v in vp._V16]
+
+
+def _ext(s):
+    y = []
+    for b in range(4):
+        x0, x1, x2, x3 = s[4 * b:4 * b + 4]
+        y += [2 * x0 + 3 * x1 + x2 + x3, x0 + 2 * x1 + 3 * x2 + x3,
+              x0 + x1 + 2 * x2 + 3 * x3, 3 * x0 + x1 + x2 + 2 * x3]
+    t = [y[i] + y[4 + i] + y[8 + i] + y[12 + i] for i in range(4)]
+    return [(y[i] + t[i % 4]) % P for i in range(16)]
+
+
+def permute_ref(state):
+    """The scalar permutation (the old kernel's formula) on Python ints."""
+    s = _ext([int(x) for x in state])
+    for rc in RCI:
+        s = _ext([pow((x + c) % P, 7, P) for x, c in zip(s, rc)])
+    for c in RCP:
+        s[0] = pow((s[0] + c) % P, 7, P)
+        total = sum(s)
+        s = [(total + V16[i] * s[i]) % P for i in range(16)]
+    for rc in RCF:
+        s = _ext([pow((x + c) % P, 7, P) for x, c in zip(s, rc)])
+    return s
+
+
+def sponge_ref(row):
+    s = [0] * 16
+    for b0 in range(0, len(row), 8):
+        block = [int(v) for v in row[b0:b0 + 8]]
+        s[:len(block)] = block
+        s = permute_ref(s)
+    return s[:8]
+
+
+near_top = st.one_of(st.integers(0, P - 1), st.integers(P - 4, P - 1), st.integers(0, 3))
+states = st.lists(near_top, min_size=16, max_size=16)
+
+
+# ---------------------------------------------------------------- permutation
+def test_known_answer():
+    assert permute_ref(KAT_IN) == KAT_OUT
+    assert vp.permute(np.array(KAT_IN, np.uint32)).tolist() == KAT_OUT
+    assert vp._duplex_blocks(np.array(KAT_IN, np.uint32),
+                             np.zeros(0, np.uint32)).tolist() == KAT_OUT
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(states, min_size=1, max_size=9))
+def test_batched_permutation_matches_scalar_formula(batch):
+    got = vp.permute(np.array(batch, dtype=np.uint32))
+    assert got.tolist() == [permute_ref(s) for s in batch]
+
+
+def test_permutation_extremes_and_chunking():
+    rng = np.random.default_rng(5)
+    s = rng.integers(0, P, (300, 16), dtype=np.uint32)     # > one 256-state chunk
+    s[:4] = P - 1
+    s[4] = 0
+    s[5, ::2] = P - 1
+    got = vp.permute(s)
+    for r in list(range(8)) + [255, 256, 299]:
+        assert got[r].tolist() == permute_ref(s[r])
+    # non-canonical lanes (< 2^32) act modulo p, as in the scalar kernel
+    big = rng.integers(P, 1 << 32, (3, 16), dtype=np.uint64).astype(np.uint32)
+    assert vp.permute(big).tolist() == [permute_ref([int(v) % P for v in r]) for r in big]
+
+
+@pytest.mark.parametrize("n, w", [(1, 1), (3, 8), (5, 9), (2, 17), (260, 3)])
+def test_hash_rows_matches_sponge(n, w):
+    rows = np.random.default_rng(n * 31 + w).integers(0, P, (n, w), dtype=np.uint32)
+    rows[0, 0] = P - 1
+    got = vp.hash_rows(rows)
+    for r in sorted({0, n - 1, min(n - 1, 256)}):
+        assert got[r].tolist() == sponge_ref(rows[r])
+
+
+def test_montgomery_helpers_at_their_bounds():
+    for x in [0, 1, P - 1, P, (1 << 32) - 1]:
+        m = vp._to_mont(np.uint64(x))
+        assert int(m) == (x << 32) % P and int(vp._from_mont(m)) == x % P
+    for y in [0, P - 1, P, 2 * P, 35 * P - 1, (1 << 37) - 1]:
+        assert int(vp._red37(np.uint64(y))) == y % P
+    r_inv = pow(1 << 32, P - 2, P)
+    for a, b in [(P - 1, P - 1), (0, P - 1), (12345, 67890)]:
+        assert int(vp._mmul(np.uint64(a), np.uint64(b))) == a * b * r_inv % P
+
+
+# ---------------------------------------------------------------- Merkle fold
+def fold_each(digests, idx, paths):
+    """Every query folded on its own, one compress per step."""
+    out = digests.copy()
+    for r in range(paths.shape[0]):
+        for lvl in range(paths.shape[1]):
+            cur, sib = out[r][None], paths[r, lvl][None]
+            out[r] = vp.compress(sib, cur)[0] if (int(idx[r]) >> lvl) & 1 else \
+                vp.compress(cur, sib)[0]
+    return out
+
+
+def naive_roots(digests, idx, paths):
+    """The documented merge rule, one query and one node at a time: at each level the
+    queries at one node form a group whose leader is the first in (index, position)
+    order; a member whose current digest or sibling differs from the leader's marks both
+    bad (all ones); the leader's compress becomes every member's digest."""
+    q, depth = paths.shape[:2]
+    cur = [digests[r].copy() for r in range(q)]
+    bad = [False] * q
+    order = sorted(range(q), key=lambda r: (int(idx[r]), r))
+    for lvl in range(depth):
+        groups = {}
+        for r in order:
+            groups.setdefault(int(idx[r]) >> lvl, []).append(r)
+        for node, members in groups.items():
+            lead = members[0]
+            for r in members[1:]:
+                if (not np.array_equal(cur[r], cur[lead])
+                        or not np.array_equal(paths[r, lvl], paths[lead, lvl])):
+                    bad[r] = bad[lead] = True
+            pair = (paths[lead, lvl], cur[lead]) if node & 1 else (cur[lead], paths[lead, lvl])
+            new = vp.compress(pair[0][None], pair[1][None])[0]
+            for r in members:
+                cur[r] = new
+    return np.array([[0xFFFFFFFF] * 8 if bad[r] else cur[r] for r in range(q)], np.uint32)
+
+
+def _tree(rng, depth):
+    leaves = rng.integers(0, P, (1 << depth, 8), dtype=np.uint32)
+    levels = [leaves]
+    while levels[-1].shape[0] > 1:
+        lv = levels[-1]
+        levels.append(vp.compress(lv[0::2], lv[1::2]))
+    return levels
+
+
+def _paths(levels, idx):
+    depth = len(levels) - 1
+    return np.stack([np.stack([levels[lv][(int(i) >> lv) ^ 1] for lv in range(depth)])
+                     if depth else np.zeros((0, 8), np.uint32) for i in idx]).reshape(
+        len(idx), depth, 8)
+
+
+@pytest.mark.parametrize("depth, q", [(0, 1), (0, 3), (1, 1), (1, 4), (4, 1), (5, 12), (6, 40)])
+def test_roots_match_naive_fold(depth, q):
+    rng = np.random.default_rng(depth * 100 + q)
+    levels = _tree(rng, depth)
+    idx = rng.integers(0, 1 << depth, q)
+    if q > 2:
+        idx[1] = idx[0]                        # duplicates
+    digests = levels[0][idx]
+    paths = _paths(levels, idx)
+    got = merkle.roots_from_paths(digests, idx, paths)
+    assert np.array_equal(got, naive_roots(digests, idx, paths))
+    assert np.array_equal(got, fold_each(digests, idx, paths))
+    assert (got == levels[-1][0]).all()
+    if depth and q > 2:
+        # a disagreeing duplicate (different sibling at the top): both are marked bad
+        bad_paths = paths.copy()
+        bad_paths[1, depth - 1, 3] ^= 1
+        got = merkle.roots_from_paths(digests, idx, bad_paths)
+        assert np.array_equal(got, naive_roots(digests, idx, bad_paths))
+        assert (got[1] == 0xFFFFFFFF).all()             # the tampered query ...
+        top = idx >> (depth - 1)
+        lead = min(np.nonzero(top == top[1])[0], key=lambda r: (idx[r], r))
+        assert (got[lead] == 0xFFFFFFFF).all()          # ... and its node's leader
+        others = np.setdiff1d(np.arange(q), [1, lead])
+        assert (got[others] == levels[-1][0]).all()
+        # a disagreeing duplicate leaf digest
+        bad_dig = digests.copy()
+        bad_dig[1, 0] ^= 1
+        got = merkle.roots_from_paths(bad_dig, idx, paths)
+        assert np.array_equal(got, naive_roots(bad_dig, idx, paths))
+        assert (got[1] == 0xFFFFFFFF).all() and (got[0] == 0xFFFFFFFF).all()
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 5), st.lists(st.integers(0, 31), min_size=1, max_size=10), st.data())
+def test_roots_random_tampering(depth, raw_idx, data):
+    rng = np.random.default_rng(depth + len(raw_idx))
+    levels = _tree(rng, depth)
+    idx = np.array([i % (1 << depth) for i in raw_idx])
+    digests = levels[0][idx].copy()
+    paths = _paths(levels, idx)
+    r = data.draw(st.integers(0, len(idx) - 1))
+    lvl = data.draw(st.integers(0, depth - 1))
+    paths[r, lvl, data.draw(st.integers(0, 7))] ^= 1 + data.draw(st.integers(0, 5))
+    got = merkle.roots_from_paths(digests, idx, paths)
+    assert np.array_equal(got, naive_roots(digests, idx, paths))
+    # a query passing is a query whose own path is valid
+    own_ok = (fold_each(digests, idx, paths) == levels[-1][0]).all(axis=1)
+    assert not ((got == levels[-1][0]).all(axis=1) & ~own_ok).any()
+
+
+# ---------------------------------------------------------------- transcript
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.one_of(st.tuples(st.just("o"), st.lists(st.integers(0, P - 1), max_size=20)),
+                          st.tuples(st.just("s"), st.integers(1, 10))), max_size=8))
+def test_block_absorption_matches_element_by_element(ops):
+    fast, slow = Transcript(), Transcript()
+    for kind, arg in ops:
+        if kind == "o":
+            fast._observe_many(list(arg))
+            for x in arg:
+                slow._observe(x)
+        else:
+            assert [fast._sample() for _ in range(arg)] == [slow._sample() for _ in range(arg)]
+        assert fast.state.tolist() == slow.state.tolist()
+        assert fast.inbuf == slow.inbuf and fast.outbuf == slow.outbuf
+
+
+# ---------------------------------------------------------------- DEEP / FRI / barycentric
+def _rand_ef(rng, shape=()):
+    return rng.integers(0, P, (4,) + shape).astype(np.uint64)
+
+
+def _deep_old(sh, tp, rows, x, z, lam):
+    """The numpy formula _deep_at_queries replaced (one EF division per group)."""
+    zf = ef_col(z).reshape(4, 1)
+    points = {False: zf, True: F.ef_mul_base(zf, F.root_of_unity(sh.log_n))}
+    ood = {("main", False): tp.ood_main, ("main", True): tp.ood_main_next,
+           ("aux", False): tp.ood_aux, ("aux", True): tp.ood_aux_next,
+           ("parts", False): tp.ood_parts}
+    lamf = ef_col(lam).reshape(4, 1)
+    total = np.zeros((4, x.shape[0]), dtype=np.uint64)
+    k = 0
+    for mat, nxt in deep_groups(sh):
+        vals = rows[mat]
+        c = vals.shape[1]
+        lp = F.ef_mul(F.ef_powers(lamf, c), F.ef_pow(lamf, k))
+        k += c
+        comb = (np.asarray(vals, np.uint64)[None, :, :] * lp[:, None, :]) % np.uint64(P)
+        comb = comb.sum(axis=2) % np.uint64(P)
+        cst = F.ef_mul(lp, ef_col(ood[(mat, nxt)])).sum(axis=1, keepdims=True) % np.uint64(P)
+        den = F.ef_sub(F.ef_from_base(x), points[nxt])
+        total = F.ef_add(total, F.ef_mul(F.ef_sub(comb, cst), F.ef_inv(den)))
+    return total
+
+
+class _TP:
+    pass
+
+
+@pytest.mark.parametrize("nxt_main, aux", [(False, 0), (True, 2), (True, 0), (False, 1)])
+def test_deep_matches_numpy_formula(nxt_main, aux):
+    rng = np.random.default_rng(int(nxt_main) * 10 + aux)
+    q, w, parts = 13, 7, 3
+    sh = TableShape("t", 5, 1, w, 0, aux, parts, 0, nxt_main, False, 0)
+    u32 = lambda *s: rng.integers(0, P, s, dtype=np.uint32)  # noqa: E731
+    tp = _TP()
+    tp.ood_main, tp.ood_main_next = u32(w, 4), (u32(w, 4) if nxt_main else u32(0, 4))
+    tp.ood_aux, tp.ood_aux_next = u32(4 * aux, 4), u32(4 * aux, 4)
+    tp.ood_parts = u32(4 * parts, 4)
+    rows = {"main": u32(q, w), "parts": u32(q, 4 * parts), "aux": u32(q, 4 * aux)}
+    z, lam = u32(4), u32(4)
+    x = rng.integers(1, P, q).astype(np.uint64)
+    x[0] = z[0]                                 # x - z vanishes where z is in the base field
+    for zz in (z, np.array([z[0], 0, 0, 0], np.uint32)):
+        assert np.array_equal(_deep_at_queries(sh, tp, rows, x, zz, lam),
+                              _deep_old(sh, tp, rows, x, zz, lam))
+
+
+def _fri_old(leaves, s, x, values, betas, final):
+    inv_x = F.inv(x)
+    mismatch = []
+    for i in range(leaves.shape[0]):
+        lv = leaves[i]
+        odd = (s & 1).astype(bool)
+        mine = np.where(odd[None, :], lv[:, 4:].T, lv[:, :4].T).astype(np.uint64)
+        bad = np.nonzero(np.any(mine != values, axis=0))[0]
+        mismatch.append(int(bad[0]) if bad.size else -1)
+        e0, e1 = lv[:, :4].T.astype(np.uint64), lv[:, 4:].T.astype(np.uint64)
+        inv_xe = np.where(odd, F.neg(inv_x), inv_x)
+        half_sum = F.ef_mul_base(F.ef_add(e0, e1), inv2)
+        half_diff = F.ef_mul_base(F.ef_sub(e0, e1), F.mul(inv_xe, inv2))
+        values = F.ef_add(half_sum, F.ef_mul(betas[i].reshape(4, 1), half_diff))
+        x, inv_x, s = F.mul(x, x), F.mul(inv_x, inv_x), s >> 1
+    coeffs = final.T
+    acc = np.zeros_like(values)
+    for j in range(coeffs.shape[1] - 1, -1, -1):
+        acc = F.ef_add(F.ef_mul_base(acc, x), coeffs[:, j:j + 1])
+    return mismatch, values, bool(np.array_equal(acc, values))
+
+
+@pytest.mark.parametrize("layers, q, flen", [(0, 5, 1), (1, 1, 2), (4, 9, 4), (6, 20, 1)])
+def test_fri_kernel_matches_numpy_formula(layers, q, flen):
+    rng = np.random.default_rng(layers * 7 + q)
+    leaves = rng.integers(0, P, (layers, q, 8), dtype=np.uint32)
+    s = rng.integers(0, 1 << 12, q)
+    x = rng.integers(1, P, q).astype(np.uint64)
+    values = rng.integers(0, P, (4, q)).astype(np.uint64)
+    if layers:                                   # make layer 0 consistent for some queries
+        odd = s & 1
+        for r in range(0, q, 2):
+            o = 4 * int(odd[r])
+            leaves[0, r, o:o + 4] = values[:, r]
+    betas = rng.integers(0, P, (layers, 4)).astype(np.uint64)
+    final = rng.integers(0, P, (flen, 4)).astype(np.uint64)
+    old = _fri_old(leaves, s, x, values, betas, final)
+    # a final polynomial that matches: the constant = the folded value of query 0, q = 1
+    mm, cur, ok = _fri_kernel(leaves, s, x, values, betas, final)
+    assert mm.tolist() == old[0] and np.array_equal(cur, old[1]) and ok == old[2]
+    fin1 = np.ascontiguousarray(cur[:, :1].T)
+    mm, cur1, ok = _fri_kernel(np.ascontiguousarray(leaves[:, :1]), s[:1], x[:1],
+                               np.ascontiguousarray(values[:, :1]), betas, fin1)
+    assert ok and np.array_equal(cur1, cur[:, :1])
+
+
+@pytest.mark.parametrize("log_n, k", [(1, 1), (4, 3), (10, 2)])
+def test_barycentric_matches_field_module(log_n, k):
+    rng = np.random.default_rng(log_n)
+    cols = rng.integers(0, P, (1 << log_n, k), dtype=np.uint32)
+    for z in (_rand_ef(rng, (1,)), np.array([[7], [0], [0], [0]], np.uint64)):
+        assert np.array_equal(_barycentric(cols, z, log_n), barycentric_at(cols, z, log_n))
+    # z in the domain: the zero denominator takes the fallback, same values
+    w = F.root_of_unity(log_n)
+    z = np.array([[pow(w, 3 % (1 << log_n), P)], [0], [0], [0]], np.uint64)
+    assert np.array_equal(_barycentric(cols, z, log_n), barycentric_at(cols, z, log_n))
+
+
+@pytest.mark.parametrize("a", [0, 1, 5])
+def test_combine_ef_columns_vectorised(a):
+    from verifier.verify import _combine_ef_columns, _combine_ef_columns_vec
+    vals = np.random.default_rng(a).integers(0, P, (4 * a, 4), dtype=np.uint32)
+    if a:
+        vals[0] = P - 1
+    assert np.array_equal(_combine_ef_columns_vec(vals), _combine_ef_columns(vals))
