@@ -187,13 +187,16 @@ class DeviceArray:
 
     ``data`` is the backend's array object (a numba simulator array, a cupy array, or
     a numpy array standing for emulated VRAM); ``nbytes`` is what the ledger booked;
-    ``epoch`` is the proof epoch it was allocated in (see :meth:`DeviceMemory.end_epoch`).
+    ``epoch`` is the proof epoch it was allocated in (see :meth:`DeviceMemory.end_epoch`);
+    ``fresh_tag`` is the integrity tag of what was last written into it, when the write
+    computed one on the way (``emu`` with XCHECK on), for the stage that seals it.
     """
     data: object
     nbytes: int
     tag: str = ""
     epoch: int = 0
     freed: bool = False
+    fresh_tag: tuple | None = None
 
     @property
     def shape(self):

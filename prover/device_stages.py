@@ -223,6 +223,7 @@ class DeviceStages(HostStages):
         self.serialize_r2 = serialize_r2
         self.force_downgrade = force_downgrade
         self.xcheck = xcheck
+        engine.tag_writes = bool(xcheck)     # emu: tags computed in the writes' copy
         self.device_only = device_only
         self.proof_id = proof_id
         self.recovery = Recovery(mem, self.faults, self.counters, self.timeline,
@@ -277,7 +278,7 @@ class DeviceStages(HostStages):
         post-mortem can tell a buffer corrupted later (a resident input) from a wrong result."""
         if self.xcheck:
             t0 = time.perf_counter()
-            self.table(h.table).tags[id(h)] = self.engine.checksum(h.device())
+            self.table(h.table).tags[id(h)] = self.engine.production_tag(h.device())
             self._xcheck_time(time.perf_counter() - t0)
 
     def integrity(self, table: str) -> list:
@@ -459,7 +460,7 @@ class DeviceStages(HostStages):
                                                   public_values, challenges,
                                                   trace_dev=trace_h.device() if on_dev else None)
             if isinstance(aux, DeviceArray):     # built on the device: keep it there
-                aux = _AuxDev(self._handle(t, "aux_trace", aux))
+                aux = _AuxDev(self._handle(t, "aux_trace", aux, seal=False))   # see aux_commit
             return aux, terminal
         inputs = [trace_h] if trace_h is not None else []
         return self._run("r1.aux", t, dev,
@@ -471,9 +472,12 @@ class DeviceStages(HostStages):
 
         def dev():
             aux_h = aux.h if isinstance(aux, _AuxDev) else \
-                self._put(t, "aux_trace", np.ascontiguousarray(aux.T))
+                self._put(t, "aux_trace", np.ascontiguousarray(aux.T), seal=False)
             com = self._dev_commit_columns(t, "aux", aux_h, shape, "r1.aux")
             self.table(t).outputs["aux"] = com
+            # nothing reads the aux trace after its commit (R2..R4 read its LDE and
+            # coefficients, an XCHECK rerun rebuilds it): give its memory back now
+            aux_h.release()
             return com
 
         def host():

@@ -112,12 +112,14 @@ class PipelineStats:
     stale_frees_dropped: int = 0
     xcheck_s: float = 0.0
     xcheck_tags_s: float = 0.0          # the integrity-tag part of xcheck_s
+    xcheck_tagged_write_bytes: int = 0  # emu: bytes tagged inside their writes' copy
 
     def as_dict(self) -> dict:
         return {"backend": self.backend, "budget": self.budget,
                 "peak_device_bytes": self.peak_device_bytes, "spilled_bytes": self.spilled_bytes,
                 "stale_frees_dropped": self.stale_frees_dropped, "xcheck_s": self.xcheck_s,
                 "xcheck_tags_s": self.xcheck_tags_s,
+                "xcheck_tagged_write_bytes": self.xcheck_tagged_write_bytes,
                 "recovery": self.counters.as_dict(),
                 "r2_windows": [list(w) for w in self.r2_windows],
                 "tables": {k: vars(v) for k, v in self.tables.items()}}
@@ -387,6 +389,7 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
         stats.stale_frees_dropped = mem.stale_frees_dropped
         stats.xcheck_s += stages.xcheck_s           # integrity tags (XCHECK on)
         stats.xcheck_tags_s = stages.xcheck_s
+        stats.xcheck_tagged_write_bytes = stages.engine.tagged_write_bytes
         stats.r2_windows = [(w.table, w.start, w.end) for w in stages.r2_windows.windows]
         for name, ts in stats.tables.items():
             tr_ = stages.table(name).transfers

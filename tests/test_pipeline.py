@@ -184,9 +184,20 @@ def test_race_fault_needs_overlap(block, tmp_path):
     assert proof == block[3]
 
 
-def test_xcheck_happy_path_passes(block):
+def test_xcheck_happy_path_passes(block, monkeypatch):
+    # and on the happy path no resident buffer looks corrupted: the tags taken in the
+    # writes' copy (emu), the LDEs against their trees, the trace against the input
+    from prover.device_stages import DeviceStages
+    orig, checked = DeviceStages.release_table, []
+
+    def release(self, table):
+        assert self.integrity(table) == [], table
+        checked.append(table)
+        return orig(self, table)
+    monkeypatch.setattr(DeviceStages, "release_table", release)
     proof, stats = _run(block, backend="emu", xcheck=True)
     assert proof == block[3] and stats.counters.total() == 0
+    assert len(checked) == 3
 
 
 @pytest.mark.timeout(60)

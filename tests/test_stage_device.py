@@ -387,3 +387,21 @@ def test_checksum_chunks_agree_and_one_changed_word_shows():
     with pytest.raises(TypeError):
         from kernels.layout_device import checksum_device
         checksum_device(cuda.to_device(np.zeros(4, np.uint64)))
+
+
+@pytest.mark.parametrize("shape", [(0,), (1,), (3, 5), (4, 300)])
+def test_copy_checksum_copies_and_tags_in_one_pass(shape):
+    from kernels.hostlib import _copy_sum_xor_chunks, copy_checksum
+    r = np.random.default_rng(len(shape) + sum(shape))
+    src = r.integers(0, 1 << 32, shape, dtype=np.uint64).astype(np.uint32)
+    dst = np.zeros(shape, np.uint32)
+    assert copy_checksum(dst, src) == _ref_checksum(src)
+    assert np.array_equal(dst, src)
+    if src.size > 3:                                # several chunks, uneven last one
+        d2 = np.zeros(src.size, np.uint32)
+        s, x = _copy_sum_xor_chunks(d2, src.reshape(-1), 7)
+        assert (int(s), int(x)) == _ref_checksum(src) and np.array_equal(d2, src.reshape(-1))
+    with pytest.raises(ValueError, match="copy_checksum"):
+        copy_checksum(np.zeros(shape + (2,), np.uint32), src)
+    with pytest.raises(ValueError, match="copy_checksum"):
+        copy_checksum(dst.astype(np.uint64), src)
