@@ -189,7 +189,8 @@ class DeviceArray:
     a numpy array standing for emulated VRAM); ``nbytes`` is what the ledger booked;
     ``epoch`` is the proof epoch it was allocated in (see :meth:`DeviceMemory.end_epoch`);
     ``fresh_tag`` is the integrity tag of what was last written into it, when the write
-    computed one on the way (``emu`` with XCHECK on), for the stage that seals it.
+    computed one on the way (``emu`` with XCHECK on, for buffers marked ``tag_on_write``),
+    for the stage that seals it.
     """
     data: object
     nbytes: int
@@ -197,6 +198,7 @@ class DeviceArray:
     epoch: int = 0
     freed: bool = False
     fresh_tag: tuple | None = None
+    tag_on_write: bool = False
 
     @property
     def shape(self):

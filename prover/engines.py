@@ -75,8 +75,8 @@ class EmuEngine:
     tagged_write_bytes = 0
 
     def upload_into(self, dev: DeviceArray, host: np.ndarray) -> None:
-        if self.tag_writes and dev.data.dtype == np.uint32 and np.dtype(host.dtype) == np.uint32 \
-                and dev.data.shape == np.shape(host):
+        if self.tag_writes and dev.tag_on_write and dev.data.dtype == np.uint32 \
+                and np.dtype(host.dtype) == np.uint32 and dev.data.shape == np.shape(host):
             dev.fresh_tag = copy_checksum(dev.data, host)
             with _STATS_LOCK:
                 self.tagged_write_bytes += dev.data.nbytes
@@ -90,12 +90,18 @@ class EmuEngine:
         tag, dev.fresh_tag = dev.fresh_tag, None
         return tag if tag is not None else self.checksum(dev)
 
+    #: the stage outputs XCHECK seals with an integrity tag (prover.device_stages._seal):
+    #: coefficients, quotient, parts' coefficients, FRI layers.  LDEs and trees are not
+    #: tagged (DeviceStages.integrity checks them otherwise), so their writes skip the tag.
+    TAGGED_OUTPUTS = frozenset({"coeffs", "q", "blocks", "fri0", "fold"})
+
     def _alloc(self, mem: DeviceMemory, shapes: dict, tag: str) -> dict:
         """Allocate all of a stage's outputs up front (all-or-nothing)."""
         out = {}
         try:
             for k, shp in shapes.items():
                 out[k] = mem.empty(shp, np.uint32, tag=f"{tag}/{k}")
+                out[k].tag_on_write = k in self.TAGGED_OUTPUTS
         except BaseException:
             for a in out.values():
                 mem.free(a)
