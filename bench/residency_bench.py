@@ -99,7 +99,8 @@ def main(argv=None) -> int:
           f"(to the {'first device' if args.xcheck_only else 'host'} proof)")
     print(f"{'configuration':20} {'median s':>9} {'vs defaults':>12}")
     for k, v in med.items():
-        print(f"{k:20} {v:9.3f} {v / base:11.3f}x")
+        print(f"{k:20} {v:9.3f} {v / base:11.3f}x   (runs: "
+              f"{', '.join(f'{t:.2f}' for t in times[k])})")
     ser = (f"r2_serialisation_cost_pct={100 * (base - med['SERIALIZE_R2=0']) / base:.2f} "
            if "SERIALIZE_R2=0" in med else "")
     # On emu most tags are summed inside the copy that writes the buffer: that share is
