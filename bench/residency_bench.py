@@ -76,10 +76,11 @@ def main(argv=None) -> int:
         ref = prove(traces, airs, pvs, params)                  # warm-up (compilation)
     per_byte = fused_tag_overhead_per_byte()       # (also compiles the fused copy first)
     times: dict = {k: [] for k in configs}
+    cpu: dict = {k: [] for k in configs}           # process CPU seconds (all threads)
     xcheck_s, tags_s, tagged_bytes = [], [], []
     for _ in range(args.reps):
         for name, kw in configs.items():
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             if kw is None:
                 proof = prove(traces, airs, pvs, params, check=False)
             else:
@@ -89,6 +90,7 @@ def main(argv=None) -> int:
                     tags_s.append(stats.xcheck_tags_s)
                     tagged_bytes.append(stats.xcheck_tagged_write_bytes)
             times[name].append(time.perf_counter() - t0)
+            cpu[name].append(time.process_time() - c0)
             if proof != ref:
                 print(f"MISMATCH: {name} produced different bytes", file=sys.stderr)
                 return 1
@@ -115,7 +117,9 @@ def main(argv=None) -> int:
           f"{statistics.median(tags_s):.3f}s, + tags inside the writes "
           f"{statistics.median(tagged_bytes) / 2**20:.0f} MiB x {per_byte * 2**30 * 1e3:.1f} ms/GiB "
           f"= {write_tags:.3f}s; wall-time difference "
-          f"{100 * (med['XCHECK=1'] - base) / base:.2f}%)")
+          f"{100 * (med['XCHECK=1'] - base) / base:.2f}%; CPU-time difference "
+          f"{100 * (statistics.median(cpu['XCHECK=1']) - statistics.median(cpu['device (defaults)'])) / statistics.median(cpu['device (defaults)']):.2f}%)")
+    print("cpu s: " + "; ".join(f"{k} " + ", ".join(f"{t:.2f}" for t in v) for k, v in cpu.items()))
     return 0
 
 
