@@ -285,7 +285,8 @@ class DeviceStages(HostStages):
         """Handles whose device copy was changed after its stage produced it.
 
         Only the smaller buffers carry an integrity tag (a checksum taken at production:
-        coefficients, the aux trace, the quotient and its parts, FRI layers); the largest
+        coefficients, the quotient and its parts, FRI layers; the aux trace is released
+        after its commit); the largest
         are checked here, on a failure only, against what they must agree with:
 
         * the uploaded trace against the prover's host input;
