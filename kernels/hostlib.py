@@ -191,6 +191,17 @@ def ef_inverse(a):
     return out
 
 
+@njit(cache=True, nogil=True)
+def _fold_chunks(sums, xors):
+    """Combine per-chunk (sum, xor) pairs into the buffer's tag."""
+    s = np.uint64(0)
+    x = np.uint64(0)
+    for c in range(sums.size):
+        s += sums[c]
+        x ^= xors[c]
+    return s, x
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _sum_xor_chunks(flat, chunk):
     nchunks = (flat.size + chunk - 1) // chunk
@@ -205,12 +216,7 @@ def _sum_xor_chunks(flat, chunk):
             x ^= v
         sums[c] = s
         xors[c] = x
-    s = np.uint64(0)
-    x = np.uint64(0)
-    for c in range(nchunks):
-        s += sums[c]
-        x ^= xors[c]
-    return s, x
+    return _fold_chunks(sums, xors)
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -230,12 +236,7 @@ def _copy_sum_xor_chunks(dst, src, chunk):
             x ^= v
         sums[c] = s
         xors[c] = x
-    s = np.uint64(0)
-    x = np.uint64(0)
-    for c in range(nchunks):
-        s += sums[c]
-        x ^= xors[c]
-    return s, x
+    return _fold_chunks(sums, xors)
 
 
 def copy_checksum(dst: np.ndarray, src: np.ndarray) -> tuple:

@@ -8,13 +8,7 @@ from verifier import merkle
 from verifier.field import barycentric_at, bitrev, ef_basis_combine, pow_scalar_arr
 from verifier.poseidon2 import P, compress, grain_constants, hash_rows, permute
 from air import field as F
-
-KAT_IN = [894848333, 1437655012, 1200606629, 1690012884, 71131202, 1749206695, 1717947831,
-          120589055, 19776022, 42382981, 1831865506, 724844064, 171220207, 1299207443,
-          227047920, 1783754913]
-KAT_OUT = [516096821, 90309867, 1101817252, 1660784290, 360715097, 1789519026, 1788910906,
-           563338433, 319524748, 1741414159, 1650859320, 894311162, 1121347488, 1692793758,
-           1052633829, 1344246938]
+from tests.kat import KAT_IN, KAT_OUT
 
 
 def test_poseidon2_known_answer_and_batch():

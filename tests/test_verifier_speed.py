@@ -13,14 +13,9 @@ from verifier.field import barycentric_at, ef_col, inv2
 from verifier.protocol import TableShape, deep_groups
 from verifier.transcript import Transcript
 from verifier.verify import _barycentric, _deep_at_queries, _fri_kernel
+from tests.kat import KAT_IN, KAT_OUT
 
 P = vp.P
-KAT_IN = [894848333, 1437655012, 1200606629, 1690012884, 71131202, 1749206695, 1717947831,
-          120589055, 19776022, 42382981, 1831865506, 724844064, 171220207, 1299207443,
-          227047920, 1783754913]
-KAT_OUT = [516096821, 90309867, 1101817252, 1660784290, 360715097, 1789519026, 1788910906,
-           563338433, 319524748, 1741414159, 1650859320, 894311162, 1121347488, 1692793758,
-           1052633829, 1344246938]
 
 
 # ---------------------------------------------------------------- scalar reference

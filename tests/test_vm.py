@@ -13,14 +13,9 @@ from vm.statement import (PV_FINAL, PV_INITIAL, PV_INPUTS, PV_OUTPUTS, PV_PROGRA
                           block_public_values)
 
 from tests.vm_blocks import empty_block, hash_heavy_block, memory_heavy_block, one_tx_block
+from tests.kat import KAT_IN, KAT_OUT
 
 P = isa.P
-KAT_IN = [894848333, 1437655012, 1200606629, 1690012884, 71131202, 1749206695, 1717947831,
-          120589055, 19776022, 42382981, 1831865506, 724844064, 171220207, 1299207443,
-          227047920, 1783754913]
-KAT_OUT = [516096821, 90309867, 1101817252, 1660784290, 360715097, 1789519026, 1788910906,
-           563338433, 319524748, 1741414159, 1650859320, 894311162, 1121347488, 1692793758,
-           1052633829, 1344246938]
 
 
 def run(code, inputs=(), memory=(), memory_size=64, max_cycles=None):
