@@ -32,17 +32,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kernels.backend import DeviceArray, DeviceMemory
-from kernels import merkle as kmerkle
-from kernels.merkle import MerkleTree
 from kernels.ntt_host import bit_reverse_permutation
 from verifier.protocol import TableShape
 
 from .engines import CudaEngine, EmuEngine
 from .faults import FaultPlan
 from .recovery import Recovery, RecoveryCounters
-from .residency import ResidentHandle, TransferStats
+from .residency import DevCommitted, DevTree, ResidentHandle, TransferStats
 from .stages import Committed, HostStages
 from .timeline import Timeline
+from .xcheck import lde_matches_leaves, tree_consistent
 
 P = 2013265921
 
@@ -84,51 +83,6 @@ def device_gate(shape, budget: int | None, estimate: int) -> bool:
         (budget is None or estimate <= budget)
 
 
-class DevTree:
-    """A Merkle tree whose nodes (and opened matrix) stay resident; ``open`` gathers only
-    the requested rows and paths."""
-
-    def __init__(self, nodes: ResidentHandle, log_n: int, rows_of, root: np.ndarray):
-        self.nodes = nodes
-        self.log_n = log_n
-        self._rows_of = rows_of          # indices -> uint32[q, w] (gathered where the data is)
-        self.root = np.asarray(root, np.uint32)
-
-    @property
-    def table(self) -> str:
-        return self.nodes.table
-
-    def open(self, indices, engine=None):
-        idx = np.asarray(indices, dtype=np.int64)
-        if self.nodes.on_device and engine is not None:
-            paths = engine.gather_paths(self.nodes.device(), self.log_n, idx)
-        else:
-            paths = MerkleTree(self.nodes.host(), self.log_n, None).paths(idx)
-        return np.ascontiguousarray(self._rows_of(idx), np.uint32), np.ascontiguousarray(paths)
-
-
-class DevCommitted:
-    """Duck-typed :class:`prover.stages.Committed` whose buffers are resident handles."""
-
-    def __init__(self, table: str, lde: ResidentHandle, coeffs: ResidentHandle, tree: DevTree):
-        self.table = table
-        self.lde_h = lde
-        self.coeffs_h = coeffs
-        self.tree = tree
-        self.root = tree.root
-
-    @property
-    def lde(self) -> np.ndarray:
-        return self.lde_h.host()
-
-    @property
-    def coeffs(self) -> np.ndarray:
-        return self.coeffs_h.host()
-
-    def handles(self):
-        return [self.lde_h, self.coeffs_h, self.tree.nodes]
-
-
 @dataclass
 class TableState:
     """Per-table device state (touched only by the worker running that table)."""
@@ -140,32 +94,6 @@ class TableState:
     injected_inputs: set = field(default_factory=set)
     outputs: dict = field(default_factory=dict)       # stage -> handle (for post-mortems)
     transfers: TransferStats = field(default_factory=TransferStats)
-
-
-def _tree_consistent(nodes: np.ndarray) -> bool:
-    """A flat Merkle node array (leaves first, root last) whose inner nodes all equal
-    the compression of their children."""
-    from kernels.merkle import MerkleTree
-    n = (nodes.shape[0] + 1) // 2
-    try:
-        rebuilt = MerkleTree.from_digests(np.ascontiguousarray(nodes[:n])).nodes
-    except ValueError:                  # a leaf that is not a field element (poison)
-        return False
-    return bool(np.array_equal(rebuilt, nodes))
-
-
-def _lde_matches_leaves(lde_T: np.ndarray, nodes: np.ndarray) -> bool:
-    """The leaves of a tree (flat nodes, leaves first) equal the digests of the LDE's
-    committed rows (natural columns (c, N) -> bit-reversed rows)."""
-    from .stages import _bitrev_rows
-    n = lde_T.shape[1]
-    if (nodes.shape[0] + 1) // 2 != n:
-        return False
-    try:
-        leaves = kmerkle.commit(_bitrev_rows(lde_T)).nodes[:n]
-    except ValueError:                  # an element that is not a field element (poison)
-        return False
-    return bool(np.array_equal(leaves, nodes[:n]))
 
 
 @dataclass
@@ -315,11 +243,11 @@ class DeviceStages(HostStages):
                         bad.append(h)
                 elif h.stage.endswith("_tree"):
                     nodes = np.asarray(self.engine.download_view(h.device()))
-                    if not _tree_consistent(nodes):
+                    if not tree_consistent(nodes):
                         bad.append(h)
                     else:
                         lde = lde_of.get(h.stage[:-len("_tree")])
-                        if lde is not None and lde.on_device and not _lde_matches_leaves(
+                        if lde is not None and lde.on_device and not lde_matches_leaves(
                                 np.asarray(self.engine.download_view(lde.device())), nodes):
                             bad.append(lde)
         self._xcheck_time(time.perf_counter() - t0)

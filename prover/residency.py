@@ -23,6 +23,7 @@ from enum import Flag
 import numpy as np
 
 from kernels.backend import DeviceArray, DeviceMemory
+from kernels.merkle import MerkleTree
 
 
 class DataLost(RuntimeError):
@@ -132,3 +133,49 @@ class ResidentHandle:
         self.drop_device()
         with self._lock:
             self._host = None
+
+
+# ----------------------------------------------------------------- resident structures
+class DevTree:
+    """A Merkle tree whose nodes (and opened matrix) stay resident; ``open`` gathers only
+    the requested rows and paths."""
+
+    def __init__(self, nodes: ResidentHandle, log_n: int, rows_of, root: np.ndarray):
+        self.nodes = nodes
+        self.log_n = log_n
+        self._rows_of = rows_of          # indices -> uint32[q, w] (gathered where the data is)
+        self.root = np.asarray(root, np.uint32)
+
+    @property
+    def table(self) -> str:
+        return self.nodes.table
+
+    def open(self, indices, engine=None):
+        idx = np.asarray(indices, dtype=np.int64)
+        if self.nodes.on_device and engine is not None:
+            paths = engine.gather_paths(self.nodes.device(), self.log_n, idx)
+        else:
+            paths = MerkleTree(self.nodes.host(), self.log_n, None).paths(idx)
+        return np.ascontiguousarray(self._rows_of(idx), np.uint32), np.ascontiguousarray(paths)
+
+
+class DevCommitted:
+    """Duck-typed :class:`prover.stages.Committed` whose buffers are resident handles."""
+
+    def __init__(self, table: str, lde: ResidentHandle, coeffs: ResidentHandle, tree: DevTree):
+        self.table = table
+        self.lde_h = lde
+        self.coeffs_h = coeffs
+        self.tree = tree
+        self.root = tree.root
+
+    @property
+    def lde(self) -> np.ndarray:
+        return self.lde_h.host()
+
+    @property
+    def coeffs(self) -> np.ndarray:
+        return self.coeffs_h.host()
+
+    def handles(self):
+        return [self.lde_h, self.coeffs_h, self.tree.nodes]

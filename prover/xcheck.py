@@ -34,11 +34,12 @@ import numpy as np
 
 from air import field as F
 from kernels.backend import DeviceArray
+from kernels.merkle import MerkleTree, commit
 from verifier.errors import CompositionError
 from verifier.protocol import SHIFT, deep_groups
 
 from .engines import decompose
-from .stages import HostStages
+from .stages import HostStages, _bitrev_rows
 
 
 class XcheckFailure(RuntimeError):
@@ -266,6 +267,32 @@ def check_section(stages, st, i, fork, challenges, section, cfg) -> None:
                         f"verdict: {report['verdict']}; post-mortem: {path}", path, report)
 
 
+# ------------------------------------------------------- integrity by recomputation
+# (DeviceStages.integrity: the untagged buffers, checked only in a post-mortem)
+def tree_consistent(nodes: np.ndarray) -> bool:
+    """A flat Merkle node array (leaves first, root last) whose inner nodes all equal
+    the compression of their children."""
+    n = (nodes.shape[0] + 1) // 2
+    try:
+        rebuilt = MerkleTree.from_digests(np.ascontiguousarray(nodes[:n])).nodes
+    except ValueError:                  # a leaf that is not a field element (poison)
+        return False
+    return bool(np.array_equal(rebuilt, nodes))
+
+
+def lde_matches_leaves(lde_T: np.ndarray, nodes: np.ndarray) -> bool:
+    """The leaves of a tree (flat nodes, leaves first) equal the digests of the LDE's
+    committed rows (natural columns (c, N) -> bit-reversed rows)."""
+    n = lde_T.shape[1]
+    if (nodes.shape[0] + 1) // 2 != n:
+        return False
+    try:
+        leaves = commit(_bitrev_rows(lde_T)).nodes[:n]
+    except ValueError:                  # an element that is not a field element (poison)
+        return False
+    return bool(np.array_equal(leaves, nodes[:n]))
+
+
 def _report_head(stages, name: str, check: str) -> dict:
     """The fields every post-mortem starts with (docs/diagnostics.md)."""
     return {"table": name, "backend": stages.name, "proof_epoch": stages.mem.epoch,
@@ -282,4 +309,5 @@ def write_postmortem(report: dict, directory: str) -> str:
     return path
 
 
-__all__ = ["XcheckFailure", "cross_check", "check_section", "composition_ok", "corruption_shape", "SHIFT"]
+__all__ = ["XcheckFailure", "cross_check", "check_section", "composition_ok", "corruption_shape",
+           "lde_matches_leaves", "tree_consistent", "SHIFT"]

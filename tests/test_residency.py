@@ -141,9 +141,9 @@ def test_force_downgrade_takes_recovery_path_everywhere():
 
 def test_tree_integrity_by_rebuild_catches_any_changed_node():
     # Merkle trees carry no integrity tag: a post-mortem rebuilds their inner nodes from
-    # the resident leaves (prover.device_stages._tree_consistent)
+    # the resident leaves (prover.xcheck.tree_consistent)
     from kernels.merkle import commit
-    from prover.device_stages import _tree_consistent
+    from prover.xcheck import tree_consistent as _tree_consistent
     rng = np.random.default_rng(5)
     nodes = commit(rng.integers(0, 2013265921, (16, 3), dtype=np.uint32)).nodes.copy()
     assert _tree_consistent(nodes)
@@ -160,7 +160,7 @@ def test_lde_integrity_against_its_tree_leaves():
     # LDE buffers carry no integrity tag: a post-mortem rehashes the LDE's committed
     # (bit-reversed) rows and compares them with its tree's leaves
     from kernels.merkle import commit
-    from prover.device_stages import _lde_matches_leaves
+    from prover.xcheck import lde_matches_leaves as _lde_matches_leaves
     from prover.stages import _bitrev_rows
     rng = np.random.default_rng(6)
     lde_T = rng.integers(0, 2013265921, (3, 16), dtype=np.uint32)     # (columns, N)
