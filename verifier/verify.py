@@ -17,7 +17,7 @@ from air.builder import AirError
 from . import merkle
 from .errors import (CompositionError, FriError, LogUpError, MerkleError, ParameterError,
                      PowError, PublicValuesError, ShapeError)
-from .field import F, P, bitrev, ef_basis_combine, ef_col, barycentric_at, pow_scalar_arr
+from .field import F, P, bitrev, ef_col, barycentric_at, pow_scalar_arr
 from .proof_format import Params, Proof, TableProof, decode
 from .protocol import SHIFT, TableShape, absorb_statement, deep_groups, table_shape
 from .transcript import Transcript
@@ -87,16 +87,6 @@ def check_shapes(proof: Proof, airs: Sequence) -> list[TableShape]:
 def _ef_eq(a, b) -> bool:
     return bool(np.array_equal(np.asarray(a, np.uint64).reshape(4, -1),
                                np.asarray(b, np.uint64).reshape(4, -1)))
-
-
-def _combine_ef_columns(vals: np.ndarray) -> np.ndarray:
-    """(4a, 4) opened coefficient columns -> (a, 4) EF column values (proof layout)."""
-    a = vals.shape[0] // 4
-    out = np.empty((a, 4), dtype=np.uint64)
-    for k in range(a):
-        out[k] = ef_basis_combine([ef_col(vals[4 * k + c]).reshape(4, 1)
-                                   for c in range(4)]).reshape(4)
-    return out
 
 
 # ---------------------------------------------------------------- compiled helpers
@@ -358,8 +348,9 @@ def _barycentric(columns, z, log_n: int) -> np.ndarray:
     return out.astype(np.uint32)
 
 
-def _combine_ef_columns_vec(vals: np.ndarray) -> np.ndarray:
-    """:func:`_combine_ef_columns` vectorised over the EF columns: value k is
+def _combine_ef_columns(vals: np.ndarray) -> np.ndarray:
+    """(4a, 4) opened coefficient columns -> (a, 4) EF column values (proof layout),
+    vectorised over the EF columns: value k is
     sum_c X^c v_(4k+c), X^c shifting the coefficients up by c with X^4 = 11 on wrap.
     Each term is reduced (< p); a sum of 4 stays < 2^33."""
     a = vals.shape[0] // 4
@@ -382,8 +373,8 @@ def _composition(air, sh: TableShape, tp: TableProof, pv, chal, alpha, z) -> Non
         if sh.uses_next_prep:
             opened[("prep", True)] = _barycentric(air.preprocessed, z_next, sh.log_n)
     if sh.aux_cols:
-        opened[("aux", False)] = _combine_ef_columns_vec(tp.ood_aux)
-        opened[("aux", True)] = _combine_ef_columns_vec(tp.ood_aux_next)
+        opened[("aux", False)] = _combine_ef_columns(tp.ood_aux)
+        opened[("aux", True)] = _combine_ef_columns(tp.ood_aux_next)
     term = tp.terminal if sh.aux_cols else np.zeros(4, np.uint32)
     leaf = point_leaf(opened, [int(v) for v in pv], chal, term)
     num, zh = numerator_at_point(air, leaf, ef_col(alpha), zf, sh.log_n)
@@ -393,7 +384,7 @@ def _composition(air, sh: TableShape, tp: TableProof, pv, chal, alpha, z) -> Non
     zn = F.ef_pow(zf, sh.n)
     qz = np.zeros((4, 1), dtype=np.uint64)
     zpow = F.ef_from_base(np.ones(1, np.uint64))
-    parts = _combine_ef_columns_vec(tp.ood_parts)
+    parts = _combine_ef_columns(tp.ood_parts)
     for i in range(sh.num_parts):
         qz = F.ef_add(qz, F.ef_mul(zpow, ef_col(parts[i]).reshape(4, 1)))
         zpow = F.ef_mul(zpow, zn)
