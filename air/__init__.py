@@ -53,7 +53,7 @@ A Fibonacci table whose outputs are range-checked by a RANGE table (multipliciti
 plus a preprocessed ROM table::
 
     import numpy as np
-    from air import AirBuilder, check_traces
+    from steadfast.air import AirBuilder, check_traces
 
     fib = AirBuilder("fib", public=["a0", "b0", "out"])
     a, b = fib.main("a"), fib.main("b")

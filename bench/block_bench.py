@@ -24,8 +24,8 @@ sys.path.insert(0, ROOT)
 
 
 def one(k: int, share: float, queries: int, pow_bits: int, check: bool) -> dict:
-    from prover.api import Prover, ProverConfig, verify
-    from vm.programs import sized_block
+    from steadfast.prover.api import Prover, ProverConfig, verify
+    from steadfast.vm.programs import sized_block
 
     prover = Prover(ProverConfig(backend="host", num_queries=queries, pow_bits=pow_bits,
                                  check=check))

@@ -127,7 +127,7 @@ def _host(fn, *a):
 
 
 def check_ntt(ctx: Ctx, rows: int, log_n: int) -> None:
-    from kernels import ntt_device as nd, ntt_host
+    from steadfast.kernels import ntt_device as nd, ntt_host
     a = ctx.rand((rows, 1 << log_n))
     ref, host_first = _host(ntt_host.ntt, a)
     _, host_s = _host(ntt_host.ntt, a)
@@ -147,7 +147,7 @@ def check_ntt(ctx: Ctx, rows: int, log_n: int) -> None:
 
 
 def check_lde(ctx: Ctx, cols: int, log_n: int, k: int) -> None:
-    from kernels import ntt_device as nd, ntt_host
+    from steadfast.kernels import ntt_device as nd, ntt_host
     a = ctx.rand((cols, 1 << log_n))
     ref, host_first = _host(ntt_host.lde_columns, a, k)
     _, host_s = _host(ntt_host.lde_columns, a, k)
@@ -167,8 +167,8 @@ def check_lde(ctx: Ctx, cols: int, log_n: int, k: int) -> None:
 
 
 def check_p2_kat(ctx: Ctx) -> None:
-    from kernels.poseidon2 import poseidon2_permute
-    from kernels.poseidon2_device import permute_device
+    from steadfast.kernels.poseidon2 import poseidon2_permute
+    from steadfast.kernels.poseidon2_device import permute_device
     x = np.array([SPEC_IN], dtype=np.uint32)
     host = poseidon2_permute(x)[0].tolist()
     dev = permute_device(ctx.dev.cuda.to_device(x)).copy_to_host()[0].tolist()
@@ -178,8 +178,8 @@ def check_p2_kat(ctx: Ctx) -> None:
 
 
 def check_p2(ctx: Ctx) -> None:
-    from kernels.poseidon2 import poseidon2_permute
-    from kernels.poseidon2_device import DEFAULT_BLOCK, permute_device
+    from steadfast.kernels.poseidon2 import poseidon2_permute
+    from steadfast.kernels.poseidon2_device import DEFAULT_BLOCK, permute_device
     S = ctx.S
     n = 1 << S["p2"]
     states = ctx.rand((n, 16))
@@ -209,9 +209,9 @@ def check_p2(ctx: Ctx) -> None:
 
 
 def check_merkle(ctx: Ctx) -> None:
-    from kernels import merkle
-    from kernels.merkle_device import commit_device
-    from kernels.poseidon2_device import DEFAULT_BLOCK
+    from steadfast.kernels import merkle
+    from steadfast.kernels.merkle_device import commit_device
+    from steadfast.kernels.poseidon2_device import DEFAULT_BLOCK
     log_n, w = ctx.S["merkle"]
     blk = ctx.S.get("hash_block") or DEFAULT_BLOCK
     n = 1 << log_n
@@ -239,7 +239,7 @@ def check_merkle(ctx: Ctx) -> None:
 def _stage_api():
     """kernels.stage_device if it has the wrappers this check knows, else a reason."""
     import inspect
-    from kernels import stage_device as sd
+    from steadfast.kernels import stage_device as sd
     want = {"fri_fold_device": ("values", "beta", "layer", "shape"),
             "ood_device": ("coeffs", "point")}
     for fn, params in want.items():
@@ -257,7 +257,7 @@ def check_fri_fold(ctx: Ctx) -> None:
     if sd is None:
         ctx.report.add("FRI fold", f"2^{log_n}", "skipped", note=why)
         return
-    from prover.stages import HostStages
+    from steadfast.prover.stages import HostStages
     vals = ctx.rand((1 << log_n, 4))
     beta = ctx.rand(4).tolist()
     shape = SimpleNamespace(log_n=log_n - 1, log_blowup=1, log_lde=log_n)
@@ -275,8 +275,8 @@ def check_fri_fold(ctx: Ctx) -> None:
 
 def check_checksum(ctx: Ctx) -> None:
     """XCHECK's integrity tag reduced on the device vs the host's fused pass."""
-    from kernels.hostlib import checksum_words
-    from kernels.layout_device import checksum_device
+    from steadfast.kernels.hostlib import checksum_words
+    from steadfast.kernels.layout_device import checksum_device
     log_n = ctx.S["stage"] + 4
     a = ctx.rand((16, 1 << (log_n - 4)))
     ref, host_s = _host(checksum_words, a)
@@ -299,7 +299,7 @@ def check_ood(ctx: Ctx) -> None:
     if sd is None:
         ctx.report.add("OOD reduction", f"{c}x2^{log_n}", "skipped", note=why)
         return
-    from prover.stages import HostStages
+    from steadfast.prover.stages import HostStages
     coeffs = ctx.rand((c, 1 << log_n))
     point = ctx.rand(4).tolist()
     ref, host_s = _host(HostStages().ood, SimpleNamespace(coeffs=coeffs), point)
@@ -387,7 +387,7 @@ def main(argv=None) -> int:
         args.backend = "sim"
     sim = args.backend == "sim"
     if sim:
-        from kernels.backend import enable_simulator
+        from steadfast.kernels.backend import enable_simulator
         enable_simulator()                   # before anything imports numba.cuda
     if args.seed is None:
         args.seed = time.time_ns() % (1 << 31)

@@ -68,7 +68,7 @@ class E2E:
         return res
 
     def prove_block(self, block, backend: str) -> dict:
-        from prover.api import Prover, ProverConfig
+        from steadfast.prover.api import Prover, ProverConfig
         if backend not in self.provers:
             self.provers[backend] = Prover(ProverConfig(backend=backend))
 
@@ -84,9 +84,9 @@ class E2E:
         # The simulator cannot prove a block in minutes (its RANGE table alone has 2^16
         # rows; even three 16-row tables take ~6 minutes), so `--e2e-k example` proves the
         # 8-row Fibonacci example through prover.prove: the same pipeline, one table.
-        from air import examples as ex
-        from prover import Params, Spans, prove
-        from prover.pipeline import PipelineConfig
+        from steadfast.air import examples as ex
+        from steadfast.prover import Params, Spans, prove
+        from steadfast.prover.pipeline import PipelineConfig
         trace, pv = ex.fibonacci_trace(3)
         spans, stats = Spans(), []
         device = None if backend == "host" else PipelineConfig.from_env(backend)
@@ -133,7 +133,7 @@ class E2E:
 
     def warmup(self, k: int) -> None:
         """Each backend twice at 2^k: the first run compiles, the second is warm."""
-        from vm.programs import sized_block
+        from steadfast.vm.programs import sized_block
         block = sized_block(k, **BLOCK_ARGS)
         size = f"2^{k} cycles"
         runs, notes, failed = {}, [], False
@@ -200,7 +200,7 @@ class E2E:
         if "example" in ladder:
             self.one("prove fibonacci", "1 table 2^3 rows", None, self.prove_example)
             return
-        from vm.programs import sized_block
+        from steadfast.vm.programs import sized_block
         if warm_k:
             self.warmup(warm_k)
         for k in sorted({int(x) for x in ladder}):

@@ -16,9 +16,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from vm.interpreter import execute  # noqa: E402
-from vm.programs import dump_block, sized_block  # noqa: E402
-from vm import isa  # noqa: E402
+from steadfast.vm.interpreter import execute  # noqa: E402
+from steadfast.vm.programs import dump_block, sized_block  # noqa: E402
+from steadfast.vm import isa  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -17,8 +17,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from prover.api import Prover, ProverConfig, verify  # noqa: E402
-from vm.programs import sized_block  # noqa: E402
+from steadfast.prover.api import Prover, ProverConfig, verify  # noqa: E402
+from steadfast.vm.programs import sized_block  # noqa: E402
 
 
 def rss_bytes() -> int:

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from kernels.field import P
+from steadfast.kernels.field import P
 
 
 def _timed(fn, repeats: int) -> tuple[float, float]:
@@ -28,7 +28,7 @@ def _timed(fn, repeats: int) -> tuple[float, float]:
 
 def bench_poseidon2(batch: int = 1 << 17, repeats: int = 5, seed: int = 0) -> dict:
     """Batched Poseidon2-16 permutations of ``batch`` random states."""
-    from kernels.poseidon2 import poseidon2_permute
+    from steadfast.kernels.poseidon2 import poseidon2_permute
     states = np.random.default_rng(seed).integers(0, P, (batch, 16), dtype=np.uint32)
     first, steady = _timed(lambda: poseidon2_permute(states), repeats)
     return {"batch": batch, "first_call_s": first, "steady_s": steady,
@@ -37,7 +37,7 @@ def bench_poseidon2(batch: int = 1 << 17, repeats: int = 5, seed: int = 0) -> di
 
 def bench_merkle(n: int, w: int = 16, repeats: int = 3, seed: int = 0) -> dict:
     """Host Merkle commitment of a random uint32[n, w] matrix (n a power of two)."""
-    from kernels.merkle import commit
+    from steadfast.kernels.merkle import commit
     m = np.random.default_rng(seed).integers(0, P, (n, w), dtype=np.uint32)
     first, steady = _timed(lambda: commit(m), repeats)
     perms = n * ((w + 7) // 8) + (n - 1)

@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 
-from kernels.field import P
-from kernels.ntt_host import coset_lde, ntt
+from steadfast.kernels.field import P
+from steadfast.kernels.ntt_host import coset_lde, ntt
 
 
 def _time(fn, repeats):

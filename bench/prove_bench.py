@@ -29,9 +29,9 @@ from numba import njit
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from air import AirBuilder  # noqa: E402
-from prover import Params, Spans, prove  # noqa: E402
-from verifier import verify  # noqa: E402
+from steadfast.air import AirBuilder  # noqa: E402
+from steadfast.prover import Params, Spans, prove  # noqa: E402
+from steadfast.verifier import verify  # noqa: E402
 
 P = 2013265921
 
@@ -72,7 +72,7 @@ _FRESH = """
 import sys, time
 sys.path.insert(0, {root!r}); sys.path.insert(0, {bench!r})
 t0 = time.perf_counter()
-from verifier import verify
+from steadfast.verifier import verify
 from prove_bench import synthetic_air
 t1 = time.perf_counter()
 airs = [synthetic_air(i, {width}, 2 if i % 2 == 0 else 3) for i in range({tables})]

@@ -24,10 +24,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 
 from bench.soak import load_tables  # noqa: E402
-from kernels.hostlib import copy_checksum  # noqa: E402
-from prover.pipeline import PipelineConfig, run_pipeline  # noqa: E402
-from prover.prove import prepare, prove  # noqa: E402
-from verifier.proof_format import Params  # noqa: E402
+from steadfast.kernels.hostlib import copy_checksum  # noqa: E402
+from steadfast.prover.pipeline import PipelineConfig, run_pipeline  # noqa: E402
+from steadfast.prover.prove import prepare, prove  # noqa: E402
+from steadfast.verifier.proof_format import Params  # noqa: E402
 
 
 def fused_tag_overhead_per_byte(mib: int = 64, reps: int = 9) -> float:

@@ -29,22 +29,22 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from prover.faults import parse_faults  # noqa: E402
-from prover.pipeline import PipelineConfig, estimate_bytes, run_pipeline  # noqa: E402
-from prover.prove import prepare, prove  # noqa: E402
-from prover.xcheck import XcheckFailure  # noqa: E402
-from verifier import verify  # noqa: E402
-from verifier.errors import VerificationError  # noqa: E402
-from verifier.proof_format import Params  # noqa: E402
+from steadfast.prover.faults import parse_faults  # noqa: E402
+from steadfast.prover.pipeline import PipelineConfig, estimate_bytes, run_pipeline  # noqa: E402
+from steadfast.prover.prove import prepare, prove  # noqa: E402
+from steadfast.prover.xcheck import XcheckFailure  # noqa: E402
+from steadfast.verifier import verify  # noqa: E402
+from steadfast.verifier.errors import VerificationError  # noqa: E402
+from steadfast.verifier.proof_format import Params  # noqa: E402
 
 XSITES = ("r1.main", "r1.aux", "r2", "r2.tree", "r3", "r4.deep", "r4.fri", "r4.open")
 SCENARIOS = ("oom", "race", "race-serialized", "corrupt", "corrupt-input")
 
 
 def load_tables(block_path: str):
-    from vm.block import load_block
-    from vm.interpreter import execute
-    from vm.traces import build_traces
+    from steadfast.vm.block import load_block
+    from steadfast.vm.interpreter import execute
+    from steadfast.vm.traces import build_traces
     bt = build_traces(execute(load_block(block_path)))
     return bt.airs, bt.traces, bt.table_public_values
 
@@ -122,7 +122,7 @@ def main(argv=None) -> int:
     ap.add_argument("--pow-bits", type=int, default=8)
     args = ap.parse_args(argv)
     if args.backend == "sim":
-        from kernels.backend import enable_simulator
+        from steadfast.kernels.backend import enable_simulator
         enable_simulator()
     out = run(args)
     print(f"backend {out['backend']}, budget {out['budget']} B, block {out['block']}")

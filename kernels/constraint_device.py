@@ -20,7 +20,7 @@ is exec'd once with the filename ``<steadfast-air:NAME:DIGEST>`` (DIGEST: of the
 so AIRs differing only in preprocessed values share kernels; registered with linecache)
 and kept in :data:`SOURCES`; numba compiles each kernel on its first launch.  Each python function is registered in
 ``kernels.devicelib.KERNELS`` with its PTX signature; :func:`ptx_examples` (called by
-``python -m kernels.ptx_check``) generates the kernels of :func:`register_example_airs`.
+``python -m steadfast.kernels.ptx_check``) generates the kernels of :func:`register_example_airs`.
 The generated code calls :data:`DFC`, the field functions of :mod:`kernels.field` built
 as plain device functions (see there), and is written so that numba compiles it in time
 linear in its length (see :class:`_Emitter`).
@@ -39,7 +39,7 @@ import threading
 import numpy as np
 from numba import cuda
 
-from air import field as AF
+from steadfast.air import field as AF
 from .devicelib import DF, device_function, grid_1d, kernel
 from . import field
 from .field import P
@@ -338,7 +338,7 @@ def generated(air) -> GeneratedKernels:
             filename = f"<steadfast-air:{air.name}:{digest}>"
             linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
             SOURCES[filename] = src
-            glb = {"__name__": "kernels.constraint_device.generated", "cuda": cuda,
+            glb = {"__name__": "steadfast.kernels.constraint_device.generated", "cuda": cuda,
                    "_add": DFC.add, "_sub": DFC.sub, "_neg": DFC.neg, "_mul": DFC.mul,
                    "_ef_add": DFC.ef_add, "_ef_sub": DFC.ef_sub, "_ef_mul": DFC.ef_mul,
                    "_ef_mul_base": DFC.ef_mul_base, "_bitrev": bitrev}
@@ -614,10 +614,10 @@ def register_example_airs(vm: bool = True) -> list:
     LogUp trio adder/range/pairs (multi-batch, preprocessed), and all five tables of the
     reference VM (the kernels a block proof runs; PROGRAM's kernel does not depend on the
     ROM's values, which are preprocessed data)."""
-    from air import examples as ex
+    from steadfast.air import examples as ex
     airs = [ex.fibonacci_air(), ex.cubic_air(), ex.adder_air(), ex.range_air(8), ex.pairs_air(4)]
     if vm:
-        from vm.airs import block_airs
+        from steadfast.vm.airs import block_airs
         airs.extend(block_airs(np.zeros((1, 4), dtype=np.uint32)))
     return [generated(a) for a in airs]
 

@@ -1,6 +1,6 @@
 """Compile every registered device kernel to PTX for sm_90, without a GPU.
 
-Run as ``python -m kernels.ptx_check`` in a process where the CUDA simulator is *off*.
+Run as ``python -m steadfast.kernels.ptx_check`` in a process where the CUDA simulator is *off*.
 Needs the ``nvidia-cuda-nvcc`` / ``nvidia-cuda-nvrtc`` wheels (the ``test`` extra).
 numba-cuda asks the current device for its compute capability when it compiles a
 device function called from a kernel; with no driver we answer sm_90 ourselves, which
@@ -15,13 +15,13 @@ import time
 import types
 
 DEVICE_MODULES = (
-    "kernels.field_device",
-    "kernels.layout_device",
-    "kernels.ntt_device",
-    "kernels.poseidon2_device",
-    "kernels.merkle_device",
-    "kernels.stage_device",
-    "kernels.constraint_device",
+    "steadfast.kernels.field_device",
+    "steadfast.kernels.layout_device",
+    "steadfast.kernels.ntt_device",
+    "steadfast.kernels.poseidon2_device",
+    "steadfast.kernels.merkle_device",
+    "steadfast.kernels.stage_device",
+    "steadfast.kernels.constraint_device",
 )
 
 
@@ -33,7 +33,7 @@ def main(argv=None) -> int:
     from numba import cuda
 
     dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
-    from kernels import devicelib
+    from steadfast.kernels import devicelib
 
     modules = list(argv) if argv else list(DEVICE_MODULES)
     for name in modules:

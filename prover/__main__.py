@@ -1,4 +1,4 @@
-"""``python -m prover prove BLOCK.json ...`` and ``python -m prover verify PROOF ...``
+"""``python -m steadfast.prover prove BLOCK.json ...`` and ``python -m steadfast.prover verify PROOF ...``
 (the same commands as the ``prove`` / ``verify`` console scripts)."""
 import sys
 
@@ -9,7 +9,7 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     commands = {"prove": main_prove, "verify": main_verify}
     if not argv or argv[0] not in commands:
-        sys.stderr.write("usage: python -m prover {prove,verify} ...  (see prove --help, "
+        sys.stderr.write("usage: python -m steadfast.prover {prove,verify} ...  (see prove --help, "
                          "verify --help)\n")
         return EXIT_USAGE if argv[:1] not in (["-h"], ["--help"]) else 0
     return commands[argv[0]](argv[1:])

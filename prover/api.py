@@ -1,6 +1,6 @@
 """The library a VM node calls: prove blocks one after another in one long-lived process.
 
-    from prover.api import Prover, ProverConfig, verify
+    from steadfast.prover.api import Prover, ProverConfig, verify
     prover = Prover(ProverConfig(num_queries=100))
     for block in blocks:                      # Block, dict, JSON text or a path
         proof = prover.prove_block(block)     # -> BlockProof (bytes via .to_bytes())
@@ -35,24 +35,24 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from air import ConstraintViolation, LookupImbalance, check_constraints, check_traces
-from verifier import verify as _verify_proof
-from verifier.errors import PublicValuesError, ShapeError
-from verifier.proof_format import Params, decode
-from verifier.verify import check_security, validate_min_security_bits
+from steadfast.air import ConstraintViolation, LookupImbalance, check_constraints, check_traces
+from steadfast.verifier import verify as _verify_proof
+from steadfast.verifier.errors import PublicValuesError, ShapeError
+from steadfast.verifier.proof_format import Params, decode
+from steadfast.verifier.verify import check_security, validate_min_security_bits
 
 from . import spans as _spans
 from .prove import prove as _prove
 
-from vm import isa
-from vm.airs import CPU_LAYOUT, SELECTORS, TABLES, block_airs
-from vm.block import Block, load_block, loads_block, parse_block
-from vm.interpreter import ExecutionError, claim_mismatches, execute
-from vm.poseidon2 import sponge
-from vm.rom import build_rom
-from vm.statement import (NUM_PUBLIC_VALUES, PV_FINAL, PV_PROGRAMS, block_public_values,
+from steadfast.vm import isa
+from steadfast.vm.airs import CPU_LAYOUT, SELECTORS, TABLES, block_airs
+from steadfast.vm.block import Block, load_block, loads_block, parse_block
+from steadfast.vm.interpreter import ExecutionError, claim_mismatches, execute
+from steadfast.vm.poseidon2 import sponge
+from steadfast.vm.rom import build_rom
+from steadfast.vm.statement import (NUM_PUBLIC_VALUES, PV_FINAL, PV_PROGRAMS, block_public_values,
                           describe_mismatch)
-from vm.traces import build_traces
+from steadfast.vm.traces import build_traces
 
 _PROVE_LOCK = threading.Lock()      # one proof at a time per process (see module docstring)
 
@@ -120,7 +120,7 @@ class ProverConfig:
 
     def resolve(self) -> tuple[str, int | None]:
         """Validate everything; return (backend, vram budget in bytes or None)."""
-        from kernels.backend import BACKEND_NAMES, BackendError, parse_bytes, resolve_backend
+        from steadfast.kernels.backend import BACKEND_NAMES, BackendError, parse_bytes, resolve_backend
         name = str(self.backend).strip().lower()
         if name not in BACKEND_NAMES + ("auto",):
             raise ConfigError(f"unknown backend {self.backend!r}; choose one of "

@@ -156,7 +156,7 @@ def _default_output(block_path: str) -> str:
 
 def _run_prove(argv) -> int:
     args = _prove_parser().parse_args(argv)
-    from vm.block import BlockError, load_block
+    from steadfast.vm.block import BlockError, load_block
     from .api import ConfigError, Prover, ProverConfig, UnprovableBlock
 
     out = args.output or _default_output(args.block)
@@ -259,9 +259,9 @@ def _run_verify(argv) -> int:
     args = _verify_parser().parse_args(argv)
     if args.min_security_bits < 0:
         raise _Fail(EXIT_USAGE, f"--min-security-bits must be >= 0, got {args.min_security_bits}")
-    from verifier.errors import ParameterError, VerificationError
-    from vm.block import BlockError, load_block
-    from vm.statement import PV_NAMES
+    from steadfast.verifier.errors import ParameterError, VerificationError
+    from steadfast.vm.block import BlockError, load_block
+    from steadfast.vm.statement import PV_NAMES
     from .api import verify
 
     try:

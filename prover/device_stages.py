@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kernels.backend import DeviceArray, DeviceMemory
-from kernels.ntt_host import bit_reverse_permutation
-from verifier.protocol import TableShape
+from steadfast.kernels.backend import DeviceArray, DeviceMemory
+from steadfast.kernels.ntt_host import bit_reverse_permutation
+from steadfast.verifier.protocol import TableShape
 
 from .engines import CudaEngine, EmuEngine
 from .faults import FaultPlan
@@ -180,7 +180,7 @@ class DeviceStages(HostStages):
     @staticmethod
     def _declined(why: str):
         def dev():
-            from kernels.backend import DeviceOOM
+            from steadfast.kernels.backend import DeviceOOM
             raise DeviceOOM(0, 0, None, why)
         return dev
 
@@ -274,7 +274,7 @@ class DeviceStages(HostStages):
 
         def locked():
             if shape is not None and not dispatch_ok(site, shape):
-                from kernels.backend import DeviceOOM
+                from steadfast.kernels.backend import DeviceOOM
                 raise DeviceOOM(0, 0, None, f"the {site} device kernels do not accept this table")
             with self.submission_lock():
                 return device_fn()
@@ -422,7 +422,7 @@ class DeviceStages(HostStages):
 
         def dev():
             if not all(isinstance(c, DevCommitted) for c in (main, aux) if c is not None):
-                from kernels.backend import DeviceOOM
+                from steadfast.kernels.backend import DeviceOOM
                 raise DeviceOOM(0, 0, None, "an input of r2 is host-only")
             for c in (main, aux):
                 if c is not None:
@@ -471,7 +471,7 @@ class DeviceStages(HostStages):
 
         def dev():
             if not isinstance(q, _Quotient):
-                from kernels.backend import DeviceOOM
+                from steadfast.kernels.backend import DeviceOOM
                 raise DeviceOOM(0, 0, None, "the quotient is host-only")
             self._inject_input("r2.tree", t, q.blocks, axis=1)
             n, N = shape.n, 1 << shape.log_lde
@@ -521,7 +521,7 @@ class DeviceStages(HostStages):
 
         def dev():
             if len(inputs) != len(groups):
-                from kernels.backend import DeviceOOM
+                from steadfast.kernels.backend import DeviceOOM
                 raise DeviceOOM(0, 0, None, "an opened matrix is host-only")
             self._inject_input("r4.deep", t, inputs[-1], axis=1)     # the parts LDE
             vals_d = self.engine.deep_quotient(self, shape, groups, z, lam)

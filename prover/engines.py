@@ -24,11 +24,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from kernels.backend import DeviceArray, DeviceMemory
-from kernels.ntt_host import bit_reverse_permutation, coset_intt, coset_ntt, intt, lde_columns
-from kernels import merkle as kmerkle
-from kernels.hostlib import copy_checksum, checksum_words
-from verifier.protocol import SHIFT, TableShape
+from steadfast.kernels.backend import DeviceArray, DeviceMemory
+from steadfast.kernels.ntt_host import bit_reverse_permutation, coset_intt, coset_ntt, intt, lde_columns
+from steadfast.kernels import merkle as kmerkle
+from steadfast.kernels.hostlib import copy_checksum, checksum_words
+from steadfast.verifier.protocol import SHIFT, TableShape
 
 from .stages import HostStages, _bitrev_rows
 
@@ -214,7 +214,7 @@ class CudaEngine(EmuEngine):
 
     def __init__(self, kind: str):
         from numba import cuda
-        from kernels import (constraint_device, layout_device, merkle_device, ntt_device,
+        from steadfast.kernels import (constraint_device, layout_device, merkle_device, ntt_device,
                              stage_device)
         self.name = kind
         self.kind = kind

@@ -27,10 +27,10 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from kernels.backend import DeviceMemory, budget_from_env, parse_bytes
-from verifier.proof_format import Proof, encode
-from verifier.protocol import TableShape, absorb_statement
-from verifier.transcript import Transcript
+from steadfast.kernels.backend import DeviceMemory, budget_from_env, parse_bytes
+from steadfast.verifier.proof_format import Proof, encode
+from steadfast.verifier.protocol import TableShape, absorb_statement
+from steadfast.verifier.transcript import Transcript
 
 from .device_stages import DeviceStages, device_gate
 from .engines import CudaEngine, EmuEngine

@@ -20,9 +20,9 @@ from typing import Sequence
 
 import numpy as np
 
-from air import check_buses, check_shapes, check_traces
-from verifier.proof_format import Params, Proof, encode
-from verifier.protocol import table_shape
+from steadfast.air import check_buses, check_shapes, check_traces
+from steadfast.verifier.proof_format import Params, Proof, encode
+from steadfast.verifier.protocol import table_shape
 
 from .rounds import prove_table, r1_challenges, r1_main, statement
 from .spans import NullSpans, Spans

@@ -22,8 +22,8 @@ from enum import Flag
 
 import numpy as np
 
-from kernels.backend import DeviceArray, DeviceMemory
-from kernels.merkle import MerkleTree
+from steadfast.kernels.backend import DeviceArray, DeviceMemory
+from steadfast.kernels.merkle import MerkleTree
 
 
 class DataLost(RuntimeError):

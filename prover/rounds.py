@@ -19,10 +19,10 @@ from typing import Sequence
 
 import numpy as np
 
-from air import field as F
-from verifier.proof_format import Params, TableProof
-from verifier.protocol import absorb_statement, deep_groups
-from verifier.transcript import Transcript
+from steadfast.air import field as F
+from steadfast.verifier.proof_format import Params, TableProof
+from steadfast.verifier.protocol import absorb_statement, deep_groups
+from steadfast.verifier.transcript import Transcript
 
 from .spans import Spans
 from .stages import Committed

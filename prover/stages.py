@@ -20,12 +20,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import air as airlib
-from air import field as F
-from kernels.hostlib import ef_inverse
-from kernels.poseidon2 import poseidon2_permute
-from kernels.ntt_host import bit_reverse_permutation, coset_intt, coset_ntt, intt, lde_columns
-from verifier.protocol import SHIFT, TableShape
+import steadfast.air as airlib
+from steadfast.air import field as F
+from steadfast.kernels.hostlib import ef_inverse
+from steadfast.kernels.poseidon2 import poseidon2_permute
+from steadfast.kernels.ntt_host import bit_reverse_permutation, coset_intt, coset_ntt, intt, lde_columns
+from steadfast.verifier.protocol import SHIFT, TableShape
 
 from . import commit as merkle
 from .hostops import combine_rows, deep_accumulate, dot_columns

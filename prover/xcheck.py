@@ -32,11 +32,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from air import field as F
-from kernels.backend import DeviceArray
-from kernels.merkle import MerkleTree, commit
-from verifier.errors import CompositionError
-from verifier.protocol import SHIFT, deep_groups
+from steadfast.air import field as F
+from steadfast.kernels.backend import DeviceArray
+from steadfast.kernels.merkle import MerkleTree, commit
+from steadfast.verifier.errors import CompositionError
+from steadfast.verifier.protocol import SHIFT, deep_groups
 
 from .engines import decompose
 from .stages import HostStages, _bitrev_rows
@@ -53,7 +53,7 @@ class XcheckFailure(RuntimeError):
 
 def composition_ok(air, shape, ood: dict, terminal, pv, challenges, alpha, z) -> bool:
     """The verifier's composition check on opened values (True when it holds)."""
-    from verifier.verify import _composition
+    from steadfast.verifier.verify import _composition
     empty4 = np.zeros((0, 4), np.uint32)
     tp = SimpleNamespace(
         ood_main=ood[("main", False)], ood_main_next=ood.get(("main", True), empty4),
@@ -242,8 +242,8 @@ def check_section(stages, st, i, fork, challenges, section, cfg) -> None:
     On a rejection the table's buffers are still resident, so their integrity tags tell
     a buffer corrupted while resident (``corrupted resident input``) from a wrong R4
     result (``transient race``); the post-mortem is written and the proof fails."""
-    from verifier.errors import VerificationError
-    from verifier.verify import _check_table_shape, _verify_table
+    from steadfast.verifier.errors import VerificationError
+    from steadfast.verifier.verify import _check_table_shape, _verify_table
     air, shape = st.airs[i], st.shapes[i]
     try:
         _check_table_shape(section, shape, st.params.num_queries)

@@ -6,11 +6,11 @@ import galois
 import numpy as np
 import pytest
 
-from air import (AirBuilder, AirError, ConstraintViolation, LookupImbalance, check_traces,
+from steadfast.air import (AirBuilder, AirError, ConstraintViolation, LookupImbalance, check_traces,
                  compile_program, evaluate)
-from air import examples as ex
-from air import field as F
-from air.eval import (coset_points, domain_leaf, numerator_at_point, point_leaf,
+from steadfast.air import examples as ex
+from steadfast.air import field as F
+from steadfast.air.eval import (coset_points, domain_leaf, numerator_at_point, point_leaf,
                       quotient_on_coset, selectors_on_coset)
 
 P = F.P
@@ -109,7 +109,7 @@ def test_definition_errors():
     a2 = AirBuilder("a2")
     v = a2.main("v")
     a2.receive("bus", [v, v])
-    from air import check_buses
+    from steadfast.air import check_buses
     with pytest.raises(AirError, match="arity"):
         check_buses([a1.build(), a2.build()])
 
@@ -253,8 +253,8 @@ def test_compile_program_text_is_deterministic():
 def test_scalar_point_evaluator_matches_numpy_interpreter():
     """evaluate_point (Python ints, used at the out-of-domain point) == evaluate (numpy)
     on every constraint of the example AIRs and the VM's five AIRs, at random EF leaves."""
-    from air.program import POINT_EF_KINDS, evaluate, evaluate_point
-    from vm.airs import block_airs
+    from steadfast.air.program import POINT_EF_KINDS, evaluate, evaluate_point
+    from steadfast.vm.airs import block_airs
     airs = [ex.fibonacci_air(), ex.cubic_air(), ex.adder_air(), ex.range_air(4),
             ex.pairs_air(4), ex.counter_air()]
     airs += block_airs(np.zeros((4, 4), np.uint32))
@@ -281,7 +281,7 @@ def test_scalar_point_evaluator_matches_numpy_interpreter():
 def test_check_lookups_matches_a_naive_multiset_count():
     """The sorted-runs bus check agrees with a plain dict count: it raises exactly when
     some tuple's sends - receives is non-zero mod p, and names such a tuple and its net."""
-    from air.check import check_lookups, interaction_rows
+    from steadfast.air.check import check_lookups, interaction_rows
     airs, traces, pvs = ex.lookup_block(4, 8)
     r = np.random.default_rng(5)
     for trial in range(12):

@@ -8,14 +8,14 @@ import threading
 import numpy as np
 import pytest
 
-from prover.api import (BlockProof, ConfigError, ProofStats, Prover, ProverConfig,
+from steadfast.prover.api import (BlockProof, ConfigError, ProofStats, Prover, ProverConfig,
                         UnprovableBlock, verify)
-from verifier.errors import PublicValuesError, ShapeError, VerificationError
-from vm.airs import CPU_LAYOUT
-from vm.block import BlockError
-from vm.interpreter import execute
-from vm.statement import PV_FINAL
-from vm.traces import build_traces
+from steadfast.verifier.errors import PublicValuesError, ShapeError, VerificationError
+from steadfast.vm.airs import CPU_LAYOUT
+from steadfast.vm.block import BlockError
+from steadfast.vm.interpreter import execute
+from steadfast.vm.statement import PV_FINAL
+from steadfast.vm.traces import build_traces
 
 from tests.vm_blocks import empty_block, hash_heavy_block, memory_heavy_block, one_tx_block
 
@@ -91,10 +91,10 @@ def test_min_security_bits_refuses_weak_proofs_before_hashing(proofs, monkeypatc
     default) or a minimum of 10, refused with ParameterError above that -- before the ROM
     digest, the AIRs or the protocol verifier run."""
     import importlib
-    import prover.api as api
-    vv = importlib.import_module("verifier.verify")   # the module, not the function
-    from verifier import verify as verify_protocol
-    from verifier.errors import ParameterError
+    import steadfast.prover.api as api
+    vv = importlib.import_module("steadfast.verifier.verify")   # the module, not the function
+    from steadfast.verifier import verify as verify_protocol
+    from steadfast.verifier.errors import ParameterError
     block, proof = proofs["one_tx"]
     res = verify(proof, block=block, min_security_bits=10)
     assert res.security_bits == 10 and res.params.num_queries == 8 and res.params.pow_bits == 2

@@ -4,7 +4,7 @@ import threading
 import numpy as np
 import pytest
 
-from kernels import backend as B
+from steadfast.kernels import backend as B
 
 
 @pytest.mark.parametrize("text,expect", [
@@ -157,7 +157,7 @@ def test_poison_env_switch(monkeypatch):
 
 
 def test_scratch_books_against_the_budget_and_releases():
-    from kernels.backend import DeviceMemory, DeviceOOM
+    from steadfast.kernels.backend import DeviceMemory, DeviceOOM
     mem = DeviceMemory("emu", budget=1000)
     a = mem.empty((100,), np.uint32)                 # 400 bytes
     with mem.scratch(600, "ok"):
@@ -177,7 +177,7 @@ def test_streams_are_pooled_per_worker_and_synchronised_before_frees(monkeypatch
     a scope wait for that stream first (its queued work may still read the buffer), the
     scope's end waits for it, and streams are reused rather than created per table."""
     import threading
-    from kernels.backend import DeviceMemory
+    from steadfast.kernels.backend import DeviceMemory
     log = []
 
     class FakeStream:
@@ -224,7 +224,7 @@ def test_streams_are_pooled_per_worker_and_synchronised_before_frees(monkeypatch
 
 
 def test_streams_can_be_turned_off(monkeypatch):
-    from kernels.backend import DeviceMemory
+    from steadfast.kernels.backend import DeviceMemory
     monkeypatch.setenv("PROVER_GPU_STREAMS", "0")
     mem = DeviceMemory("sim")
     with mem.stream_scope() as s:

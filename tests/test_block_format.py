@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from vm import block as B
-from vm.block import BlockError, load_block, loads_block, parse_block
+from steadfast.vm import block as B
+from steadfast.vm.block import BlockError, load_block, loads_block, parse_block
 
 from tests.vm_blocks import one_tx_block
 
@@ -135,7 +135,7 @@ def test_schema_limits_agree_with_loader():
     assert props["transactions"]["maxItems"] == B.MAX_TRANSACTIONS
     assert props["version"]["const"] == B.VERSION and props["format"]["const"] == B.FORMAT
     assert s["$defs"]["felt"]["maximum"] == P - 1
-    from vm import isa
+    from steadfast.vm import isa
     arity = {}
     for rule in s["$defs"]["instruction"]["allOf"]:
         n = rule["then"]["maxItems"] - 1

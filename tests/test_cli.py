@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from prover.cli import main_prove, main_verify
+from steadfast.prover.cli import main_prove, main_verify
 
 from tests.vm_blocks import empty_block, one_tx_block
 
@@ -203,17 +203,17 @@ def test_plain_progress_and_summary(tmp_path, capsys):
 
 def test_module_entry_point_no_traceback(tmp_path):
     env = dict(os.environ, PYTHONPATH=ROOT)
-    r = subprocess.run([sys.executable, "-m", "prover", "prove", write(tmp_path, "x.json", "{")],
+    r = subprocess.run([sys.executable, "-m", "steadfast.prover", "prove", write(tmp_path, "x.json", "{")],
                        capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr and "not valid JSON" in r.stderr
-    r = subprocess.run([sys.executable, "-m", "prover", "frobnicate"], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "steadfast.prover", "frobnicate"], capture_output=True,
                        text=True, env=env, cwd=ROOT, timeout=120)
     assert r.returncode == 2 and "usage" in r.stderr
 
 
 def test_live_progress_display_redraws_per_table():
     import io
-    from prover.cli import _Progress
+    from steadfast.prover.cli import _Progress
     buf = io.StringIO()
     p = _Progress(live=True, stream=buf)
     p(None, "execute", "start", 0.0)

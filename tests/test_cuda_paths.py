@@ -41,8 +41,8 @@ STAGES = {"r1_main", "r1_aux", "r2_quotient", "r3_ood", "r4_deep", "r4_fri", "r4
 def _probe_and_adapt(fake_cupy) -> Counter:
     """Patch the prover for the run (test side only): count the type of every
     ``DeviceArray.data`` made, and adapt two things to the simulator.  Returns the counter."""
-    from kernels import backend as kb, layout_device
-    from prover import device_stages
+    from steadfast.kernels import backend as kb, layout_device
+    from steadfast.prover import device_stages
 
     # every DeviceArray.data made on "cuda" must be a cupy array, never a numba one
     data_types: Counter = Counter()
@@ -94,8 +94,8 @@ def _child(cfg: dict) -> dict:
     fake_cupy.set_allocation_limit(cfg.get("alloc_limit"))
     data_types = _probe_and_adapt(fake_cupy)
 
-    from prover.faults import parse_faults
-    from prover.pipeline import PipelineConfig, run_pipeline
+    from steadfast.prover.faults import parse_faults
+    from steadfast.prover.pipeline import PipelineConfig, run_pipeline
     from test_pipeline import _statement, tiny_lookup_block
 
     airs, traces, pvs, ref = tiny_lookup_block()
@@ -128,7 +128,7 @@ def _contract() -> dict:
     import fake_cupy
     cupy = fake_cupy.install()
     from numba import cuda
-    from kernels import layout_device
+    from steadfast.kernels import layout_device
 
     x = cupy.zeros((4, 8), dtype=np.uint32)
     nb = cuda.to_device(np.zeros((4, 8), np.uint32))

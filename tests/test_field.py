@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from kernels import field
-from kernels import hostlib as H
+from steadfast.kernels import field
+from steadfast.kernels import hostlib as H
 
 P = field.P
 GF = galois.GF(P)
@@ -136,7 +136,7 @@ def test_errors():
 @pytest.mark.parametrize("n", [127, 128, 129])
 def test_device_field_kernels_match_host(n):
     from numba import cuda
-    from kernels import field_device as D
+    from steadfast.kernels import field_device as D
     rng = np.random.default_rng(n)
     a = rng.integers(1, P, n, dtype=np.uint32)
     b = rng.integers(0, P, n, dtype=np.uint32)
@@ -158,7 +158,7 @@ def test_device_field_kernels_match_host(n):
 def test_device_batch_inverse_straddles_the_block(n, threads):
     # chunk 3: ceil(n / 3) threads across BLOCK = 128, with a last chunk of 2, 3 and 1
     from numba import cuda
-    from kernels import field_device as D
+    from steadfast.kernels import field_device as D
     assert (n + 2) // 3 == threads and D.BLOCK == 128
     a = np.random.default_rng(n).integers(1, P, n, dtype=np.uint32)
     got = D.batch_inverse(cuda.to_device(a), chunk=3).copy_to_host()

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from kernels import merkle as mk
-from kernels import poseidon2 as p2
-from kernels.field import P
+from steadfast.kernels import merkle as mk
+from steadfast.kernels import poseidon2 as p2
+from steadfast.kernels.field import P
 
 
 def rand_field(rng, shape):
@@ -179,7 +179,7 @@ BLK = 8
 @pytest.fixture(scope="module")
 def dev():
     from numba import cuda
-    from kernels import merkle_device
+    from steadfast.kernels import merkle_device
     return cuda, merkle_device
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from kernels.field import P, root_of_unity
-from kernels.ntt_host import (bit_reverse_permutation, coset_intt, coset_lde, coset_ntt, intt,
+from steadfast.kernels.field import P, root_of_unity
+from steadfast.kernels.ntt_host import (bit_reverse_permutation, coset_intt, coset_lde, coset_ntt, intt,
                          lde_columns, ntt)
 
 RNG = np.random.default_rng(20240611)
@@ -252,7 +252,7 @@ def test_errors():
 
 
 def test_public_api_rejects_non_canonical_values():
-    import kernels
+    from steadfast import kernels
     for bad in (P, P + 1, 0xFFFFFFFF):
         a = rand((2, 8))
         a[1, 5] = bad
@@ -296,7 +296,7 @@ def test_non_contiguous_input():
 def dev():
     from numba import cuda
 
-    from kernels import ntt_device
+    from steadfast.kernels import ntt_device
     return cuda, ntt_device
 
 
@@ -383,8 +383,8 @@ def test_device_errors(dev):
 
 
 def test_public_name_is_the_function_even_after_submodule_imports():
-    import kernels
-    import kernels.ntt_host  # noqa: F401  (a submodule import must not shadow the function)
-    from kernels import coset_lde, intt, ntt
+    from steadfast import kernels  # noqa: F401
+    import steadfast.kernels.ntt_host  # noqa: F401  (a submodule import must not shadow the function)
+    from steadfast.kernels import coset_lde, intt, ntt
     assert callable(ntt) and ntt.__name__ == "ntt" and intt.__name__ == "intt"
     assert coset_lde.__name__ == "coset_lde"

@@ -6,13 +6,13 @@ import threading
 import numpy as np
 import pytest
 
-from air import examples as ex
-from prover import Params, prove
-from prover.faults import SITES, parse_faults
-from prover.pipeline import PipelineConfig, estimate_bytes, run_pipeline
-from prover.rounds import statement
-from prover.xcheck import XcheckFailure
-from verifier.protocol import table_shape
+from steadfast.air import examples as ex
+from steadfast.prover import Params, prove
+from steadfast.prover.faults import SITES, parse_faults
+from steadfast.prover.pipeline import PipelineConfig, estimate_bytes, run_pipeline
+from steadfast.prover.rounds import statement
+from steadfast.prover.xcheck import XcheckFailure
+from steadfast.verifier.protocol import table_shape
 
 FAST = Params(num_queries=8, pow_bits=2)
 
@@ -187,7 +187,7 @@ def test_race_fault_needs_overlap(block, tmp_path):
 def test_xcheck_happy_path_passes(block, monkeypatch):
     # and on the happy path no resident buffer looks corrupted: the tags taken in the
     # writes' copy (emu), the LDEs against their trees, the trace against the input
-    from prover.device_stages import DeviceStages
+    from steadfast.prover.device_stages import DeviceStages
     orig, checked = DeviceStages.release_table, []
 
     def release(self, table):
@@ -202,7 +202,7 @@ def test_xcheck_happy_path_passes(block, monkeypatch):
 
 @pytest.mark.timeout(60)
 def test_failure_in_one_table_cancels_the_rest(block, monkeypatch):
-    from prover.device_stages import DeviceStages
+    from steadfast.prover.device_stages import DeviceStages
     orig = DeviceStages.quotient
 
     def boom(self, air, shape, *a, **k):
@@ -212,13 +212,13 @@ def test_failure_in_one_table_cancels_the_rest(block, monkeypatch):
     monkeypatch.setattr(DeviceStages, "quotient", boom)
     with pytest.raises(RuntimeError, match="kernel exploded"):
         _run(block, backend="emu", workers=3)
-    from prover.pipeline import device_memory
+    from steadfast.prover.pipeline import device_memory
     assert device_memory("emu", None).ledger.in_use == 0
 
 
 def test_late_free_from_previous_proof_does_not_corrupt_the_next(block):
-    from prover.pipeline import device_memory
-    import prover.device_stages as ds
+    from steadfast.prover.pipeline import device_memory
+    import steadfast.prover.device_stages as ds
     kept = []
     orig = ds.DeviceStages._handle
 
@@ -256,8 +256,8 @@ def test_sim_recovers_from_injected_ooms_identically():
 
 def test_gate_implies_every_dispatch_check():
     from hypothesis import given, strategies as st
-    from prover.device_stages import DISPATCH_CHECKS, device_gate, dispatch_ok
-    from verifier.protocol import TableShape
+    from steadfast.prover.device_stages import DISPATCH_CHECKS, device_gate, dispatch_ok
+    from steadfast.verifier.protocol import TableShape
 
     @given(st.integers(1, 26), st.integers(0, 4), st.integers(1, 300), st.integers(0, 8),
            st.integers(0, 3), st.integers(1, 5), st.integers(0, 4),
@@ -273,7 +273,7 @@ def test_gate_implies_every_dispatch_check():
 
 
 def test_a_table_the_dispatch_refuses_still_recovers(block, monkeypatch):
-    import prover.device_stages as ds
+    import steadfast.prover.device_stages as ds
     monkeypatch.setitem(ds.DISPATCH_CHECKS, "r2", lambda s: False)
     proof, stats = _run(block, backend="emu")
     assert proof == block[3]
@@ -294,7 +294,7 @@ def test_sim_kernel_temporaries_stay_within_their_booked_scratch(monkeypatch):
     from numba import cuda
     from numba.cuda.simulator.api import stream as sim_stream
     from numba.cuda.simulator.kernel import FakeCUDAKernel
-    import kernels.backend as kb
+    import steadfast.kernels.backend as kb
 
     launches = []                       # (thread name, launch stream, stream held)
     mems = []
@@ -312,12 +312,12 @@ def test_sim_kernel_temporaries_stay_within_their_booked_scratch(monkeypatch):
         init(self, *a, **k)
         mems.append(self)
     monkeypatch.setattr(kb.DeviceMemory, "__init__", remembered)
-    import prover.pipeline as pl
+    import steadfast.prover.pipeline as pl
     monkeypatch.setattr(pl, "_MEMORIES", {})        # a fresh DeviceMemory for this proof
     # the NTT's process-wide twiddle tables (at least 2^8 words, grown on demand) are
     # uploaded inside whichever call first needs them, which depends on the tests run
     # before: measure the steady state of a long-lived process, with them in place
-    import kernels.ntt_device as nd
+    import steadfast.kernels.ntt_device as nd
     for inverse in (False, True):
         nd._twiddles(9, inverse)
 
@@ -376,7 +376,7 @@ def test_sim_kernel_temporaries_stay_within_their_booked_scratch(monkeypatch):
             "parts_lde_commit", "gather_columns", "gather_paths"} <= seen, seen
     # the bounds' size-proportional part must cover what was allocated (the production
     # slack is not counted; 1 KiB of fixed per-call overhead is allowed at these sizes)
-    from prover.engines import _SLACK
+    from steadfast.prover.engines import _SLACK
     over = [(tag, used, booked) for tag, used, booked in calls if used > booked - _SLACK + 1024]
     assert not over, over
     assert sum(used for _, used, _ in calls) > 0            # the hooks did see the kernels

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from kernels import poseidon2 as p2
-from kernels import poseidon2_constants as pc
-from kernels.field import P
+from steadfast.kernels import poseidon2 as p2
+from steadfast.kernels import poseidon2_constants as pc
+from steadfast.kernels.field import P
 from tests.kat import KAT_IN, KAT_OUT
 
 
@@ -127,7 +127,7 @@ def test_known_answer():
 
 def shared_permute_python(state):
     """build_permutation (the source the device kernels compile) run as plain Python."""
-    from kernels.field import build
+    from steadfast.kernels.field import build
     ident = lambda f: f                                  # noqa: E731
     perm = p2.build_permutation(ident, build(ident)).permute
     s = np.array(state, np.uint32)
@@ -255,7 +255,7 @@ BLK = 16
 @pytest.fixture(scope="module")
 def dev():
     from numba import cuda
-    from kernels import poseidon2_device
+    from steadfast.kernels import poseidon2_device
     return cuda, poseidon2_device
 
 

@@ -6,10 +6,10 @@ import struct
 import numpy as np
 import pytest
 
-from air import examples as ex
-from prover import Params, prove
-from verifier import ShapeError, decode, encode, to_json
-from verifier.proof_format import FORMAT_VERSION, MAGIC, P
+from steadfast.air import examples as ex
+from steadfast.prover import Params, prove
+from steadfast.verifier import ShapeError, decode, encode, to_json
+from steadfast.verifier.proof_format import FORMAT_VERSION, MAGIC, P
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +94,7 @@ def test_huge_declared_dimension_is_rejected_before_allocation(proof):
 
 
 def test_writer_rejects_wrong_types():
-    from verifier.proof_format import Proof, TableProof
+    from steadfast.verifier.proof_format import Proof, TableProof
     z = np.zeros(0, np.uint32)
     t = TableProof(1, z, z, z, z, z, *([np.zeros((0, 4), np.float64)] * 7), 0,
                    *([np.zeros((0, 0), np.uint32), np.zeros((0, 0, 8), np.uint32)] * 3))

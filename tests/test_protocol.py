@@ -5,10 +5,10 @@ import numba
 import numpy as np
 import pytest
 
-from air import AirBuilder, AirError, ConstraintViolation
-from air import examples as ex
-from prover import HostStages, Params, Spans, prove
-from verifier import decode, verify
+from steadfast.air import AirBuilder, AirError, ConstraintViolation
+from steadfast.air import examples as ex
+from steadfast.prover import HostStages, Params, Spans, prove
+from steadfast.verifier import decode, verify
 
 FAST = Params(num_queries=8, pow_bits=2)
 
@@ -107,7 +107,7 @@ def _pool_threads(monkeypatch) -> set:
     range (kernels.ntt_host._tasks) or a Poseidon2 chunk range (kernels.poseidon2.
     _sponge_kernel, the leaf hashes of every commitment).  Both are looked up as module
     globals at call time, so wrapping them sees every call, threaded or not."""
-    from kernels import ntt_host, poseidon2
+    from steadfast.kernels import ntt_host, poseidon2
     names: set = set()
     for mod, fn in ((ntt_host, "_tasks"), (poseidon2, "_sponge_kernel")):
         real = getattr(mod, fn)
@@ -176,7 +176,7 @@ def test_bad_arguments():
 
 
 def test_soundness_estimates():
-    from verifier.protocol import johnson_queries
+    from steadfast.verifier.protocol import johnson_queries
     assert Params().conjectured_bits() == 116
     assert Params(log_blowup=2, num_queries=50, pow_bits=20).conjectured_bits() == 120
     # sqrt(1/2) + 2^-5 per query at blowup 2: (116 - 16) / 0.4376 -> 229
@@ -212,6 +212,6 @@ def test_preprocessed_columns_local_and_next_row():
     inc2 = inc.copy()
     inc2[5] += 1
     rom2 = other.build(preprocessed=np.stack([pc, inc2], axis=1))
-    from verifier import VerificationError
+    from steadfast.verifier import VerificationError
     with pytest.raises(VerificationError):
         verify(proof, [rom2], [[]])

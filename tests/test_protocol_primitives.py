@@ -3,11 +3,11 @@ the Merkle conventions, and agreement with the prover's commitments."""
 import numpy as np
 import pytest
 
-from prover import commit as prover_commit
-from verifier import merkle
-from verifier.field import barycentric_at, bitrev, ef_basis_combine, pow_scalar_arr
-from verifier.poseidon2 import P, compress, grain_constants, hash_rows, permute
-from air import field as F
+from steadfast.prover import commit as prover_commit
+from steadfast.verifier import merkle
+from steadfast.verifier.field import barycentric_at, bitrev, ef_basis_combine, pow_scalar_arr
+from steadfast.verifier.poseidon2 import P, compress, grain_constants, hash_rows, permute
+from steadfast.air import field as F
 from tests.kat import KAT_IN, KAT_OUT
 
 

@@ -13,7 +13,7 @@ def test_all_device_kernels_compile_to_sm90_ptx():
     env = dict(os.environ)
     env.pop("NUMBA_ENABLE_CUDASIM", None)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run([sys.executable, "-m", "kernels.ptx_check"], cwd=ROOT, env=env,
+    proc = subprocess.run([sys.executable, "-m", "steadfast.kernels.ptx_check"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=1100)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]

@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from kernels.backend import DeviceMemory
-from prover.faults import FaultSpecError, SITES, parse_faults
-from prover.residency import DataLost, ResidentHandle, Where
+from steadfast.kernels.backend import DeviceMemory
+from steadfast.prover.faults import FaultSpecError, SITES, parse_faults
+from steadfast.prover.residency import DataLost, ResidentHandle, Where
 
 
 def test_handle_moves_between_sides():
@@ -59,8 +59,8 @@ def test_fault_plan_rejects_bad_terms(bad, match):
 
 
 def _recovery(**kw):
-    from prover.faults import FaultPlan
-    from prover.recovery import Recovery, RecoveryCounters
+    from steadfast.prover.faults import FaultPlan
+    from steadfast.prover.recovery import Recovery, RecoveryCounters
     mem = DeviceMemory("emu", budget=1 << 20)
     counters = RecoveryCounters()
     return Recovery(mem, kw.pop("faults", FaultPlan()), counters, **kw), counters, mem
@@ -73,7 +73,7 @@ def test_recovery_happy_path_counts_nothing():
 
 
 def test_recovery_retry_then_downgrade_materialises_only_missing_side():
-    from kernels.backend import DeviceOOM
+    from steadfast.kernels.backend import DeviceOOM
     rec, counters, mem = _recovery()
     on_dev = ResidentHandle("cpu", "main", mem, device=mem.to_device(np.ones(4, np.uint32)))
     on_host = ResidentHandle("cpu", "aux", mem, host=np.ones(4, np.uint32))
@@ -90,7 +90,7 @@ def test_recovery_retry_then_downgrade_materialises_only_missing_side():
 
 
 def test_recovery_transient_oom_recovers_on_retry():
-    from kernels.backend import DeviceOOM
+    from steadfast.kernels.backend import DeviceOOM
     rec, counters, _ = _recovery()
     state = {"n": 0}
 
@@ -132,7 +132,7 @@ def test_recovery_does_not_swallow_other_errors():
 
 
 def test_force_downgrade_takes_recovery_path_everywhere():
-    from prover.faults import SITES
+    from steadfast.prover.faults import SITES
     rec, counters, _ = _recovery(force_downgrade=True)
     for s in SITES:
         assert rec.run(s, "t", lambda: "dev", lambda: "host") == "host"
@@ -142,8 +142,8 @@ def test_force_downgrade_takes_recovery_path_everywhere():
 def test_tree_integrity_by_rebuild_catches_any_changed_node():
     # Merkle trees carry no integrity tag: a post-mortem rebuilds their inner nodes from
     # the resident leaves (prover.xcheck.tree_consistent)
-    from kernels.merkle import commit
-    from prover.xcheck import tree_consistent as _tree_consistent
+    from steadfast.kernels.merkle import commit
+    from steadfast.prover.xcheck import tree_consistent as _tree_consistent
     rng = np.random.default_rng(5)
     nodes = commit(rng.integers(0, 2013265921, (16, 3), dtype=np.uint32)).nodes.copy()
     assert _tree_consistent(nodes)
@@ -159,9 +159,9 @@ def test_tree_integrity_by_rebuild_catches_any_changed_node():
 def test_lde_integrity_against_its_tree_leaves():
     # LDE buffers carry no integrity tag: a post-mortem rehashes the LDE's committed
     # (bit-reversed) rows and compares them with its tree's leaves
-    from kernels.merkle import commit
-    from prover.xcheck import lde_matches_leaves as _lde_matches_leaves
-    from prover.stages import _bitrev_rows
+    from steadfast.kernels.merkle import commit
+    from steadfast.prover.xcheck import lde_matches_leaves as _lde_matches_leaves
+    from steadfast.prover.stages import _bitrev_rows
     rng = np.random.default_rng(6)
     lde_T = rng.integers(0, 2013265921, (3, 16), dtype=np.uint32)     # (columns, N)
     nodes = commit(_bitrev_rows(lde_T)).nodes.copy()

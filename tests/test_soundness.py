@@ -5,12 +5,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from air import AirBuilder, ConstraintViolation, LookupImbalance
-from air import examples as ex
-from prover import HostStages, Params, prove
-from verifier import (CompositionError, FriError, LogUpError, MerkleError, PowError,
+from steadfast.air import AirBuilder, ConstraintViolation, LookupImbalance
+from steadfast.air import examples as ex
+from steadfast.prover import HostStages, Params, prove
+from steadfast.verifier import (CompositionError, FriError, LogUpError, MerkleError, PowError,
                       PublicValuesError, ShapeError, VerificationError, decode, encode, verify)
-from verifier.transcript import Transcript
+from steadfast.verifier.transcript import Transcript
 
 FAST = Params(num_queries=6, pow_bits=3)
 

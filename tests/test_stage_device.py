@@ -9,18 +9,18 @@ import numpy as np
 import pytest
 from numba import cuda
 
-import air as airlib
-from air import AirBuilder
-from air import examples as ex
-from air import field as AF
-from kernels import constraint_device as CD
-from kernels import devicelib
-from kernels import stage_device as SD
-from kernels.hostlib import ef_inverse
-from kernels.ntt_host import bit_reverse_permutation as brp
-from prover.stages import Committed, HostStages
-from verifier.proof_format import Params
-from verifier.protocol import SHIFT, deep_groups, table_shape
+import steadfast.air as airlib
+from steadfast.air import AirBuilder
+from steadfast.air import examples as ex
+from steadfast.air import field as AF
+from steadfast.kernels import constraint_device as CD
+from steadfast.kernels import devicelib
+from steadfast.kernels import stage_device as SD
+from steadfast.kernels.hostlib import ef_inverse
+from steadfast.kernels.ntt_host import bit_reverse_permutation as brp
+from steadfast.prover.stages import Committed, HostStages
+from steadfast.verifier.proof_format import Params
+from steadfast.verifier.protocol import SHIFT, deep_groups, table_shape
 
 P = AF.P
 HOST = HostStages()
@@ -71,7 +71,7 @@ def _vm_rom():
     """A real 12-row ROM (ABSORB_INIT, DISPATCH, a program and its guard, ABSORB_FINAL,
     STOP) of a block with memory_size 16: PROGRAM's preprocessed table has 16 rows."""
     from tests.vm_blocks import empty_block
-    from vm.rom import build_rom
+    from steadfast.vm.rom import build_rom
     return build_rom(empty_block(16)).rows
 
 
@@ -90,7 +90,7 @@ def _small_range(vm_airs, log_n):
 
 def vm_air(name):
     """One of the five VM tables (vm/airs.py block_airs) at a height VM_LOG_N allows."""
-    vm_airs = pytest.importorskip("vm.airs")
+    vm_airs = pytest.importorskip("steadfast.vm.airs")
     air = {"cpu": vm_airs.build_cpu, "program": lambda: vm_airs.build_program(_vm_rom()),
            "memory": vm_airs.build_memory, "poseidon2": vm_airs.build_poseidon2,
            "range": lambda: _small_range(vm_airs, VM_LOG_N["range"])}[name]()
@@ -256,7 +256,7 @@ def test_generated_kernels_cached_and_registered():
     assert gk.filename.startswith("<steadfast-air:fibonacci:") and \
         CD.SOURCES[gk.filename] == gk.source
     assert gk.logup is None and CD.generated(ex.adder_air()).logup is not None
-    qual = "kernels.constraint_device.generated." + gk.quotient.py_func.__name__
+    qual = "steadfast.kernels.constraint_device.generated." + gk.quotient.py_func.__name__
     assert qual in {q for q, _, _ in devicelib.KERNELS}
     # one statement per instruction: every main leaf is read once
     assert gk.source.count("main[") == len(air.constraint_program.leaves("main"))
@@ -365,8 +365,8 @@ def _ref_checksum(a):
 
 @pytest.mark.parametrize("shape", [(0,), (1,), (7,), (3, 5), (4, 300)])
 def test_checksum_host_and_device_agree_with_reference(shape):
-    from kernels.hostlib import checksum_words
-    from kernels.layout_device import checksum_device
+    from steadfast.kernels.hostlib import checksum_words
+    from steadfast.kernels.layout_device import checksum_device
     r = np.random.default_rng(sum(shape) + len(shape))
     a = r.integers(0, 1 << 32, shape, dtype=np.uint64).astype(np.uint32)
     if a.size:
@@ -377,7 +377,7 @@ def test_checksum_host_and_device_agree_with_reference(shape):
 
 
 def test_checksum_chunks_agree_and_one_changed_word_shows():
-    from kernels.hostlib import _sum_xor_chunks, checksum_words
+    from steadfast.kernels.hostlib import _sum_xor_chunks, checksum_words
     a = np.full(1 << 12, 0xFFFFFFFF, np.uint32)
     s, x = _sum_xor_chunks(a, 100)                  # several chunks, uneven last one
     assert (int(s), int(x)) == _ref_checksum(a)
@@ -385,13 +385,13 @@ def test_checksum_chunks_agree_and_one_changed_word_shows():
     b[1234] ^= 1
     assert checksum_words(b) != checksum_words(a)
     with pytest.raises(TypeError):
-        from kernels.layout_device import checksum_device
+        from steadfast.kernels.layout_device import checksum_device
         checksum_device(cuda.to_device(np.zeros(4, np.uint64)))
 
 
 @pytest.mark.parametrize("shape", [(0,), (1,), (3, 5), (4, 300)])
 def test_copy_checksum_copies_and_tags_in_one_pass(shape):
-    from kernels.hostlib import _copy_sum_xor_chunks, copy_checksum
+    from steadfast.kernels.hostlib import _copy_sum_xor_chunks, copy_checksum
     r = np.random.default_rng(len(shape) + sum(shape))
     src = r.integers(0, 1 << 32, shape, dtype=np.uint64).astype(np.uint32)
     dst = np.zeros(shape, np.uint32)

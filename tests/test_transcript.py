@@ -3,11 +3,11 @@ forks, proof of work, and equal prover / verifier label logs."""
 import numpy as np
 import pytest
 
-from air import examples as ex
-from prover import Params, prove
-from verifier import verify
-from verifier.poseidon2 import P, permute
-from verifier.transcript import Transcript, label_elems
+from steadfast.air import examples as ex
+from steadfast.prover import Params, prove
+from steadfast.verifier import verify
+from steadfast.verifier.poseidon2 import P, permute
+from steadfast.verifier.transcript import Transcript, label_elems
 
 
 def test_duplex_matches_reference():

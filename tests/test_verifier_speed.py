@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from air import field as F
-from verifier import merkle
-from verifier import poseidon2 as vp
-from verifier.field import barycentric_at, ef_col, inv2
-from verifier.protocol import TableShape, deep_groups
-from verifier.transcript import Transcript
-from verifier.verify import _barycentric, _deep_at_queries, _fri_kernel
+from steadfast.air import field as F
+from steadfast.verifier import merkle
+from steadfast.verifier import poseidon2 as vp
+from steadfast.verifier.field import barycentric_at, ef_col, inv2
+from steadfast.verifier.protocol import TableShape, deep_groups
+from steadfast.verifier.transcript import Transcript
+from steadfast.verifier.verify import _barycentric, _deep_at_queries, _fri_kernel
 from tests.kat import KAT_IN, KAT_OUT
 
 P = vp.P
@@ -344,8 +344,8 @@ def test_barycentric_matches_field_module(log_n, k):
 
 @pytest.mark.parametrize("a", [0, 1, 5])
 def test_combine_ef_columns_vectorised(a):
-    from verifier.field import ef_basis_combine
-    from verifier.verify import _combine_ef_columns
+    from steadfast.verifier.field import ef_basis_combine
+    from steadfast.verifier.verify import _combine_ef_columns
 
     def naive(vals):                # one EF value per 4 coefficient columns, in turn
         out = np.empty((vals.shape[0] // 4, 4), dtype=np.uint64)

@@ -4,12 +4,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vm import isa
-from vm.block import parse_block
-from vm.interpreter import ExecutionError, claim_mismatches, execute
-from vm.poseidon2 import _permute_py, compress, permute_one, permute_rows, sponge
-from vm.programs import make_block, sized_block
-from vm.statement import (PV_FINAL, PV_INITIAL, PV_INPUTS, PV_OUTPUTS, PV_PROGRAMS,
+from steadfast.vm import isa
+from steadfast.vm.block import parse_block
+from steadfast.vm.interpreter import ExecutionError, claim_mismatches, execute
+from steadfast.vm.poseidon2 import _permute_py, compress, permute_one, permute_rows, sponge
+from steadfast.vm.programs import make_block, sized_block
+from steadfast.vm.statement import (PV_FINAL, PV_INITIAL, PV_INPUTS, PV_OUTPUTS, PV_PROGRAMS,
                           block_public_values)
 
 from tests.vm_blocks import empty_block, hash_heavy_block, memory_heavy_block, one_tx_block
@@ -40,7 +40,7 @@ def test_poseidon2_known_answer_all_forms():
 
 
 def test_sponge_matches_verifier_hash_rows():
-    from verifier.poseidon2 import hash_rows
+    from steadfast.verifier.poseidon2 import hash_rows
     vals = list(range(1, 41))
     assert sponge(vals) == hash_rows(np.array([vals], dtype=np.uint32))[0].tolist()
     left, right = list(range(8)), list(range(8, 16))

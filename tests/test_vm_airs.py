@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from air import ConstraintViolation, LookupImbalance, check_constraints, check_traces
-from vm import isa
-from vm.airs import CPU_LAYOUT, MEMORY_LAYOUT, P2_LAYOUT, block_airs
-from vm.block import parse_block
-from vm.interpreter import execute
-from vm.statement import PV_OUTPUTS
-from vm.traces import build_traces
+from steadfast.air import ConstraintViolation, LookupImbalance, check_constraints, check_traces
+from steadfast.vm import isa
+from steadfast.vm.airs import CPU_LAYOUT, MEMORY_LAYOUT, P2_LAYOUT, block_airs
+from steadfast.vm.block import parse_block
+from steadfast.vm.interpreter import execute
+from steadfast.vm.statement import PV_OUTPUTS
+from steadfast.vm.traces import build_traces
 
 from tests.vm_blocks import empty_block, hash_heavy_block, memory_heavy_block, one_tx_block
 
@@ -51,7 +51,7 @@ def test_honest_traces_pass(name):
 
 def test_example_block_passes():
     import os
-    from vm.block import load_block
+    from steadfast.vm.block import load_block
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     bt = build_traces(execute(load_block(os.path.join(root, "examples", "block.json"))))
     check_traces(bt.airs, bt.traces, bt.table_public_values)

@@ -15,17 +15,17 @@ import dataclasses
 import numpy as np
 import pytest
 
-from air import check_traces
-from air.check import LookupImbalance, interaction_rows
-from prover.api import Prover, ProverConfig, verify
-from verifier.errors import LogUpError
-from vm import isa
-from vm.airs import MEMORY_LAYOUT, RANGE_SIZE, block_airs
-from vm.block import parse_block
-from vm.interpreter import ExecutionError, execute
-from vm.rom import build_rom
-from vm.statement import block_public_values
-from vm.traces import _pow2, build_traces, cpu_trace, memory_accesses, poseidon2_trace, program_counts
+from steadfast.air import check_traces
+from steadfast.air.check import LookupImbalance, interaction_rows
+from steadfast.prover.api import Prover, ProverConfig, verify
+from steadfast.verifier.errors import LogUpError
+from steadfast.vm import isa
+from steadfast.vm.airs import MEMORY_LAYOUT, RANGE_SIZE, block_airs
+from steadfast.vm.block import parse_block
+from steadfast.vm.interpreter import ExecutionError, execute
+from steadfast.vm.rom import build_rom
+from steadfast.vm.statement import block_public_values
+from steadfast.vm.traces import _pow2, build_traces, cpu_trace, memory_accesses, poseidon2_trace, program_counts
 
 P = isa.P
 M = 8                       # the smallest memory: prologue 1 row, addresses 0..7

@@ -1,7 +1,7 @@
 """Small blocks shared by the VM, CLI and API tests (kept tiny: memory_size 64)."""
 from __future__ import annotations
 
-from vm.programs import TABLE_BASE, copy_program, make_block, mix_program, transfer_program
+from steadfast.vm.programs import TABLE_BASE, copy_program, make_block, mix_program, transfer_program
 
 SUM = [["READ", 0], ["READ", 1], ["ADD", 2, 0, 1], ["WRITE", 2], ["HALT"]]
 

@@ -11,8 +11,8 @@ from typing import Sequence
 import numpy as np
 from numba import njit
 
-from air import CHALLENGE_NAMES, check_buses, numerator_at_point, point_leaf
-from air.builder import AirError
+from steadfast.air import CHALLENGE_NAMES, check_buses, numerator_at_point, point_leaf
+from steadfast.air.builder import AirError
 
 from . import merkle
 from .errors import (CompositionError, FriError, LogUpError, MerkleError, ParameterError,

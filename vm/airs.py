@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from air import Air, AirBuilder, Expr
-from air.expr import walk
+from steadfast.air import Air, AirBuilder, Expr
+from steadfast.air.expr import walk
 
 from . import isa
 from .poseidon2 import N_FULL_HALF, N_PARTIAL, WIDTH, external_linear, internal_linear
 from .statement import NUM_PUBLIC_VALUES
 
-from kernels.poseidon2_constants import RC_FULL, RC_PARTIAL
+from steadfast.kernels.poseidon2_constants import RC_FULL, RC_PARTIAL
 
 RANGE_BITS = 16
 RANGE_SIZE = 1 << RANGE_BITS

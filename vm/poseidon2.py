@@ -30,7 +30,7 @@ from typing import Sequence
 
 import numpy as np
 
-from kernels.poseidon2_constants import RC_FULL, RC_PARTIAL, V16
+from steadfast.kernels.poseidon2_constants import RC_FULL, RC_PARTIAL, V16
 
 P = 2013265921
 WIDTH = 16
@@ -97,8 +97,8 @@ def _load_kernel():
         _kernel = False
         # the verifier's kernel first: it is a plain (not parallel) njit function, safe to
         # call from any thread; numba's parallel pool (the host kernels) is not re-entrant
-        for mod, name in (("verifier.poseidon2", "permute"),
-                          ("kernels.poseidon2", "poseidon2_permute")):
+        for mod, name in (("steadfast.verifier.poseidon2", "permute"),
+                          ("steadfast.kernels.poseidon2", "poseidon2_permute")):
             try:
                 import importlib
                 _kernel = getattr(importlib.import_module(mod), name)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from air import field as F
+from steadfast.air import field as F
 
 from . import isa
 from .airs import CPU_LAYOUT, MEMORY_LAYOUT, P2_LAYOUT, RANGE_SIZE, SELECTORS, block_airs
