@@ -7,8 +7,10 @@ simulator switch (``NUMBA_ENABLE_CUDASIM``) is set first when backend ``sim`` is
   (the same source the host kernels use through ``field.HOST``).
 * ``fetch(dev, stream, out)`` -- a device array's contents on the host, complete on return.
 * ``kernel(*signatures)`` -- decorator for every device kernel: compiles it with
-  ``cuda.jit`` (lazily, once per signature, at module scope) and records the signatures
-  so that :mod:`kernels.ptx_check` can compile every kernel to PTX for sm_90 in CI.
+  ``cuda.jit`` (lazily, once per signature, at module scope) with numba-cuda's disk cache
+  in the steadfast kernel cache (:mod:`kernels.kernel_cache`, ``PROVER_KERNEL_CACHE``; off
+  the simulator), and records the signatures so that :mod:`kernels.ptx_check` can compile
+  every kernel to PTX for sm_90 in CI and ``Prover.precompile`` ahead of a proof.
 """
 from __future__ import annotations
 
@@ -47,12 +49,21 @@ DF = field.build(device_function(inline="always"))
 
 #: (qualified name, python function, signatures) for every device kernel.
 KERNELS: list[tuple[str, object, tuple]] = []
+#: qualified name -> the cuda.jit dispatcher of that kernel (for ``precompile``)
+DISPATCHERS: dict[str, object] = {}
 
 def kernel(*signatures):
     """Declare a device kernel; ``signatures`` are numba signatures used for the PTX check."""
     def deco(fn):
         KERNELS.append((f"{fn.__module__}.{fn.__qualname__}", fn, signatures))
-        return cuda.jit(fn)
+        disp = cuda.jit(fn)
+        if not is_simulator():
+            from .kernel_cache import numba_cache
+            cache = numba_cache(fn)         # None: disabled or unavailable (no disk cache)
+            if cache is not None and hasattr(disp, "_cache"):
+                disp._cache = cache
+        DISPATCHERS[f"{fn.__module__}.{fn.__qualname__}"] = disp
+        return disp
     return deco
 
 

@@ -414,6 +414,27 @@ class Prover:
         cycles = int(np.count_nonzero(np.asarray(tables[0])[:, sel].sum(axis=1)))
         return self._prove(airs, tables, table_pv, rom.astype(np.int64), cycles, {}, t0)
 
+    def precompile(self, block=None, progress=None) -> list[dict]:
+        """Compile the device kernels ``block`` needs (its five AIRs' generated kernels and
+        the stage kernels) for this prover's backend ahead of proving, through the on-disk
+        kernel cache (``PROVER_KERNEL_CACHE``, :mod:`kernels.kernel_cache`): a later process
+        starts warm.  ``block``: as for :meth:`prove_block`; None: the block-independent
+        AIRs and an empty ROM (the PROGRAM kernel does not depend on the ROM's values).
+        -> one dict per step (name, seconds, how: generated | cache | compiled | in memory);
+        ``sim`` generates the sources only (the simulator compiles nothing); ``host`` and
+        ``emu`` run host kernels, which numba caches itself: nothing to do, []."""
+        if self.backend not in ("cuda", "sim"):
+            return []
+        if block is None:
+            rom = np.zeros((1, 4), dtype=np.int64)
+        else:
+            try:
+                rom = execute(_as_block(block)).rom.rows
+            except ExecutionError as exc:
+                raise UnprovableBlock(f"execution failed: {exc}") from None
+        from steadfast.kernels.constraint_device import precompile
+        return precompile(block_airs(rom), compile=self.backend == "cuda", progress=progress)
+
     # -- the proof itself -----------------------------------------------------------
     @contextmanager
     def _phase(self, name: str, phases: dict):

@@ -138,6 +138,9 @@ def _prove_parser() -> argparse.ArgumentParser:
     ap.add_argument("--check", action="store_true",
                     help="run the AIR check mode on every table before proving (names the "
                          "table, constraint and row of a violation; slower)")
+    ap.add_argument("--precompile", action="store_true",
+                    help="compile the device kernels BLOCK needs for the backend (into the kernel "
+                         "cache, PROVER_KERNEL_CACHE), print what and how long, and exit")
     ap.add_argument("--stats-json", metavar="FILE", help="write the proof statistics as JSON")
     ap.add_argument("--timeline", metavar="FILE",
                     help="write a Chrome/Perfetto trace of every table's stages (device backends)")
@@ -152,6 +155,32 @@ def _prove_parser() -> argparse.ArgumentParser:
 def _default_output(block_path: str) -> str:
     root, ext = os.path.splitext(block_path)
     return (root if ext.lower() == ".json" else block_path) + ".proof"
+
+
+def _precompile(prover, block, quiet: bool) -> int:
+    """``prove --precompile``: compile the block's kernels, one line per step, then a total."""
+    from .api import UnprovableBlock
+    t0 = time.perf_counter()
+
+    def show(row):
+        if not quiet:
+            print(f"  {row['name']:<64} {row['how']:<9} {row['seconds']:8.2f}s", flush=True)
+    if not quiet:
+        print(f"precompiling for backend {prover.backend}", flush=True)
+    try:
+        rows = prover.precompile(block, progress=show)
+    except UnprovableBlock as exc:
+        raise _Fail(EXIT_INVALID, f"block cannot be proven: {exc}") from None
+    how = {}
+    for r in rows:
+        how[r["how"]] = how.get(r["how"], 0) + 1
+    if not quiet:
+        from steadfast.kernels.kernel_cache import cache_dir
+        parts = ", ".join(f"{n} {h}" for h, n in sorted(how.items())) or "nothing to compile"
+        where = (cache_dir() or "disabled") if rows else "not used"
+        print(f"precompiled {len(rows)} steps ({parts}) in {time.perf_counter() - t0:.1f}s; "
+              f"kernel cache {where}")
+    return EXIT_OK
 
 
 def _run_prove(argv) -> int:
@@ -179,6 +208,8 @@ def _run_prove(argv) -> int:
         prover = Prover(cfg, progress=progress, timeline=timeline)
     except ConfigError as exc:
         raise _Fail(EXIT_USAGE, str(exc)) from None
+    if args.precompile:
+        return _precompile(prover, block, args.quiet)
     out_dir = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(out_dir):
         raise _Fail(EXIT_USAGE, f"cannot write {out}: no directory {out_dir}")
