@@ -132,7 +132,9 @@ class BudgetLedger:
 
     def __init__(self, budget: int | None):
         self.budget = budget
-        self._lock = threading.Lock()
+        # re-entrant: a numba array's finaliser releases its booking and may run from a
+        # garbage collection that starts inside this lock
+        self._lock = threading.RLock()
         self.in_use = 0
         self.peak = 0
 
@@ -167,15 +169,126 @@ def as_device_oom(exc: BaseException, requested: int = 0, ledger: BudgetLedger |
     return DeviceOOM(requested, in_use, budget, detail=f"{name}: {text}")
 
 
-def _release_numba_pending_frees(cuda) -> None:
-    """numba defers freeing the kernels' own temporaries (a queue in the context's memory
-    manager); a drain after an out-of-memory gives them back now."""
-    try:
-        ctx = cuda.current_context()
-        ctx.memory_manager.deallocations.clear()
-        ctx.deallocations.clear()
-    except Exception:  # noqa: BLE001 - older numba layouts / the simulator: nothing to drain
-        pass
+#: numba's ``_PendingDeallocs.clear`` checks the queue and then pops without a lock: two
+#: threads flushing at once can both see one item and one of them pops an empty deque.
+#: Every flush the project makes goes through :func:`flush_numba_frees` under this lock.
+_FLUSH_LOCK = threading.Lock()
+
+
+def flush_numba_frees(cuda) -> None:
+    """Flush numba's deferred deallocations (the context's pending-free queue) now, under
+    one process-wide lock.  With the pooled memory manager installed (backend ``cuda``)
+    device frees no longer wait in that queue (they go straight back to cupy's
+    stream-ordered pool); what remains there is host-side (pinned memory, modules)."""
+    with _FLUSH_LOCK:
+        try:
+            ctx = cuda.current_context()
+        except Exception:  # noqa: BLE001 - no context yet / the simulator: nothing to flush
+            return
+        for q in (getattr(getattr(ctx, "memory_manager", None), "deallocations", None),
+                  getattr(ctx, "deallocations", None)):
+            if q is not None:
+                q.clear()
+
+
+_release_numba_pending_frees = flush_numba_frees     # the name the drain used before
+
+
+# --------------------------------------------------------------- numba's allocations
+#: the DeviceMemory whose ledger books numba's own device allocations (kernel
+#: temporaries, cached NTT tables, selectors); the newest ``cuda`` DeviceMemory
+_NUMBA_ROUTE: list = [None]
+_EMM_LOCK = threading.Lock()
+_EMM_CLASS: list = [None]
+
+
+def _route():
+    ref = _NUMBA_ROUTE[0]
+    return ref() if ref is not None else None
+
+
+def pooled_memory_manager_class(cuda):
+    """numba External Memory Manager (EMM interface version 1, numba-cuda 0.30) whose
+    device allocations come from cupy's default pool and are booked in the routed
+    :class:`DeviceMemory`'s ledger.
+
+    * one allocator: numba's ``cuMemAlloc`` is no longer called, so every device byte the
+      process holds is in cupy's pool, bounded by its limit (the budget);
+    * booked: ``memalloc`` reserves the bytes in the ledger (first from the calling
+      thread's :meth:`DeviceMemory.scratch` booking), so a request over the budget raises
+      :class:`DeviceOOM` before any memory is touched; the finaliser releases them;
+    * stream-ordered: the block is taken on the thread's current cupy stream (a table
+      worker's stream inside :meth:`DeviceMemory.stream_scope`); when numba drops the
+      array it goes straight back to cupy's pool for *that* stream, whose later users are
+      queued after every kernel that read it.  No free waits in numba's pending queue and
+      none relies on ``cuMemFree`` synchronising.
+    """
+    if _EMM_CLASS[0] is not None:
+        return _EMM_CLASS[0]
+    import ctypes
+    import weakref
+
+    class PooledNumbaMemoryManager(cuda.GetIpcHandleMixin, cuda.HostOnlyCUDAMemoryManager):
+        def initialize(self):
+            pass
+
+        def memalloc(self, size):
+            import cupy
+            size = int(size)
+            mem = _route()
+            booked = mem._book_external(size) if mem is not None else (None, 0)
+            try:
+                block = cupy.get_default_memory_pool().malloc(size)
+            except BaseException as exc:
+                if mem is not None:
+                    mem._unbook_external(booked)
+                oom = as_device_oom(exc, size, mem.ledger if mem is not None else None)
+                if oom is not None:
+                    raise oom from exc
+                raise
+
+            def finalizer(block=block, booked=booked, mem=mem):
+                if mem is not None:
+                    mem._unbook_external(booked)
+                # dropping the closure drops ``block``: back to cupy's pool, on the stream
+                # it was allocated on
+
+            ctx = weakref.proxy(self.context) if self.context is not None else None
+            return cuda.MemoryPointer(ctx, ctypes.c_void_p(int(block.ptr)), size,
+                                      finalizer=finalizer)
+
+        def get_memory_info(self):
+            import cupy
+            free, total = cupy.cuda.runtime.memGetInfo()
+            return cuda.MemoryInfo(free=free, total=total)
+
+        def reset(self):
+            super().reset()
+
+        @property
+        def interface_version(self):
+            return 1
+
+    _EMM_CLASS[0] = PooledNumbaMemoryManager
+    return PooledNumbaMemoryManager
+
+
+def install_pooled_memory_manager(cuda) -> type:
+    """Make numba allocate device memory through cupy's pool (idempotent).  Before a
+    context exists ``set_memory_manager`` suffices; a context created earlier gets the
+    plugin swapped in (its earlier allocations keep their own finalisers)."""
+    with _EMM_LOCK:
+        cls = pooled_memory_manager_class(cuda)
+        cuda.set_memory_manager(cls)
+        try:
+            ctx = cuda.current_context()    # a new context already takes the plugin
+        except Exception:  # noqa: BLE001 - no usable driver: nothing to swap
+            ctx = None
+        if ctx is not None and not isinstance(getattr(ctx, "memory_manager", cls), cls):
+            mm = cls(context=ctx)
+            mm.initialize()
+            ctx.memory_manager = mm
+        return cls
 
 
 POISON_WORD = 0xFFFFFFFF   # not a canonical BabyBear element: a stale read is visible
@@ -266,18 +379,34 @@ class DeviceMemory:
         if kind in ("cuda", "sim"):
             from numba import cuda
             self._cuda = cuda
+        self.external_allocs = 0          # numba allocations booked (pooled manager)
+        self.external_live_bytes = 0
+        self.external_peak_bytes = 0
+        self.pool_trims = 0
         if kind == "cuda":
             if not _cupy_installed():
                 raise BackendError(_NO_CUPY)
+            import weakref
+
             import cupy  # the gpu extra
             self._cupy = cupy
+            # one allocator: numba's device allocations come from cupy's pool and are
+            # booked in this ledger; the pool (live + cached blocks) is capped at the budget
+            install_pooled_memory_manager(self._cuda)
+            _NUMBA_ROUTE[0] = weakref.ref(self)
+            if budget is not None:
+                cupy.get_default_memory_pool().set_limit(size=int(budget))
 
     # -- streams ------------------------------------------------------------------
     def _new_stream(self):
         self.streams_created += 1
         if self.kind == "sim":
             return self._cuda.stream(), None
-        cs = self._cupy.cuda.Stream(non_blocking=False)    # orders after legacy-stream work
+        # non-blocking: no implicit ordering with the legacy default stream, so workers
+        # overlap; everything a worker reads is written on its own stream, and shared
+        # tables are uploaded on the uploading worker's stream and synchronised before
+        # they are published (kernels.ntt_device, engines' selectors)
+        cs = self._cupy.cuda.Stream(non_blocking=True)
         return self._cuda.external_stream(cs.ptr), cs
 
     @contextmanager
@@ -297,6 +426,7 @@ class DeviceMemory:
         finally:
             try:
                 pair[0].synchronize()
+                flush_numba_frees(self._cuda)    # the stage's deferred frees, now
             finally:
                 if pair[1] is not None:
                     self._cupy.cuda.Stream.null.use()
@@ -349,6 +479,7 @@ class DeviceMemory:
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         self.ledger.reserve(nbytes, tag)
         try:
+            self._fit_pool(nbytes)
             with self._lock:
                 cached = self._pool.get((shape, dtype.str))
                 data = cached.pop() if cached else self._raw_empty(shape, dtype)
@@ -390,15 +521,68 @@ class DeviceMemory:
 
     @contextmanager
     def scratch(self, nbytes: int, tag: str = ""):
-        """Book ``nbytes`` of kernel temporaries (allocated by the kernels themselves,
-        outside this allocator) against the budget for the duration of a call; raises
-        :class:`DeviceOOM` like :meth:`empty` when they do not fit."""
+        """Book ``nbytes`` of kernel temporaries (allocated by the kernels themselves
+        through numba) against the budget for the duration of a call; raises
+        :class:`DeviceOOM` like :meth:`empty` when they do not fit.
+
+        On ``cuda`` numba's allocations are booked one by one by the pooled memory
+        manager: inside a scratch scope they draw on this booking first (a *credit*, so
+        nothing is counted twice), beyond it they book fresh bytes (and may raise
+        :class:`DeviceOOM`); an allocation that outlives the scope (a cached table) keeps
+        its bytes booked until numba frees it.  On exit only the unused credit is
+        released."""
         nbytes = max(0, int(nbytes))
         self.ledger.reserve(nbytes, f"scratch {tag}".strip())
+        credit = [nbytes]
+        stack = self._tls.__dict__.setdefault("credits", [])
+        stack.append(credit)
         try:
             yield
         finally:
-            self.ledger.release(nbytes)
+            stack.pop()
+            self.ledger.release(credit[0])
+
+    # -- numba's allocations (the pooled memory manager books them here) ---------
+    def _book_external(self, nbytes: int):
+        """Book one numba allocation; returns the token :meth:`_unbook_external` takes.
+        Booked as cupy's pool holds it: rounded up to its 512-byte unit."""
+        nbytes = max(512, -(-int(nbytes) // 512) * 512)
+        stack = getattr(self._tls, "credits", None)
+        take = 0
+        if stack:
+            credit = stack[-1]
+            take = min(credit[0], nbytes)
+            credit[0] -= take
+        try:
+            self.ledger.reserve(nbytes - take, "numba allocation")
+        except DeviceOOM:
+            if take:
+                stack[-1][0] += take
+            raise
+        self._fit_pool(nbytes)
+        with self._lock:
+            self.external_allocs += 1
+            self.external_live_bytes += nbytes
+            self.external_peak_bytes = max(self.external_peak_bytes, self.external_live_bytes)
+        return nbytes
+
+    def _unbook_external(self, nbytes: int) -> None:
+        with self._lock:
+            self.external_live_bytes -= nbytes
+        self.ledger.release(nbytes)
+
+    def _fit_pool(self, nbytes: int) -> None:
+        """``cuda`` with a budget: cupy's pool keeps freed blocks cached; when cached plus
+        live plus this request would pass the budget, wait for the device (no queued
+        work may still read a cached block) and give the cached blocks back."""
+        if self.kind != "cuda" or self.ledger.budget is None:
+            return
+        pool = self._cupy.get_default_memory_pool()
+        if pool.total_bytes() + nbytes > self.ledger.budget:
+            self.synchronize()
+            pool.free_all_blocks()
+            with self._lock:
+                self.pool_trims += 1
 
     def free(self, arr: DeviceArray) -> bool:
         """Return ``arr`` to the pool; False (and counted) if it was already reclaimed or stale."""
@@ -417,8 +601,8 @@ class DeviceMemory:
         with self._lock:
             self._pool.clear()
             if self.kind == "cuda":
+                flush_numba_frees(self._cuda)
                 self._cupy.get_default_memory_pool().free_all_blocks()
-                _release_numba_pending_frees(self._cuda)
 
     # -- transfers ----------------------------------------------------------------
     def to_device(self, host: np.ndarray, tag: str = "") -> DeviceArray:

@@ -16,6 +16,16 @@ from .devicelib import fetch, grid_1d, kernel
 BLOCK = 128
 
 
+def _view(a):
+    """A numba view of a device array taken by its array interface (a cupy array) with
+    ``sync=False``: the caller launches on the stream that wrote it (one thread owns that
+    stream), so no host wait -- a cupy array handed to a launch directly would make numba
+    synchronise its exporting stream on every launch."""
+    if a is None or hasattr(a, "copy_to_host") or not hasattr(a, "__cuda_array_interface__"):
+        return a
+    return cuda.as_cuda_array(a, sync=False)
+
+
 @kernel((uint32[:, :], uint32[:, :], int64),)
 def _bitrev_rows_kernel(src, dst, log_n):
     # dst[s, c] = src[c, bitrev(s)] ; one thread per output element
@@ -47,6 +57,7 @@ def _gather_columns_kernel(src, idx, dst):
 
 def bitrev_rows_device(src, out=None, stream=None):
     """uint32[c, N] (natural) -> uint32[N, c], row s = column values at bitrev(s)."""
+    src, out = _view(src), _view(out)
     c, n = src.shape
     if n & (n - 1) or n == 0:
         raise ValueError(f"bitrev_rows_device: N must be a power of two, got {n}")
@@ -63,6 +74,7 @@ def bitrev_rows_device(src, out=None, stream=None):
 
 def gather_columns_device(src, idx: np.ndarray, stream=None) -> np.ndarray:
     """Rows idx of the row-view of a column-major device matrix -> host uint32[q, c]."""
+    src = _view(src)
     c, n = src.shape
     idx = np.ascontiguousarray(idx, dtype=np.int64)
     out = np.empty((idx.size, c), np.uint32)
@@ -105,6 +117,7 @@ def _pad_columns_kernel(src, dst):
 
 def split_parts_device(coeffs, blocks, n: int, stream=None):
     """Decompose Q's coefficients uint32[4, P n] into the parts' blocks uint32[4 P, n]."""
+    coeffs, blocks = _view(coeffs), _view(blocks)
     rows = blocks.shape[0]
     if rows % 4 or coeffs.shape[1] < (rows // 4) * n:
         raise ValueError(f"split_parts_device: shapes {coeffs.shape} -> {blocks.shape} do not match")
@@ -116,6 +129,7 @@ def split_parts_device(coeffs, blocks, n: int, stream=None):
 
 def pad_columns_device(src, dst, stream=None):
     """Copy uint32[r, n] into the left of uint32[r, N] and zero the rest."""
+    src, dst = _view(src), _view(dst)
     if src.shape[0] != dst.shape[0] or src.shape[1] > dst.shape[1]:
         raise ValueError(f"pad_columns_device: {src.shape} does not fit {dst.shape}")
     if dst.shape[0] * dst.shape[1]:
@@ -144,6 +158,7 @@ def checksum_device(arr, max_blocks: int = 512, block: int = 256, stream=None) -
     """Integrity tag of a C-contiguous uint32 device array: (sum of its words mod 2^64,
     xor of its words) -- the same pair as ``kernels.hostlib.checksum_words`` -- reduced on
     the device so that only 16 bytes cross to the host."""
+    arr = _view(arr)
     if np.dtype(arr.dtype) != np.uint32:
         raise TypeError(f"checksum_device: expected uint32, got {arr.dtype}")
     size = 1

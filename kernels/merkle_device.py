@@ -54,9 +54,9 @@ class DeviceMerkleTree:
     __slots__ = ("nodes", "log_n", "matrix", "root")
 
     def __init__(self, nodes, log_n: int, matrix, root: np.ndarray):
-        self.nodes = nodes
+        self.nodes = _check_dev(nodes, "nodes", 2, DIGEST)     # numba views, sync=False
         self.log_n = int(log_n)
-        self.matrix = matrix
+        self.matrix = None if matrix is None else _check_dev(matrix, "matrix", 2)
         self.root = root
 
     @property

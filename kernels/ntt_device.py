@@ -167,36 +167,55 @@ _DEV_TABLES: dict = {}          # (kind, log_n, shift) -> device table (a few, L
 _MAX_TABLES = 8
 
 
-def _twiddles(log_n: int, inverse: bool):
+def _publish(host: np.ndarray, stream):
+    """Upload a table shared by every stream: on the caller's stream, complete before it
+    is published (another worker's non-blocking stream may read it next)."""
+    d = cuda.to_device(host, stream=stream)
+    if stream:
+        stream.synchronize()
+    return d
+
+
+def _retire(old) -> None:
+    """A cached table leaves the cache: kernels queued on any stream may still read it,
+    so wait for the device before its memory can go back to the pool (rare: growth and
+    eviction only)."""
+    if old is not None:
+        cuda.synchronize()
+
+
+def _twiddles(log_n: int, inverse: bool, stream=0):
     """Device twiddle table covering spans < 2^log_n, uploaded once (grown on demand)."""
     with _LOCK:
         d = _DEV_TW.get(inverse)
         if d is None or d.shape[0] < (1 << max(log_n, 3)):
-            d = cuda.to_device(_host_twiddles(log_n, inverse))
+            _retire(d)
+            d = _publish(_host_twiddles(log_n, inverse), stream)
             _DEV_TW[inverse] = d
         return d
 
 
-def _table(kind: str, log_n: int, shift: int):
+def _table(kind: str, log_n: int, shift: int, stream=0):
     key = (kind, log_n, shift)
     with _LOCK:
         d = _DEV_TABLES.pop(key, None)
         if d is None:
-            d = cuda.to_device(_host_table(kind, log_n, shift))
+            d = _publish(_host_table(kind, log_n, shift), stream)
         _DEV_TABLES[key] = d
         while len(_DEV_TABLES) > _MAX_TABLES:
-            _DEV_TABLES.pop(next(iter(_DEV_TABLES)))
+            _retire(_DEV_TABLES.pop(next(iter(_DEV_TABLES))))
         return d
 
 
 _EMPTY = None
 
 
-def _empty_table():
+def _empty_table(stream=0):
     global _EMPTY
-    if _EMPTY is None:
-        _EMPTY = cuda.to_device(np.zeros(1, np.uint32))
-    return _EMPTY
+    with _LOCK:
+        if _EMPTY is None:
+            _EMPTY = _publish(np.zeros(1, np.uint32), stream)
+        return _EMPTY
 
 
 # ----------------------------------------------------------------------------- launches
@@ -239,7 +258,7 @@ def _check_dev(a, name: str):
     if not hasattr(a, "copy_to_host"):
         if not hasattr(a, "__cuda_array_interface__"):
             raise TypeError(f"{name}: expected a device array, got {type(a).__name__}")
-        a = cuda.as_cuda_array(a)
+        a = cuda.as_cuda_array(a, sync=False)    # the caller's stream orders it
     if np.dtype(a.dtype) != np.uint32:
         raise TypeError(f"{name}: expected dtype uint32, got {a.dtype}")
     if len(a.shape) != 2:
@@ -264,17 +283,17 @@ def _xform(a, name, inverse, pre_kind=None, post_kind=None, shift=1, stream=None
     out = _out(out, (rows, n), stream)
     if rows == 0:
         return out
-    mode, c_m, pre = 0, 0, _empty_table()
+    mode, c_m, pre = 0, 0, _empty_table(stream)
     if inverse:
         mode, c_m = 1, int(to_mont_host(pow(n, P - 2, P)))
     if pre_kind is not None:
-        mode, pre = 2, _table(pre_kind, log_n, shift)
-    tw = _twiddles(log_n, inverse)
+        mode, pre = 2, _table(pre_kind, log_n, shift, stream)
+    tw = _twiddles(log_n, inverse, stream)
     grid, blk = grid_1d(rows * n, _BLOCK)
     _gather_kernel[grid, blk, stream](a, out, log_n, mode, np.uint32(c_m), pre)
     _run_stages(out, 0, log_n, True, tw, stream)
     if post_kind is not None:
-        _scale_kernel[grid, blk, stream](out, _table(post_kind, log_n, shift))
+        _scale_kernel[grid, blk, stream](out, _table(post_kind, log_n, shift, stream))
     return out
 
 
@@ -319,8 +338,8 @@ def coset_lde_device(dev_cols_T, log_blowup: int, shift: int = GENERATOR, stream
         return out
     t = _out(scratch, (rows, n), stream, "scratch")
     t.copy_to_device(a, stream=stream)
-    _run_stages(t, 0, log_n, False, _twiddles(log_n, True), stream)
+    _run_stages(t, 0, log_n, False, _twiddles(log_n, True, stream), stream)
     grid, blk = grid_1d(rows * (n << k), _BLOCK)
-    _scale_replicate_kernel[grid, blk, stream](t, out, _table("bitrev", log_n, shift), k)
-    _run_stages(out, k, log_n + k, True, _twiddles(log_n + k, False), stream)
+    _scale_replicate_kernel[grid, blk, stream](t, out, _table("bitrev", log_n, shift, stream), k)
+    _run_stages(out, k, log_n + k, True, _twiddles(log_n + k, False, stream), stream)
     return out

@@ -344,7 +344,7 @@ def check_device_array(a, name: str, ndim: int, last: int | None = None):
         raise TypeError(f"{name}: expected a device array, got a host numpy array")
     if not hasattr(a, "copy_to_host"):
         if hasattr(a, "__cuda_array_interface__") and hasattr(cuda, "as_cuda_array"):
-            a = cuda.as_cuda_array(a)
+            a = cuda.as_cuda_array(a, sync=False)    # one thread owns the stream: no host wait
         else:
             raise TypeError(f"{name}: expected a device array, got {type(a).__name__}")
     if np.dtype(a.dtype) != np.uint32:

@@ -57,7 +57,8 @@ import itertools
 import sys
 import threading
 import types
-from collections import Counter
+import weakref
+from collections import Counter, deque
 from pathlib import Path
 
 import numpy as np
@@ -68,7 +69,7 @@ CALLS: Counter = Counter()
 #: caller "file:line" -- only where the stream is not the thread's current cupy stream)
 STREAM_USES: list = []
 
-_lock = threading.Lock()
+_lock = threading.RLock()       # re-entrant: block finalisers may run inside it
 _tls = threading.local()
 _ptrs = itertools.count(0x7F00_0000_1000, 0x100)   # fake stream handles, never 0
 _live_streams: dict = {}                           # ptr -> Stream
@@ -215,7 +216,17 @@ def _allocate(shape, dtype, order, fill):
         raise OutOfMemoryError(f"Out of memory allocating {nbytes:,} bytes "
                                f"(allocated so far: 0 bytes, limit {limit:,} bytes).")
     make = np.zeros if fill else np.empty
-    return ndarray._wrap(make(shape, dtype=dtype, order=order))
+    a = make(shape, dtype=dtype, order=order)
+    if STRICT[0]:
+        # the pool books the block; it goes back when the last view of the data dies
+        # (cupy arrays, their views and numba views of them share ``a``)
+        block = _POOL.malloc(nbytes)
+        weakref.finalize(a, _keep, block)
+    return ndarray._wrap(a)
+
+
+def _keep(*_):
+    """weakref.finalize target: the arguments (a pool block) die with the array."""
 
 
 def empty(shape, dtype=float, order="C") -> ndarray:
@@ -256,6 +267,8 @@ class Stream:
 
     def __init__(self, null=False, non_blocking=False, ptds=False):
         self.non_blocking = bool(non_blocking)
+        if not null:
+            _count("stream_non_blocking" if non_blocking else "stream_blocking")
         self.ptr = 0 if null else next(_ptrs)
         if self.ptr:
             with _lock:
@@ -291,9 +304,97 @@ class Device:
         pass
 
 
+class _Block:
+    """One pool block (``cupy.cuda.MemoryPointer`` from ``MemoryPool.malloc``): goes back
+    to the free list of the stream it was allocated on when the last reference dies."""
+
+    __slots__ = ("ptr", "size", "stream", "__weakref__")
+
+    def __init__(self, ptr, size, stream):
+        self.ptr, self.size, self.stream = ptr, size, stream
+
+    def __del__(self):
+        _POOL._release(self)
+
+
 class MemoryPool:
+    """``cupy.cuda.MemoryPool``.  Plain mode: bookkeeping calls only.  Strict mode
+    (:func:`install` ``strict=True``): a pool with cupy's rules -- sizes rounded up to 512
+    bytes, freed blocks cached per (stream, size) and reused only on that stream,
+    ``set_limit`` capping cached + used bytes (on a miss over the limit the cache is
+    freed once, then ``OutOfMemoryError``), and the device's capacity shared with numba's
+    own (non-pooled) allocations: over it, ``OutOfMemoryError`` cumulatively."""
+
+    def __init__(self):
+        self.limit = None
+        self.used = 0
+        self.cached = 0
+        self._free: dict = {}
+        self._ptrs = itertools.count(0x10_0000_0000, 0x1_0000)
+
+    def malloc(self, size: int) -> _Block:
+        size = max(512, -(-int(size) // 512) * 512)
+        stream = get_current_stream().ptr
+        with _lock:
+            lst = self._free.get((stream, size))
+            if lst:
+                self.cached -= size
+                self.used += size
+                _note_held()
+                return _Block(lst.pop(), size, stream)
+        for attempt in (0, 1):
+            with _lock:
+                total = self.used + self.cached
+                over_limit = self.limit is not None and total + size > self.limit
+                over_device = (CAPACITY[0] is not None
+                               and total + size + RAW[0] > CAPACITY[0])
+                if not (over_limit or over_device):
+                    self.used += size
+                    _note_held()
+                    return _Block(next(self._ptrs), size, stream)
+            if attempt == 0:
+                self.free_all_blocks()
+        _count("out_of_memory")
+        raise OutOfMemoryError(f"Out of memory allocating {size:,} bytes "
+                               f"(allocated so far: {self.used:,} bytes).")
+
+    def _release(self, block: _Block) -> None:
+        with _lock:
+            self.used -= block.size
+            self.cached += block.size
+            self._free.setdefault((block.stream, block.size), []).append(block.ptr)
+
     def free_all_blocks(self, stream=None) -> None:
         _count("free_all_blocks")
+        with _lock:
+            self._free.clear()
+            self.cached = 0
+
+    def set_limit(self, size=None, fraction=None) -> None:
+        _count("set_limit")
+        self.limit = None if not size else int(size)
+
+    def get_limit(self) -> int:
+        return self.limit or 0
+
+    def used_bytes(self) -> int:
+        return self.used
+
+    def total_bytes(self) -> int:
+        return self.used + self.cached
+
+
+#: strict mode on (see :func:`install`); device capacity in bytes (None: unbounded);
+#: bytes numba holds outside the pool (its own cuMemAlloc); peak of pool + those bytes
+STRICT: list = [False]
+CAPACITY: list = [None]
+RAW: list = [0]
+PEAK_HELD: list = [0]
+
+
+def _note_held() -> None:
+    # caller holds _lock
+    PEAK_HELD[0] = max(PEAK_HELD[0], _POOL.used + _POOL.cached + RAW[0])
 
 
 _POOL = MemoryPool()
@@ -305,6 +406,148 @@ def get_default_memory_pool() -> MemoryPool:
 
 class OutOfMemoryError(MemoryError):
     """``cupy.cuda.memory.OutOfMemoryError`` (the prover maps it to DeviceOOM by name)."""
+
+
+# ------------------------------------------------------------ numba's memory management
+# numba-cuda's EMM surface (``numba.cuda.HostOnlyCUDAMemoryManager`` & co.), which the
+# simulator lacks, modelled as numba-cuda 0.30.4 has it -- including the pending-free
+# queue whose ``clear`` checks and then pops without a lock.
+
+class _PendingDeallocs:
+    """numba's ``_PendingDeallocs``: frees queued until more than 10 are pending; ``clear``
+    is numba's unlocked check-then-pop (``race_window`` seconds between the two widens
+    the window so that a test can show two concurrent flushes colliding)."""
+
+    race_window = 0.0
+
+    def __init__(self):
+        self._cons = deque()
+        self._disable = 0
+
+    def add_item(self, dtor, handle, size=0):
+        self._cons.append((dtor, handle, size))
+        if len(self._cons) > 10:
+            self.clear()
+
+    def clear(self):
+        if self._disable:
+            return
+        while self._cons:
+            if self.race_window:
+                import time
+                time.sleep(self.race_window)
+            dtor, handle, _ = self._cons.popleft()
+            dtor(handle)
+
+    def __len__(self):
+        return len(self._cons)
+
+
+class HostOnlyCUDAMemoryManager:
+    def __init__(self, *args, **kwargs):
+        if "context" not in kwargs:
+            raise RuntimeError("Memory manager requires a context")
+        self.context = kwargs.pop("context")
+        self.deallocations = _PendingDeallocs()
+
+    def reset(self):
+        self.deallocations.clear()
+
+    def defer_cleanup(self):
+        import contextlib
+
+        @contextlib.contextmanager
+        def cm():
+            self.deallocations._disable += 1
+            try:
+                yield
+            finally:
+                self.deallocations._disable -= 1
+        return cm()
+
+
+class GetIpcHandleMixin:
+    def get_ipc_handle(self, memory):
+        raise NotImplementedError("fake: no IPC")
+
+
+class NumbaMemoryPointer:
+    """``numba.cuda.MemoryPointer``: the finaliser runs when the pointer dies."""
+
+    def __init__(self, context, pointer, size, owner=None, finalizer=None):
+        self.context, self.size = context, size
+        self.device_pointer_value = getattr(pointer, "value", pointer)
+        if finalizer is not None:
+            self._finalizer = weakref.finalize(self, finalizer)
+
+
+class _NumbaDefaultManager(HostOnlyCUDAMemoryManager):
+    """numba's own manager: cuMemAlloc outside cupy's pool, frees deferred."""
+
+
+class _Context:
+    def __init__(self):
+        self.memory_manager = _NumbaDefaultManager(context=self)
+
+    @property
+    def deallocations(self):
+        return self.memory_manager.deallocations
+
+
+_CTX = _Context()
+_EMM: list = [None]
+
+
+def set_memory_manager(cls):
+    _count("set_memory_manager")
+    if cls(context=None).interface_version != 1:
+        raise RuntimeError("EMM Plugin interface version mismatch")
+    _EMM[0] = cls
+    mm = cls(context=_CTX)
+    mm.initialize()
+    _CTX.memory_manager = mm
+
+
+def _raw_free(nbytes):
+    with _lock:
+        RAW[0] -= nbytes
+
+
+def _data_owner(a: np.ndarray) -> np.ndarray:
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def _numba_alloc(arr):
+    """Strict mode: book a numba (simulator) device array's bytes the way numba-cuda
+    would -- through the installed EMM plugin, or else as numba's own allocation outside
+    the pool (counted against the device's capacity, freed through the pending queue)."""
+    root = _data_owner(arr._ary)
+    nbytes = int(root.nbytes)
+    mm = _CTX.memory_manager
+    _count("numba_alloc")
+    if not isinstance(mm, _NumbaDefaultManager):
+        _count("numba_alloc_pooled")
+        weakref.finalize(root, _keep, mm.memalloc(nbytes))
+        return arr
+    for attempt in (0, 1):
+        with _lock:
+            fits = (CAPACITY[0] is None
+                    or _POOL.used + _POOL.cached + RAW[0] + nbytes <= CAPACITY[0])
+            if fits:
+                RAW[0] += nbytes
+                _note_held()
+                break
+        if attempt == 0:
+            mm.deallocations.clear()
+    else:
+        _count("out_of_memory")
+        raise RuntimeError("[CUDA_ERROR_OUT_OF_MEMORY] Call to cuMemAlloc results in "
+                           "CUDA_ERROR_OUT_OF_MEMORY")
+    _count("numba_alloc_raw")
+    weakref.finalize(root, mm.deallocations.add_item, _raw_free, nbytes, nbytes)
+    return arr
 
 
 # ---------------------------------------------------------------------------- installing
@@ -346,6 +589,18 @@ def _caller() -> str:
     return "?" if f is None else f"{f.f_code.co_filename}:{f.f_lineno}"
 
 
+#: (thread name, what) for every host wait on an exporting stream (strict mode)
+SYNC_WAITS: list = []
+
+
+def _host_wait(what: str) -> None:
+    if not STRICT[0]:
+        return
+    _count("cai_sync")
+    with _lock:
+        SYNC_WAITS.append((threading.current_thread().name, what, _caller()))
+
+
 def _is_numba_stream(cuda, s) -> bool:
     return s is None or (isinstance(s, int) and s == 0) or isinstance(s, cuda.stream)
 
@@ -361,9 +616,18 @@ def _stream_use(cuda, site: str, s) -> None:
         STREAM_USES.append(entry)
 
 
-def install():
+def install(strict: bool = False, capacity: int | None = None):
     """Register the fake as ``cupy`` and patch numba's CUDA simulator (see the module
-    docstring).  Needs ``NUMBA_ENABLE_CUDASIM=1``; idempotent; returns the cupy module."""
+    docstring).  Needs ``NUMBA_ENABLE_CUDASIM=1``; idempotent; returns the cupy module.
+
+    ``strict``: the pool-accurate mode -- cupy allocations come from the modelled pool,
+    numba's (simulator) allocations go through the installed EMM plugin or else count as
+    numba's own memory outside the pool, the device has ``capacity`` bytes in all, and
+    ``as_cuda_array(sync=True)`` / a cupy array handed to a launch count a host wait on
+    the exporting stream (``CALLS["cai_sync"]``, ``SYNC_WAITS``)."""
+    STRICT[0] = STRICT[0] or bool(strict)
+    if capacity is not None:
+        CAPACITY[0] = int(capacity)
     if isinstance(sys.modules.get("cupy"), types.ModuleType) and \
             getattr(sys.modules["cupy"], "ndarray", None) is ndarray:
         return sys.modules["cupy"]
@@ -397,6 +661,8 @@ def install():
 
     def as_cuda_array(obj, sync=True):
         _count("as_cuda_array")
+        if sync:
+            _host_wait("as_cuda_array(sync=True)")
         if not isinstance(obj, ndarray):
             raise TypeError("*obj* doesn't implement the cuda array interface.")
         cai = obj.__cuda_array_interface__
@@ -430,6 +696,7 @@ def install():
         for a in args:
             if isinstance(a, ndarray):
                 _count("launch_with_cupy_arg")
+                _host_wait("launch with a cupy argument (auto_device, sync)")
                 a = FakeCUDAArray(a._a)
             elif isinstance(a, Stream):
                 raise TypeError("a cupy stream passed as a kernel argument")
@@ -447,11 +714,13 @@ def install():
 
     def to_device(ary, stream=0, copy=True, to=None):
         _stream_use(cuda, "to_device", stream)
-        return orig_to_device(ary, stream=stream, copy=copy, to=to)
+        out = orig_to_device(ary, stream=stream, copy=copy, to=to)
+        return _numba_alloc(out) if STRICT[0] and to is None else out
 
     def device_array(*args, **kwargs):
         _stream_use(cuda, "device_array", kwargs.get("stream", 0))
-        return orig_device_array(*args, **kwargs)
+        out = orig_device_array(*args, **kwargs)
+        return _numba_alloc(out) if STRICT[0] else out
 
     def copy_to_host(self, ary=None, stream=0):
         _stream_use(cuda, "copy_to_host", stream)
@@ -466,6 +735,12 @@ def install():
             ary = FakeCUDAArray(ary._a)
         return orig_from_host(self, ary, stream=stream)
 
+    cuda.HostOnlyCUDAMemoryManager = HostOnlyCUDAMemoryManager
+    cuda.GetIpcHandleMixin = GetIpcHandleMixin
+    cuda.MemoryPointer = NumbaMemoryPointer
+    cuda.MemoryInfo = __import__("collections").namedtuple("MemoryInfo", "free,total")
+    cuda.set_memory_manager = set_memory_manager
+    cuda.current_context = lambda devnum=None: _CTX
     cuda.external_stream = external_stream
     cuda.as_cuda_array = as_cuda_array
     cuda.is_cuda_array = lambda obj: isinstance(obj, (ndarray, FakeCUDAArray))
@@ -479,5 +754,6 @@ def install():
     return cupy
 
 
-__all__ = ["install", "set_allocation_limit", "CALLS", "STREAM_USES", "ndarray",
+__all__ = ["install", "set_allocation_limit", "CALLS", "STREAM_USES", "SYNC_WAITS", "STRICT",
+           "CAPACITY", "RAW", "PEAK_HELD", "ndarray",
            "MemoryPointer", "Stream", "OutOfMemoryError"]

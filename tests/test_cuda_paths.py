@@ -90,7 +90,7 @@ def _child(cfg: dict) -> dict:
     """Run one pipeline proof with backend "cuda" on the fake cupy; return observations.
     ``cfg``: workers, and optionally faults, xcheck, postmortem_dir, alloc_limit."""
     import fake_cupy
-    fake_cupy.install()
+    fake_cupy.install(strict=cfg.get("strict", False), capacity=cfg.get("capacity"))
     fake_cupy.set_allocation_limit(cfg.get("alloc_limit"))
     data_types = _probe_and_adapt(fake_cupy)
 
@@ -103,6 +103,8 @@ def _child(cfg: dict) -> dict:
               faults=parse_faults(cfg.get("faults")))
     if "postmortem_dir" in cfg:
         kw["postmortem_dir"] = cfg["postmortem_dir"]
+    if "budget" in cfg:
+        kw["budget"] = cfg["budget"]
     out: dict = {"config": cfg}
     try:
         proof, stats = run_pipeline(_statement(airs, traces, pvs), PipelineConfig(**kw))
@@ -116,6 +118,14 @@ def _child(cfg: dict) -> dict:
         traceback.print_exc()
         out.update(error=type(exc).__name__, message=str(exc),
                    report=getattr(exc, "report", None))
+    if cfg.get("strict"):
+        from steadfast.prover.pipeline import device_memory
+        mem = device_memory("cuda", cfg.get("budget"))
+        out.update(peak_held=fake_cupy.PEAK_HELD[0], raw_live=fake_cupy.RAW[0],
+                   ledger_peak=mem.ledger.peak, external_allocs=mem.external_allocs,
+                   external_peak=mem.external_peak_bytes, pool_trims=mem.pool_trims,
+                   worker_sync_waits=[w for w in fake_cupy.SYNC_WAITS
+                                      if w[0].startswith("table")][:10])
     out.update(data_types=dict(data_types), calls=dict(fake_cupy.CALLS),
                **_stream_report(fake_cupy.STREAM_USES))
     return out
@@ -275,6 +285,34 @@ def test_cuda_backend_recovers_from_out_of_memory_identically(kind):
         if kind == "cupy":
             assert r["calls"].get("out_of_memory", 0) > 0, r["calls"]
             assert r["data_types"].get("fake_cupy.ndarray", 0) > 0
+    _check(text, checks)
+
+
+@pytest.mark.timeout(300)
+def test_strict_stand_in_one_allocator_under_the_budget_and_no_hidden_syncs():
+    """Issue 16, items 3 and 5 on the pool-accurate stand-in: every numba allocation comes
+    from cupy's pool and is booked in the ledger (none is numba's own cuMemAlloc), the
+    pool (live + cached blocks) never holds more than the budget, worker streams are
+    non-blocking and no launch from a table worker makes the host wait on a stream.
+    The budget sits below the unbounded run's pool peak (46,080 B when measured), so the
+    pool is trimmed under pressure."""
+    budget = 40000
+    r, text = _scenario("strict", workers=2, strict=True, budget=budget)
+
+    def checks():
+        assert "error" not in r, (r.get("error"), r.get("message"))
+        assert r["identical"] is True, "proof bytes differ from the host proof"
+        calls = r["calls"]
+        assert calls.get("numba_alloc", 0) > 0
+        assert calls.get("numba_alloc_raw", 0) == 0, "numba allocated outside cupy's pool"
+        assert calls["numba_alloc_pooled"] == calls["numba_alloc"] == r["external_allocs"]
+        assert r["raw_live"] == 0
+        assert r["peak_held"] <= budget, (r["peak_held"], budget)
+        assert r["ledger_peak"] <= budget
+        assert calls.get("stream_blocking", 0) == 0 and calls.get("stream_non_blocking", 0) > 0
+        assert r["worker_sync_waits"] == [], r["worker_sync_waits"]
+        assert calls.get("cai_sync", 0) == 0, calls
+        _assert_cuda_types_and_streams(r)
     _check(text, checks)
 
 
