@@ -1,0 +1,118 @@
+"""The verifier fuzzer (bench/fuzz_verify.py): a short run through the library's verify
+accepts nothing and raises nothing untyped; the fuzzer itself classifies accepted and
+untyped outcomes (checked with a broken verify), draws only mutations that change the
+bytes, deterministically, and prints its result line in the exact format."""
+from __future__ import annotations
+
+import io
+import os
+import re
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+import fuzz_verify as fv  # noqa: E402
+
+LINE = re.compile(r"^fuzz: (\d+) mutated, (\d+) accepted, (\d+) untyped errors$")
+
+
+@pytest.fixture(scope="module")
+def honest():
+    """The honest proof (proved once in a subprocess, then cached) and its layouts."""
+    from steadfast.prover.api import BlockProof
+    raw, _, _ = fv.honest_proof(fv.DEFAULT_BLOCK, {}, log=lambda *a: None)
+    bp = BlockProof.from_bytes(raw)
+    bp_layout, off = fv.block_proof_layout(raw)
+    return {"bytes": raw, "proof": bp.proof, "bp_layout": bp_layout,
+            "proof_layout": fv.proof_layout(bp.proof), "inner_off": off}
+
+
+def _run(argv):
+    buf = io.StringIO()
+    rc = fv.main(argv, out=buf)
+    lines = buf.getvalue().rstrip("\n").split("\n")
+    return rc, lines
+
+
+def test_short_fuzz_accepts_nothing_and_raises_nothing_untyped(tmp_path):
+    n = 200
+    rc, lines = _run([str(n), "--seed", "11", "--save-dir", str(tmp_path)])
+    m = LINE.match(lines[-1])
+    assert m, lines[-1]
+    assert (int(m[1]), int(m[2]), int(m[3])) == (n, 0, 0), "\n".join(lines)
+    assert rc == 0
+    assert not os.listdir(tmp_path)
+
+
+def test_layout_tiles_the_proof_and_follows_the_decoder(honest):
+    from steadfast.verifier.proof_format import decode
+    lay = honest["proof_layout"]
+    proof = decode(honest["proof"])
+    assert len(lay.sections) == len(proof.tables)
+    pos = 0
+    for f in sorted(lay.fields, key=lambda f: f.start):
+        assert f.start == pos
+        pos = f.end
+    assert pos == len(honest["proof"])
+    # the recorded field holds the decoded values: the CPU table's public values
+    pv = next(f for f in lay.fields if f.name == "t0.public_values")
+    got = [int.from_bytes(honest["proof"][i:i + 4], "little") for i in range(pv.start, pv.end, 4)]
+    assert got == [int(v) for v in proof.tables[0].public_values]
+    # every table's section starts with its length
+    for a, e in lay.sections:
+        assert int.from_bytes(honest["proof"][a:a + 4], "little") == e - a - 4
+    cats = lay.by_cat()
+    assert set(cats) == {"header", "table_header", "small", "rows", "paths"}
+
+
+def test_cases_change_the_bytes_and_are_deterministic(honest):
+    seen_kinds = set()
+    for i in range(150):
+        target, kind, desc, data = fv.draw_case(5, i, honest)
+        seen_kinds.add(kind)
+        base = honest["proof"] if target == "proof" else honest["bytes"]
+        assert data != base, desc
+        assert fv.draw_case(5, i, honest) == (target, kind, desc, data)
+    assert seen_kinds == set(fv._KIND_WEIGHTS)
+    assert fv.draw_case(5, 0, honest) != fv.draw_case(6, 0, honest)
+
+
+def test_u32_overwrites_use_the_listed_values(honest):
+    vals = set()
+    for i in range(400):
+        _, kind, desc, _ = fv.draw_case(1, i, honest)
+        if kind == "u32":
+            vals.add(int(desc.split()[1]))
+    assert vals == set(fv.U32_VALUES)
+
+
+def test_a_verify_that_accepts_is_reported_and_saved(monkeypatch, tmp_path):
+    import steadfast.prover.api as api
+    monkeypatch.setattr(api, "verify", lambda proof, block=None, **kw: None)
+    rc, lines = _run(["4", "--seed", "3", "--save-dir", str(tmp_path)])
+    assert lines[-1] == "fuzz: 4 mutated, 4 accepted, 0 untyped errors"
+    assert rc == 1
+    assert len(os.listdir(tmp_path)) == 4
+    assert sum(line.startswith("ACCEPTED case") for line in lines) == 4
+
+
+def test_untyped_errors_are_reported(monkeypatch, tmp_path):
+    import steadfast.prover.api as api
+    real = api.verify
+    calls = []
+
+    def flaky(proof, block=None, **kw):
+        calls.append(1)
+        if len(calls) <= 2:             # the two checks of the honest proof
+            return real(proof, block=block, **kw)
+        raise IndexError("index 7 is out of bounds")
+    monkeypatch.setattr(api, "verify", flaky)
+    rc, lines = _run(["3", "--seed", "3", "--save-dir", str(tmp_path), "--json"])
+    assert lines[-1] == "fuzz: 3 mutated, 0 accepted, 3 untyped errors"
+    assert rc == 1
+    assert sum(line.startswith("UNTYPED case") and line.endswith("IndexError: index 7 is out "
+               "of bounds") for line in lines) == 3
+    assert '"untyped": 3' in "\n".join(lines)
