@@ -107,7 +107,14 @@ class _Emitter:
         self.since = 0
 
     def const(self, v: int) -> str:
+        """A field constant, in Montgomery form (as every value in the kernel body)."""
         name = f"_K{int(v)}"
+        self.consts[name] = int(v) * (1 << 32) % P
+        return name
+
+    def raw(self, v: int) -> str:
+        """A plain uint32 constant (a flag value)."""
+        name = f"_R{int(v)}"
         self.consts[name] = int(v)
         return name
 
@@ -179,11 +186,11 @@ def _binary(op, x, xe, y, ye):
         return f"_sub({x}, {y})"
     if op == "mul":
         if xe and ye:
-            return _call("_ef_mul", x, y)
+            return _call("_ef_mmul", x, y)
         if xe or ye:
             e, b = (x, y) if xe else (y, x)
-            return _call("_ef_mul_base", e, b)
-        return f"_mul({x}, {y})"
+            return _call("_ef_mmul_base", e, b)
+        return f"_mmul({x}, {y})"
     raise ValueError(f"unknown op {op!r}")  # pragma: no cover
 
 
@@ -193,10 +200,10 @@ def _quotient_leaf(op, payload):
     if op in ("main", "prep"):
         j, nx = payload
         m = "m" if op == "main" else "r"
-        return f"{op}[{int(j)} * {m}cs + {m}{int(bool(nx))}]"
+        return f"_tm({op}[{int(j)} * {m}cs + {m}{int(bool(nx))}])"
     if op == "aux":
         j, nx = payload
-        return [f"aux[{4 * int(j) + c} * acs + a{int(bool(nx))}]" for c in range(4)]
+        return [f"_tm(aux[{4 * int(j) + c} * acs + a{int(bool(nx))}])" for c in range(4)]
     if op == "pv":
         return f"pv[{int(payload)}]"
     if op == "chal":
@@ -209,9 +216,9 @@ def _quotient_leaf(op, payload):
 def _logup_leaf(op, payload):
     # main is flat with element (column j, row i) at j * ms0 + i * ms1; prep is (k, n)
     if op == "main":
-        return f"main[{int(payload[0])} * ms0 + i * ms1]"
+        return f"_tm(main[{int(payload[0])} * ms0 + i * ms1])"
     if op == "prep":
-        return f"prep[{int(payload[0])} * n + i]"
+        return f"_tm(prep[{int(payload[0])} * n + i])"
     if op == "pv":
         return f"pv[{int(payload)}]"
     raise ValueError(f"interaction values cannot read {op!r}")
@@ -248,9 +255,9 @@ def _quotient_source(air, fname: str):
         e = 4 * (K - 1 - k)
         co = tuple(f"apow[{e + j}]" for j in range(4))
         if prog.is_ef[prog.outputs[k]]:
-            t = em.assign("t", _call("_ef_mul", co, val))
+            t = em.assign("t", _call("_ef_mmul", co, val))
         else:
-            t = em.assign("t", _call("_ef_mul_base", co, val))
+            t = em.assign("t", _call("_ef_mmul_base", co, val))
         g = groups.get(c.when)
         groups[c.when] = t if g is None else em.assign("g", _call("_ef_add", g, t))
     zk = em.assign("zk", "i % zh.shape[1]")
@@ -258,16 +265,16 @@ def _quotient_source(air, fname: str):
     for when, g in groups.items():
         if when != "all":
             if when == "transition":
-                sv = em.assign("s", "sel[2, i]")
+                sv = em.assign("s", "_tm(sel[2, i])")
             else:
-                sv = em.assign("s", f"_mul(zh[0, {zk}], sel[{_SEL_ROW[when]}, i])")
-            g = em.assign("t", _call("_ef_mul_base", g, sv))
+                sv = em.assign("s", f"_mmul(_tm(zh[0, {zk}]), _tm(sel[{_SEL_ROW[when]}, i]))")
+            g = em.assign("t", _call("_ef_mmul_base", g, sv))
         q = g if q is None else em.assign("q", _call("_ef_add", q, g))
     if q is None:
         q = em.assign("q", [em.const(0)] * 4)
-    q = em.assign("q", _call("_ef_mul_base", q, f"zh[1, {zk}]"))
+    q = em.assign("q", _call("_ef_mmul_base", q, f"_tm(zh[1, {zk}])"))
     for c in range(4):
-        em.emit(f"out[{c}, i] = {q[c]}")
+        em.emit(f"out[{c}, i] = _fm({q[c]})")
     return "\n".join(head + em.lines) + "\n", em.consts
 
 
@@ -293,14 +300,15 @@ def _logup_source(air, fname: str):
         # d = gamma - (bus_id + sum_j beta^(j+1) v_j)
         f = (em.const(it.bus_id), zero, zero, zero)
         for j in range(k):
-            e = em.assign("e", _call("_ef_mul_base", bp[j + 1], outs[pos + j]))
+            e = em.assign("e", _call("_ef_mmul_base", bp[j + 1], outs[pos + j]))
             f = em.assign("f", _call("_ef_add", f, e))
         d = em.assign("d", _call("_ef_sub", bp[0], f))
+        d = em.assign("d", [f"_fm({x})" for x in d])          # canonical again
         for c in range(4):
             em.emit(f"dens[{t} * rows + il, {c}] = {d[c]}")
-        em.emit(f"if {' and '.join(f'{x} == 0' for x in d)}:\n    zero_flag[0] = {em.const(1)}")
+        em.emit(f"if {' and '.join(f'{x} == 0' for x in d)}:\n    zero_flag[0] = {em.raw(1)}")
         m = outs[pos + k]
-        em.emit(f"sm[{t}, il] = {m if it.sign > 0 else f'_neg({m})'}")
+        em.emit(f"sm[{t}, il] = _fm({m if it.sign > 0 else f'_neg({m})'})")
         pos += k + 1
     return "\n".join(head + em.lines) + "\n", em.consts
 
@@ -336,8 +344,9 @@ def _exec_module(src: str, filename: str) -> GeneratedKernels:
     ``<steadfast-air:...>`` pseudo name registered with linecache) and declare its kernels."""
     glb = {"__name__": "steadfast.kernels.constraint_device.generated", "__file__": filename,
            "cuda": cuda, "_u32": np.uint32, "_add": DFC.add, "_sub": DFC.sub, "_neg": DFC.neg,
-           "_mul": DFC.mul, "_ef_add": DFC.ef_add, "_ef_sub": DFC.ef_sub, "_ef_mul": DFC.ef_mul,
-           "_ef_mul_base": DFC.ef_mul_base, "_bitrev": bitrev}
+           "_mmul": DFC.mont_mul, "_ef_add": DFC.ef_add, "_ef_sub": DFC.ef_sub,
+           "_ef_mmul": DFC.mont_ef_mul, "_ef_mmul_base": DFC.mont_ef_mul_base,
+           "_tm": DFC.to_mont, "_fm": DFC.from_mont, "_bitrev": bitrev}
     exec(compile(src, filename, "exec"), glb)
     base = glb["KERNEL_BASE"]
     quot = kernel(_QUOTIENT_SIG)(glb[f"quotient_{base}"])
@@ -497,7 +506,7 @@ def _pv_device(air, public_values, stream):
                          f"got {list(public_values)}")
     if pv.size == 0:
         return _dummy((1,), stream)
-    return cuda.to_device(pv.astype(np.uint32), stream=stream)
+    return cuda.to_device(field.to_mont_host(pv), stream=stream)     # Montgomery form
 
 
 def quotient_device(air, shape, main_lde, prep_lde, aux_lde, public_values, challenges: dict,
@@ -546,9 +555,11 @@ def quotient_device(air, shape, main_lde, prep_lde, aux_lde, public_values, chal
         raise ValueError("selectors: computed for another shape")
     out = _out4(out, M, s, alloc)
     g, b = grid_1d(M, block)
+    # scalars, alpha powers and public values enter the kernel in Montgomery form
     gk.quotient[g, b, s](main, mcs, mps, prep, rcs, rps, aux, acs, aps,
-                         _pv_device(air, public_values, s), cuda.to_device(scal, stream=s),
-                         cuda.to_device(np.ascontiguousarray(apow.T.astype(np.uint32)).reshape(-1),
+                         _pv_device(air, public_values, s),
+                         cuda.to_device(field.to_mont_host(scal), stream=s),
+                         cuda.to_device(field.to_mont_host(np.ascontiguousarray(apow.T).reshape(-1)),
                                         stream=s),
                          sel, zh, M, shape.log_quotient, N // M, M >> shape.log_n,
                          int(layout == "rows"), out)
@@ -666,7 +677,7 @@ def aux_build_device(air, shape, main, public_values, challenges: dict, prep=Non
     aux = device_empty((4 * a, n) if columns else (n, 4 * a), s, alloc)
     tot = cuda.device_array((n, 4), dtype=np.uint32, stream=s)
     flag = cuda.to_device(np.zeros(1, np.uint32), stream=s)
-    d_bpow = cuda.to_device(bpow.reshape(-1), stream=s)
+    d_bpow = cuda.to_device(field.to_mont_host(bpow.reshape(-1)), stream=s)   # Montgomery
     d_bstart = cuda.to_device(bstart.astype(np.int64), stream=s)
     d_pv = _pv_device(air, public_values, s)
     flat = main.reshape(w * n)

@@ -12,7 +12,10 @@ Every function takes and returns canonical values (uint32 in [0, p)), except the
 canonical ``a`` and ``w_m = w·2^32 mod p``, ``mont_mul(a, w_m) = a·w mod p`` canonical.
 That lets hot loops multiply by precomputed constants with a 32-bit Montgomery
 reduction (three 32×32→64 multiplies, which LLVM vectorises with AVX2) instead of a
-64-bit remainder.
+64-bit remainder.  ``to_mont`` / ``from_mont`` / ``mont_ef_mul`` / ``mont_ef_mul_base``
+work with every operand in Montgomery form: the generated constraint kernels
+(:mod:`kernels.constraint_device`) convert their inputs once and multiply with one
+reduction each (on a GPU the 64-bit remainder of ``mul`` is a long emulated sequence).
 
 Arithmetic is done in uint64 where no intermediate can wrap, so numba's typed integer
 rules and numpy's scalar rules give the same answers (no reliance on wrap-around).
@@ -40,6 +43,8 @@ _R2_32 = np.uint32(MONT_R2)
 _ONE32 = np.uint32(1)
 _ZERO32 = np.uint32(0)
 _W64 = np.uint64(EXT_W)
+_WM64 = np.uint64((EXT_W << 32) % P)             # W in Montgomery form
+_R2_64 = np.uint64(MONT_R2)
 _PM2 = P - 2
 
 
@@ -102,6 +107,36 @@ def build(jit):
     def mont_mul(a, b):
         # a * b * 2^-32 mod p
         return mont_reduce(np.uint64(a) * np.uint64(b))
+
+    @jit
+    def to_mont(a):
+        # canonical -> Montgomery form a * 2^32 mod p
+        return mont_reduce(np.uint64(a) * _R2_64)
+
+    @jit
+    def from_mont(a):
+        # Montgomery form -> canonical
+        return mont_reduce(np.uint64(a))
+
+    @jit
+    def mont_ef_mul(a0, a1, a2, a3, b0, b1, b2, b3):
+        # ef_mul with every coefficient in Montgomery form (in and out).  A sum of two
+        # products < 2 p^2 < p * 2^32 takes one reduction; W enters as W * 2^32 mod p.
+        x0 = np.uint64(a0); x1 = np.uint64(a1); x2 = np.uint64(a2); x3 = np.uint64(a3)
+        y0 = np.uint64(b0); y1 = np.uint64(b1); y2 = np.uint64(b2); y3 = np.uint64(b3)
+        h4 = add(mont_reduce(x1 * y3 + x2 * y2), mont_reduce(x3 * y1))
+        h5 = mont_reduce(x2 * y3 + x3 * y2)
+        h6 = mont_reduce(x3 * y3)
+        c0 = mont_reduce(x0 * y0 + np.uint64(h4) * _WM64)
+        c1 = add(mont_reduce(x0 * y1 + x1 * y0), mont_reduce(np.uint64(h5) * _WM64))
+        c2 = add(mont_reduce(x0 * y2 + x1 * y1), mont_reduce(x2 * y0 + np.uint64(h6) * _WM64))
+        c3 = add(mont_reduce(x0 * y3 + x1 * y2), mont_reduce(x2 * y1 + x3 * y0))
+        return c0, c1, c2, c3
+
+    @jit
+    def mont_ef_mul_base(a0, a1, a2, a3, b):
+        # EF times base, all in Montgomery form
+        return mont_mul(a0, b), mont_mul(a1, b), mont_mul(a2, b), mont_mul(a3, b)
 
     @jit
     def pow_(a, e):

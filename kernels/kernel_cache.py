@@ -37,7 +37,7 @@ from pathlib import Path
 
 ENV = "PROVER_KERNEL_CACHE"
 #: bump when the code generator's output changes in a way the sources hash cannot see
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 _OFF = ("0", "off", "no", "false", "none")
 
 #: counters of this process (tests and ``prove --precompile`` read them)

@@ -5,6 +5,8 @@ Sizes are small (the simulator runs every thread as Python) and block sizes are 
 too, so that every launch straddles block edges (and the scan recurses)."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -253,7 +255,10 @@ def test_generated_kernels_cached_and_registered():
     air = ex.fibonacci_air()
     gk = CD.generated(air)
     assert CD.generated(ex.fibonacci_air()) is gk               # same fingerprint, same kernels
-    assert gk.filename.startswith("<steadfast-air:fibonacci:") and \
+    # a module file in the kernel cache (kernels/kernel_cache.py), or a pseudo file name
+    # when the cache is off
+    assert (gk.filename.startswith("<steadfast-air:fibonacci:") or
+            os.path.basename(gk.filename).startswith("fibonacci_")) and \
         CD.SOURCES[gk.filename] == gk.source
     assert gk.logup is None and CD.generated(ex.adder_air()).logup is not None
     qual = "steadfast.kernels.constraint_device.generated." + gk.quotient.py_func.__name__
