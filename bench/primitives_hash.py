@@ -4,6 +4,14 @@ Each function returns a dict with ``first_call_s`` (the first call in this proce
 includes loading the numba cache, or compiling on a cold cache), ``steady_s`` (best of
 ``repeats`` later calls) and, for the permutation, ``perm_per_s``.
 Run directly for a quick report: ``python -m bench.primitives_hash``.
+
+``python -m bench.primitives_hash --widths [--rounds 3]`` compares, in one run, the
+batched Poseidon2 path compiled with 256-bit vectors (``STEADFAST_VECTOR_WIDTH=256``:
+numba's default on AVX-512 Intel cores, the code before issue #12) and with the process
+default (512-bit where the host has AVX-512; steadfast/_vector_width.py): each round runs
+one fresh subprocess per width, alternating, and reports wall M perm/s at 2^17 states
+(all numba threads), CPU-time M perm/s on one thread (less sensitive to a loaded
+machine), a 2^16 x 16 Merkle commit, and the same-round ratios.
 """
 from __future__ import annotations
 
@@ -45,7 +53,77 @@ def bench_merkle(n: int, w: int = 16, repeats: int = 3, seed: int = 0) -> dict:
             "perm_per_s": perms / steady}
 
 
+_WIDTH_CHILD = r"""
+import json, time, numpy as np, numba
+from steadfast.kernels.field import P
+from steadfast.kernels.poseidon2 import poseidon2_permute
+from steadfast.kernels.merkle import commit
+rng = np.random.default_rng(0)
+big = rng.integers(0, P, (1 << 17, 16), dtype=np.uint32)
+small = big[: 1 << 15]
+rows = rng.integers(0, P, (1 << 16, 16), dtype=np.uint32)
+poseidon2_permute(big); commit(rows)
+wall = min(_t(lambda: poseidon2_permute(big)) for _ in range(3))
+cm = min(_t(lambda: commit(rows)) for _ in range(3))
+numba.set_num_threads(1)
+def cpu():
+    t = time.process_time(); poseidon2_permute(small); return time.process_time() - t
+c1 = min(cpu() for _ in range(3))
+print(json.dumps({"wall_perm_s": big.shape[0] / wall, "cpu1_perm_s": small.shape[0] / c1,
+                  "commit16_s": cm}))
+"""
+
+
+def compare_widths(rounds: int = 3) -> list:
+    """[(width, result dict)] for each round and width (see the module docstring)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    prelude = ("import time\n"
+               "def _t(f):\n    t = time.perf_counter(); f(); return time.perf_counter() - t\n")
+    out = []
+    for _ in range(rounds):
+        for width in ("256", "auto"):
+            env = {k: v for k, v in os.environ.items() if k != "NUMBA_CPU_FEATURES"}
+            env["STEADFAST_VECTOR_WIDTH"] = width
+            r = subprocess.run([sys.executable, "-c", prelude + _WIDTH_CHILD], env=env,
+                               capture_output=True, text=True, check=True)
+            out.append((width, json.loads(r.stdout.strip().splitlines()[-1])))
+    return out
+
+
+def _flags() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    f = line.split(":", 1)[1].split()
+                    return " ".join(x for x in f if x.startswith(("avx", "fma", "bmi", "sse4")))
+    except OSError:
+        pass
+    return "?"
+
+
 def main() -> None:
+    import sys
+    if "--widths" in sys.argv:
+        import os
+        rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3
+        print(f"cpu flags (vector subset): {_flags()}")
+        print(f"load average before: {os.getloadavg()[0]:.1f}")
+        res = compare_widths(rounds)
+        for i in range(0, len(res), 2):
+            (_, a), (_, b) = res[i], res[i + 1]
+            print(f"round {i // 2}: 256-bit {a['wall_perm_s'] / 1e6:.2f} M perm/s wall, "
+                  f"{a['cpu1_perm_s'] / 1e6:.2f} M perm/CPU-s, commit 2^16x16 {a['commit16_s'] * 1e3:.0f} ms"
+                  f" | default {b['wall_perm_s'] / 1e6:.2f} M perm/s wall, "
+                  f"{b['cpu1_perm_s'] / 1e6:.2f} M perm/CPU-s, commit {b['commit16_s'] * 1e3:.0f} ms"
+                  f" | ratio wall {b['wall_perm_s'] / a['wall_perm_s']:.2f}x, cpu "
+                  f"{b['cpu1_perm_s'] / a['cpu1_perm_s']:.2f}x, commit "
+                  f"{a['commit16_s'] / b['commit16_s']:.2f}x")
+        print(f"load average after: {os.getloadavg()[0]:.1f}")
+        return
     import numba
     print(f"numba threads: {numba.get_num_threads()}")
     r = bench_poseidon2()

@@ -20,3 +20,7 @@ if (not _os.path.isdir(_os.path.join(_here, "prover"))
         and _os.path.isfile(_os.path.join(_root, "prover", "__init__.py"))
         and _os.path.isfile(_os.path.join(_root, "pyproject.toml"))):
     __path__.append(_root)          # source checkout: steadfast.X is the folder X/
+
+from ._vector_width import configure as _configure_vector_width  # noqa: E402
+
+_configure_vector_width()           # before any kernel compiles: 512-bit vectors on AVX-512

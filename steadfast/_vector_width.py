@@ -1,0 +1,65 @@
+"""Vector width of the host kernels' code generation (issue #12).
+
+LLVM's tuning for AVX-512 Intel cores (Ice Lake and later, Rocket Lake, Sapphire Rapids)
+sets ``prefer-256-bit``: loops are vectorised with 256-bit ``ymm`` registers even though
+the core executes 512-bit ``zmm`` instructions.  The lane-major Poseidon2 kernel
+(kernels/poseidon2.py) is bound by 64-bit multiplies across states and runs about twice
+as fast per core with 512-bit vectors (docs/benchmarks.md, "Throughput and footprint");
+the NTT kernels are unaffected.  numba fixes its target features when its CPU codegen is
+first created (the first ``@njit`` of the process), so this runs from
+``steadfast/__init__.py``, before any kernel module is imported.
+
+``STEADFAST_VECTOR_WIDTH``: ``auto`` (default: 512 where the host has AVX-512 F/DQ/VL),
+``256`` (leave numba's default), ``512`` (require AVX-512; a clear error otherwise).  An
+explicit ``NUMBA_CPU_FEATURES`` always wins.  The arithmetic is integer and exact: the
+width changes speed, never a result (the proofs are bit-identical either way).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+_AVX512 = ("avx512f", "avx512dq", "avx512vl")
+CHOICES = ("auto", "256", "512")
+
+
+def features_for(width: str, host: dict) -> str | None:
+    """The numba feature string for ``width`` on a host with features ``host``
+    (name -> bool, llvmlite's ``get_host_cpu_features()``), or None for numba's default."""
+    if width not in CHOICES:
+        raise ValueError(f"STEADFAST_VECTOR_WIDTH must be one of {', '.join(CHOICES)}, "
+                         f"got {width!r}")
+    if width == "256":
+        return None
+    has512 = all(host.get(f, False) for f in _AVX512)
+    if not has512:
+        if width == "512":
+            raise ValueError("STEADFAST_VECTOR_WIDTH=512 needs AVX-512 F, DQ and VL, which "
+                             "this CPU lacks")
+        return None
+    flat = ",".join(("+" if on else "-") + name for name, on in sorted(host.items()))
+    return flat + ",-prefer-256-bit"
+
+
+def configure() -> str | None:
+    """Apply the choice to numba (env and, if numba is already imported, its config).
+    Returns the feature string applied, or None."""
+    if os.environ.get("NUMBA_CPU_FEATURES"):
+        return None
+    width = os.environ.get("STEADFAST_VECTOR_WIDTH", "auto").strip().lower()
+    if width == "256":
+        return None
+    try:
+        import llvmlite.binding as ll
+        host = dict(ll.get_host_cpu_features())
+    except Exception:           # pragma: no cover - no llvmlite / unknown host: defaults
+        if width == "512":
+            raise
+        return None
+    flat = features_for(width, host)
+    if flat is None:
+        return None
+    os.environ["NUMBA_CPU_FEATURES"] = flat
+    if "numba.core.config" in sys.modules:     # read at codegen creation
+        sys.modules["numba.core.config"].CPU_FEATURES = flat
+    return flat
