@@ -18,13 +18,22 @@ part proves 2^10..2^12-cycle blocks on the ``emu`` device backend (the same scri
 warm-up, ladder, predictions); ``--e2e-backend sim --e2e-k example`` proves an 8-row
 Fibonacci table on the simulator instead.
 
-Checks, in order: copy bandwidth (device-to-device and host-to-device: the reference of
-every "achieved bandwidth" ratio); NTT; coset LDE (column-major, target >= 50 % of the
-copy bandwidth); Poseidon2 (SPEC known answer, a random sample against the host, and
-permutations/s, target >= 1 G/s); Merkle commit; the stage kernels (FRI fold and OOD
-reduction, skipped if their API differs); end-to-end block proofs, cuda vs host, on
-blocks of about 2^k cycles from ``bench/make_block.py``'s generator (same defaults),
-comparing the proof bytes.
+Order -- what matters most first, so that a short or failing first run still answers it:
+
+1. versions (python, numpy, numba, numba-cuda, cupy, CUDA driver/runtime, device) and a
+   sanity launch (a field multiply kernel against numpy);
+2. precompile: every kernel a block proof launches (``Prover.precompile``: the generated
+   per-AIR kernels and the stage kernels), timed apart -- warm from the kernel cache
+   (``PROVER_KERNEL_CACHE``) on a second run;
+3. the first end-to-end comparison: one small real block (2^``first_k`` cycles, 2^10)
+   proved on the device backend and on the host, proof bytes compared;
+4. the microbenchmarks: copy bandwidth (device-to-device and host-to-device: the
+   reference of every "achieved bandwidth" ratio); NTT; coset LDE (column-major, target
+   >= 50 % of the copy bandwidth); Poseidon2 (SPEC known answer, a random sample against
+   the host, and permutations/s, target >= 1 G/s); Merkle commit; the stage kernels (FRI
+   fold and OOD reduction, skipped if their API differs);
+5. the rest of the end-to-end ladder, cuda vs host, on blocks of about 2^k cycles from
+   ``bench/make_block.py``'s generator (same defaults), comparing the proof bytes.
 
 Time budget: every check runs in a worker thread; none starts after ``--soft`` seconds
 (default 240) or when its predicted time does not fit, and one still running at
@@ -50,12 +59,42 @@ os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 import numpy as np  # noqa: E402
 
 from bench.device_common import (  # noqa: E402
-    SPEC_IN, SPEC_OUT, P2_TARGET, LDE_TARGET, SIZES, SECTIONS, fmt_bw, yn, Report, Runner, Dev, Ctx)
+    P, SPEC_IN, SPEC_OUT, P2_TARGET, LDE_TARGET, SIZES, SECTIONS, fmt_bw, yn, Report, Runner, Dev, Ctx)
 from bench.device_e2e import E2E  # noqa: E402
 
 
 def _med(ts):
     return statistics.median(ts)
+
+
+def check_sanity(ctx: Ctx) -> None:
+    """One small kernel launch (field multiply) against numpy: the device works at all."""
+    from steadfast.kernels import field_device as fd
+    a, b = ctx.rand(256), ctx.rand(256)
+    want = (a.astype(np.uint64) * b.astype(np.uint64) % np.uint64(P)).astype(np.uint32)
+    cuda = ctx.dev.cuda
+    t0 = time.perf_counter()
+    got = fd.mul(cuda.to_device(a), cuda.to_device(b)).copy_to_host()
+    dt = time.perf_counter() - t0
+    ctx.report.add("sanity launch", "256 elements", yn(np.array_equal(got, want)), dt,
+                   note="field mul kernel vs numpy (time includes its compile)")
+
+
+def check_precompile(ctx: Ctx, block) -> None:
+    """Compile every kernel a proof of ``block`` launches, timed apart (Prover.precompile)."""
+    from steadfast.kernels.kernel_cache import cache_dir
+    from steadfast.prover.api import Prover, ProverConfig
+    t0 = time.perf_counter()
+    rows = Prover(ProverConfig(backend=ctx.args.backend)).precompile(block)
+    dt = time.perf_counter() - t0
+    how: dict = {}
+    for r in rows:
+        how[r["how"]] = how.get(r["how"], 0) + 1
+    slow = sorted(rows, key=lambda r: -r["seconds"])[:3]
+    note = (", ".join(f"{n} {h}" for h, n in sorted(how.items())) +
+            "; slowest " + ", ".join(f"{r['name'].split('.')[-1][:32]} {r['seconds']:.1f}s"
+                                     for r in slow) + f"; cache {cache_dir() or 'off'}")
+    ctx.report.add("precompile", f"{len(rows)} steps", "n/a", dt, note=note, steps=rows)
 
 
 def check_copy(ctx: Ctx) -> None:
@@ -316,16 +355,20 @@ def check_ood(ctx: Ctx) -> None:
 
 # ----------------------------------------------------------------------------- end to end
 
-def env_info(dev: Dev) -> dict:
+def env_info(dev: Dev | None = None, sim: bool = False) -> dict:
+    """Package versions (no device needed); with ``dev`` also the device, driver, runtime."""
     import importlib.metadata as md
     import numba
     info = dict(python=platform.python_version(), cpus=os.cpu_count(), numpy=np.__version__,
-                numba_threads=numba.config.NUMBA_NUM_THREADS, simulator=dev.sim)
-    for pkg in ("numba", "numba-cuda", "cupy-cuda13x", "cupy-cuda12x", "cupy"):
+                numba_threads=numba.config.NUMBA_NUM_THREADS, simulator=sim)
+    for pkg in ("numba", "numba-cuda", "cupy-cuda13x", "cupy-cuda12x", "cupy", "cuda-bindings"):
         try:
             info[pkg] = md.version(pkg)
         except md.PackageNotFoundError:
             pass
+    if dev is None:
+        return info
+    info = {}
     if not dev.sim:
         d = dev.cuda.get_current_device()
         name = d.name.decode() if isinstance(d.name, bytes) else str(d.name)
@@ -404,16 +447,45 @@ def main(argv=None) -> int:
         ap.error(f"unknown sections {sorted(unknown)}; choose from {','.join(SECTIONS)}")
     print(f"device_check: backend {args.backend}, sizes {size_name}, seed {args.seed}, "
           f"budget {soft:.0f}s soft / {hard:.0f}s hard", flush=True)
+    try:                                     # versions first: they need no device
+        report.extra["env"] = env_info(sim=sim)
+        print("versions: " + ", ".join(f"{k}={v}" for k, v in report.extra["env"].items()),
+              flush=True)
+    except Exception as exc:  # noqa: BLE001
+        print(f"version info failed: {exc}")
     st, dev, note = runner.call("init", lambda: Dev(sim))
     if st != "ok":
         report.add("device init", "-", st, note=note)
     else:
         ctx.dev = dev
         try:
-            report.extra["env"] = env_info(dev)
-            print("env: " + ", ".join(f"{k}={v}" for k, v in report.extra["env"].items()), flush=True)
+            d = env_info(dev, sim)
+            report.extra.setdefault("env", {}).update(d)
+            print("device: " + (", ".join(f"{k}={v}" for k, v in d.items()) or "simulator"),
+                  flush=True)
         except Exception as exc:  # noqa: BLE001
-            print(f"env info failed: {exc}")
+            print(f"device info failed: {exc}")
+        # 1-3: sanity launch, precompile, the first cuda-vs-host proof comparison
+        runner.run("sanity launch", "256 elements", lambda: check_sanity(ctx))
+        e2e = E2E(ctx) if "e2e" in wanted else None
+        ladder = args.e2e_k or S["e2e"]
+        first_k = None if (e2e is None or "example" in ladder) else S["first_k"]
+        try:
+            from steadfast.vm.programs import sized_block
+            from bench.device_common import BLOCK_ARGS
+            pre_block = sized_block(first_k or S["first_k"], **BLOCK_ARGS)
+        except Exception as exc:  # noqa: BLE001
+            pre_block = None
+            print(f"block generator failed: {exc}", flush=True)
+        runner.run("precompile", "-", lambda: check_precompile(ctx, pre_block))
+        if first_k is not None:
+            try:
+                e2e.first(first_k)
+            except Exception as exc:  # noqa: BLE001
+                traceback.print_exc()
+                report.add("prove block first", f"2^{first_k} cycles", "error",
+                           note=f"{type(exc).__name__}: {exc}"[:160])
+        # 4: the microbenchmarks
         plan = []
         if "copy" in wanted:
             plan.append(("copy", f"{S['copy_mib']} MiB", lambda: check_copy(ctx)))
@@ -438,10 +510,11 @@ def main(argv=None) -> int:
                     dev.free_all()
                 except Exception as exc:  # noqa: BLE001 - e.g. a sticky CUDA error
                     print(f"freeing device memory failed: {exc}", flush=True)
-        if "e2e" in wanted:
+        # 5: the rest of the end-to-end ladder
+        if e2e is not None:
             try:
                 warm = S["warm_k"] if args.warm_k is None else args.warm_k
-                E2E(ctx).run(args.e2e_k or S["e2e"], warm)
+                e2e.run(ladder, warm)
             except Exception as exc:  # noqa: BLE001
                 traceback.print_exc()
                 report.add("end-to-end", "-", "error", note=f"{type(exc).__name__}: {exc}"[:160])

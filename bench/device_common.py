@@ -28,19 +28,20 @@ BLOCK_ARGS = dict(hash_share=0.25, seed=0, memory_size=1024, table_size=256, n_t
 PER_BIT = {11: 1.4, 12: 1.4, 13: 1.35, 14: 1.35, 15: 2.37, 16: 2.37, 17: 2.45, 18: 2.45}
 
 # name -> sizes.  ntt: (rows, log n); lde: (columns, log n, log blowup); p2: log states;
-# merkle: (log rows, width); stage: log n of the FRI layer / OOD polynomials.  hash_block:
+# merkle: (log rows, width); stage: log n of the FRI layer / OOD polynomials; first_k: the
+# block 2^k compared (device vs host proof bytes) before any microbenchmark.  hash_block:
 # threads per block of the hash kernels in the simulator, whose per-module lock around
 # every device-function call makes blocks of several hashing threads crawl (minutes).
 SIZES = {
     "full": dict(copy_mib=1024, h2d_mib=256, reps=5, ntt=[(16, 20), (1, 22)],
                  lde=[(16, 20, 1), (1, 22, 1)], p2=22, p2_sample=16, merkle=(22, 16),
-                 stage=20, ood_cols=16, warm_k=10, e2e=[16, 18, 20]),
+                 stage=20, ood_cols=16, warm_k=10, first_k=10, e2e=[16, 18, 20]),
     "quick": dict(copy_mib=256, h2d_mib=64, reps=3, ntt=[(4, 16), (1, 18)],
                   lde=[(4, 16, 1), (1, 18, 1)], p2=18, p2_sample=14, merkle=(16, 16),
-                  stage=16, ood_cols=4, warm_k=10, e2e=[12, 14]),
+                  stage=16, ood_cols=4, warm_k=10, first_k=10, e2e=[12, 14]),
     "sim": dict(copy_mib=1, h2d_mib=1, reps=1, ntt=[(2, 9), (1, 10)],
                 lde=[(2, 8, 1), (1, 9, 1)], p2=5, p2_sample=4, merkle=(4, 16),
-                stage=9, ood_cols=2, warm_k=10, e2e=[11, 12], e2e_backend="emu",
+                stage=9, ood_cols=2, warm_k=10, first_k=10, e2e=[11, 12], e2e_backend="emu",
                 hash_block=1),
 }
 SECTIONS = ("copy", "ntt", "lde", "poseidon2", "merkle", "stage", "e2e")

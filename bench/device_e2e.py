@@ -52,6 +52,7 @@ class E2E:
         self.hist: dict = {"host": [], self.dev: []}        # warm (k, seconds)
         self.broken = ""                                    # why the device backend is out
         self.details: dict = {}
+        self.done_k: set = set()                            # sizes already compared
         ctx.report.extra["e2e"] = self.details
 
     def _measured(self, backend: str, run):
@@ -196,14 +197,23 @@ class E2E:
         add(label, size, ident, t, rate, ratio, "; ".join(n for n in notes if n),
             proof_bytes=len(rd["bytes"]))
 
+    def first(self, k: int) -> None:
+        """The first proof comparison of the run, right after the precompile and before any
+        microbenchmark: one small real block, device backend vs host, proof bytes."""
+        from steadfast.vm.programs import sized_block
+        block = sized_block(k, **BLOCK_ARGS)
+        self.one(f"prove block first ({self.dev})", f"2^{k} cycles", k,
+                 lambda b: self.prove_block(block, b))
+        self.done_k.add(k)
+
     def run(self, ladder, warm_k) -> None:
         if "example" in ladder:
             self.one("prove fibonacci", "1 table 2^3 rows", None, self.prove_example)
             return
         from steadfast.vm.programs import sized_block
-        if warm_k:
+        if warm_k and warm_k not in self.done_k:
             self.warmup(warm_k)
-        for k in sorted({int(x) for x in ladder}):
+        for k in sorted({int(x) for x in ladder} - self.done_k):
             block = sized_block(k, **BLOCK_ARGS)
             self.one(f"prove block ({self.dev})", f"2^{k} cycles", k,
                      lambda b, blk=block: self.prove_block(blk, b))

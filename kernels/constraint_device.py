@@ -15,10 +15,16 @@ statement per instruction, base values as one uint32 variable and EF values as f
   writes every interaction's denominator d = gamma - (bus_id + sum_j beta^(j+1) v_j)
   (EF) and signed multiplicity (sign * m).
 
-The kernels are cached for the process, looked up by ``air.fingerprint()``; a new source
-is exec'd once with the filename ``<steadfast-air:NAME:DIGEST>`` (DIGEST: of the source,
-so AIRs differing only in preprocessed values share kernels; registered with linecache)
-and kept in :data:`SOURCES`; numba compiles each kernel on its first launch.  Each python function is registered in
+The kernels are cached for the process, looked up by ``air.fingerprint()``, and on disk
+(:mod:`kernels.kernel_cache`, ``PROVER_KERNEL_CACHE``): a new source is written to the
+module file ``<cache>/gen/NAME_DIGEST.py`` (DIGEST: of the source, so AIRs differing only
+in preprocessed values share kernels), indexed by the fingerprint, and exec'd from there,
+so numba-cuda's disk cache can hold the compiled kernels and a second process neither
+generates nor compiles them; with the cache off the filename is
+``<steadfast-air:NAME:DIGEST>`` (registered with linecache).  Sources are kept in
+:data:`SOURCES`; numba compiles each kernel on its first launch, or ahead of the proof
+with :func:`precompile`.  The kernel body computes in Montgomery form (inputs converted
+on load, one 32-bit Montgomery reduction per product, outputs converted back).  Each python function is registered in
 ``kernels.devicelib.KERNELS`` with its PTX signature; :func:`ptx_examples` (called by
 ``python -m steadfast.kernels.ptx_check``) generates the kernels of :func:`register_example_airs`.
 The generated code calls :data:`DFC`, the field functions of :mod:`kernels.field` built

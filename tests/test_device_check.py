@@ -1,6 +1,9 @@
 """The prepared H200 script (bench/device_check.py) must not rot while no GPU is lent:
 its --dry-run runs every check's code path under numba's CUDA simulator at tiny sizes
-(the end-to-end part on ``emu``) and must report every comparison identical."""
+(the end-to-end part on ``emu``) and must report every comparison identical, in the
+order that makes a first GPU run count: versions, sanity launch, precompile, the first
+device-vs-host proof comparison, then the microbenchmarks, the rest of the end-to-end
+ladder, and the summary table last."""
 import json
 import os
 import subprocess
@@ -26,6 +29,24 @@ def test_device_check_dry_run_all_identical(tmp_path):
     assert last.startswith("device_check: ") and "identical" in last, last
     got, total = last.split()[1].split("/")
     assert got == total and int(total) >= 10, last
+    lines = proc.stdout.splitlines()
+
+    def at(prefix):
+        hits = [i for i, x in enumerate(lines) if x.startswith(prefix)
+                or (x.startswith("[") and "] " in x and x.split("] ", 1)[1].startswith(prefix))]
+        assert hits, f"no line {prefix!r} in\n" + proc.stdout[-3000:]
+        return hits[0]
+    order = [at(p) for p in ("versions: ", "sanity launch ", "precompile ", "prove block first ",
+                             "copy D2D ", "ntt ", "poseidon2 KAT ", "prove block (emu) 2^11",
+                             "== device_check summary ==")]
+    assert order == sorted(order), order
+    assert "numba-cuda=" in lines[order[0]] and "numpy=" in lines[order[0]]
     rows = json.loads(out.read_text())["rows"]
     assert {r["identical"] for r in rows} <= {"yes", "n/a"}
     assert any(r["check"].startswith("prove block") and r["identical"] == "yes" for r in rows)
+    first = [r for r in rows if r["check"].startswith("prove block first")]
+    assert first and first[0]["identical"] == "yes" and first[0]["size"] == "2^10 cycles"
+    assert [r["identical"] for r in rows if r["check"] == "sanity launch"] == ["yes"]
+    pre = [r for r in rows if r["check"] == "precompile"][0]
+    steps = pre["data"]["steps"]
+    assert steps and {s["how"] for s in steps} <= {"generated", "cache"}

@@ -144,3 +144,20 @@ def test_numba_layer_drops_unreadable_entries(tmp_path):
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["r1"] is None and got["r2"] is None and got["dropped"] == 2
     assert got["path"].startswith(str(tmp_path / "kc")) and got["path"].endswith("numba")
+
+
+@pytest.mark.timeout(600)
+def test_prove_precompile_cli_and_api(tmp_path, monkeypatch, capsys):
+    from steadfast.prover.api import Prover, ProverConfig
+    from steadfast.prover.cli import main_prove
+    monkeypatch.setenv(kc.ENV, str(tmp_path / "kc"))
+    block = os.path.join(ROOT, "examples", "block.json")
+    code = main_prove([block, "--backend", "sim", "--precompile"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "precompiling for backend sim" in out and "precompiled 5 steps" in out
+    for table in ("cpu", "program", "memory", "range", "poseidon2"):
+        assert f"source {table}" in out
+    assert f"kernel cache {tmp_path / 'kc'}" in out
+    assert Prover(ProverConfig(backend="host")).precompile(block) == []
+    assert Prover(ProverConfig(backend="emu")).precompile() == []
