@@ -46,12 +46,11 @@ from .prove import prove as _prove
 
 from steadfast.vm import isa
 from steadfast.vm.airs import CPU_LAYOUT, SELECTORS, TABLES, block_airs
-from steadfast.vm.block import Block, load_block, loads_block, parse_block
+from steadfast.vm.block import MAX_CYCLES, MAX_LOG_CYCLES, Block, load_block, loads_block, parse_block
 from steadfast.vm.interpreter import ExecutionError, claim_mismatches, execute
-from steadfast.vm.poseidon2 import sponge
 from steadfast.vm.rom import build_rom
-from steadfast.vm.statement import (NUM_PUBLIC_VALUES, PV_FINAL, PV_PROGRAMS, block_public_values,
-                          describe_mismatch)
+from steadfast.vm.statement import (NUM_PUBLIC_VALUES, PV_FINAL, PV_MAX_CYCLES, PV_PROGRAMS,
+                                    block_public_values, describe_mismatch, program_digest)
 from steadfast.vm.traces import build_traces
 
 _PROVE_LOCK = threading.Lock()      # one proof at a time per process (see module docstring)
@@ -263,7 +262,7 @@ class BlockProof:
 
     @property
     def public_values(self) -> list[int]:
-        """The 41 block public values (the CPU table's; vm/statement.py)."""
+        """The 42 block public values (the CPU table's; vm/statement.py)."""
         return [int(v) for v in decode(self.proof).tables[0].public_values]
 
     @property
@@ -396,7 +395,7 @@ class Prover:
     def prove_tables(self, tables: Sequence[np.ndarray], public_values: Sequence[int],
                      rom: np.ndarray) -> BlockProof:
         """Prove traces built by the caller: ``tables`` = (CPU, PROGRAM, MEMORY, RANGE,
-        POSEIDON2) main traces (uint32[n, w]) in that order, ``public_values`` the 41 block
+        POSEIDON2) main traces (uint32[n, w]) in that order, ``public_values`` the 42 block
         values (vm/statement.py), ``rom`` the int[rows, 4] ROM (opcode, a, b, c)."""
         t0 = time.perf_counter()
         tables = list(tables)
@@ -546,7 +545,15 @@ def verify(proof: BlockProof | bytes | str | os.PathLike, block=None, *,
     msize = pv[0]
     if not (8 <= msize <= 1 << 16 and msize % 8 == 0):
         raise PublicValuesError(f"memory_size {msize} is not a valid block memory size")
-    if sponge([int(x) for x in proof.rom.reshape(-1)]) != pv[PV_PROGRAMS]:
+    if not 1 <= pv[PV_MAX_CYCLES] <= MAX_CYCLES:
+        raise PublicValuesError(f"max_cycles {pv[PV_MAX_CYCLES]} is outside the block format's "
+                                f"[1, 2^{MAX_LOG_CYCLES}]")
+    # one ceiling with the block format: no block runs more than 2^21 cycles, so no CPU
+    # table is taller (the protocol alone admits 2^24 rows)
+    if decoded.tables[0].log_n > MAX_LOG_CYCLES:
+        raise ShapeError(f"CPU table of 2^{decoded.tables[0].log_n} rows exceeds the block "
+                         f"ceiling of 2^{MAX_LOG_CYCLES} cycles")
+    if program_digest(proof.rom) != pv[PV_PROGRAMS]:
         raise PublicValuesError("the program digest does not match the proof's ROM")
     airs = block_airs(proof.rom)
     _verify_proof(proof.proof, airs, [pv, [], [msize], [], []],

@@ -113,7 +113,7 @@ def test_min_security_bits_refuses_weak_proofs_before_hashing(proofs, monkeypatc
     def expensive(*a, **k):
         raise AssertionError("expensive work before the parameter check")
     with monkeypatch.context() as m:
-        for name in ("sponge", "block_airs", "_verify_proof"):
+        for name in ("program_digest", "block_airs", "_verify_proof"):
             m.setattr(api, name, expensive)
         with pytest.raises(ParameterError):
             verify(proof, block=block, min_security_bits=11)

@@ -7,10 +7,10 @@ import pytest
 from steadfast.vm import isa
 from steadfast.vm.block import parse_block
 from steadfast.vm.interpreter import ExecutionError, claim_mismatches, execute
-from steadfast.vm.poseidon2 import _permute_py, compress, permute_one, permute_rows, sponge
+from steadfast.vm.poseidon2 import _permute_py, compress, permute_one, permute_rows, sponge, statement_digest
 from steadfast.vm.programs import make_block, sized_block
-from steadfast.vm.statement import (PV_FINAL, PV_INITIAL, PV_INPUTS, PV_OUTPUTS, PV_PROGRAMS,
-                          block_public_values)
+from steadfast.vm.statement import (PV_FINAL, PV_INITIAL, PV_INPUTS, PV_MAX_CYCLES, PV_OUTPUTS,
+                                    PV_PROGRAMS, block_public_values)
 
 from tests.vm_blocks import empty_block, hash_heavy_block, memory_heavy_block, one_tx_block
 from tests.kat import KAT_IN, KAT_OUT
@@ -78,9 +78,11 @@ def test_hash_instruction_and_io_chains():
     assert rec.outputs == ((want[0], want[7]),)
     pv = block_public_values(rec.block, rec.rom, rec.final_digest)
     assert pv[PV_INPUTS] == rec.input_digest and pv[PV_OUTPUTS] == rec.output_digest
-    assert pv[PV_INITIAL] == rec.initial_digest == sponge(rec.block.dense_memory())
-    assert pv[PV_FINAL] == rec.final_digest == sponge(mem)
-    assert pv[PV_PROGRAMS] == sponge(rec.rom.flat())
+    # the statement digests: the sponge from (0 x 8, length, 0 x 7)
+    assert pv[PV_INITIAL] == rec.initial_digest == statement_digest(rec.block.dense_memory())
+    assert pv[PV_FINAL] == rec.final_digest == statement_digest(mem)
+    assert pv[PV_PROGRAMS] == statement_digest(rec.rom.flat())
+    assert pv[PV_MAX_CYCLES] == rec.block.max_cycles == 1 << 21
 
 
 @pytest.mark.parametrize("code,inputs,fragment,where", [

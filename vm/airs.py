@@ -31,6 +31,7 @@ from steadfast.air.expr import walk
 
 from . import isa
 from .poseidon2 import N_FULL_HALF, N_PARTIAL, WIDTH, external_linear, internal_linear
+from .block import MAX_LOG_CYCLES
 from .statement import NUM_PUBLIC_VALUES
 
 from steadfast.kernels.poseidon2_constants import RC_FULL, RC_PARTIAL
@@ -44,7 +45,11 @@ SELECTORS = [isa.OPCODE_NAMES[k] for k in range(1, isa.NUM_OPCODES)]
 
 PV_NAMES = (["memory_size"] + [f"initial_digest[{i}]" for i in range(8)]
             + [f"final_digest[{i}]" for i in range(8)] + [f"program_digest[{i}]" for i in range(8)]
-            + [f"input_digest[{i}]" for i in range(8)] + [f"output_digest[{i}]" for i in range(8)])
+            + [f"input_digest[{i}]" for i in range(8)] + [f"output_digest[{i}]" for i in range(8)]
+            + ["max_cycles"])
+# The STOP row's slack max_cycles - 1 - clk in MAX_LOG_CYCLES one-bit limbs, held in the
+# first SLACK_BITS of the columns v[0..17], o[0..16] (STOP uses none of them).
+SLACK_BITS = MAX_LOG_CYCLES
 assert len(PV_NAMES) == NUM_PUBLIC_VALUES
 
 
@@ -95,6 +100,12 @@ def nxt(e: Expr) -> Expr:
     return memo[id(e)]
 
 
+def slack_bits(cols) -> list:
+    """The STOP row's cycle-limit limbs: the first SLACK_BITS of v[0..17], o[0..16]
+    (``cols`` maps a group name to its columns: AIR columns, or trace column indices)."""
+    return (list(cols["v"]) + list(cols["o"]))[:SLACK_BITS]
+
+
 def _sum(xs):
     total = xs[0]
     for x in xs[1:]:
@@ -117,6 +128,7 @@ def build_cpu() -> Air:
     pv_final = [pv[f"final_digest[{i}]"] for i in range(8)]
     pv_in = [pv[f"input_digest[{i}]"] for i in range(8)]
     pv_out = [pv[f"output_digest[{i}]"] for i in range(8)]
+    msize = pv["memory_size"]
 
     def any_of(ops):
         return _sum([s[k] for k in sorted(ops)])
@@ -138,8 +150,10 @@ def build_cpu() -> Air:
     b.when_first_row(pc, name="first_pc")
     b.when_first_row(clk, name="first_clk")
     b.when_first_row(tx, name="first_tx")
+    # hin is the state sponge's capacity in the prologue: the statement digest starts
+    # from (M, 0, ..., 0) (lane 8 = the length, M cells; vm.poseidon2.statement_digest)
     for i in range(8):
-        b.when_first_row(hin[i], name=f"first_hin[{i}]")
+        b.when_first_row(hin[i] - (msize if i == 0 else 0), name=f"first_hin[{i}]")
         b.when_first_row(hout[i], name=f"first_hout[{i}]")
     b.when_transition(clk.next - clk - 1, name="clk_step")
 
@@ -149,6 +163,19 @@ def build_cpu() -> Air:
     b.when_last_row(is_real * (1 - stop), name="ends_with_stop_last")
     b.when_transition(stop * nxt(is_real), name="stop_is_last")
     b.when_transition(stop.next * (1 - af), name="stop_after_epilogue")
+    # the cycle limit (the interpreter runs the instruction of cycle clk only if clk <
+    # max_cycles): on the STOP row, max_cycles - 1 - clk = sum 2^i bit_i with 21 boolean
+    # limbs bit_i (columns STOP leaves free), so the slack is an integer in [0, 2^21).
+    # clk is the row index (< 2^21: the block verifier's height ceiling; < 2^24 for any
+    # protocol table would do) and max_cycles is in [1, 2^21] (checked by the verifier),
+    # so max_cycles - 1 - clk lies in (-2^24, 2^21) as an integer, and a negative one is
+    # p - x mod p with x < 2^24, never below 2^21: so clk <= max_cycles - 1, i.e. cycles
+    # <= max_cycles.  (Boolean limbs, not range16: the check costs no bus traffic.)
+    bits = slack_bits(col)
+    for i, bit in enumerate(bits):
+        b.assert_zero(stop * bit * (1 - bit), name=f"cycle_limit_bit[{i}]")
+    b.assert_zero(stop * (pv["max_cycles"] - 1 - clk - _sum([(1 << i) * bit for i, bit in enumerate(bits)])),
+                  name="cycle_limit")
 
     # -- control flow
     seq = any_of({isa.SET, isa.ADD, isa.SUB, isa.MUL, isa.ADDI, isa.LT, isa.LOAD, isa.STORE,
@@ -198,8 +225,11 @@ def build_cpu() -> Air:
     # -- accumulators (transition): see docs/vm.md "Chains and sponges"
     keep = 1 - rd - disp - ai - af
     for i in range(8):
+        # DISPATCH into the epilogue restarts hin at the sponge's initial capacity (M, 0..)
+        restart = disp * af.next * msize if i == 0 else 0
         b.when_transition(hin[i].next - keep * hin[i] - rd * o[i] - disp * (1 - af.next) * o[i]
-                          - ai * ai.next * o[8 + i] - af * af.next * o[8 + i], name=f"hin_step[{i}]")
+                          - ai * ai.next * o[8 + i] - af * af.next * o[8 + i] - restart,
+                          name=f"hin_step[{i}]")
         b.when_transition(hout[i].next - hout[i] - wr * (o[i] - hout[i]), name=f"hout_step[{i}]")
         b.when_transition(ai * (1 - ai.next) * (o[i] - pv_init[i]), name=f"initial_digest[{i}]")
         b.when_transition(af * (1 - af.next) * (o[i] - pv_final[i]), name=f"final_digest[{i}]")

@@ -40,7 +40,11 @@ MAX_TRANSACTIONS = 1 << 16
 MAX_IO_PER_TX = 1 << 16
 MAX_TOTAL_IO = 1 << 20
 MAX_SEGMENTS = 1 << 16
-MAX_CYCLES = 1 << 21
+# The one cycle ceiling: the block format caps max_cycles here, the CPU AIR enforces the
+# public max_cycles at the STOP row (a 21-bit slack), and the block verifier
+# (prover.api.verify) refuses a CPU table of more than 2^MAX_LOG_CYCLES rows.
+MAX_LOG_CYCLES = 21
+MAX_CYCLES = 1 << MAX_LOG_CYCLES
 MAX_NAME_LEN = 128
 
 

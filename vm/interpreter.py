@@ -101,7 +101,10 @@ def execute(block: Block, rom: Rom | None = None) -> ExecutionRecord:
     h_out: list[list] = []
     outputs: list[list] = [[] for _ in range(n_tx)]
 
-    h_acc = [0] * 8          # sponge capacity in prologue/epilogue, input chain in between
+    # sponge capacity in prologue/epilogue (starting at (M, 0, ..., 0): the length-binding
+    # statement digest), input chain in between (starting at zeros)
+    sponge_iv = [msize % P] + [0] * 7
+    h_acc = list(sponge_iv)
     out_acc = [0] * 8
     tx = 0
     j_in = 0
@@ -199,7 +202,7 @@ def execute(block: Block, rom: Rom | None = None) -> ExecutionRecord:
             h_acc = call([target, isa.TAG_DISPATCH, tx, 0, 0, 0, 0, 0] + h_acc)[:8]
             if tx == n_tx:
                 digests["input"] = h_acc
-                h_acc = [0] * 8
+                h_acc = list(sponge_iv)
             else:
                 inputs = txs[tx].inputs
             j_in = 0

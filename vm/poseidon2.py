@@ -20,7 +20,15 @@ t = x^3, y = t^2 * x so that each step is a degree-3 polynomial in stored values
 Derived primitives (all over the full 16-lane permutation):
 
 * ``sponge(values)``: SPEC §3 leaf hash -- state of 16 zeros, blocks of 8 overwrite lanes
-  0..7, permute; digest = lanes 0..7.  Used for the memory-state and program digests.
+  0..7, permute; digest = lanes 0..7.  Padding-free: it binds the length only where the
+  length is fixed (Merkle leaves of one table all have its width).  Not used for the
+  block statement.
+* ``statement_digest(values)``: the same sponge started from the state whose lane 8 (the
+  first capacity lane) holds ``len(values)``.  Used for the memory-state and program
+  digests of the block statement: inputs of different lengths start from different
+  states, and for one length the overwrite blocks are an injective encoding, so a digest
+  collision needs a Poseidon2 collision (the padding-free form collides on a partial last
+  block: appending the state's own lanes to it changes nothing).
 * ``compress(left, right)``: lanes 0..7 of permute(left || right) (the Merkle inner node);
   the I/O chains use it as acc' = compress(event, acc).
 """
@@ -132,6 +140,20 @@ def sponge(values: Sequence[int]) -> list[int]:
     return state[:RATE]
 
 
+def statement_digest(values: Sequence[int]) -> list[int]:
+    """The length-binding digest of the block statement (docs/vm.md "Sponge and chains"):
+    the overwrite-mode sponge of :func:`sponge`, started from 16 zeros except lane 8 =
+    ``len(values)``.  The CPU table's ABSORB rows compute it for the memory states (their
+    first capacity is (M, 0, ..., 0))."""
+    state = [0] * WIDTH
+    state[RATE] = len(values) % P
+    for k in range(0, len(values), RATE):
+        block = values[k:k + RATE]
+        state[:len(block)] = [int(v) % P for v in block]
+        state = permute_one(state)
+    return state[:RATE]
+
+
 # --------------------------------------------------------------------------- batched, with trace
 
 def _pow3(x):
@@ -180,5 +202,5 @@ def permute_rows(states: np.ndarray) -> dict:
             "part_sbox": part_sbox, "out": out}
 
 
-__all__ = ["permute_one", "permute_rows", "compress", "sponge", "external_linear",
+__all__ = ["permute_one", "permute_rows", "compress", "sponge", "statement_digest", "external_linear",
            "internal_linear", "WIDTH", "RATE", "N_FULL_HALF", "N_PARTIAL"]

@@ -14,10 +14,12 @@ import numpy as np
 from steadfast.air import field as F
 
 from . import isa
-from .airs import CPU_LAYOUT, MEMORY_LAYOUT, P2_LAYOUT, RANGE_SIZE, SELECTORS, block_airs
+from .airs import (CPU_LAYOUT, MEMORY_LAYOUT, P2_LAYOUT, RANGE_SIZE, SELECTORS, SLACK_BITS,
+                   block_airs, slack_bits)
+from .block import MAX_CYCLES
 from .interpreter import ExecutionRecord
 from .poseidon2 import N_FULL_HALF, WIDTH, permute_rows
-from .statement import NUM_PUBLIC_VALUES, block_public_values
+from .statement import NUM_PUBLIC_VALUES, PV_MAX_CYCLES, block_public_values
 
 P = isa.P
 
@@ -55,7 +57,10 @@ def _forward_fill(n: int, change_rows: np.ndarray, values: np.ndarray, initial) 
     return out
 
 
-def cpu_trace(rec: ExecutionRecord) -> np.ndarray:
+def cpu_trace(rec: ExecutionRecord, max_cycles: int | None = None) -> np.ndarray:
+    """The CPU trace; ``max_cycles`` (default: the block's) is the public limit whose
+    slack the STOP row decomposes.  A slack outside [0, 2^21) -- a false limit -- is left
+    as zeros, which breaks ``cycle_limit``."""
     L = CPU_LAYOUT.idx
     cycles = rec.cycles
     n = _pow2(cycles)
@@ -85,14 +90,18 @@ def cpu_trace(rec: ExecutionRecord) -> np.ndarray:
     # accumulators: the value before each row (see the hin_step / hout_step constraints)
     hop = op[hc]
     nxt_op = np.append(op, isa.STOP)[hc + 1]
+    # the state sponges start from the capacity (M, 0, ..., 0) (statement_digest)
+    iv = np.zeros(8, dtype=np.int64)
+    iv[0] = rec.block.memory_size
     new_hin = np.zeros((len(hc), 8), dtype=np.int64)
     chain = (hop == isa.READ) | ((hop == isa.DISPATCH) & (nxt_op != isa.ABSORB_FINAL))
     new_hin[chain] = rec.hash_out[chain, :8]
+    new_hin[(hop == isa.DISPATCH) & (nxt_op == isa.ABSORB_FINAL)] = iv
     sponge = ((hop == isa.ABSORB_INIT) | (hop == isa.ABSORB_FINAL)) & (nxt_op == hop)
     new_hin[sponge] = rec.hash_out[sponge, 8:]
     changes = chain | sponge | (hop == isa.ABSORB_INIT) | (hop == isa.ABSORB_FINAL) | \
         (hop == isa.DISPATCH)
-    T[:, L["hin"]:L["hin"] + 8] = _forward_fill(n, hc[changes], new_hin[changes], 0)
+    T[:, L["hin"]:L["hin"] + 8] = _forward_fill(n, hc[changes], new_hin[changes], iv)
     w = hop == isa.WRITE
     T[:, L["hout"]:L["hout"] + 8] = _forward_fill(n, hc[w], rec.hash_out[w, :8], 0)
 
@@ -117,6 +126,12 @@ def cpu_trace(rec: ExecutionRecord) -> np.ndarray:
     # LT: d = y - x - 1 if x < y else x - y
     lt = np.nonzero(op == isa.LT)[0]
     T[lt, L["d"]] = np.where(vc[lt] == 1, vb[lt] - va[lt] - 1, va[lt] - vb[lt])
+    # STOP (the last cycle, clk = cycles - 1): slack = max_cycles - cycles in limbs
+    limit = rec.block.max_cycles if max_cycles is None else int(max_cycles)
+    slack = limit - cycles
+    if 0 <= slack < MAX_CYCLES:
+        cols = slack_bits({"v": range(v0, v0 + 17), "o": range(o0, o0 + 16)})
+        T[cycles - 1, cols] = (slack >> np.arange(SLACK_BITS)) & 1
     return (T % P).astype(np.uint32)
 
 
@@ -223,7 +238,7 @@ def build_traces(rec: ExecutionRecord, public_values: list[int] | None = None) -
     if len(public_values) != NUM_PUBLIC_VALUES:
         raise ValueError(f"expected {NUM_PUBLIC_VALUES} public values, got {len(public_values)}")
     airs = block_airs(rec.rom.rows)
-    cpu = cpu_trace(rec)
+    cpu = cpu_trace(rec, public_values[PV_MAX_CYCLES])
     mem = memory_trace(memory_accesses(cpu))
     prog = program_counts(cpu, airs[1].fixed_height)
     rng = range_counts(cpu, mem)
