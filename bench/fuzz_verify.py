@@ -21,7 +21,10 @@ proof) or only the inner STARK proof (wrapped back into a BlockProof with its RO
 * truncations (random lengths, 0, len-1, at field boundaries), extensions (random bytes,
   zeros, a copy of a table section), insertions/deletions of a few bytes;
 * two tables' sections swapped, or one table's section over another;
-* a query duplicated (all its per-query openings copied over another query's, or one array's).
+* a query duplicated (all its per-query openings copied over another query's, or one array's);
+* structure-aware re-encodings (decode with the library, change a parameter, a table's
+  height, one array's shape, the FRI layer list, the table list or a nonce, encode again):
+  lengths stay consistent, so these get past the decoder to the shape checks and beyond.
 
 Positions are biased towards the small areas that matter most: the header, the per-table
 headers (section lengths, ranks, dimensions) and the roots / public values / OOD values /
@@ -80,9 +83,9 @@ def _array_cat(name: str) -> str:
 _PROOF_WEIGHTS = {"header": 0.14, "table_header": 0.28, "small": 0.30, "rows": 0.14,
                   "paths": 0.14}
 _BP_WEIGHTS = {"bp_header": 0.10, "rom": 0.08, **{k: 0.82 * w for k, w in _PROOF_WEIGHTS.items()}}
-_KIND_WEIGHTS = {"bitflip": 0.18, "multibit": 0.10, "u32": 0.20, "header": 0.18,
-                 "truncate": 0.07, "extend": 0.06, "splice": 0.05, "swap_tables": 0.06,
-                 "dup_query": 0.10}
+_KIND_WEIGHTS = {"bitflip": 0.16, "multibit": 0.09, "u32": 0.18, "header": 0.16,
+                 "truncate": 0.06, "extend": 0.05, "splice": 0.05, "swap_tables": 0.05,
+                 "dup_query": 0.08, "reencode": 0.12}
 
 
 # --------------------------------------------------------------------------- layout
@@ -378,7 +381,100 @@ def _mutate(rng: random.Random, buf: bytes, lay: Layout, weights: dict, kind: st
             b[s + dst * per:s + (dst + 1) * per] = b[s + src * per:s + (src + 1) * per]
         names = ",".join(nm for nm, _, _ in arrays) if len(arrays) == 1 else "all openings"
         return bytes(b), f"table {t}: query {src} duplicated over query {dst} ({names})"
+    if kind == "reencode":
+        return _reencode(rng, bytes(b))
     raise ValueError(f"unknown mutation kind {kind!r}")
+
+
+def _reencode(rng: random.Random, data: bytes) -> tuple[bytes, str]:
+    """A structure-aware mutation: decode the STARK proof with the library, change one
+    parameter, height, array shape, FRI layer list, table list or scalar, and encode it
+    again -- lengths and ranks stay consistent, so the case gets past the decoder and
+    exercises the shape checks and the transcript.  Generic over the dataclass fields, so
+    it follows the format as it changes."""
+    import dataclasses
+
+    import numpy as np
+    from steadfast.verifier import proof_format as pf
+
+    pr = pf.decode(data)
+    t = rng.randrange(len(pr.tables))
+    tp = pr.tables[t]
+    tf = {f.name: getattr(tp, f.name) for f in dataclasses.fields(tp)}
+    what = rng.choice(("param", "log_n", "reshape", "reshape", "fri_layers", "tables", "scalar"))
+    if what == "param":
+        f = rng.choice([f for f in dataclasses.fields(pr.params) if isinstance(getattr(pr.params, f.name), int)])
+        old = getattr(pr.params, f.name)
+        top = 0xFFFF if f.name == "num_queries" else 0xFF
+        val = rng.choice([v for v in {0, 1, 2, old - 1, old + 1, old * 2, old // 2, 8, 9, 10, 11,
+                                      30, 31, 999, 1000, 1001, top} if 0 <= v <= top])
+        pr.params = dataclasses.replace(pr.params, **{f.name: val})
+        desc = f"params.{f.name} := {val} (was {old})"
+    elif what == "log_n":
+        val = rng.choice((0, 1, 2, tp.log_n - 1, tp.log_n + 1, 16, 24, 25, 26, 27, 255))
+        desc = f"table {t} log_n := {val} (was {tp.log_n})"
+        tp.log_n = max(0, min(255, val))
+    elif what == "reshape":
+        name = rng.choice([k for k, v in tf.items() if isinstance(v, np.ndarray)]
+                          + ["fri_leaves", "fri_paths"])
+        arr, idx = tf[name], None
+        if isinstance(arr, list):
+            if not arr:
+                return _reencode(rng, data)
+            idx = rng.randrange(len(arr))
+            arr = arr[idx]
+        shape = list(arr.shape)
+        ax = rng.randrange(len(shape))
+        op = rng.choice(("grow", "shrink", "empty"))
+        if op == "grow":
+            shape[ax] += rng.choice((1, 1, 2, 7))
+        elif op == "shrink" and shape[ax]:
+            shape[ax] -= rng.randint(1, shape[ax])
+        else:
+            shape[ax] = 0
+        new = np.array([rng.randrange(P) for _ in range(int(np.prod(shape)))],
+                       dtype=np.uint32).reshape(shape)
+        keep = tuple(slice(0, min(a, b)) for a, b in zip(arr.shape, shape))
+        new[keep] = arr[keep]
+        if idx is None:
+            setattr(tp, name, new)
+        else:
+            getattr(tp, name)[idx] = new
+        desc = (f"table {t} {name}{'' if idx is None else f'[{idx}]'} reshaped "
+                f"{tuple(arr.shape)} -> {tuple(shape)}")
+    elif what == "fri_layers":
+        op = rng.choice(("drop last", "drop first", "repeat last"))
+        if not tp.fri_leaves:
+            return _reencode(rng, data)
+        if op == "drop last":
+            tp.fri_leaves, tp.fri_paths = tp.fri_leaves[:-1], tp.fri_paths[:-1]
+        elif op == "drop first":
+            tp.fri_leaves, tp.fri_paths = tp.fri_leaves[1:], tp.fri_paths[1:]
+        else:
+            tp.fri_leaves = tp.fri_leaves + tp.fri_leaves[-1:]
+            tp.fri_paths = tp.fri_paths + tp.fri_paths[-1:]
+        desc = f"table {t} FRI layers: {op}"
+    elif what == "tables":
+        op = rng.choice(("drop", "duplicate", "reverse", "drop all"))
+        if op == "drop":
+            del pr.tables[t]
+        elif op == "duplicate":
+            pr.tables.insert(t, pr.tables[t])
+        elif op == "reverse":
+            pr.tables.reverse()
+        else:
+            pr.tables = []
+        desc = f"tables: {op}" + (f" table {t}" if op in ("drop", "duplicate") else "")
+    else:
+        owners = [(tp, k) for k, v in tf.items() if isinstance(v, int) and k != "log_n"]
+        owners += [(pr, f.name) for f in dataclasses.fields(pr)
+                   if isinstance(getattr(pr, f.name), int) and f.name != "version"]
+        obj, k = rng.choice(owners)
+        old = getattr(obj, k)
+        val = rng.choice((0, 1, old + 1, old - 1 if old else 2, P - 1, rng.randrange(P)))
+        setattr(obj, k, val)
+        desc = f"{'table %d ' % t if obj is tp else ''}{k} := {val} (was {old})"
+    return pf.encode(pr), "re-encoded: " + desc
 
 
 def draw_case(seed: int, index: int, honest: dict) -> tuple[str, str, str, bytes]:
@@ -388,12 +484,15 @@ def draw_case(seed: int, index: int, honest: dict) -> tuple[str, str, str, bytes
     kinds = list(_KIND_WEIGHTS)
     for _ in range(1000):
         kind = rng.choices(kinds, [_KIND_WEIGHTS[k] for k in kinds])[0]
-        target = "proof" if kind in ("swap_tables", "dup_query") or rng.random() < 0.5 else "blockproof"
+        target = "proof" if kind in ("swap_tables", "dup_query", "reencode") or rng.random() < 0.5 else "blockproof"
         if target == "proof":
             buf, lay, w = honest["proof"], honest["proof_layout"], _PROOF_WEIGHTS
         else:
             buf, lay, w = honest["bytes"], honest["bp_layout"], _BP_WEIGHTS
-        data, desc = _mutate(rng, buf, lay, w, kind, honest["inner_off"])
+        try:
+            data, desc = _mutate(rng, buf, lay, w, kind, honest["inner_off"])
+        except (struct.error, OverflowError, ValueError):    # a re-encoding out of range
+            continue
         if data != buf:
             return target, kind, desc, data
     raise RuntimeError(f"case {index}: no mutation changed the bytes in 1000 draws")
@@ -459,7 +558,8 @@ def run_case(verify, BlockProof, target: str, data: bytes, rom, block, hard_time
              verify_kw: dict):
     """Run one case; returns (outcome, error class name or '', last traceback line, tb)."""
     from steadfast.verifier.errors import VerificationError
-    use_alarm = hard_timeout > 0 and threading.current_thread() is threading.main_thread()
+    use_alarm = (hard_timeout > 0 and threading.current_thread() is threading.main_thread()
+                 and signal.getitimer(signal.ITIMER_REAL)[0] == 0)   # never clobber a timer
 
     def on_alarm(signum, frame):
         raise _Hang(f"no answer within {hard_timeout} s")
@@ -539,7 +639,7 @@ def fuzz(n: int, seed: int = 0, block_path: str = DEFAULT_BLOCK, as_json: bool =
         after = _peak_rss()
         times.append(dt)
         outcomes[outcome] += 1
-        kinds[(kind, outcome)] += 1
+        kinds[(kind, err or outcome)] += 1
         errors[err or outcome] += 1
         what = f"case {i} [{target}/{kind}] {desc}"
         if outcome == "accepted":

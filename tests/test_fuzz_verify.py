@@ -116,3 +116,24 @@ def test_untyped_errors_are_reported(monkeypatch, tmp_path):
     assert sum(line.startswith("UNTYPED case") and line.endswith("IndexError: index 7 is out "
                "of bounds") for line in lines) == 3
     assert '"untyped": 3' in "\n".join(lines)
+
+
+def test_a_hanging_verify_is_cut_off_and_reported(monkeypatch, tmp_path):
+    import time as _time
+
+    import steadfast.prover.api as api
+    real = api.verify
+    calls = []
+
+    def slow(proof, block=None, **kw):
+        calls.append(1)
+        if len(calls) <= 2:
+            return real(proof, block=block, **kw)
+        _time.sleep(30)
+    monkeypatch.setattr(api, "verify", slow)
+    rc, lines = _run(["1", "--seed", "3", "--save-dir", str(tmp_path), "--hard-timeout", "0.3",
+                      "--slow", "0.1"])
+    assert lines[-1] == "fuzz: 1 mutated, 0 accepted, 1 untyped errors"
+    assert rc == 1
+    assert any(line.startswith("UNTYPED case 0") and "_Hang" in line for line in lines)
+    assert any(line.startswith("SLOW case 0") for line in lines)
