@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import struct
+import logging
 import threading
 import time
 from contextlib import contextmanager
@@ -37,9 +38,11 @@ import numpy as np
 
 from steadfast.air import ConstraintViolation, LookupImbalance, check_constraints, check_traces
 from steadfast.verifier import verify as _verify_proof
-from steadfast.verifier.errors import PublicValuesError, ShapeError
+from steadfast.verifier.errors import PublicValuesError, ShapeError, VerificationError
 from steadfast.verifier.proof_format import Params, decode
-from steadfast.verifier.verify import check_security, validate_min_security_bits
+from steadfast.verifier.security import SecurityReport
+from steadfast.verifier.verify import (DEFAULT_MIN_SECURITY_BITS, check_security,
+                                       validate_min_security_bits)
 
 from . import spans as _spans
 from .prove import prove as _prove
@@ -53,6 +56,7 @@ from steadfast.vm.statement import (NUM_PUBLIC_VALUES, PV_FINAL, PV_MAX_CYCLES, 
                                     block_public_values, describe_mismatch, program_digest)
 from steadfast.vm.traces import build_traces
 
+log = logging.getLogger("steadfast.prover")
 _PROVE_LOCK = threading.Lock()      # one proof at a time per process (see module docstring)
 
 
@@ -72,6 +76,17 @@ MAX_ROM_ROWS = 1 << 20
 
 class ConfigError(ValueError):
     """A configuration value the prover cannot use (the message says which and why)."""
+
+
+class ProofSelfCheckFailure(RuntimeError):
+    """The finished proof did not verify (the prover's self-check), so it was not emitted:
+    a device or prover fault, never the block's.  ``postmortem`` is the report's path,
+    ``report`` its content (docs/diagnostics.md).  The CLI exits with status 4."""
+
+    def __init__(self, message: str, postmortem: str | None, report: dict):
+        super().__init__(message)
+        self.postmortem = postmortem
+        self.report = report
 
 
 class UnprovableBlock(Exception):
@@ -103,7 +118,13 @@ class ProverConfig:
     (None: numba's default).  ``check``: run the AIR check mode on every table before
     proving (names table, constraint and row of any violation; off by default: it costs
     about a quarter of the proving time on large blocks -- false claims and execution
-    failures are reported without it)."""
+    failures are reported without it).  ``logup_pow_bits``/``deep_pow_bits``/
+    ``commit_pow_bits``: grinding before the LogUp, DEEP and z / FRI-fold challenges
+    (docs/protocol.md section 7).  ``self_check``: verify every proof with the verifier's
+    own code before returning it (on by default: a proof that fails is never returned --
+    :class:`ProofSelfCheckFailure` and a post-mortem instead).  Turning it off saves a
+    few percent of the proving time and removes the last guard against a device fault
+    that XCHECK is not enabled to catch: a wrong proof could then leave the prover."""
     backend: str = "auto"
     vram_budget: int | str | None = None
     log_blowup: int = 1
@@ -112,10 +133,15 @@ class ProverConfig:
     threads: int | None = None
     check: bool = False
     postmortem_dir: str = "."
+    logup_pow_bits: int = 16
+    deep_pow_bits: int = 12
+    commit_pow_bits: int = 8
+    self_check: bool = True
 
     def params(self) -> Params:
         return Params(log_blowup=self.log_blowup, num_queries=self.num_queries,
-                      pow_bits=self.pow_bits)
+                      pow_bits=self.pow_bits, logup_pow_bits=self.logup_pow_bits,
+                      deep_pow_bits=self.deep_pow_bits, commit_pow_bits=self.commit_pow_bits)
 
     def resolve(self) -> tuple[str, int | None]:
         """Validate everything; return (backend, vram budget in bytes or None)."""
@@ -350,6 +376,7 @@ class Prover:
         self.backend, self.vram_budget = self.config.resolve()
         self.progress = progress
         self.timeline = timeline        # a prover.timeline.Timeline, or None
+        self.self_check_failures = 0    # proofs this prover refused to emit (self-check)
         if self.backend != "host":
             self._device_config()            # the env switches, validated up front
         block_airs(np.zeros((2, 4), dtype=np.int64))     # build and cache the static AIRs
@@ -435,6 +462,33 @@ class Prover:
         return precompile(block_airs(rom), compile=self.backend == "cuda", progress=progress)
 
     # -- the proof itself -----------------------------------------------------------
+    def _self_check(self, proof: bytes, airs, table_pv, device_stats) -> None:
+        """Verify ``proof`` with the verifier (its own code: parsing, transcript, every
+        check); on failure write a post-mortem and raise :class:`ProofSelfCheckFailure`.
+        No security minimum here: the parameters are the caller's choice (``prove`` warns
+        about weak ones); this checks that the bytes are a valid proof of the statement."""
+        try:
+            _verify_proof(proof, airs, table_pv, min_security_bits=0)
+            return
+        except VerificationError as exc:
+            err = exc
+        self.self_check_failures += 1
+        from .xcheck import write_postmortem
+        report = {"table": err.table or "block", "check": "self_check",
+                  "backend": self.backend, "error": type(err).__name__, "message": str(err),
+                  "faults": os.environ.get("PROVER_FAULTS", ""),
+                  "xcheck": os.environ.get("PROVER_GPU_XCHECK", ""),
+                  "params": dict(vars(self.config.params())), "proof_bytes": len(proof),
+                  "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        if device_stats:
+            report["device"] = device_stats[0].as_dict()
+        path = write_postmortem(report, self.config.postmortem_dir)
+        log.error("self-check: the proof does not verify (%s: %s); not emitted; post-mortem %s",
+                  type(err).__name__, err, path)
+        raise ProofSelfCheckFailure(f"self-check: the finished proof does not verify "
+                                    f"({type(err).__name__}: {err}); no proof emitted; "
+                                    f"post-mortem {path}", path, report)
+
     @contextmanager
     def _phase(self, name: str, phases: dict):
         """Time a phase outside the protocol (execute, traces, check) and report it."""
@@ -472,9 +526,18 @@ class Prover:
             finally:
                 _release_memory()
             phases["prove"] = time.perf_counter() - t1
+        # Never a wrong proof: the verifier's own code checks the bytes before they are
+        # returned.  Outside the process lock, on the CPU: another thread's proof can
+        # already use the device.
+        self_check = {"enabled": bool(cfg.self_check), "checked": 0, "failed": 0, "seconds": 0.0}
+        if cfg.self_check:
+            with self._phase("self_check", phases):
+                self._self_check(proof, airs, table_pv, device_stats)
+            self_check.update(checked=1, seconds=round(phases["self_check"], 4))
         phases["total"] = time.perf_counter() - t0
         raw = spans.stats
         counters = dict(raw.counters)
+        counters["self_check"] = self_check
         if device_stats:                    # the device pipeline's record: bytes, recoveries
             counters["device"] = device_stats[0].as_dict()
         stats = ProofStats(records=list(raw.records), counters=counters,
@@ -498,6 +561,7 @@ class VerifiedBlock:
     public_values: list
     seconds: float
     params: Params = field(default_factory=Params)
+    security: SecurityReport | None = None
 
     @property
     def memory_size(self) -> int:
@@ -509,12 +573,13 @@ class VerifiedBlock:
 
     @property
     def security_bits(self) -> int:
-        """Conjectured security of the proof's parameters (docs/protocol.md section 7)."""
-        return self.params.conjectured_bits()
+        """Conjectured security of the proof: its parameters for its table shapes, the sum
+        of every soundness term (docs/protocol.md section 7)."""
+        return self.security.bits if self.security is not None else 0
 
 
 def verify(proof: BlockProof | bytes | str | os.PathLike, block=None, *,
-           min_security_bits: int | None = None) -> VerifiedBlock:
+           min_security_bits: int | None = DEFAULT_MIN_SECURITY_BITS) -> VerifiedBlock:
     """Verify a block proof (a :class:`BlockProof`, its bytes, or a path); with ``block``
     also check that its public values are that block's (everything but the final-state
     digest, which the proof establishes).  Raises a
@@ -522,10 +587,10 @@ def verify(proof: BlockProof | bytes | str | os.PathLike, block=None, *,
     malformed proof, PublicValuesError for a statement mismatch, ...).
 
     ``min_security_bits``: refuse a proof whose parameters give fewer conjectured security
-    bits (:class:`verifier.errors.ParameterError`, raised right after parsing, before any
-    hashing).  ``None`` (the default) accepts the proof's own parameters; a node that
-    receives proofs from others should set it (the ``verify`` command defaults to 100;
-    the prover's defaults give 116)."""
+    bits for its tables (:class:`verifier.errors.ParameterError`, raised after parsing,
+    before any hashing; the figure is :attr:`VerifiedBlock.security`, docs/protocol.md
+    section 7).  Default 100, like the ``verify`` command; 0 accepts any parameters --
+    never do that for proofs from others."""
     t0 = time.perf_counter()
     min_security_bits = validate_min_security_bits(min_security_bits)
     if isinstance(proof, (str, os.PathLike)):
@@ -539,7 +604,6 @@ def verify(proof: BlockProof | bytes | str | os.PathLike, block=None, *,
         raise
     except Exception as exc:        # decode raises ShapeError; anything else is malformed too
         raise ShapeError(f"malformed proof: {exc}") from None
-    check_security(decoded.params, min_security_bits)
     if len(pv) != NUM_PUBLIC_VALUES:
         raise ShapeError(f"the CPU table carries {len(pv)} public values, expected {NUM_PUBLIC_VALUES}")
     msize = pv[0]
@@ -553,11 +617,14 @@ def verify(proof: BlockProof | bytes | str | os.PathLike, block=None, *,
     if decoded.tables[0].log_n > MAX_LOG_CYCLES:
         raise ShapeError(f"CPU table of 2^{decoded.tables[0].log_n} rows exceeds the block "
                          f"ceiling of 2^{MAX_LOG_CYCLES} cycles")
+    airs = block_airs(proof.rom)
+    if len(decoded.tables) != len(airs):
+        raise ShapeError(f"proof has {len(decoded.tables)} tables, a block proof {len(airs)}")
+    check_security(decoded.params, min_security_bits, airs, [t.log_n for t in decoded.tables])
     if program_digest(proof.rom) != pv[PV_PROGRAMS]:
         raise PublicValuesError("the program digest does not match the proof's ROM")
-    airs = block_airs(proof.rom)
-    _verify_proof(proof.proof, airs, [pv, [], [msize], [], []],
-                  min_security_bits=min_security_bits)
+    res = _verify_proof(proof.proof, airs, [pv, [], [msize], [], []],
+                        min_security_bits=min_security_bits)
     if block is not None:
         blk = _as_block(block)
         expected = block_public_values(blk, build_rom(blk))
@@ -565,8 +632,8 @@ def verify(proof: BlockProof | bytes | str | os.PathLike, block=None, *,
         if bad:
             raise PublicValuesError("the proof is not for this block: " + ", ".join(bad)
                                     + " differ")
-    return VerifiedBlock(pv, time.perf_counter() - t0, decoded.params)
+    return VerifiedBlock(pv, time.perf_counter() - t0, decoded.params, res.security)
 
 
 __all__ = ["Prover", "ProverConfig", "ProofStats", "TableStats", "BlockProof", "VerifiedBlock",
-           "verify", "UnprovableBlock", "ConfigError"]
+           "verify", "UnprovableBlock", "ConfigError", "ProofSelfCheckFailure"]

@@ -8,8 +8,9 @@ Exit status (documented in docs/api.md and in ``--help``):
 * 2 -- bad usage or unreadable input (a missing file, a malformed block -- with the JSON
   path of the bad field -- an unusable option, an unwritable output);
 * 3 -- an internal error (a bug: please report the message);
-* 4 -- ``prove`` only: PROVER_GPU_XCHECK caught device corruption (a post-mortem was
-  written, no proof);
+* 4 -- ``prove`` only: the finished proof failed the prover's self-check (the verifier's
+  own code, on by default), or PROVER_GPU_XCHECK caught device corruption; a post-mortem
+  was written, no proof;
 * 130 -- interrupted.
 
 ``verify`` refuses proofs whose parameters give fewer conjectured security bits than
@@ -28,12 +29,12 @@ import threading
 import time
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL, EXIT_XCHECK, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
-DEFAULT_MIN_SECURITY_BITS = 100    # conjectured bits (docs/protocol.md section 7)
+DEFAULT_MIN_SECURITY_BITS = 100    # conjectured bits (docs/protocol.md section 7; = the library's)
 
 _EPILOG = ("exit status: 0 success; 1 unprovable block or invalid proof (with the reason); "
            "2 bad usage or unreadable input (a malformed block names the JSON path of the bad "
-           "field); 3 internal error; 4 device corruption caught by PROVER_GPU_XCHECK (a "
-           "post-mortem was written, no proof)")
+           "field); 3 internal error; 4 the proof failed the self-check or PROVER_GPU_XCHECK "
+           "caught device corruption (a post-mortem was written, no proof)")
 
 
 class _Fail(Exception):
@@ -135,6 +136,10 @@ def _prove_parser() -> argparse.ArgumentParser:
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--pow-bits", type=int, default=16)
     ap.add_argument("--threads", type=int, default=None, help="host threads (numba)")
+    ap.add_argument("--no-self-check", action="store_true",
+                    help="do not verify the proof before writing it (saves a few percent; a "
+                         "device fault that PROVER_GPU_XCHECK is not on to catch could then "
+                         "write a wrong proof)")
     ap.add_argument("--check", action="store_true",
                     help="run the AIR check mode on every table before proving (names the "
                          "table, constraint and row of a violation; slower)")
@@ -198,7 +203,8 @@ def _run_prove(argv) -> int:
     cfg = ProverConfig(backend=args.backend, vram_budget=args.vram_budget,
                        log_blowup=args.log_blowup, num_queries=args.queries,
                        pow_bits=args.pow_bits, threads=args.threads, check=args.check,
-                       postmortem_dir=args.postmortem_dir)
+                       postmortem_dir=args.postmortem_dir,
+                       self_check=not args.no_self_check)
     progress = None if args.quiet else _Progress(sys.stderr.isatty())
     timeline = None
     if args.timeline:
@@ -217,6 +223,7 @@ def _run_prove(argv) -> int:
         print(f"proving {args.block}: {len(block.transactions)} transactions, "
               f"{len(block.programs)} programs, memory {block.memory_size} cells, "
               f"backend {prover.backend}", file=sys.stderr)
+    from .api import ProofSelfCheckFailure
     from .xcheck import XcheckFailure
     try:
         proof = prover.prove_block(block)
@@ -224,6 +231,8 @@ def _run_prove(argv) -> int:
         lines = [f"block cannot be proven: {exc}"] + [f"  {d}" for d in exc.details]
         raise _Fail(EXIT_INVALID, "\n".join(lines)) from None
     except XcheckFailure as exc:
+        raise _Fail(EXIT_XCHECK, f"{exc}; no proof written") from None
+    except ProofSelfCheckFailure as exc:
         raise _Fail(EXIT_XCHECK, f"{exc}; no proof written") from None
     finally:
         if progress is not None:
@@ -321,9 +330,13 @@ def _run_verify(argv) -> int:
               f"final state digest {fd}")
         p = result.params
         print(f"parameters: log_blowup {p.log_blowup}, {p.num_queries} queries, "
-              f"{p.pow_bits} proof-of-work bits, log_final_poly_len {p.log_final_poly_len}: "
-              f"{result.security_bits} conjectured security bits "
-              f"(minimum {args.min_security_bits})")
+              f"{p.pow_bits} proof-of-work bits, log_final_poly_len {p.log_final_poly_len}, "
+              f"grinding LogUp/DEEP/commit {p.logup_pow_bits}/{p.deep_pow_bits}/"
+              f"{p.commit_pow_bits} bits: {result.security_bits} conjectured security bits "
+              f"(minimum {args.min_security_bits}; weakest term "
+              f"{result.security.limiting if result.security else '-'})")
+        if args.verbose and result.security is not None:
+            print(f"  security: {result.security.describe()}")
         if args.verbose:
             for name, idx in PV_NAMES.items():
                 v = result.public_values[idx]

@@ -378,7 +378,7 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
             spans.resolve(name)
 
         _run_all(workers, order, lambda i: guarded(i, chain), failure)
-        proof = encode(Proof(params=st.params, tables=sections))
+        proof = encode(Proof(params=st.params, tables=sections, logup_nonce=ch.logup_nonce))
         spans.count("proof_bytes", len(proof))
         if logs is not None:
             logs.append(r1.transcript.log)

@@ -88,7 +88,7 @@ def prove(tables: Sequence[np.ndarray], airs: Sequence, public_values=None,
     for i in range(len(st.airs)):                   # independent after the fork
         with spans.span("table", st.airs[i].name):
             sections.append(prove_table(i, st, r1, ch, stages, spans))
-    proof = encode(Proof(params=st.params, tables=sections))
+    proof = encode(Proof(params=st.params, tables=sections, logup_nonce=ch.logup_nonce))
     spans.count("proof_bytes", len(proof))
     if logs is not None:
         logs.append(r1.transcript.log)

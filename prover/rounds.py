@@ -8,9 +8,11 @@ the other tables, so the per-table chains r1_aux -> r4_open may later run concur
 
 Transcript (exact order in docs/protocol.md):
   main:  params, num_tables, per table (shape + AIR fingerprint, public values),
-         per table main_root, then logup_beta, logup_gamma, then fork(i) per table;
-  fork:  [aux_root, logup_terminal], alpha, parts_root, zeta, ood_* values,
-         deep_lambda, per FRI layer (fri_root, fri_beta), fri_final, pow, queries.
+         per table main_root, then logup_pow, logup_beta, logup_gamma, then fork(i)
+         per table;
+  fork:  [aux_root, logup_terminal], alpha, parts_root, zeta_pow, zeta, ood_* values,
+         deep_pow, deep_lambda, per FRI layer (fri_root, fold_pow, fri_beta), fri_final,
+         pow, queries.
 """
 from __future__ import annotations
 
@@ -49,6 +51,7 @@ class R1Main:
 class R1Challenges:
     challenges: dict             # logup_beta, logup_gamma: uint32[4]
     forks: tuple                 # one Transcript per table
+    logup_nonce: int = 0         # the proof of work before beta, gamma
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class R2Quotient:
 class R3Ood:
     z: np.ndarray
     values: dict                 # (matrix, at_next) -> uint32[c, 4]
+    zeta_nonce: int = 0          # the proof of work before z
 
 
 @dataclass(frozen=True)
@@ -92,12 +96,15 @@ def r1_main(st: Statement, stages, spans: Spans) -> R1Main:
 
 
 def r1_challenges(st: Statement, r1: R1Main) -> R1Challenges:
-    """Shared LogUp challenges (after every main root), then one fork per table."""
+    """Shared LogUp challenges (after every main root and a proof of work: a prover
+    that retries main commitments to steer beta, gamma pays 2^logup_pow_bits hashes per
+    try), then one fork per table."""
     tr = r1.transcript
+    nonce = tr.prove_work("logup_pow", st.params.logup_pow_bits)
     chal = {"logup_beta": tr.sample_ef("logup_beta"),
             "logup_gamma": tr.sample_ef("logup_gamma")}
     forks = tuple(tr.fork(i) for i in range(len(st.airs)))
-    return R1Challenges(chal, forks)
+    return R1Challenges(chal, forks, nonce)
 
 
 def r1_aux(i: int, st: Statement, ch: R1Challenges, stages, spans: Spans) -> R1Aux:
@@ -143,6 +150,7 @@ def r3_ood(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux, r2: 
     """Draw z; open every committed column at z (and z*w where the AIR reads the next
     row; aux always); absorb all opened values."""
     air, shape, tr = st.airs[i], st.shapes[i], ch.forks[i]
+    zeta_nonce = tr.prove_work("zeta_pow", st.params.commit_pow_bits, stages.permute)
     z = tr.sample_ef("zeta")
     zn = np.asarray(z, np.uint64)
     zh = F.ef_pow(zn.reshape(4, 1), shape.n).reshape(4)
@@ -156,7 +164,7 @@ def r3_ood(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux, r2: 
             vals[(mat, at_next)] = stages.ood(mats[mat], z_next if at_next else zn)
     for mat, at_next in deep_groups(shape):
         tr.absorb(f"ood_{mat}" + ("_next" if at_next else ""), vals[(mat, at_next)])
-    return R3Ood(np.asarray(z, np.uint32), vals)
+    return R3Ood(np.asarray(z, np.uint32), vals, zeta_nonce)
 
 
 # ---------------------------------------------------------------------------- R4
@@ -166,16 +174,18 @@ def r4_open(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux, r2:
     """DEEP quotient, FRI commit phase (arity 2), final polynomial, proof of work,
     query openings; returns the table's proof section."""
     air, shape, tr, params = st.airs[i], st.shapes[i], ch.forks[i], st.params
+    deep_nonce = tr.prove_work("deep_pow", params.deep_pow_bits, stages.permute)
     lam = tr.sample_ef("deep_lambda")
     mats = _committed(r1, i, aux, r2)
     groups = [(mats[m], r3.values[(m, nx)], nx) for m, nx in deep_groups(shape)]
     with spans.span("r4_deep", air.name):
         values = stages.deep_quotient(shape, groups, r3.z, lam)
-    trees, roots = [], []
+    trees, roots, fold_nonces = [], [], []
     with spans.span("r4_fri", air.name):
         for layer in range(shape.num_fri_layers):
             tree = stages.fri_commit_layer(values)
             tr.absorb("fri_root", tree.root)
+            fold_nonces.append(tr.prove_work("fold_pow", params.commit_pow_bits, stages.permute))
             beta = tr.sample_ef("fri_beta")
             values = stages.fri_fold(values, beta, layer, shape)
             trees.append(tree)
@@ -217,6 +227,8 @@ def r4_open(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux, r2:
         fri_roots=np.asarray(roots, np.uint32).reshape(-1, 8),
         final_poly=final,
         pow_nonce=nonce,
+        zeta_nonce=r3.zeta_nonce, deep_nonce=deep_nonce,
+        fold_nonces=np.asarray(fold_nonces, np.uint32),
         main_rows=main_rows, main_paths=main_paths,
         aux_rows=aux_rows, aux_paths=aux_paths,
         parts_rows=parts_rows, parts_paths=parts_paths,

@@ -3,23 +3,29 @@ typed errors and an opt-in minimum security, ProofStats, and soundness against a
 traces and false claims."""
 from __future__ import annotations
 
+import functools
+import json
 import threading
 
 import numpy as np
 import pytest
 
-from steadfast.prover.api import (BlockProof, ConfigError, ProofStats, Prover, ProverConfig,
-                        UnprovableBlock, verify)
+from steadfast.prover.api import (BlockProof, ConfigError, ProofSelfCheckFailure, ProofStats,
+                                  Prover, ProverConfig, UnprovableBlock, verify)
 from steadfast.verifier.errors import PublicValuesError, ShapeError, VerificationError
-from steadfast.vm.airs import CPU_LAYOUT
+from steadfast.vm.airs import CPU_LAYOUT, block_airs
 from steadfast.vm.block import BlockError
 from steadfast.vm.interpreter import execute
-from steadfast.vm.statement import PV_FINAL
+from steadfast.vm.statement import NUM_PUBLIC_VALUES, PV_FINAL
 from steadfast.vm.traces import build_traces
 
 from tests.vm_blocks import empty_block, hash_heavy_block, memory_heavy_block, one_tx_block
 
 FAST = ProverConfig(backend="host", num_queries=8, pow_bits=2, check=True)
+# FAST proofs are weak on purpose; the tests that verify them say so explicitly (the
+# library's default minimum is 100 bits: test_min_security_bits_... checks that)
+_verify = verify
+verify = functools.partial(_verify, min_security_bits=0)
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +59,10 @@ def test_stats_record(proofs):
     by = {t.name: t for t in st.tables}
     assert by["range"].rows == 1 << 16 and by["cpu"].parts == 2 and by["program"].parts == 1
     assert st.proof_bytes == len(proof.proof) and st.cycles == execute(hash_heavy_block()).cycles
-    assert {"execute", "traces", "check", "prove", "total"} <= set(st.phases)   # check is on
+    assert {"execute", "traces", "check", "prove", "self_check", "total"} <= set(st.phases)
+    sc = st.counters["self_check"]          # the happy path: checked once, nothing refused
+    assert sc["enabled"] and sc["checked"] == 1 and sc["failed"] == 0
+    assert sc["seconds"] == pytest.approx(st.phases["self_check"], abs=1e-3)
     rounds = st.rounds()
     assert {"r1_main", "r2_quotient", "r4_fri"} <= set(rounds) and "table" not in rounds
     assert all(t.seconds.get("r2_quotient", 0) > 0 for t in st.tables)
@@ -87,44 +96,74 @@ def test_wrong_block_and_tampering_are_rejected(proofs):
 
 
 def test_min_security_bits_refuses_weak_proofs_before_hashing(proofs, monkeypatch):
-    """FAST proofs carry 1 * 8 + 2 = 10 conjectured bits: accepted with no minimum (the
-    default) or a minimum of 10, refused with ParameterError above that -- before the ROM
-    digest, the AIRs or the protocol verifier run."""
+    """Trust by default (issue #11, finding 1): the library's verify and the protocol
+    verifier require 100 conjectured bits unless told otherwise.  A FAST proof (8 queries,
+    2 bits of query grinding) is refused by a plain ``verify(proof, block=...)`` with
+    ParameterError -- before the ROM digest or the protocol verifier run -- and accepted
+    only when the caller explicitly lowers the minimum."""
     import importlib
     import steadfast.prover.api as api
     vv = importlib.import_module("steadfast.verifier.verify")   # the module, not the function
     from steadfast.verifier import verify as verify_protocol
     from steadfast.verifier.errors import ParameterError
+    from steadfast.verifier.security import proof_security
     block, proof = proofs["one_tx"]
-    res = verify(proof, block=block, min_security_bits=10)
-    assert res.security_bits == 10 and res.params.num_queries == 8 and res.params.pow_bits == 2
-    assert verify(proof).security_bits == 10
     for data in (proof, proof.to_bytes()):
-        with pytest.raises(ParameterError, match="give 10 conjectured security bits, below "
-                                                  "the required 100") as ei:
-            verify(data, min_security_bits=100)
+        with pytest.raises(ParameterError, match="below the required 100") as ei:
+            _verify(data, block=block)                        # the default: 100 bits
         assert isinstance(ei.value, VerificationError)
-        assert (ei.value.bits, ei.value.required) == (10, 100)
+        assert ei.value.required == 100 and ei.value.bits < 100
+    res = _verify(proof, block=block, min_security_bits=0)
+    bits = res.security_bits
+    airs = api.block_airs(proof.rom)
+    decoded = api.decode(proof.proof)
+    expect = proof_security(decoded.params, airs, [t.log_n for t in decoded.tables])
+    assert bits == expect.bits == ei.value.bits
+    # 8 queries at blowup 2 and 2 PoW bits: 10 bits per table, five tables -> 7 bits
+    assert bits == 7 and res.security.limiting == "fri_queries"
+    assert res.params.num_queries == 8 and res.params.pow_bits == 2
+    assert _verify(proof, min_security_bits=bits).security_bits == bits
+    assert _verify(proof, min_security_bits=None).security_bits == bits     # explicit opt-out
     for bad, exc in ((-1, ValueError), ("100", TypeError), (True, TypeError), (1.5, TypeError)):
         with pytest.raises(exc, match="min_security_bits"):
-            verify(proof, min_security_bits=bad)
-    assert verify(proof, min_security_bits=np.int64(10)).security_bits == 10
+            _verify(proof, min_security_bits=bad)
+    assert _verify(proof, min_security_bits=np.int64(bits)).security_bits == bits
 
     def expensive(*a, **k):
         raise AssertionError("expensive work before the parameter check")
     with monkeypatch.context() as m:
-        for name in ("program_digest", "block_airs", "_verify_proof"):
+        for name in ("program_digest", "_verify_proof"):
             m.setattr(api, name, expensive)
         with pytest.raises(ParameterError):
-            verify(proof, block=block, min_security_bits=11)
-    # the protocol verifier takes the same argument, checked before shapes and hashing
-    airs = api.block_airs(proof.rom)
+            _verify(proof, block=block, min_security_bits=bits + 1)
+    # the protocol verifier has the same default, checked after shapes, before hashing
     pvs = [proof.public_values, [], [block.memory_size], [], []]
-    assert verify_protocol(proof.proof, airs, pvs, min_security_bits=10).public_values[0] == pvs[0]
+    with pytest.raises(ParameterError, match="below the required 100"):
+        verify_protocol(proof.proof, airs, pvs)
+    assert verify_protocol(proof.proof, airs, pvs, min_security_bits=bits).public_values[0] == pvs[0]
     with monkeypatch.context() as m:
-        m.setattr(vv, "check_shapes", expensive)
-        with pytest.raises(ParameterError, match="below the required 11"):
-            verify_protocol(proof.proof, airs, pvs, min_security_bits=11)
+        m.setattr(vv, "_verify_table", expensive)
+        m.setattr(vv, "Transcript", expensive)
+        with pytest.raises(ParameterError, match=f"below the required {bits + 1}"):
+            verify_protocol(proof.proof, airs, pvs, min_security_bits=bits + 1)
+
+
+def test_default_parameters_give_100_bits_on_every_block(proofs):
+    """The prover's defaults meet the default minimum by the honest figure: on the example
+    block's shapes and at the protocol's 2^24-row limit for every table (docs/protocol.md
+    section 7)."""
+    from steadfast.verifier.proof_format import Params
+    from steadfast.verifier.security import proof_security
+    airs = block_airs(np.zeros((1, 4), np.int64))
+    fixed = [a.fixed_height for a in airs]
+    for log_n in (1, 12, 16, 20, 24):
+        heights = [(f.bit_length() - 1) if f else log_n for f in fixed]
+        rep = proof_security(Params(), airs, heights)
+        assert rep.bits >= 100, (log_n, rep.describe())
+    # without the grinding steps the same shapes would fall short (LogUp, DEEP)
+    weak = Params(logup_pow_bits=0, deep_pow_bits=0, commit_pow_bits=0)
+    rep = proof_security(weak, airs, [(f.bit_length() - 1) if f else 24 for f in fixed])
+    assert rep.bits < 100 and rep.limiting in ("logup", "deep")
 
 
 def test_false_claims_cannot_be_proven(prover):
@@ -146,9 +185,10 @@ def test_execution_failure_and_malformed_block(prover):
         prover.prove_block({})
 
 
-def test_altered_trace_proof_is_rejected(prover):
+def test_altered_trace_proof_is_rejected(prover, tmp_path):
     """prove_tables with the check off: a hand-altered CPU trace yields a proof the
-    verifier rejects (and the check, when on, names the constraint)."""
+    verifier rejects (and the check, when on, names the constraint); the prover's
+    self-check (on by default) refuses to return that proof."""
     block = one_tx_block()
     rec = execute(block)
     bt = build_traces(rec)
@@ -159,8 +199,20 @@ def test_altered_trace_proof_is_rejected(prover):
     with pytest.raises(UnprovableBlock) as ei:
         prover.prove_tables(tables, bt.public_values, rec.rom.rows)
     assert ei.value.constraint == "add"
-    unchecked = Prover(ProverConfig(backend="host", num_queries=8, pow_bits=2, check=False))
+    guarded = Prover(ProverConfig(backend="host", num_queries=8, pow_bits=2, check=False,
+                                  postmortem_dir=str(tmp_path)))
+    with pytest.raises(ProofSelfCheckFailure, match="does not verify") as ei:
+        guarded.prove_tables(tables, bt.public_values, rec.rom.rows)
+    assert guarded.self_check_failures == 1
+    rep = json.loads(open(ei.value.postmortem).read())
+    assert rep["check"] == "self_check" and rep["error"] == "CompositionError"
+    assert rep["table"] == "cpu" and rep["backend"] == "host"
+    # the documented opt-out lets the wrong proof out (for soundness tests only)
+    unchecked = Prover(ProverConfig(backend="host", num_queries=8, pow_bits=2, check=False,
+                                    self_check=False))
     bad = unchecked.prove_tables(tables, bt.public_values, rec.rom.rows)
+    assert bad.stats.counters["self_check"] == {"enabled": False, "checked": 0, "failed": 0,
+                                                "seconds": 0.0}
     with pytest.raises(VerificationError):
         verify(bad)
     good = unchecked.prove_tables(bt.traces, bt.public_values, rec.rom.rows)
@@ -182,8 +234,8 @@ def test_config_validation():
 
 def test_prove_tables_validates_shapes(prover):
     with pytest.raises(ValueError, match="expected 5 tables"):
-        prover.prove_tables([], [0] * 41, np.zeros((2, 4)))
-    with pytest.raises(ValueError, match="41 public values"):
+        prover.prove_tables([], [0] * NUM_PUBLIC_VALUES, np.zeros((2, 4)))
+    with pytest.raises(ValueError, match=f"{NUM_PUBLIC_VALUES} public values"):
         prover.prove_tables([np.zeros((2, 2), np.uint32)] * 5, [0], np.zeros((2, 4)))
 
 

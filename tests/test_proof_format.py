@@ -24,12 +24,24 @@ def test_round_trip_is_identity(proof):
 
 def test_header_layout(proof):
     assert proof[:4] == MAGIC
-    version, reserved, lb, pw, lf, res2, nq, nt = struct.unpack_from("<HHBBBBHH", proof, 4)
-    assert (version, reserved, res2) == (FORMAT_VERSION, 0, 0)
+    (version, reserved, lb, pw, lf, lpw, nq, dpw, cpw, nt,
+     logup_nonce) = struct.unpack_from("<HHBBBBHBBHI", proof, 4)
+    assert (version, reserved) == (FORMAT_VERSION, 0) and FORMAT_VERSION == 2
     assert (lb, pw, lf, nq, nt) == (1, 1, 2, 3, 1)
-    section = struct.unpack_from("<I", proof, 16)[0]
-    assert 20 + section == len(proof)
-    assert proof[20] == 3                                  # log_n of the only table
+    assert (lpw, dpw, cpw) == (16, 12, 8)                  # the grinding defaults
+    assert logup_nonce == decode(proof).logup_nonce
+    section = struct.unpack_from("<I", proof, 22)[0]
+    assert 26 + section == len(proof)
+    assert proof[26] == 3                                  # log_n of the only table
+
+
+def test_older_versions_get_a_clear_error(proof):
+    for v in (1, 0, 3):
+        b = bytearray(proof)
+        struct.pack_into("<H", b, 4, v)
+        with pytest.raises(ShapeError, match=f"unsupported proof version {v} "
+                                             r"\(this verifier reads 2\)"):
+            decode(bytes(b))
 
 
 def test_json_rendering(proof):
@@ -53,8 +65,10 @@ def test_malformed_headers(proof):
         (lambda x: struct.pack_into("<H", x, 4, FORMAT_VERSION + 1), "version"),
         (lambda x: struct.pack_into("<H", x, 6, 1), "reserved"),
         (lambda x: struct.pack_into("<B", x, 8, 0), "log_blowup"),
-        (lambda x: struct.pack_into("<B", x, 11, 1), "reserved"),
-        (lambda x: struct.pack_into("<I", x, 16, 7), "trailing|truncated"),
+        (lambda x: struct.pack_into("<B", x, 11, 31), "logup_pow_bits"),
+        (lambda x: struct.pack_into("<B", x, 14, 31), "deep_pow_bits"),
+        (lambda x: struct.pack_into("<B", x, 15, 255), "commit_pow_bits"),
+        (lambda x: struct.pack_into("<I", x, 22, 7), "trailing|truncated"),
     ]:
         c = bytearray(b)
         mutate(c)
@@ -82,13 +96,13 @@ def test_non_canonical_value_is_rejected(proof):
 def test_huge_declared_dimension_is_rejected_before_allocation(proof):
     p = decode(proof)
     raw = encode(p)
-    # public_values is the first array of the section: ndim at offset 21, dim at 22
-    assert raw[21] == 1
+    # public_values is the first array of the section: ndim at offset 27, dim at 28
+    assert raw[27] == 1
     bad = bytearray(raw)
-    struct.pack_into("<I", bad, 22, 1 << 23)
+    struct.pack_into("<I", bad, 28, 1 << 23)
     with pytest.raises(ShapeError, match="truncated|bytes"):
         decode(bytes(bad))
-    struct.pack_into("<I", bad, 22, 1 << 30)
+    struct.pack_into("<I", bad, 28, 1 << 30)
     with pytest.raises(ShapeError, match="out of bounds"):
         decode(bytes(bad))
 

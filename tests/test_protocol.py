@@ -8,8 +8,14 @@ import pytest
 from steadfast.air import AirBuilder, AirError, ConstraintViolation
 from steadfast.air import examples as ex
 from steadfast.prover import HostStages, Params, Spans, prove
-from steadfast.verifier import decode, verify
+import functools
 
+from steadfast.verifier import decode
+from steadfast.verifier import verify as _verify
+
+# These tests prove with weak parameters on purpose (few queries, little grinding):
+# their verifications say so explicitly by requiring no security minimum.
+verify = functools.partial(_verify, min_security_bits=0)
 FAST = Params(num_queries=8, pow_bits=2)
 
 
@@ -74,7 +80,7 @@ def test_defaults_once():
     proof = prove([t], [ex.fibonacci_air()], [pv])          # 100 queries, 16 bits of PoW
     p = decode(proof)
     assert (p.params.log_blowup, p.params.num_queries, p.params.pow_bits) == (1, 100, 16)
-    assert p.params.conjectured_bits() == 116
+    assert p.params.query_bits() == 116
     verify(proof, [ex.fibonacci_air()], [pv])
 
 
@@ -177,8 +183,8 @@ def test_bad_arguments():
 
 def test_soundness_estimates():
     from steadfast.verifier.protocol import johnson_queries
-    assert Params().conjectured_bits() == 116
-    assert Params(log_blowup=2, num_queries=50, pow_bits=20).conjectured_bits() == 120
+    assert Params().query_bits() == 116
+    assert Params(log_blowup=2, num_queries=50, pow_bits=20).query_bits() == 120
     # sqrt(1/2) + 2^-5 per query at blowup 2: (116 - 16) / 0.4376 -> 229
     assert johnson_queries(1, 116, 16) == 229
     assert johnson_queries(2, 116, 16) == 110
@@ -215,3 +221,50 @@ def test_preprocessed_columns_local_and_next_row():
     from steadfast.verifier import VerificationError
     with pytest.raises(VerificationError):
         verify(proof, [rom2], [[]])
+
+
+def _exact_bits(params, tables):
+    """Independent reference for verifier.security: the same terms as exact rationals
+    (fractions.Fraction over |EF| = p^4), the union over tables, floor(-log2)."""
+    from fractions import Fraction
+    import math
+    ef = Fraction(2013265921) ** 4
+    total = Fraction(0)
+    frac, arity = 0, 0
+    for t in tables:
+        n = 2 ** t["log_n"]
+        big = n * 2 ** params.log_blowup
+        total += Fraction(1, 2 ** (params.log_blowup * params.num_queries + params.pow_bits))
+        total += Fraction(t["constraints"] - 1) / ef
+        total += Fraction(t["max_degree"] * n) / ef / 2 ** params.commit_pow_bits
+        total += Fraction((t["deep_columns"] - 1) * big) / ef / 2 ** params.deep_pow_bits
+        total += Fraction(sum(big // 2 ** i for i in range(t["folds"]))) / ef / 2 ** params.commit_pow_bits
+        frac += n * t["interactions"]
+        arity = max(arity, t["max_arity"])
+    total += Fraction(frac * (arity + 1)) / ef / 2 ** params.logup_pow_bits
+    bits = 0
+    while Fraction(1, 2 ** (bits + 1)) >= total:        # largest b with total <= 2^-b
+        bits += 1
+    return bits
+
+
+@pytest.mark.parametrize("params", [Params(), Params(num_queries=8, pow_bits=2),
+                                    Params(log_blowup=2, num_queries=50, pow_bits=20,
+                                           logup_pow_bits=0, deep_pow_bits=0,
+                                           commit_pow_bits=0),
+                                    Params(num_queries=2, pow_bits=0)])
+def test_security_figure_against_exact_rationals(params):
+    """The reported figure is floor(-log2(sum of every term over every table)), checked
+    against an exact-rational recomputation, on the LogUp example (two tables with
+    interactions) at several heights; the figure never exceeds the weakest term."""
+    from steadfast.verifier.security import air_facts, proof_security
+    airs = [ex.fibonacci_air()] + list(ex.lookup_block()[0])
+    assert sum(len(a.interactions) for a in airs) >= 2
+    for log_n in (3, 10, 20, 24):
+        log_ns = [log_n] * len(airs)
+        rep = proof_security(params, airs, log_ns)
+        ref = _exact_bits(params, [air_facts(a, ln, params) for a, ln in zip(airs, log_ns)])
+        assert rep.bits == ref, (rep.describe(), ref)
+        assert rep.bits <= min(rep.terms.values())
+    weak = proof_security(Params(num_queries=2, pow_bits=0), airs, [3] * len(airs))
+    assert weak.bits == 0 and weak.limiting == "fri_queries"

@@ -1,5 +1,7 @@
 """Soundness: every kind of wrong proof is rejected with the right error type, a flipped
 byte never verifies, truncations are rejected cleanly."""
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,7 +14,11 @@ from steadfast.verifier import (CompositionError, FriError, LogUpError, MerkleEr
                       PublicValuesError, ShapeError, VerificationError, decode, encode, verify)
 from steadfast.verifier.transcript import Transcript
 
-FAST = Params(num_queries=6, pow_bits=3)
+# These tests prove with weak parameters on purpose (few queries, little grinding):
+# their verifications say so explicitly by requiring no security minimum.
+verify = functools.partial(verify, min_security_bits=0)
+FAST = Params(num_queries=6, pow_bits=3, logup_pow_bits=0, deep_pow_bits=0,
+              commit_pow_bits=0)     # the grinding steps: test_wrong_pow_nonce
 
 
 def _small_lookup_block():
@@ -171,18 +177,37 @@ def _pow_point(monkeypatch, proof, airs, pvs):
     return seen
 
 
-def test_wrong_pow_nonce(monkeypatch):
-    """A nonce known to fail the difficulty at that transcript state is rejected with
-    exactly PowError.  The verifier checks PoW before it samples the query indices (which
-    the nonce changes), and nothing before PoW depends on the nonce, so no other error
+_NONCES = {
+    "logup_pow": (lambda p: p.logup_nonce, lambda p, v: setattr(p, "logup_nonce", v)),
+    "zeta_pow": (lambda p: p.tables[0].zeta_nonce,
+                 lambda p, v: setattr(p.tables[0], "zeta_nonce", v)),
+    "deep_pow": (lambda p: p.tables[0].deep_nonce,
+                 lambda p, v: setattr(p.tables[0], "deep_nonce", v)),
+    "fold_pow": (lambda p: int(p.tables[0].fold_nonces[0]),
+                 lambda p, v: p.tables[0].fold_nonces.__setitem__(0, v)),
+    "pow": (lambda p: p.tables[0].pow_nonce,
+            lambda p, v: setattr(p.tables[0], "pow_nonce", v)),
+}
+
+
+@pytest.mark.parametrize("label", list(_NONCES))
+def test_wrong_pow_nonce(monkeypatch, label):
+    """At every grinding point (before the LogUp challenges, z, lambda, each FRI fold and
+    the queries) a nonce known to fail the difficulty at that transcript state is rejected
+    with exactly PowError.  The verifier checks each proof of work right before the
+    challenge it guards, and nothing before it depends on the nonce, so no other error
     can come first."""
-    t, pv = ex.fibonacci_trace(3)
+    t, pv = ex.fibonacci_trace(4)
     air = ex.fibonacci_air()
     bits = 8
-    proof = prove([t], [air], [pv], Params(num_queries=4, pow_bits=bits))
-    honest = decode(proof).tables[0].pow_nonce
+    proof = prove([t], [air], [pv], Params(num_queries=4, pow_bits=bits, logup_pow_bits=bits,
+                                           deep_pow_bits=bits, commit_pow_bits=bits))
+    get, put = _NONCES[label]
+    honest = get(decode(proof))
     assert encode(decode(proof)) == proof            # re-encoding alone changes nothing
-    [(fork, label, got_bits)] = _pow_point(monkeypatch, proof, [air], [pv])
+    points = [(f, lb, b) for f, lb, b in _pow_point(monkeypatch, proof, [air], [pv]) if lb == label]
+    assert len(points) == (2 if label == "fold_pow" else 1)     # log_n 4 - 2 = 2 FRI layers
+    fork, _, got_bits = points[0]
     assert got_bits == bits
     assert fork.copy().check_pow(label, honest, bits)          # the snapshot is the real state
     # grind returns the smallest passing nonce, so every smaller one must fail here;
@@ -192,7 +217,11 @@ def test_wrong_pow_nonce(monkeypatch):
                  if not fork.copy().check_pow(label, c, bits))
     for cand in (wrong, 2013265921 + wrong):        # a failing nonce; a non-canonical one
         def f(p, cand=cand):
-            p.tables[0].pow_nonce = cand
+            put(p, cand)
+        if cand >= 2013265921 and label == "fold_pow":
+            with pytest.raises(ShapeError):          # an array element: the reader refuses it
+                verify(_tamper(proof, f), [air], [pv])
+            continue
         with pytest.raises(PowError, match=f"nonce {cand} ") as e:
             verify(_tamper(proof, f), [air], [pv])
         assert type(e.value) is PowError

@@ -6,9 +6,10 @@ elements as u32, every element a canonical field element < p)::
     magic      4 bytes  b"STFK"
     version    u16      FORMAT_VERSION
     reserved   u16      0
-    params     log_blowup:u8  pow_bits:u8  log_final_poly_len:u8  reserved:u8(0)
-               num_queries:u16
+    params     log_blowup:u8  pow_bits:u8  log_final_poly_len:u8  logup_pow_bits:u8
+               num_queries:u16  deep_pow_bits:u8  commit_pow_bits:u8
     num_tables u16
+    logup_nonce u32     proof of work before the LogUp challenges
     per table, in table order:
       section_len  u32   bytes of the section that follows
       log_n        u8
@@ -17,7 +18,9 @@ elements as u32, every element a canonical field element < p)::
       ood_main      array[w, 4]     ood_main_next array[0 | w, 4]
       ood_aux       array[4a, 4]    ood_aux_next  array[4a, 4]  ood_parts  array[4P, 4]
       fri_roots     array[r, 8]     final_poly    array[L, 4]
-      pow_nonce     u32
+      pow_nonce     u32   (before the queries)
+      zeta_nonce    u32   (before z)      deep_nonce u32   (before lambda)
+      fold_nonces   array[r]              (one before each FRI folding challenge)
       main_rows  array[q, w]   main_paths  array[q, d, 8]
       aux_rows   array[q, 4a]  aux_paths   array[q, d | 0, 8]
       parts_rows array[q, 4P]  parts_paths array[q, d, 8]
@@ -39,7 +42,7 @@ import numpy as np
 from .errors import ShapeError
 
 MAGIC = b"STFK"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2       # 2: grinding before the LogUp, z, lambda and FRI-fold challenges
 P = 2013265921
 _MAX_DIM = 1 << 24
 
@@ -51,6 +54,9 @@ class Params:
     num_queries: int = 100
     pow_bits: int = 16
     log_final_poly_len: int = 2
+    logup_pow_bits: int = 16     # grinding before the LogUp challenges (beta, gamma)
+    deep_pow_bits: int = 12      # grinding before each table's DEEP batching challenge lambda
+    commit_pow_bits: int = 8     # grinding before z and before each FRI folding challenge
 
     def validate(self) -> None:
         """Raise ValueError for parameters the protocol does not support."""
@@ -62,8 +68,13 @@ class Params:
             raise ValueError(f"pow_bits must be in [0, 30], got {self.pow_bits}")
         if not 0 <= self.log_final_poly_len <= 10:
             raise ValueError(f"log_final_poly_len must be in [0, 10], got {self.log_final_poly_len}")
+        for name in ("logup_pow_bits", "deep_pow_bits", "commit_pow_bits"):
+            if not 0 <= getattr(self, name) <= 30:
+                raise ValueError(f"{name} must be in [0, 30], got {getattr(self, name)}")
 
-    def conjectured_bits(self) -> int:
+    def query_bits(self) -> int:
+        """The FRI query term alone: log_blowup * num_queries + pow_bits.  The proof's
+        security figure is lower: :func:`verifier.security.proof_security`."""
         return self.log_blowup * self.num_queries + self.pow_bits
 
 
@@ -103,6 +114,9 @@ class TableProof:
     parts_paths: np.ndarray
     fri_leaves: list = field(default_factory=list)
     fri_paths: list = field(default_factory=list)
+    zeta_nonce: int = 0
+    deep_nonce: int = 0
+    fold_nonces: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
 
 
 @dataclass
@@ -110,6 +124,7 @@ class Proof:
     params: Params
     tables: list
     version: int = FORMAT_VERSION
+    logup_nonce: int = 0
 
 
 # ------------------------------------------------------------------ writer
@@ -130,13 +145,16 @@ def encode(proof: Proof) -> bytes:
     p = proof.params
     out = bytearray(MAGIC)
     out += struct.pack("<HH", proof.version, 0)
-    out += struct.pack("<BBBBH", p.log_blowup, p.pow_bits, p.log_final_poly_len, 0, p.num_queries)
+    out += struct.pack("<BBBBHBB", p.log_blowup, p.pow_bits, p.log_final_poly_len,
+                       p.logup_pow_bits, p.num_queries, p.deep_pow_bits, p.commit_pow_bits)
     out += struct.pack("<H", len(proof.tables))
+    out += struct.pack("<I", proof.logup_nonce)
     for t in proof.tables:
         sec = bytearray(struct.pack("<B", t.log_n))
         for name, nd in _TABLE_ARRAYS:
             _put_array(sec, getattr(t, name), nd, name)
-        sec += struct.pack("<I", t.pow_nonce)
+        sec += struct.pack("<III", t.pow_nonce, t.zeta_nonce, t.deep_nonce)
+        _put_array(sec, np.asarray(t.fold_nonces, np.uint32), 1, "fold_nonces")
         for name, nd in _QUERY_ARRAYS:
             _put_array(sec, getattr(t, name), nd, name)
         if len(t.fri_leaves) != len(t.fri_paths):
@@ -204,15 +222,16 @@ def decode(data: bytes) -> Proof:
         raise ShapeError(f"unsupported proof version {version} (this verifier reads {FORMAT_VERSION})")
     if reserved:
         raise ShapeError("reserved header field is not zero")
-    lb, pw, lf, res2, nq = (r.uint("<B"), r.uint("<B"), r.uint("<B"), r.uint("<B"), r.uint("<H"))
-    if res2:
-        raise ShapeError("reserved parameter byte is not zero")
-    params = Params(log_blowup=lb, num_queries=nq, pow_bits=pw, log_final_poly_len=lf)
+    lb, pw, lf, lpw, nq, dpw, cpw = (r.uint("<B"), r.uint("<B"), r.uint("<B"), r.uint("<B"),
+                                     r.uint("<H"), r.uint("<B"), r.uint("<B"))
+    params = Params(log_blowup=lb, num_queries=nq, pow_bits=pw, log_final_poly_len=lf,
+                    logup_pow_bits=lpw, deep_pow_bits=dpw, commit_pow_bits=cpw)
     try:
         params.validate()
     except ValueError as e:
         raise ShapeError(f"bad parameters: {e}") from None
     ntables = r.uint("<H")
+    logup_nonce = r.uint("<I")
     tables = []
     for ti in range(ntables):
         size = r.uint("<I")
@@ -221,6 +240,9 @@ def decode(data: bytes) -> Proof:
         for name, nd in _TABLE_ARRAYS:
             kw[name] = sec.array(nd, name)
         kw["pow_nonce"] = sec.uint("<I")
+        kw["zeta_nonce"] = sec.uint("<I")
+        kw["deep_nonce"] = sec.uint("<I")
+        kw["fold_nonces"] = sec.array(1, "fold_nonces")
         for name, nd in _QUERY_ARRAYS:
             kw[name] = sec.array(nd, name)
         layers = sec.uint("<B")
@@ -233,7 +255,7 @@ def decode(data: bytes) -> Proof:
         tables.append(TableProof(**kw))
     if r.remaining():
         raise ShapeError(f"{r.remaining()} trailing bytes after the last table")
-    return Proof(params=params, tables=tables, version=version)
+    return Proof(params=params, tables=tables, version=version, logup_nonce=logup_nonce)
 
 
 # ------------------------------------------------------------------ JSON rendering
@@ -256,5 +278,5 @@ def to_json(proof: Proof | bytes, indent: int | None = 1) -> str:
         tables.append(d)
     doc = {"magic": MAGIC.decode(), "version": proof.version,
            "params": {f.name: getattr(proof.params, f.name) for f in fields(proof.params)},
-           "tables": tables}
+           "logup_nonce": proof.logup_nonce, "tables": tables}
     return json.dumps(doc, indent=indent)

@@ -179,6 +179,15 @@ class Transcript:
                 return int(nonces[ok[0]])
         raise RuntimeError("no proof-of-work nonce found")  # pragma: no cover
 
+    def prove_work(self, label: str, bits: int, permute_batch=None) -> int:
+        """Prover side of a grinding step: find the smallest nonce and absorb it (the
+        verifier calls :meth:`check_pow` with the same label and bits)."""
+        nonce = self.grind(label, bits, batch=1 << min(13, max(8, bits + 2)),
+                           permute_batch=permute_batch)
+        if not self.check_pow(label, nonce, bits):          # advances the transcript
+            raise RuntimeError(f"{label}: grinding returned a bad nonce")  # pragma: no cover
+        return nonce
+
     def copy(self) -> "Transcript":
         t = Transcript(_empty=True)
         t.state = self.state.copy()

@@ -20,6 +20,11 @@ from .errors import (CompositionError, FriError, LogUpError, MerkleError, Parame
 from .field import F, P, bitrev, ef_col, barycentric_at, pow_scalar_arr
 from .proof_format import Params, Proof, TableProof, decode
 from .protocol import SHIFT, TableShape, absorb_statement, deep_groups, table_shape
+from .security import SecurityReport, proof_security
+
+#: the security minimum every verification requires unless told otherwise (conjectured
+#: bits, docs/protocol.md section 7); the ``verify`` command and the library share it
+DEFAULT_MIN_SECURITY_BITS = 100
 from .transcript import Transcript
 
 
@@ -29,6 +34,7 @@ class VerifyResult:
     public_values: list
     logs: list = field(default_factory=list)       # [main log, table 0 log, ...]
     seconds: float = 0.0
+    security: SecurityReport | None = None         # the proof's security figure
 
 
 def _expect(cond: bool, what: str, table: str, got, expected) -> None:
@@ -54,6 +60,7 @@ def _check_table_shape(tp: TableProof, sh: TableShape, q: int) -> None:
                       ("ood_aux", (aw, 4)), ("ood_aux_next", (aw, 4)),
                       ("ood_parts", (pw, 4)), ("fri_roots", (sh.num_fri_layers, 8)),
                       ("final_poly", (sh.final_poly_len, 4)),
+                      ("fold_nonces", (sh.num_fri_layers,)),
                       ("main_rows", (q, w)), ("main_paths", (q, sh.log_lde, 8)),
                       ("parts_rows", (q, pw)), ("parts_paths", (q, sh.log_lde, 8))):
         _expect(a(getattr(tp, nm)) == shape, f"{nm} shape", name, a(getattr(tp, nm)), shape)
@@ -458,7 +465,10 @@ def _verify_table(tr: Transcript, air, sh: TableShape, tp: TableProof, params, c
     # ---- R2: alpha, quotient parts
     alpha = tr.sample_ef("alpha")
     tr.absorb("parts_root", tp.parts_root)
-    # ---- R3: z and the opened values
+    # ---- R3: z (after a proof of work) and the opened values
+    if not tr.check_pow("zeta_pow", tp.zeta_nonce, params.commit_pow_bits):
+        raise PowError(f"zeta nonce {tp.zeta_nonce} does not give {params.commit_pow_bits} "
+                       "zero bits", name)
     z = tr.sample_ef("zeta")
     tr.absorb("ood_main", tp.ood_main)
     if sh.uses_next_main:
@@ -470,10 +480,16 @@ def _verify_table(tr: Transcript, air, sh: TableShape, tp: TableProof, params, c
     if composition:
         _composition(air, sh, tp, pv, chal, alpha, z)
     # ---- R4: DEEP, FRI commitments, final polynomial, proof of work, queries
+    if not tr.check_pow("deep_pow", tp.deep_nonce, params.deep_pow_bits):
+        raise PowError(f"DEEP nonce {tp.deep_nonce} does not give {params.deep_pow_bits} "
+                       "zero bits", name)
     lam = tr.sample_ef("deep_lambda")
     betas = []
     for i in range(sh.num_fri_layers):
         tr.absorb("fri_root", tp.fri_roots[i])
+        if not tr.check_pow("fold_pow", int(tp.fold_nonces[i]), params.commit_pow_bits):
+            raise PowError(f"FRI layer {i} nonce {int(tp.fold_nonces[i])} does not give "
+                           f"{params.commit_pow_bits} zero bits", name)
         betas.append(tr.sample_ef("fri_beta"))
     tr.absorb("fri_final", tp.final_poly)
     if not tr.check_pow("pow", tp.pow_nonce, params.pow_bits):
@@ -513,30 +529,39 @@ def validate_min_security_bits(value) -> int | None:
     return value
 
 
-def check_security(params: Params, min_security_bits: int | None) -> int:
-    """Refuse proofs whose parameters are too weak: raise :class:`ParameterError` when the
-    conjectured security of ``params`` (log_blowup * num_queries + pow_bits,
-    docs/protocol.md section 7) is below ``min_security_bits``; ``None`` sets no minimum.
-    Returns the conjectured bits.  Costs nothing: run it before any hashing, so that a
-    cheap weak proof is turned away before the verifier spends work on it."""
+def check_security(params: Params, min_security_bits: int | None,
+                   airs: Sequence = (), log_ns: Sequence[int] = ()) -> SecurityReport:
+    """Refuse proofs whose parameters are too weak for their shapes: raise
+    :class:`ParameterError` when the security figure of ``params`` for tables ``airs`` of
+    heights 2^``log_ns`` (:func:`verifier.security.proof_security`: the sum of every
+    soundness term -- FRI queries and proof of work, LogUp, alpha, OOD, DEEP, FRI folds --
+    over the tables, docs/protocol.md section 7) is below ``min_security_bits``;
+    ``None`` or 0 sets no minimum.  Returns the report.  Costs nothing: run it before any
+    hashing, so that a cheap weak proof is turned away before the verifier spends work on
+    it."""
     min_security_bits = validate_min_security_bits(min_security_bits)
-    bits = params.conjectured_bits()
-    if min_security_bits is not None and bits < min_security_bits:
+    report = proof_security(params, airs, log_ns)
+    if min_security_bits and report.bits < min_security_bits:
         raise ParameterError(
             f"proof parameters (log_blowup {params.log_blowup}, {params.num_queries} queries, "
-            f"{params.pow_bits} proof-of-work bits) give {bits} conjectured security bits, "
-            f"below the required {min_security_bits}", bits=bits, required=min_security_bits)
-    return bits
+            f"{params.pow_bits} query proof-of-work bits, LogUp/DEEP/commit grinding "
+            f"{params.logup_pow_bits}/{params.deep_pow_bits}/{params.commit_pow_bits} bits) "
+            f"give {report.bits} conjectured security bits for these tables, below the "
+            f"required {min_security_bits} (weakest term: {report.limiting}, "
+            f"{report.terms.get(report.limiting, 0):.1f} bits)",
+            bits=report.bits, required=min_security_bits)
+    return report
 
 
 def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = None,
-           *, min_security_bits: int | None = None) -> VerifyResult:
+           *, min_security_bits: int | None = DEFAULT_MIN_SECURITY_BITS) -> VerifyResult:
     """Verify a proof for the tables ``airs`` (in table order).
 
     ``min_security_bits``: refuse (:class:`ParameterError`) a proof whose parameters give
-    fewer conjectured security bits (:func:`check_security`), checked right after parsing
-    and before any hashing.  ``None`` (the default) sets no minimum: the proof's own
-    parameters are accepted (tests use weak parameters on purpose).
+    fewer conjectured security bits for its tables (:func:`check_security`), checked after
+    parsing and the shape check, before any hashing.  The default is
+    :data:`DEFAULT_MIN_SECURITY_BITS` (100); 0 or ``None`` accepts the proof's own
+    parameters, whatever they are -- say so explicitly (tests with weak parameters do).
 
     ``public_values``: the expected public values per table (None: accept those in the
     proof and return them).  Raises a :class:`verifier.errors.VerificationError`
@@ -546,8 +571,8 @@ def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = 
     min_security_bits = validate_min_security_bits(min_security_bits)   # before the proof
     airs = list(airs)
     proof = decode(proof_bytes)
-    check_security(proof.params, min_security_bits)
     shapes = check_shapes(proof, airs)
+    security = check_security(proof.params, min_security_bits, airs, [sh.log_n for sh in shapes])
     try:
         check_buses(airs)
     except AirError as e:
@@ -564,6 +589,9 @@ def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = 
     absorb_statement(tr, proof.params, airs, shapes, pvs)
     for tp in proof.tables:
         tr.absorb("main_root", tp.main_root)
+    if not tr.check_pow("logup_pow", proof.logup_nonce, proof.params.logup_pow_bits):
+        raise PowError(f"LogUp nonce {proof.logup_nonce} does not give "
+                       f"{proof.params.logup_pow_bits} zero bits")
     chal = {CHALLENGE_NAMES[0]: ef_col(tr.sample_ef("logup_beta")),
             CHALLENGE_NAMES[1]: ef_col(tr.sample_ef("logup_gamma"))}
     logs = [tr.log]
@@ -578,7 +606,8 @@ def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = 
             total = F.ef_add(total, ef_col(tp.terminal).reshape(4, 1))
     if np.any(total):
         raise LogUpError("the LogUp terminal sums of the tables do not add up to zero")
-    return VerifyResult(public_values=pvs, logs=logs, seconds=time.perf_counter() - t0)
+    return VerifyResult(public_values=pvs, logs=logs, seconds=time.perf_counter() - t0,
+                        security=security)
 
 
 def _warm_kernels() -> None:
