@@ -24,7 +24,9 @@ proof) or only the inner STARK proof (wrapped back into a BlockProof with its RO
 * a query duplicated (all its per-query openings copied over another query's, or one array's);
 * structure-aware re-encodings (decode with the library, change a parameter, a table's
   height, one array's shape, the FRI layer list, the table list or a nonce, encode again):
-  lengths stay consistent, so these get past the decoder to the shape checks and beyond.
+  lengths stay consistent, so these get past the decoder to the shape checks and beyond;
+* ROM rows changed (dropped, duplicated, appended, reordered, a cell or opcode changed)
+  with the block proof's row count and length rewritten to match.
 
 Positions are biased towards the small areas that matter most: the header, the per-table
 headers (section lengths, ranks, dimensions) and the roots / public values / OOD values /
@@ -85,7 +87,7 @@ _PROOF_WEIGHTS = {"header": 0.14, "table_header": 0.28, "small": 0.30, "rows": 0
 _BP_WEIGHTS = {"bp_header": 0.10, "rom": 0.08, **{k: 0.82 * w for k, w in _PROOF_WEIGHTS.items()}}
 _KIND_WEIGHTS = {"bitflip": 0.16, "multibit": 0.09, "u32": 0.18, "header": 0.16,
                  "truncate": 0.06, "extend": 0.05, "splice": 0.05, "swap_tables": 0.05,
-                 "dup_query": 0.08, "reencode": 0.12}
+                 "dup_query": 0.08, "reencode": 0.12, "rom": 0.04}
 
 
 # --------------------------------------------------------------------------- layout
@@ -383,7 +385,42 @@ def _mutate(rng: random.Random, buf: bytes, lay: Layout, weights: dict, kind: st
         return bytes(b), f"table {t}: query {src} duplicated over query {dst} ({names})"
     if kind == "reencode":
         return _reencode(rng, bytes(b))
+    if kind == "rom":
+        return _rewrap_rom(rng, bytes(b), inner_off)
     raise ValueError(f"unknown mutation kind {kind!r}")
+
+
+def _rewrap_rom(rng: random.Random, data: bytes, inner_off: int) -> tuple[bytes, str]:
+    """A block-proof mutation that keeps the block-proof framing consistent: change the
+    ROM's rows (drop, duplicate, append, reverse, one cell or opcode to another valid
+    value, down to one row, up to many rows) and write the header's row count and the
+    proof length to match, so the ROM reaches the AIR construction and the digest check."""
+    rows = struct.unpack_from("<I", data, 8)[0]
+    rom = [list(struct.unpack_from("<4I", data, 12 + 16 * r)) for r in range(rows)]
+    proof = data[inner_off:]
+    op = rng.choice(("drop", "duplicate", "append", "reverse", "cell", "opcode", "one row",
+                     "many rows"))
+    r = rng.randrange(rows)
+    if op == "drop" and rows > 1:
+        del rom[r]
+    elif op == "duplicate":
+        rom.insert(r, list(rom[r]))
+    elif op == "append":
+        rom.append([rng.randrange(20), rng.randrange(P), rng.randrange(P), rng.randrange(P)])
+    elif op == "reverse":
+        rom.reverse()
+    elif op == "cell":
+        rom[r][rng.randrange(1, 4)] = rng.choice((0, 1, P - 1, rng.randrange(P)))
+    elif op == "opcode":
+        rom[r][0] = rng.randrange(20)       # 19 opcodes: 19 is invalid
+    elif op == "one row":
+        rom = rom[:1]
+    else:
+        rom = rom * rng.choice((2, 3, 8, 64))
+    body = b"".join(struct.pack("<4I", *row) for row in rom)
+    out = (data[:8] + struct.pack("<I", len(rom)) + body
+           + struct.pack("<I", len(proof)) + proof)
+    return out, f"ROM re-wrapped: {op} (row {r}; {rows} -> {len(rom)} rows)"
 
 
 def _reencode(rng: random.Random, data: bytes) -> tuple[bytes, str]:
@@ -484,7 +521,12 @@ def draw_case(seed: int, index: int, honest: dict) -> tuple[str, str, str, bytes
     kinds = list(_KIND_WEIGHTS)
     for _ in range(1000):
         kind = rng.choices(kinds, [_KIND_WEIGHTS[k] for k in kinds])[0]
-        target = "proof" if kind in ("swap_tables", "dup_query", "reencode") or rng.random() < 0.5 else "blockproof"
+        if kind == "rom":
+            target = "blockproof"
+        elif kind in ("swap_tables", "dup_query", "reencode") or rng.random() < 0.5:
+            target = "proof"
+        else:
+            target = "blockproof"
         if target == "proof":
             buf, lay, w = honest["proof"], honest["proof_layout"], _PROOF_WEIGHTS
         else:
