@@ -349,7 +349,7 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
         for com in mains:                                  # table order, not completion order
             tr.absorb("main_root", com.root)
         r1 = R1Main(tr, tuple(mains), tuple(preps))
-        ch = r1_challenges(st, r1)
+        ch = r1_challenges(st, r1, spans, stages.permute)
         # XCHECK replays each finished section on a pristine copy of its table's fork
         pristine = [copy.deepcopy(f) for f in ch.forks] if cfg.xcheck else None
         sections = [None] * k

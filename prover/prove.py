@@ -83,7 +83,7 @@ def prove(tables: Sequence[np.ndarray], airs: Sequence, public_values=None,
     stages = stages or HostStages()
 
     r1 = r1_main(st, stages, spans)
-    ch = r1_challenges(st, r1)
+    ch = r1_challenges(st, r1, spans, stages.permute)
     sections = []
     for i in range(len(st.airs)):                   # independent after the fork
         with spans.span("table", st.airs[i].name):

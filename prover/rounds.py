@@ -16,6 +16,7 @@ Transcript (exact order in docs/protocol.md):
 """
 from __future__ import annotations
 
+from contextlib import nullcontext as _nullcontext
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -95,12 +96,14 @@ def r1_main(st: Statement, stages, spans: Spans) -> R1Main:
     return R1Main(tr, tuple(mains), tuple(preps))
 
 
-def r1_challenges(st: Statement, r1: R1Main) -> R1Challenges:
+def r1_challenges(st: Statement, r1: R1Main, spans: Spans | None = None,
+                  permute=None) -> R1Challenges:
     """Shared LogUp challenges (after every main root and a proof of work: a prover
     that retries main commitments to steer beta, gamma pays 2^logup_pow_bits hashes per
     try), then one fork per table."""
     tr = r1.transcript
-    nonce = tr.prove_work("logup_pow", st.params.logup_pow_bits)
+    with (spans.span("grind", "logup") if spans is not None else _nullcontext()):
+        nonce = tr.prove_work("logup_pow", st.params.logup_pow_bits, permute)
     chal = {"logup_beta": tr.sample_ef("logup_beta"),
             "logup_gamma": tr.sample_ef("logup_gamma")}
     forks = tuple(tr.fork(i) for i in range(len(st.airs)))
@@ -150,7 +153,8 @@ def r3_ood(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux, r2: 
     """Draw z; open every committed column at z (and z*w where the AIR reads the next
     row; aux always); absorb all opened values."""
     air, shape, tr = st.airs[i], st.shapes[i], ch.forks[i]
-    zeta_nonce = tr.prove_work("zeta_pow", st.params.commit_pow_bits, stages.permute)
+    with spans.span("grind", air.name):
+        zeta_nonce = tr.prove_work("zeta_pow", st.params.commit_pow_bits, stages.permute)
     z = tr.sample_ef("zeta")
     zn = np.asarray(z, np.uint64)
     zh = F.ef_pow(zn.reshape(4, 1), shape.n).reshape(4)
@@ -174,7 +178,8 @@ def r4_open(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux, r2:
     """DEEP quotient, FRI commit phase (arity 2), final polynomial, proof of work,
     query openings; returns the table's proof section."""
     air, shape, tr, params = st.airs[i], st.shapes[i], ch.forks[i], st.params
-    deep_nonce = tr.prove_work("deep_pow", params.deep_pow_bits, stages.permute)
+    with spans.span("grind", air.name):
+        deep_nonce = tr.prove_work("deep_pow", params.deep_pow_bits, stages.permute)
     lam = tr.sample_ef("deep_lambda")
     mats = _committed(r1, i, aux, r2)
     groups = [(mats[m], r3.values[(m, nx)], nx) for m, nx in deep_groups(shape)]
@@ -185,7 +190,9 @@ def r4_open(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux, r2:
         for layer in range(shape.num_fri_layers):
             tree = stages.fri_commit_layer(values)
             tr.absorb("fri_root", tree.root)
-            fold_nonces.append(tr.prove_work("fold_pow", params.commit_pow_bits, stages.permute))
+            with spans.span("grind", air.name):          # (also counted in r4_fri)
+                fold_nonces.append(tr.prove_work("fold_pow", params.commit_pow_bits,
+                                                 stages.permute))
             beta = tr.sample_ef("fri_beta")
             values = stages.fri_fold(values, beta, layer, shape)
             trees.append(tree)

@@ -182,7 +182,9 @@ class Transcript:
     def prove_work(self, label: str, bits: int, permute_batch=None) -> int:
         """Prover side of a grinding step: find the smallest nonce and absorb it (the
         verifier calls :meth:`check_pow` with the same label and bits)."""
-        nonce = self.grind(label, bits, batch=1 << min(13, max(8, bits + 2)),
+        # a batch of about twice the expected attempts: one batch suffices most of the
+        # time and a small grind does not pay for thousands of wasted permutations
+        nonce = self.grind(label, bits, batch=1 << min(13, max(6, bits + 1)),
                            permute_batch=permute_batch)
         if not self.check_pow(label, nonce, bits):          # advances the transcript
             raise RuntimeError(f"{label}: grinding returned a bad nonce")  # pragma: no cover
