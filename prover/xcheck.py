@@ -53,7 +53,7 @@ class XcheckFailure(RuntimeError):
 
 def composition_ok(air, shape, ood: dict, terminal, pv, challenges, alpha, z) -> bool:
     """The verifier's composition check on opened values (True when it holds)."""
-    from steadfast.verifier.verify import _composition
+    from steadfast.verifier.verify import composition_check
     empty4 = np.zeros((0, 4), np.uint32)
     tp = SimpleNamespace(
         ood_main=ood[("main", False)], ood_main_next=ood.get(("main", True), empty4),
@@ -61,7 +61,7 @@ def composition_ok(air, shape, ood: dict, terminal, pv, challenges, alpha, z) ->
         ood_parts=ood[("parts", False)],
         terminal=terminal if terminal is not None else np.zeros(0, np.uint32))
     try:
-        _composition(air, shape, tp, pv, challenges, alpha, z)
+        composition_check(air, shape, tp, pv, challenges, alpha, z)
         return True
     except CompositionError:
         return False
@@ -243,11 +243,11 @@ def check_section(stages, st, i, fork, challenges, section, cfg) -> None:
     a buffer corrupted while resident (``corrupted resident input``) from a wrong R4
     result (``transient race``); the post-mortem is written and the proof fails."""
     from steadfast.verifier.errors import VerificationError
-    from steadfast.verifier.verify import _check_table_shape, _verify_table
+    from steadfast.verifier.verify import check_table_shape, verify_table
     air, shape = st.airs[i], st.shapes[i]
     try:
-        _check_table_shape(section, shape, st.params.num_queries)
-        _verify_table(fork, air, shape, section, st.params, challenges, composition=False)
+        check_table_shape(section, shape, st.params.num_queries)
+        verify_table(fork, air, shape, section, st.params, challenges, composition=False)
         return
     except VerificationError as exc:
         err = exc

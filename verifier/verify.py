@@ -513,6 +513,13 @@ def _verify_table(tr: Transcript, air, sh: TableShape, tp: TableProof, params, c
     _fri(sh, tp, queries, x, values, betas)
 
 
+# Public per-table entry points (the prover's XCHECK runs them on a table's finished
+# section and on its opened values; docs/diagnostics.md)
+verify_table = _verify_table
+composition_check = _composition
+check_table_shape = _check_table_shape
+
+
 def validate_min_security_bits(value) -> int | None:
     """Validate a ``min_security_bits`` argument: None, or an integer >= 0."""
     if value is None:
