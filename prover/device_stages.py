@@ -349,12 +349,13 @@ class DeviceStages(HostStages):
         root = self._inject_commit(site, table, lde_h, nodes_h, root)
         log_N = shape.log_lde
 
-        def rows_of(idx, lde_h=lde_h, log_N=log_N):
+        def rows_of(idx, on_device, lde_h=lde_h, log_N=log_N):
             nat = _bitrev_idx(idx, log_N)
-            if lde_h.on_device:
+            if on_device and lde_h.on_device:
                 return self.engine.gather_columns(lde_h.device(), nat)
             return np.ascontiguousarray(lde_h.host()[:, nat].T)
-        return DevCommitted(table, lde_h, coeffs_h, DevTree(nodes_h, log_N, rows_of, root))
+        return DevCommitted(table, lde_h, coeffs_h,
+                            DevTree(nodes_h, log_N, rows_of, root, rows_h=lde_h))
 
     def main_commit(self, main: np.ndarray, shape: TableShape):
         t = shape.name
@@ -481,13 +482,14 @@ class DeviceStages(HostStages):
             nodes_h = self._handle(t, "parts_tree", nodes_d, seal=False)
             root = self._inject_commit("r2.tree", t, lde_h, nodes_h, root)
 
-            def rows_of(idx, lde_h=lde_h, log_N=shape.log_lde):
+            def rows_of(idx, on_device, lde_h=lde_h, log_N=shape.log_lde):
                 nat = _bitrev_idx(idx, log_N)
-                if lde_h.on_device:
+                if on_device and lde_h.on_device:
                     return self.engine.gather_columns(lde_h.device(), nat)
                 return np.ascontiguousarray(lde_h.host()[:, nat].T)
             del n, N
-            com = DevCommitted(t, lde_h, q.blocks, DevTree(nodes_h, shape.log_lde, rows_of, root))
+            com = DevCommitted(t, lde_h, q.blocks,
+                               DevTree(nodes_h, shape.log_lde, rows_of, root, rows_h=lde_h))
             self.table(t).outputs["parts"] = com
             return com
 
@@ -544,11 +546,11 @@ class DeviceStages(HostStages):
             nodes_h = self._handle(t, f"fri_{values.layer}_tree", nodes_d, seal=False)
             n_leaves = values.h.shape[0] // 2
 
-            def rows_of(idx, vh=values.h):
-                if vh.on_device:
+            def rows_of(idx, on_device, vh=values.h):
+                if on_device and vh.on_device:
                     return self.engine.gather_pairs(vh.device(), idx)
                 return vh.host().reshape(-1, 8)[idx]
-            return DevTree(nodes_h, n_leaves.bit_length() - 1, rows_of, root)
+            return DevTree(nodes_h, n_leaves.bit_length() - 1, rows_of, root, rows_h=values.h)
 
         def host():
             return HostStages.fri_commit_layer(self, values.h.host())
@@ -594,9 +596,10 @@ class DeviceStages(HostStages):
             return rows, paths
 
         def host():
-            tree.nodes.host()
+            # host copies only (the recovery materialised the missing sides): a device
+            # gather here would be a device allocation outside any recovery site
             return tree.open(indices)
-        return self._run("r4.open", t, dev, host, [tree.nodes])
+        return self._run("r4.open", t, dev, host, tree.handles())
 
     # ------------------------------------------------------------------ lifecycle
     def release_table(self, table: str) -> None:

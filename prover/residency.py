@@ -140,23 +140,37 @@ class DevTree:
     """A Merkle tree whose nodes (and opened matrix) stay resident; ``open`` gathers only
     the requested rows and paths."""
 
-    def __init__(self, nodes: ResidentHandle, log_n: int, rows_of, root: np.ndarray):
+    def __init__(self, nodes: ResidentHandle, log_n: int, rows_of, root: np.ndarray,
+                 rows_h: ResidentHandle | None = None):
         self.nodes = nodes
         self.log_n = log_n
-        self._rows_of = rows_of          # indices -> uint32[q, w] (gathered where the data is)
+        # (indices, on_device) -> uint32[q, w]: gathered by a device kernel when
+        # ``on_device`` and the data is resident, else from the host copy
+        self._rows_of = rows_of
+        self.rows_h = rows_h             # the handle the opened rows come from
         self.root = np.asarray(root, np.uint32)
 
     @property
     def table(self) -> str:
         return self.nodes.table
 
+    def handles(self) -> list:
+        """Every handle an opening reads (the tree and the opened matrix)."""
+        return [self.nodes] + ([self.rows_h] if self.rows_h is not None else [])
+
     def open(self, indices, engine=None):
+        """Rows and paths at ``indices``.  With an ``engine`` both are gathered on the
+        device where resident (may raise DeviceOOM: call it inside a recovery site);
+        without one only host copies are read (materialised if needed) -- the host
+        path after a downgrade must never touch device memory."""
         idx = np.asarray(indices, dtype=np.int64)
-        if self.nodes.on_device and engine is not None:
+        on_device = engine is not None
+        if self.nodes.on_device and on_device:
             paths = engine.gather_paths(self.nodes.device(), self.log_n, idx)
         else:
             paths = MerkleTree(self.nodes.host(), self.log_n, None).paths(idx)
-        return np.ascontiguousarray(self._rows_of(idx), np.uint32), np.ascontiguousarray(paths)
+        rows = self._rows_of(idx, on_device)
+        return np.ascontiguousarray(rows, np.uint32), np.ascontiguousarray(paths)
 
 
 class DevCommitted:

@@ -319,6 +319,26 @@ def test_strict_stand_in_one_allocator_under_the_budget_and_no_hidden_syncs():
     _check(text, checks)
 
 
+@pytest.mark.timeout(300)
+def test_strict_stand_in_tight_budget_recovers_every_site_identically():
+    """A budget (24,000 B) well under the proof's working set on the pool-accurate
+    stand-in: tables decline, retry and downgrade, and no device allocation escapes a
+    recovery site -- in particular the openings of a downgraded table read host copies
+    (a device gather there raised DeviceOOM out of the host path and failed the proof)."""
+    budget = 24000
+    r, text = _scenario("strict-tight", workers=2, strict=True, budget=budget)
+
+    def checks():
+        assert "error" not in r, (r.get("error"), r.get("message"))
+        assert r["identical"] is True, "proof bytes differ from the host proof"
+        c = r["counters"]
+        assert sum(v["downgrades"] for v in c.values()) > 0, c
+        assert all(v["retries"] >= v["downgrades"] for v in c.values()), c
+        assert r["peak_held"] <= budget and r["ledger_peak"] <= budget
+        assert r["calls"].get("numba_alloc_raw", 0) == 0
+    _check(text, checks)
+
+
 if __name__ == "__main__":
     _cfg = json.loads(sys.argv[1])
     result = _contract() if _cfg.get("contract") else _child(_cfg)
