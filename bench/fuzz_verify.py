@@ -566,16 +566,20 @@ def _prove_to(block_path: str, out: str, config: dict) -> None:
     os.replace(tmp, out)
 
 
-def honest_proof(block_path: str, config: dict, log=print) -> tuple[bytes, str, bool]:
-    """Honest BlockProof bytes (cached; proved in a subprocess on a miss) -> (bytes,
-    cache path, whether it came from the cache)."""
+def honest_proof(block_path: str, config: dict, log=print,
+                 in_process: bool = False) -> tuple[bytes, str, bool]:
+    """Honest BlockProof bytes (cached; proved on a miss, in a subprocess unless
+    ``in_process``) -> (bytes, cache path, whether it came from the cache)."""
     with open(block_path, "rb") as fh:
         block_bytes = fh.read()
     cache_dir = os.path.join(tempfile.gettempdir(), "steadfast_fuzz_verify")
     os.makedirs(cache_dir, exist_ok=True)
     path = os.path.join(cache_dir, _code_key(block_bytes, config) + ".stbp")
     cached = os.path.exists(path)
-    if not cached:
+    if not cached and in_process:
+        log(f"proving the honest proof of {block_path} -> {path}")
+        _prove_to(block_path, path, config)
+    elif not cached:
         log(f"proving the honest proof of {block_path} (subprocess) -> {path}")
         env = dict(os.environ)
         env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
@@ -629,7 +633,8 @@ def run_case(verify, BlockProof, target: str, data: bytes, rom, block, hard_time
 def fuzz(n: int, seed: int = 0, block_path: str = DEFAULT_BLOCK, as_json: bool = False,
          save_dir: str | None = None, slow: float = 5.0, hard_timeout: float = 120.0,
          max_rss_growth_mib: float = 1024.0, config: dict | None = None,
-         min_security_bits=None, cases=None, out=None) -> tuple[dict, int]:
+         min_security_bits=None, cases=None, out=None,
+         prove_in_process: bool = False) -> tuple[dict, int]:
     """Run the fuzzer; prints the report (last line: the result line) to ``out``; returns
     (summary, exit code)."""
     out = out or sys.stdout
@@ -644,7 +649,7 @@ def fuzz(n: int, seed: int = 0, block_path: str = DEFAULT_BLOCK, as_json: bool =
     block = load_block(block_path)
     verify_kw = {} if min_security_bits is None else {"min_security_bits": min_security_bits}
     for attempt in (0, 1):              # the honest proof must pass (a stale cache: re-prove)
-        raw, cache_path, cached = honest_proof(block_path, config, log)
+        raw, cache_path, cached = honest_proof(block_path, config, log, prove_in_process)
         honest = BlockProof.from_bytes(raw)
         t = time.perf_counter()
         try:
@@ -754,6 +759,9 @@ def main(argv=None, out=None) -> int:
                     help="passed to verify (default: the library's default)")
     ap.add_argument("--queries", type=int, default=None, help="honest proof: num_queries")
     ap.add_argument("--pow-bits", type=int, default=None, help="honest proof: pow_bits")
+    ap.add_argument("--prove-in-process", action="store_true",
+                    help="prove the honest proof in this process (faster when the kernels are "
+                         "loaded; the peak RSS then includes proving)")
     ap.add_argument("--prove-to", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--config", default="{}", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -769,7 +777,7 @@ def main(argv=None, out=None) -> int:
         config["pow_bits"] = args.pow_bits
     _, rc = fuzz(args.n, args.seed, os.path.abspath(args.block), args.json, args.save_dir,
                  args.slow, args.hard_timeout, args.max_rss_growth, config,
-                 args.min_security_bits, args.case, out)
+                 args.min_security_bits, args.case, out, args.prove_in_process)
     return rc
 
 

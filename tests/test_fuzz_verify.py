@@ -23,7 +23,7 @@ LINE = re.compile(r"^fuzz: (\d+) mutated, (\d+) accepted, (\d+) untyped errors$"
 def honest():
     """The honest proof (proved once in a subprocess, then cached) and its layouts."""
     from steadfast.prover.api import BlockProof
-    raw, _, _ = fv.honest_proof(fv.DEFAULT_BLOCK, {}, log=lambda *a: None)
+    raw, _, _ = fv.honest_proof(fv.DEFAULT_BLOCK, {}, log=lambda *a: None, in_process=True)
     bp = BlockProof.from_bytes(raw)
     bp_layout, off = fv.block_proof_layout(raw)
     return {"bytes": raw, "proof": bp.proof, "bp_layout": bp_layout,
@@ -32,7 +32,7 @@ def honest():
 
 def _run(argv):
     buf = io.StringIO()
-    rc = fv.main(argv, out=buf)
+    rc = fv.main(argv + ["--prove-in-process"], out=buf)
     lines = buf.getvalue().rstrip("\n").split("\n")
     return rc, lines
 
