@@ -30,23 +30,39 @@ def u64(a) -> np.ndarray:
     return np.asarray(a, dtype=np.uint64)
 
 
+# add / sub / neg: s in [0, 2p) reduces to min(s, s - p) -- where s < p the uint64
+# difference wraps above 2^63 and the minimum is s (ufuncs: wrap-around without warnings;
+# the result is an array, 0-d for scalar inputs, as np.where gave).
+
 def add(a, b):
-    s = u64(a) + u64(b)
-    return np.where(s >= _P, s - _P, s)
+    s = np.add(u64(a), u64(b))
+    return np.asarray(np.minimum(s, np.subtract(s, _P)))
 
 
 def sub(a, b):
-    s = u64(a) + _P - u64(b)
-    return np.where(s >= _P, s - _P, s)
+    s = np.subtract(np.add(u64(a), _P), u64(b))
+    return np.asarray(np.minimum(s, np.subtract(s, _P)))
 
 
 def neg(a):
-    a = u64(a)
-    return np.where(a == 0, a, _P - a)
+    s = np.subtract(_P, u64(a))                   # in (0, p]; p maps to 0
+    return np.asarray(np.minimum(s, np.subtract(s, _P)))
+
+
+def _rem(x):
+    """x mod p for a fresh uint64 temporary x (reduced in place): numpy divides by a
+    scalar with libdivide (a multiply and a shift) but computes ``%`` with a hardware
+    division, 2-3x slower; in place, no further large temporaries are allocated."""
+    q = np.floor_divide(x, _P)
+    if isinstance(x, np.ndarray) and x.ndim:
+        q *= _P
+        x -= q
+        return x
+    return np.subtract(x, np.multiply(q, _P))
 
 
 def mul(a, b):
-    return (u64(a) * u64(b)) % _P
+    return _rem(u64(a) * u64(b))
 
 
 def pow_(a, e: int):
@@ -131,7 +147,7 @@ def ef_add_base(a, b):
 
 def ef_mul_base(a, b):
     """EF a (4, ...) times base b (...): coefficientwise."""
-    return (u64(a) * u64(b)[None]) % _P
+    return _rem(u64(a) * u64(b)[None])
 
 
 def _ef_mul_scalar(a, b) -> list:
@@ -146,21 +162,23 @@ def _ef_mul_scalar(a, b) -> list:
 
 
 def ef_mul(a, b):
-    """Schoolbook product with X^4 = 11.  Each partial product (< 2^62) is reduced before
-    summing; a sum of at most 4 residues (< 2^33) cannot wrap."""
+    """Schoolbook product with X^4 = 11, lazily reduced (see below)."""
     a = u64(a)
     b = u64(b)
     if a.size == 4 and b.size == 4 and a.shape == b.shape:          # one EF scalar each
         return np.array(_ef_mul_scalar(a.ravel().tolist(), b.ravel().tolist()),
                         dtype=np.uint64).reshape(a.shape)
-    prod = [[(a[i] * b[j]) % _P for j in range(4)] for i in range(4)]
-    hi4 = (prod[1][3] + prod[2][2] + prod[3][1]) % _P
-    hi5 = (prod[2][3] + prod[3][2]) % _P
-    hi6 = prod[3][3]
-    c0 = (prod[0][0] + hi4 * _W) % _P
-    c1 = (prod[0][1] + prod[1][0] + hi5 * _W) % _P
-    c2 = (prod[0][2] + prod[1][1] + prod[2][0] + hi6 * _W) % _P
-    c3 = (prod[0][3] + prod[1][2] + prod[2][1] + prod[3][0]) % _P
+    # lazy reduction: a product of residues is < p^2 < 2^61.82, so up to 4 of them sum
+    # below 2^63.82 without wrapping; W * residue + product < 2^62.  9 remainders, not 23.
+    a0, a1, a2, a3 = a[0], a[1], a[2], a[3]
+    b0, b1, b2, b3 = b[0], b[1], b[2], b[3]
+    hi4 = _rem(a1 * b3 + a2 * b2 + a3 * b1)
+    hi5 = _rem(a2 * b3 + a3 * b2)
+    hi6 = _rem(a3 * b3)
+    c0 = _rem(a0 * b0 + hi4 * _W)
+    c1 = _rem(_rem(a0 * b1 + a1 * b0) + hi5 * _W)
+    c2 = _rem(_rem(a0 * b2 + a1 * b1 + a2 * b0) + hi6 * _W)
+    c3 = _rem(a0 * b3 + a1 * b2 + a2 * b1 + a3 * b0)
     return np.stack(np.broadcast_arrays(c0, c1, c2, c3))
 
 

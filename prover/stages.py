@@ -45,6 +45,52 @@ def _bitrev_rows(lde_T: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(bit_reverse_permutation(np.ascontiguousarray(lde_T.T), axis=0))
 
 
+class _LdeTree:
+    """The Merkle tree of a committed LDE without the tree's own copy of the committed
+    matrix: the bit-reversed row matrix (N, c) is hashed and then dropped (it duplicated
+    the LDE, issue #12), and an opening reads row s from the LDE columns at the natural
+    position bitrev(s).  Same rows, same paths, same root as the tree over the matrix."""
+
+    __slots__ = ("_tree", "_lde")
+
+    def __init__(self, tree, lde: np.ndarray):
+        self._tree = merkle_tree_without_matrix(tree)
+        self._lde = lde
+
+    @property
+    def root(self) -> np.ndarray:
+        return self._tree.root
+
+    @property
+    def nodes(self) -> np.ndarray:
+        return self._tree.nodes
+
+    @property
+    def log_n(self) -> int:
+        return self._tree.log_n
+
+    def paths(self, indices) -> np.ndarray:
+        return self._tree.paths(indices)
+
+    def open(self, indices) -> tuple[np.ndarray, np.ndarray]:
+        paths = self._tree.paths(indices)                 # validates the indices
+        idx = np.asarray(indices, dtype=np.int64)
+        nat = _bitrev_index(idx, self._tree.log_n)
+        return np.ascontiguousarray(self._lde[:, nat].T), paths
+
+
+def merkle_tree_without_matrix(tree):
+    from steadfast.kernels.merkle import MerkleTree
+    return MerkleTree(tree.nodes, tree.log_n, None)
+
+
+def _bitrev_index(idx: np.ndarray, bits: int) -> np.ndarray:
+    out = np.zeros_like(idx)
+    for b in range(bits):
+        out |= ((idx >> b) & 1) << (bits - 1 - b)
+    return out
+
+
 def _ef_T(a) -> np.ndarray:
     """(N, 4) uint32 rows -> (4, N) uint64 for air.field arithmetic."""
     return np.ascontiguousarray(np.asarray(a, dtype=np.uint64).T)
@@ -115,7 +161,7 @@ class HostStages:
     def _commit_columns(self, evals_T: np.ndarray, shape: TableShape) -> Committed:
         coeffs = intt(evals_T)
         lde = lde_columns(evals_T, shape.log_blowup, SHIFT)
-        tree = merkle.commit(_bitrev_rows(lde))
+        tree = _LdeTree(merkle.commit(_bitrev_rows(lde)), lde)   # the row copy is dropped
         return Committed(lde, coeffs, tree, np.asarray(tree.root, dtype=np.uint32))
 
     # ------------------------------------------------------------------ R2
@@ -161,7 +207,8 @@ class HostStages:
         padded = np.zeros((4 * P_, 1 << shape.log_lde), dtype=np.uint32)
         padded[:, :n] = blocks
         lde = coset_ntt(padded, SHIFT)
-        tree = merkle.commit(_bitrev_rows(lde))
+        del padded
+        tree = _LdeTree(merkle.commit(_bitrev_rows(lde)), lde)
         return Committed(lde, np.ascontiguousarray(blocks), tree,
                          np.asarray(tree.root, dtype=np.uint32))
 
