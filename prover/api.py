@@ -75,7 +75,35 @@ MAX_ROM_ROWS = 1 << 20
 
 
 class ConfigError(ValueError):
-    """A configuration value the prover cannot use (the message says which and why)."""
+    """A configuration value the prover cannot use (the message says which and why;
+    ``field`` names the :class:`ProverConfig` field when there is one)."""
+
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(message)
+        self.field = field
+
+
+class DevProofRefused(VerificationError):
+    """A development-mode proof (``PROVER_DEV_MODE=1`` / ``ProverConfig(dev_mode=True)``)
+    was offered to :func:`verify` without ``accept_dev=True``: it proves nothing."""
+
+
+_FIELD_TYPES = {"log_blowup": int, "num_queries": int, "pow_bits": int, "logup_pow_bits": int,
+                "deep_pow_bits": int, "commit_pow_bits": int, "threads": (int, type(None)),
+                "check": bool, "self_check": bool, "dev_mode": (bool, type(None)),
+                "backend": str, "postmortem_dir": (str, os.PathLike),
+                "vram_budget": (int, str, type(None))}
+
+
+def _check_types(cfg) -> None:
+    """Every field of a :class:`ProverConfig` has its declared type (bool is not an int)."""
+    for name, want in _FIELD_TYPES.items():
+        v = getattr(cfg, name)
+        kinds = want if isinstance(want, tuple) else (want,)
+        bad = isinstance(v, bool) and bool not in kinds
+        if bad or not isinstance(v, kinds):
+            names = " or ".join("None" if k is type(None) else k.__name__ for k in kinds)
+            raise ConfigError(f"{name} must be {names}, got {type(v).__name__} {v!r}", name)
 
 
 class ProofSelfCheckFailure(RuntimeError):
@@ -137,6 +165,19 @@ class ProverConfig:
     deep_pow_bits: int = 12
     commit_pow_bits: int = 8
     self_check: bool = True
+    dev_mode: bool | None = None
+
+    def __post_init__(self):
+        _check_types(self)
+
+    def dev(self) -> bool:
+        """Development mode: this config's ``dev_mode``, else ``PROVER_DEV_MODE`` (0 or 1)."""
+        if self.dev_mode is not None:
+            return bool(self.dev_mode)
+        raw = os.environ.get("PROVER_DEV_MODE", "")
+        if raw not in ("", "0", "1"):
+            raise ConfigError(f"PROVER_DEV_MODE must be 0 or 1, got {raw!r}")
+        return raw == "1"
 
     def params(self) -> Params:
         return Params(log_blowup=self.log_blowup, num_queries=self.num_queries,
@@ -157,6 +198,8 @@ class ProverConfig:
             name = resolve_backend(name)    # auto -> cuda if usable else host; checks cuda/sim
         except BackendError as exc:
             raise ConfigError(str(exc)) from None
+        if name == "sim":
+            _use_simulator()
         if name not in BACKENDS_AVAILABLE:  # pragma: no cover - auto found a GPU, no pipeline
             name = "host"
         budget = None
@@ -175,6 +218,27 @@ class ProverConfig:
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         return name, budget
+
+
+def _use_simulator() -> None:
+    """Backend ``sim``: numba reads NUMBA_ENABLE_CUDASIM into ``numba.core.config`` when
+    numba itself is imported (steadfast's host kernels import it long before a backend is
+    chosen), and numba.cuda picks the simulator or the driver from that config on its first
+    import.  ``resolve_backend('sim')`` has set the variable; re-read numba's config so
+    numba.cuda, imported later, is the simulator.  Too late once numba.cuda is the driver."""
+    import sys
+    if "numba" not in sys.modules:
+        return                      # numba will read the variable itself
+    from numba.core import config as numba_config
+    if numba_config.ENABLE_CUDASIM:
+        return
+    cuda = sys.modules.get("numba.cuda")
+    if cuda is not None and not getattr(cuda, "simulator_init", None) and \
+            not getattr(cuda, "is_simulator", False):
+        raise ConfigError("backend 'sim' must be chosen before numba.cuda is imported "
+                          "(set PROVER_BACKEND=sim or NUMBA_ENABLE_CUDASIM=1 at start-up)",
+                          "backend")
+    numba_config.reload_config()
 
 
 # --------------------------------------------------------------------------- statistics
@@ -268,6 +332,11 @@ class _ProgressSpans(_spans.Spans):
 
 _MAGIC = b"STBP"
 _VERSION = 1
+# Development mode (PROVER_DEV_MODE=1): same layout, another magic, and in place of the
+# STARK this notice followed by the 42 public values as u32 -- nothing is proven.
+DEV_MAGIC = b"STDV"
+DEV_NOTICE = (b"STEADFAST DEVELOPMENT-MODE PROOF: execution and constraint check only; "
+              b"NOT A STARK, PROVES NOTHING\n")
 
 
 @dataclass(frozen=True, eq=False)
@@ -279,16 +348,19 @@ class BlockProof:
     rom: np.ndarray
     proof: bytes
     stats: ProofStats | None = field(default=None, compare=False, repr=False)
+    dev: bool = False               # a development-mode fake (b"STDV"): proves nothing
 
     def __eq__(self, other) -> bool:
         return (isinstance(other, BlockProof) and self.proof == other.proof
-                and np.array_equal(self.rom, other.rom))
+                and self.dev == other.dev and np.array_equal(self.rom, other.rom))
 
     __hash__ = None  # type: ignore[assignment]
 
     @property
     def public_values(self) -> list[int]:
         """The 42 block public values (the CPU table's; vm/statement.py)."""
+        if self.dev:
+            return [int(v) for v in np.frombuffer(self.proof, "<u4", offset=len(DEV_NOTICE))]
         return [int(v) for v in decode(self.proof).tables[0].public_values]
 
     @property
@@ -297,15 +369,17 @@ class BlockProof:
 
     def to_bytes(self) -> bytes:
         rom = np.ascontiguousarray(self.rom, dtype="<u4")
-        return b"".join([_MAGIC, struct.pack("<HHI", _VERSION, 0, rom.shape[0]), rom.tobytes(),
+        magic = DEV_MAGIC if self.dev else _MAGIC
+        return b"".join([magic, struct.pack("<HHI", _VERSION, 0, rom.shape[0]), rom.tobytes(),
                          struct.pack("<I", len(self.proof)), self.proof])
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "BlockProof":
         """Parse; any malformation is a :class:`verifier.errors.ShapeError`."""
         data = bytes(data)
-        if len(data) < 12 or data[:4] != _MAGIC:
+        if len(data) < 12 or data[:4] not in (_MAGIC, DEV_MAGIC):
             raise ShapeError("not a Steadfast block proof (bad magic)")
+        dev = data[:4] == DEV_MAGIC
         version, reserved, rows = struct.unpack_from("<HHI", data, 4)
         if version != _VERSION or reserved:
             raise ShapeError(f"unsupported block-proof version {version}")
@@ -320,7 +394,11 @@ class BlockProof:
         (n,) = struct.unpack_from("<I", data, end)
         if len(data) != end + 4 + n:
             raise ShapeError(f"block proof length {len(data)} does not match its header")
-        return cls(rom.astype(np.int64), data[end + 4:])
+        body = data[end + 4:]
+        if dev and (len(body) != len(DEV_NOTICE) + 4 * NUM_PUBLIC_VALUES
+                    or not body.startswith(DEV_NOTICE)):
+            raise ShapeError("malformed development-mode proof")
+        return cls(rom.astype(np.int64), body, dev=dev)
 
     def save(self, path: str | os.PathLike) -> None:
         with open(path, "wb") as fh:
@@ -362,6 +440,87 @@ def _rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+# --------------------------------------------------------------------------- execute only
+
+@dataclass(frozen=True)
+class TableEstimate:
+    """One table of a proof that has not been made: its height and what committing it costs.
+    ``rows``: rows the execution fills; ``padded_rows``: the committed height (a power of
+    two, or the table's fixed height); ``committed_cells``: padded_rows * 2^log_blowup *
+    (main_width + 4 * aux_width + 4 * parts) -- base-field cells on the LDE domain;
+    ``device_bytes``: the device pipeline's estimate of the table's peak residency
+    (:func:`prover.pipeline.estimate_bytes`, the figure admission uses)."""
+    name: str
+    rows: int
+    padded_rows: int
+    main_width: int
+    aux_width: int                   # EF columns (LogUp)
+    parts: int
+    committed_cells: int
+    device_bytes: int
+
+
+@dataclass(frozen=True)
+class ExecutionReport:
+    """What :meth:`Prover.execute` finds without proving: the cycles, every table's height
+    and commitment size, the memory a proof would need and whether the block's claimed
+    outputs are what execution writes.
+
+    ``host_bytes``: the tables' buffers a host proof holds at once (every table's LDEs,
+    trees, quotient and first FRI layers: the sum of ``device_bytes``, plus the traces),
+    on top of the process's own footprint; ``device_bytes``: the device bytes to hold
+    every table at once (no spilling); ``device_bytes_min``: the largest single table, the
+    smallest budget under which no table runs oversize.  Estimates from the shapes, not
+    measurements.  ``security_bits``: the conjectured security the configured parameters
+    give these shapes (docs/protocol.md section 7)."""
+    cycles: int
+    tables: tuple
+    claims_ok: bool
+    mismatches: tuple
+    final_digest: tuple
+    log_blowup: int
+    committed_cells: int
+    host_bytes: int
+    device_bytes: int
+    device_bytes_min: int
+    security_bits: int
+    seconds: float
+
+    def to_json(self) -> dict:
+        d = {k: getattr(self, k) for k in ("cycles", "claims_ok", "log_blowup",
+                                           "committed_cells", "host_bytes", "device_bytes",
+                                           "device_bytes_min", "security_bits", "seconds")}
+        d["mismatches"] = list(self.mismatches)
+        d["final_digest"] = digest_hex(self.final_digest)
+        d["tables"] = [dict(vars(t)) for t in self.tables]
+        return d
+
+    def summary(self) -> str:
+        """A few lines for humans."""
+        lines = [f"{self.cycles:,} cycles; claimed outputs "
+                 + ("match execution" if self.claims_ok else
+                    "DO NOT match execution: " + ", ".join(self.mismatches)),
+                 f"{'table':<10} {'rows':>9} {'padded':>9} {'cols':>5} {'aux':>4} "
+                 f"{'parts':>5} {'committed cells':>16} {'device MiB':>10}"]
+        for t in self.tables:
+            lines.append(f"{t.name:<10} {t.rows:>9,} {t.padded_rows:>9,} {t.main_width:>5} "
+                         f"{t.aux_width:>4} {t.parts:>5} {t.committed_cells:>16,} "
+                         f"{t.device_bytes / 2**20:>10.1f}")
+        lines.append(f"committed cells {self.committed_cells:,} (log_blowup {self.log_blowup}); "
+                     f"host ~{self.host_bytes / 2**20:,.0f} MiB for the tables; device "
+                     f"~{self.device_bytes / 2**20:,.0f} MiB all tables resident, "
+                     f"~{self.device_bytes_min / 2**20:,.0f} MiB the largest alone")
+        lines.append(f"final state digest {digest_hex(self.final_digest)}; parameters give "
+                     f"{self.security_bits} conjectured security bits; {self.seconds:.2f}s")
+        return "\n".join(lines)
+
+
+def digest_hex(words) -> str:
+    """The one digest notation of the CLI, the stats and the reports: the 8 u32 words of a
+    state digest, each as 8 lowercase hex digits, in order (word 0 first)."""
+    return "".join(f"{int(x):08x}" for x in words)
+
+
 class Prover:
     """Proves blocks, one after another, with one configuration.
 
@@ -374,6 +533,11 @@ class Prover:
                  timeline=None):
         self.config = config or ProverConfig()
         self.backend, self.vram_budget = self.config.resolve()
+        self.dev_mode = self.config.dev()
+        if self.dev_mode:
+            log.warning("DEVELOPMENT MODE (PROVER_DEV_MODE / dev_mode=True): proofs are fakes "
+                        "-- execution and constraint check only, no STARK; verify refuses "
+                        "them unless told accept_dev=True")
         self.progress = progress
         self.timeline = timeline        # a prover.timeline.Timeline, or None
         self.self_check_failures = 0    # proofs this prover refused to emit (self-check)
@@ -387,7 +551,8 @@ class Prover:
         try:
             return PipelineConfig.from_env(self.backend, budget=self.vram_budget,
                                            timeline=self.timeline,
-                                           postmortem_dir=self.config.postmortem_dir)
+                                           postmortem_dir=self.config.postmortem_dir,
+                                           precheck=bool(self.config.self_check))
         except ValueError as exc:           # a bad PROVER_* switch or PROVER_FAULTS term
             raise ConfigError(str(exc)) from None
 
@@ -395,10 +560,21 @@ class Prover:
     def prove_block(self, block) -> BlockProof:
         """Execute ``block`` (a :class:`vm.block.Block`, dict, JSON text or path) and prove
         it.  Raises :class:`vm.block.BlockError` for a malformed block and
-        :class:`UnprovableBlock` when it cannot be proven."""
+        :class:`UnprovableBlock` when it cannot be proven.  In development mode
+        (:attr:`dev_mode`) the result is a marked fake (``dev=True``), see :meth:`_dev_proof`."""
         t0 = time.perf_counter()
-        block = _as_block(block)
+        if self.dev_mode:
+            return self._dev_proof(block, t0)
         phases: dict = {}
+        rec, bt = self._build(block, phases)
+        return self._prove(bt.airs, bt.traces, bt.table_public_values, rec.rom.rows,
+                           rec.cycles, phases, t0)
+
+    def _build(self, block, phases: dict):
+        """Execute ``block`` and build its tables -> (execution record, block traces);
+        :class:`UnprovableBlock` when execution fails or the claims are false (shared with
+        the cluster mode, :mod:`prover.cluster`, which proves the tables elsewhere)."""
+        block = _as_block(block)
         with self._phase("execute", phases):
             try:
                 rec = execute(block)
@@ -416,8 +592,7 @@ class Prover:
                 table, constraint = exc.table, exc.constraint
             raise UnprovableBlock("the claimed outputs are not what execution writes",
                                   table, constraint, wrong)
-        return self._prove(bt.airs, bt.traces, bt.table_public_values, rec.rom.rows,
-                           rec.cycles, phases, t0)
+        return rec, bt
 
     def prove_tables(self, tables: Sequence[np.ndarray], public_values: Sequence[int],
                      rom: np.ndarray) -> BlockProof:
@@ -439,6 +614,87 @@ class Prover:
         sel = [CPU_LAYOUT.idx[f"is_{n.lower()}"] for n in SELECTORS]
         cycles = int(np.count_nonzero(np.asarray(tables[0])[:, sel].sum(axis=1)))
         return self._prove(airs, tables, table_pv, rom.astype(np.int64), cycles, {}, t0)
+
+    def execute(self, block) -> ExecutionReport:
+        """Run the VM on ``block`` and size its proof without proving it: cycles, every
+        table's rows, padded height and committed cells, the host and device bytes a proof
+        would need, the conjectured security of this configuration for those heights, and
+        whether the claimed outputs are what execution writes (``claims_ok``; a false
+        claim is reported, not raised).  :class:`UnprovableBlock` when execution fails or
+        a table is taller than the protocol supports; :class:`vm.block.BlockError` for a
+        malformed block."""
+        from steadfast.verifier.protocol import table_shape
+        from steadfast.verifier.security import proof_security
+        from steadfast.vm.traces import memory_accesses
+        from .pipeline import estimate_bytes
+        t0 = time.perf_counter()
+        block = _as_block(block)
+        try:
+            rec = execute(block)
+        except ExecutionError as exc:
+            raise UnprovableBlock(f"execution failed: {exc}") from None
+        wrong = claim_mismatches(rec)
+        bt = build_traces(rec)
+        params = self.config.params()
+        used = {"cpu": rec.cycles, "program": int(rec.rom.rows.shape[0]),
+                "memory": int(memory_accesses(bt.traces[0]).shape[0]),
+                "poseidon2": int(rec.hash_in.shape[0])}
+        rows, log_ns = [], []
+        for air, t in zip(bt.airs, bt.traces):
+            n = int(t.shape[0])
+            log_n = n.bit_length() - 1
+            try:
+                shape = table_shape(air, log_n, params)
+            except ValueError as exc:
+                raise UnprovableBlock(f"cannot be proven with these parameters: {exc}") from None
+            cells = (n << params.log_blowup) * (air.main_width + 4 * air.aux_width
+                                                + 4 * air.num_parts)
+            rows.append(TableEstimate(air.name, used.get(air.name, n), n, air.main_width,
+                                      air.aux_width, air.num_parts, cells,
+                                      estimate_bytes(shape)))
+            log_ns.append(log_n)
+        sec = proof_security(params, bt.airs, log_ns)
+        dev = [r.device_bytes for r in rows]
+        return ExecutionReport(
+            cycles=int(rec.cycles), tables=tuple(rows), claims_ok=not wrong,
+            mismatches=tuple(wrong), final_digest=tuple(int(x) for x in rec.final_digest),
+            log_blowup=params.log_blowup, committed_cells=sum(r.committed_cells for r in rows),
+            host_bytes=sum(dev) + sum(int(t.nbytes) for t in bt.traces),
+            device_bytes=sum(dev), device_bytes_min=max(dev), security_bits=int(sec.bits),
+            seconds=time.perf_counter() - t0)
+
+    def _dev_proof(self, block, t0: float) -> BlockProof:
+        """Development mode: execute, build the tables, check the claims and every
+        constraint and bus (the AIR check mode), and return a :class:`BlockProof` marked
+        ``dev`` that carries the ROM and the public values -- and no STARK."""
+        block = _as_block(block)
+        phases: dict = {}
+        with self._phase("execute", phases):
+            try:
+                rec = execute(block)
+            except ExecutionError as exc:
+                raise UnprovableBlock(f"execution failed: {exc}") from None
+        with self._phase("traces", phases):
+            bt = build_traces(rec)
+        wrong = claim_mismatches(rec)
+        if wrong:
+            raise UnprovableBlock("the claimed outputs are not what execution writes",
+                                  details=wrong)
+        with self._phase("check", phases):
+            with _PROVE_LOCK:
+                try:
+                    check_traces(bt.airs, bt.traces, bt.table_public_values)
+                except ConstraintViolation as exc:
+                    raise UnprovableBlock(f"trace check failed: {exc}", exc.table,
+                                          exc.constraint) from None
+                except LookupImbalance as exc:
+                    raise UnprovableBlock(f"trace check failed: {exc}") from None
+        body = DEV_NOTICE + np.asarray(bt.public_values, dtype="<u4").tobytes()
+        phases["total"] = time.perf_counter() - t0
+        stats = ProofStats(counters={"dev_mode": True}, backend=self.backend,
+                           cycles=int(rec.cycles), phases=phases, proof_bytes=len(body),
+                           peak_rss_bytes=_rss_bytes())
+        return BlockProof(np.asarray(rec.rom.rows, dtype=np.int64), body, stats, dev=True)
 
     def precompile(self, block=None, progress=None) -> list[dict]:
         """Compile the device kernels ``block`` needs (its five AIRs' generated kernels and
@@ -462,14 +718,20 @@ class Prover:
         return precompile(block_airs(rom), compile=self.backend == "cuda", progress=progress)
 
     # -- the proof itself -----------------------------------------------------------
-    def _self_check(self, proof: bytes, airs, table_pv, device_stats) -> None:
+    def _self_check(self, proof: bytes, airs, table_pv, device_stats) -> int:
         """Verify ``proof`` with the verifier (its own code: parsing, transcript, every
         check); on failure write a post-mortem and raise :class:`ProofSelfCheckFailure`.
+        On device backends the per-table checks already ran as each table finished,
+        overlapped with the other tables' device work (pipeline ``precheck``); the
+        verifier skips a table only when its recomputed check key -- fork state, AIR,
+        section bytes, parameters, challenges -- matches one of those passes.  Returns
+        the number of tables so skipped.
         No security minimum here: the parameters are the caller's choice (``prove`` warns
         about weak ones); this checks that the bytes are a valid proof of the statement."""
+        keys = device_stats[0].precheck_keys if device_stats else ()
         try:
-            _verify_proof(proof, airs, table_pv, min_security_bits=0)
-            return
+            res = _verify_proof(proof, airs, table_pv, min_security_bits=0, verified_tables=keys)
+            return res.tables_prechecked
         except VerificationError as exc:
             err = exc
         self.self_check_failures += 1
@@ -532,8 +794,11 @@ class Prover:
         self_check = {"enabled": bool(cfg.self_check), "checked": 0, "failed": 0, "seconds": 0.0}
         if cfg.self_check:
             with self._phase("self_check", phases):
-                self._self_check(proof, airs, table_pv, device_stats)
-            self_check.update(checked=1, seconds=round(phases["self_check"], 4))
+                pre = self._self_check(proof, airs, table_pv, device_stats)
+            self_check.update(checked=1, seconds=round(phases["self_check"], 4),
+                              tables_prechecked=pre)
+            if device_stats:        # CPU time of the per-table checks overlapped with the device
+                self_check["precheck_s"] = round(device_stats[0].precheck_s, 4)
         phases["total"] = time.perf_counter() - t0
         raw = spans.stats
         counters = dict(raw.counters)
@@ -562,6 +827,7 @@ class VerifiedBlock:
     seconds: float
     params: Params = field(default_factory=Params)
     security: SecurityReport | None = None
+    dev: bool = False               # a development-mode fake accepted with accept_dev=True
 
     @property
     def memory_size(self) -> int:
@@ -579,7 +845,8 @@ class VerifiedBlock:
 
 
 def verify(proof: BlockProof | bytes | str | os.PathLike, block=None, *,
-           min_security_bits: int | None = DEFAULT_MIN_SECURITY_BITS) -> VerifiedBlock:
+           min_security_bits: int | None = DEFAULT_MIN_SECURITY_BITS,
+           accept_dev: bool = False) -> VerifiedBlock:
     """Verify a block proof (a :class:`BlockProof`, its bytes, or a path); with ``block``
     also check that its public values are that block's (everything but the final-state
     digest, which the proof establishes).  Raises a
@@ -590,13 +857,22 @@ def verify(proof: BlockProof | bytes | str | os.PathLike, block=None, *,
     bits for its tables (:class:`verifier.errors.ParameterError`, raised after parsing,
     before any hashing; the figure is :attr:`VerifiedBlock.security`, docs/protocol.md
     section 7).  Default 100, like the ``verify`` command; 0 accepts any parameters --
-    never do that for proofs from others."""
+    never do that for proofs from others.
+
+    ``accept_dev``: a development-mode proof (``PROVER_DEV_MODE=1``; no STARK, proves
+    nothing) raises :class:`DevProofRefused` unless this is True; accepted, only its ROM's
+    program digest and (with ``block``) its public values are checked, and the result has
+    ``dev=True`` and no security figure."""
     t0 = time.perf_counter()
     min_security_bits = validate_min_security_bits(min_security_bits)
     if isinstance(proof, (str, os.PathLike)):
         proof = BlockProof.load(proof)
     elif isinstance(proof, (bytes, bytearray, memoryview)):
         proof = BlockProof.from_bytes(bytes(proof))
+    if not isinstance(proof, BlockProof):
+        raise TypeError(f"a proof is a BlockProof, bytes or a path, not {type(proof).__name__}")
+    if proof.dev:
+        return _verify_dev(proof, block, accept_dev, t0)
     try:
         decoded = decode(proof.proof)
         pv = [int(v) for v in decoded.tables[0].public_values] if decoded.tables else []
@@ -635,5 +911,25 @@ def verify(proof: BlockProof | bytes | str | os.PathLike, block=None, *,
     return VerifiedBlock(pv, time.perf_counter() - t0, decoded.params, res.security)
 
 
+def _verify_dev(proof: BlockProof, block, accept_dev: bool, t0: float) -> VerifiedBlock:
+    if not accept_dev:
+        raise DevProofRefused("this is a development-mode proof (made with PROVER_DEV_MODE=1 "
+                              "/ dev_mode=True): execution and constraint check only, no "
+                              "STARK, it proves nothing; accept it only in development with "
+                              "--accept-dev (verify) / accept_dev=True (library)")
+    pv = proof.public_values
+    if program_digest(proof.rom) != pv[PV_PROGRAMS]:
+        raise PublicValuesError("the program digest does not match the proof's ROM")
+    if block is not None:
+        blk = _as_block(block)
+        bad = describe_mismatch(block_public_values(blk, build_rom(blk)), pv)
+        if bad:
+            raise PublicValuesError("the proof is not for this block: " + ", ".join(bad)
+                                    + " differ")
+    log.warning("accepted a development-mode proof: it proves nothing")
+    return VerifiedBlock(pv, time.perf_counter() - t0, Params(), None, dev=True)
+
+
 __all__ = ["Prover", "ProverConfig", "ProofStats", "TableStats", "BlockProof", "VerifiedBlock",
-           "verify", "UnprovableBlock", "ConfigError", "ProofSelfCheckFailure"]
+           "verify", "UnprovableBlock", "ConfigError", "ProofSelfCheckFailure",
+           "DevProofRefused", "ExecutionReport", "TableEstimate", "digest_hex"]

@@ -27,6 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from steadfast.kernels.backend import DeviceMemory, budget_from_env, parse_bytes
 from steadfast.verifier.proof_format import Proof, encode
 from steadfast.verifier.protocol import TableShape, absorb_statement
@@ -72,6 +74,7 @@ class PipelineConfig:
     timeline: Timeline | None = None
     postmortem_dir: str = "."
     device_only: bool = True
+    precheck: bool = False               # self-check: verify each section as it finishes
 
     @classmethod
     def from_env(cls, backend: str, **overrides) -> "PipelineConfig":
@@ -113,6 +116,9 @@ class PipelineStats:
     xcheck_s: float = 0.0
     xcheck_tags_s: float = 0.0          # the integrity-tag part of xcheck_s
     xcheck_tagged_write_bytes: int = 0  # emu: bytes tagged inside their writes' copy
+    precheck_keys: set = field(default_factory=set)   # verifier table_check_key of passed checks
+    precheck_s: float = 0.0             # CPU seconds of the overlapped per-table checks
+    precheck_failed: list = field(default_factory=list)   # tables whose early check failed
 
     def as_dict(self) -> dict:
         return {"backend": self.backend, "budget": self.budget,
@@ -120,9 +126,56 @@ class PipelineStats:
                 "stale_frees_dropped": self.stale_frees_dropped, "xcheck_s": self.xcheck_s,
                 "xcheck_tags_s": self.xcheck_tags_s,
                 "xcheck_tagged_write_bytes": self.xcheck_tagged_write_bytes,
+                "precheck_tables": len(self.precheck_keys), "precheck_s": self.precheck_s,
+                "precheck_failed": list(self.precheck_failed),
                 "recovery": self.counters.as_dict(),
                 "r2_windows": [list(w) for w in self.r2_windows],
                 "tables": {k: vars(v) for k, v in self.tables.items()}}
+
+
+class _Prechecker:
+    """The self-check's per-table part, overlapped with device work: each finished section
+    is encoded, decoded back and checked by the verifier's ``verify_table`` on a pristine
+    copy of its fork, on one CPU thread.  A pass records the verifier's
+    ``table_check_key``; the prover's final check (the whole ``verify`` of the proof
+    bytes) then skips exactly those tables whose key it recomputes identically.  A
+    failure records nothing here: the final check re-runs that table and reports it."""
+
+    def __init__(self, st, ch, forks, stats: "PipelineStats"):
+        self.st, self.ch, self.forks, self.stats = st, ch, forks, stats
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="steadfast-precheck")
+        self.futures = []
+        self.lock = threading.Lock()
+
+    def _check(self, i: int, section) -> None:
+        from steadfast.verifier.proof_format import decode_section, encode_section
+        from steadfast.verifier.verify import table_check_key, verify_table
+        t0 = time.perf_counter()
+        air, shape, params = self.st.airs[i], self.st.shapes[i], self.st.params
+        chal = {k: np.asarray(v, np.uint64) for k, v in self.ch.challenges.items()}
+        try:
+            raw = encode_section(section)
+            tp = decode_section(raw, i)
+            fork = copy.deepcopy(self.forks[i])
+            key = table_check_key(fork, air, raw, params, chal)
+            verify_table(fork, air, shape, tp, params, chal)
+            ok = True
+        except Exception:             # noqa: BLE001 -- any failure: the final check redoes it
+            ok = False
+        with self.lock:
+            if ok:
+                self.stats.precheck_keys.add(key)
+            else:
+                self.stats.precheck_failed.append(shape.name)
+            self.stats.precheck_s += time.perf_counter() - t0
+
+    def submit(self, i: int, section) -> None:
+        self.futures.append(self.pool.submit(self._check, i, section))
+
+    def finish(self) -> None:
+        for f in self.futures:
+            f.exception()                 # wait; _check records, never raises
+        self.pool.shutdown(wait=True)
 
 
 def estimate_bytes(shape: TableShape) -> int:
@@ -350,9 +403,13 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
             tr.absorb("main_root", com.root)
         r1 = R1Main(tr, tuple(mains), tuple(preps))
         ch = r1_challenges(st, r1, spans, stages.permute)
-        # XCHECK replays each finished section on a pristine copy of its table's fork
-        pristine = [copy.deepcopy(f) for f in ch.forks] if cfg.xcheck else None
+        # XCHECK replays each finished section on a pristine copy of its table's fork; so
+        # does the self-check's early part (precheck), on a CPU thread while the other
+        # tables still run on the device
+        pristine = ([copy.deepcopy(f) for f in ch.forks] if cfg.xcheck or cfg.precheck
+                    else None)
         sections = [None] * k
+        checker = _Prechecker(st, ch, pristine, stats) if cfg.precheck else None
 
         def chain(i):
             name = shapes[i].name
@@ -373,11 +430,17 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
                     check_section(stages, st, i, pristine[i], ch.challenges, section, cfg)
                     stats.xcheck_s += time.perf_counter() - t0
                 sections[i] = section
+                if checker is not None:
+                    checker.submit(i, section)
             stats.tables[name].downgraded = stages.table(name).downgraded
             stages.release_table(name)
             spans.resolve(name)
 
-        _run_all(workers, order, lambda i: guarded(i, chain), failure)
+        try:
+            _run_all(workers, order, lambda i: guarded(i, chain), failure)
+        finally:
+            if checker is not None:
+                checker.finish()
         proof = encode(Proof(params=st.params, tables=sections, logup_nonce=ch.logup_nonce))
         spans.count("proof_bytes", len(proof))
         if logs is not None:

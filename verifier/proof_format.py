@@ -117,6 +117,7 @@ class TableProof:
     zeta_nonce: int = 0
     deep_nonce: int = 0
     fold_nonces: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
+    raw: bytes = field(default=b"", repr=False, compare=False)   # decode: the section's bytes
 
 
 @dataclass
@@ -150,22 +151,28 @@ def encode(proof: Proof) -> bytes:
     out += struct.pack("<H", len(proof.tables))
     out += struct.pack("<I", proof.logup_nonce)
     for t in proof.tables:
-        sec = bytearray(struct.pack("<B", t.log_n))
-        for name, nd in _TABLE_ARRAYS:
-            _put_array(sec, getattr(t, name), nd, name)
-        sec += struct.pack("<III", t.pow_nonce, t.zeta_nonce, t.deep_nonce)
-        _put_array(sec, np.asarray(t.fold_nonces, np.uint32), 1, "fold_nonces")
-        for name, nd in _QUERY_ARRAYS:
-            _put_array(sec, getattr(t, name), nd, name)
-        if len(t.fri_leaves) != len(t.fri_paths):
-            raise ValueError("fri_leaves and fri_paths differ in length")
-        sec += struct.pack("<B", len(t.fri_leaves))
-        for leaves, paths in zip(t.fri_leaves, t.fri_paths):
-            _put_array(sec, leaves, 2, "fri_leaves")
-            _put_array(sec, paths, 3, "fri_paths")
+        sec = encode_section(t)
         out += struct.pack("<I", len(sec))
         out += sec
     return bytes(out)
+
+
+def encode_section(t: TableProof) -> bytes:
+    """One table's section (the bytes after its section_len)."""
+    sec = bytearray(struct.pack("<B", t.log_n))
+    for name, nd in _TABLE_ARRAYS:
+        _put_array(sec, getattr(t, name), nd, name)
+    sec += struct.pack("<III", t.pow_nonce, t.zeta_nonce, t.deep_nonce)
+    _put_array(sec, np.asarray(t.fold_nonces, np.uint32), 1, "fold_nonces")
+    for name, nd in _QUERY_ARRAYS:
+        _put_array(sec, getattr(t, name), nd, name)
+    if len(t.fri_leaves) != len(t.fri_paths):
+        raise ValueError("fri_leaves and fri_paths differ in length")
+    sec += struct.pack("<B", len(t.fri_leaves))
+    for leaves, paths in zip(t.fri_leaves, t.fri_paths):
+        _put_array(sec, leaves, 2, "fri_leaves")
+        _put_array(sec, paths, 3, "fri_paths")
+    return bytes(sec)
 
 
 # ------------------------------------------------------------------ reader
@@ -235,27 +242,35 @@ def decode(data: bytes) -> Proof:
     tables = []
     for ti in range(ntables):
         size = r.uint("<I")
-        sec = _Reader(bytes(r.take(size)), f"table {ti} section")
-        kw = {"log_n": sec.uint("<B")}
-        for name, nd in _TABLE_ARRAYS:
-            kw[name] = sec.array(nd, name)
-        kw["pow_nonce"] = sec.uint("<I")
-        kw["zeta_nonce"] = sec.uint("<I")
-        kw["deep_nonce"] = sec.uint("<I")
-        kw["fold_nonces"] = sec.array(1, "fold_nonces")
-        for name, nd in _QUERY_ARRAYS:
-            kw[name] = sec.array(nd, name)
-        layers = sec.uint("<B")
-        kw["fri_leaves"], kw["fri_paths"] = [], []
-        for _ in range(layers):
-            kw["fri_leaves"].append(sec.array(2, "fri_leaves"))
-            kw["fri_paths"].append(sec.array(3, "fri_paths"))
-        if sec.remaining():
-            raise ShapeError(f"table {ti} section has {sec.remaining()} trailing bytes")
-        tables.append(TableProof(**kw))
+        tables.append(decode_section(bytes(r.take(size)), ti))
     if r.remaining():
         raise ShapeError(f"{r.remaining()} trailing bytes after the last table")
     return Proof(params=params, tables=tables, version=version, logup_nonce=logup_nonce)
+
+
+def decode_section(raw: bytes, index: int = 0) -> TableProof:
+    """Parse one table's section (ShapeError on anything malformed); the result keeps
+    ``raw``, the exact bytes it was read from."""
+    sec = _Reader(raw, f"table {index} section")
+    kw = {"log_n": sec.uint("<B")}
+    for name, nd in _TABLE_ARRAYS:
+        kw[name] = sec.array(nd, name)
+    kw["pow_nonce"] = sec.uint("<I")
+    kw["zeta_nonce"] = sec.uint("<I")
+    kw["deep_nonce"] = sec.uint("<I")
+    kw["fold_nonces"] = sec.array(1, "fold_nonces")
+    for name, nd in _QUERY_ARRAYS:
+        kw[name] = sec.array(nd, name)
+    layers = sec.uint("<B")
+    kw["fri_leaves"], kw["fri_paths"] = [], []
+    for _ in range(layers):
+        kw["fri_leaves"].append(sec.array(2, "fri_leaves"))
+        kw["fri_paths"].append(sec.array(3, "fri_paths"))
+    if sec.remaining():
+        raise ShapeError(f"table {index} section has {sec.remaining()} trailing bytes")
+    tp = TableProof(**kw)
+    tp.raw = raw
+    return tp
 
 
 # ------------------------------------------------------------------ JSON rendering
@@ -268,6 +283,8 @@ def to_json(proof: Proof | bytes, indent: int | None = 1) -> str:
     for t in proof.tables:
         d = {}
         for f in fields(t):
+            if f.name == "raw":
+                continue
             v = getattr(t, f.name)
             if isinstance(v, np.ndarray):
                 d[f.name] = v.tolist()

@@ -3,10 +3,11 @@ composition at z, proof-of-work, every Merkle path, DEEP and FRI; finally the Lo
 terminals.  Mirrors the prover's rounds step for step (docs/protocol.md)."""
 from __future__ import annotations
 
+import hashlib
 import operator
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Collection, Sequence
 
 import numpy as np
 from numba import njit
@@ -35,6 +36,7 @@ class VerifyResult:
     logs: list = field(default_factory=list)       # [main log, table 0 log, ...]
     seconds: float = 0.0
     security: SecurityReport | None = None         # the proof's security figure
+    tables_prechecked: int = 0                     # tables skipped via verified_tables
 
 
 def _expect(cond: bool, what: str, table: str, got, expected) -> None:
@@ -560,8 +562,27 @@ def check_security(params: Params, min_security_bits: int | None,
     return report
 
 
+def table_check_key(fork: Transcript, air, section: bytes, params: Params, chal: dict) -> bytes:
+    """A digest of everything :func:`verify_table` reads for one table: the transcript
+    fork's state, the AIR fingerprint, the section's exact bytes, the parameters and the
+    LogUp challenges.  Two checks with the same key are the same computation, so a key
+    recorded after a passing check lets :func:`verify` skip that table (the prover checks
+    tables as they finish, overlapped with device work, docs/diagnostics.md)."""
+    h = hashlib.sha256(b"steadfast/table-check/v2")
+    h.update(np.ascontiguousarray(fork.state, np.uint64).tobytes())
+    h.update(np.asarray(list(fork.inbuf), np.uint64).tobytes() + b"|")
+    h.update(np.asarray(list(fork.outbuf), np.uint64).tobytes() + b"|")
+    h.update(np.asarray(air.fingerprint(), np.uint64).tobytes())
+    h.update(repr(sorted(vars(params).items())).encode())
+    for name in sorted(chal):
+        h.update(name.encode() + np.ascontiguousarray(chal[name], np.uint64).tobytes())
+    h.update(len(section).to_bytes(8, "little") + bytes(section))
+    return h.digest()
+
+
 def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = None,
-           *, min_security_bits: int | None = DEFAULT_MIN_SECURITY_BITS) -> VerifyResult:
+           *, min_security_bits: int | None = DEFAULT_MIN_SECURITY_BITS,
+           verified_tables: Collection[bytes] = ()) -> VerifyResult:
     """Verify a proof for the tables ``airs`` (in table order).
 
     ``min_security_bits``: refuse (:class:`ParameterError`) a proof whose parameters give
@@ -573,6 +594,11 @@ def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = 
     ``public_values``: the expected public values per table (None: accept those in the
     proof and return them).  Raises a :class:`verifier.errors.VerificationError`
     subclass on rejection; returns a :class:`VerifyResult` on success.
+
+    ``verified_tables``: keys (:func:`table_check_key`) of per-table checks that already
+    passed on identical inputs; a table whose key is among them is not checked again
+    (the prover's overlapped self-check).  Everything else -- parsing, shapes, the
+    statement, the main transcript, the LogUp sum -- always runs.
     """
     t0 = time.perf_counter()
     min_security_bits = validate_min_security_bits(min_security_bits)   # before the proof
@@ -602,8 +628,14 @@ def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = 
     chal = {CHALLENGE_NAMES[0]: ef_col(tr.sample_ef("logup_beta")),
             CHALLENGE_NAMES[1]: ef_col(tr.sample_ef("logup_gamma"))}
     logs = [tr.log]
+    skipped = 0
     for i, (air, sh, tp) in enumerate(zip(airs, shapes, proof.tables)):
         fork = tr.fork(i)
+        if verified_tables and table_check_key(fork, air, tp.raw, proof.params,
+                                               chal) in verified_tables:
+            skipped += 1
+            logs.append(None)           # (the check ran earlier, on this exact state)
+            continue
         _verify_table(fork, air, sh, tp, proof.params, chal)
         logs.append(fork.log)
     # LogUp: the terminals of all tables must cancel
@@ -614,7 +646,7 @@ def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = 
     if np.any(total):
         raise LogUpError("the LogUp terminal sums of the tables do not add up to zero")
     return VerifyResult(public_values=pvs, logs=logs, seconds=time.perf_counter() - t0,
-                        security=security)
+                        security=security, tables_prechecked=skipped)
 
 
 def _warm_kernels() -> None:
