@@ -395,30 +395,31 @@ def _rewrap_rom(rng: random.Random, data: bytes, inner_off: int) -> tuple[bytes,
     ROM's rows (drop, duplicate, append, reverse, one cell or opcode to another valid
     value, down to one row, up to many rows) and write the header's row count and the
     proof length to match, so the ROM reaches the AIR construction and the digest check."""
+    import numpy as np
     rows = struct.unpack_from("<I", data, 8)[0]
-    rom = [list(struct.unpack_from("<4I", data, 12 + 16 * r)) for r in range(rows)]
+    rom = np.frombuffer(data, dtype="<u4", count=4 * rows, offset=12).reshape(rows, 4).copy()
     proof = data[inner_off:]
     op = rng.choice(("drop", "duplicate", "append", "reverse", "cell", "opcode", "one row",
                      "many rows"))
     r = rng.randrange(rows)
     if op == "drop" and rows > 1:
-        del rom[r]
+        rom = np.delete(rom, r, axis=0)
     elif op == "duplicate":
-        rom.insert(r, list(rom[r]))
+        rom = np.insert(rom, r, rom[r], axis=0)
     elif op == "append":
-        rom.append([rng.randrange(20), rng.randrange(P), rng.randrange(P), rng.randrange(P)])
+        rom = np.vstack([rom, np.array([[rng.randrange(20), rng.randrange(P), rng.randrange(P),
+                                          rng.randrange(P)]], dtype=np.uint32)])
     elif op == "reverse":
-        rom.reverse()
+        rom = rom[::-1]
     elif op == "cell":
-        rom[r][rng.randrange(1, 4)] = rng.choice((0, 1, P - 1, rng.randrange(P)))
+        rom[r, rng.randrange(1, 4)] = rng.choice((0, 1, P - 1, rng.randrange(P)))
     elif op == "opcode":
-        rom[r][0] = rng.randrange(20)       # 19 opcodes: 19 is invalid
+        rom[r, 0] = rng.randrange(20)       # 19 opcodes: 19 is invalid
     elif op == "one row":
         rom = rom[:1]
-    else:
-        rom = rom * rng.choice((2, 3, 8, 64))
-    body = b"".join(struct.pack("<4I", *row) for row in rom)
-    out = (data[:8] + struct.pack("<I", len(rom)) + body
+    else:                               # up to the format's limit, 2^20 rows
+        rom = np.tile(rom, (rng.choice((2, 3, 8, 64, (1 << 20) // rows)), 1))
+    out = (data[:8] + struct.pack("<I", len(rom)) + np.ascontiguousarray(rom, dtype="<u4").tobytes()
            + struct.pack("<I", len(proof)) + proof)
     return out, f"ROM re-wrapped: {op} (row {r}; {rows} -> {len(rom)} rows)"
 

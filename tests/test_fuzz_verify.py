@@ -137,3 +137,52 @@ def test_a_hanging_verify_is_cut_off_and_reported(monkeypatch, tmp_path):
     assert rc == 1
     assert any(line.startswith("UNTYPED case 0") and "_Hang" in line for line in lines)
     assert any(line.startswith("SLOW case 0") for line in lines)
+
+
+# --------------------------------------------------------------------------- regressions
+# Root cause found by the fuzzer (ROM re-wrap up to the format's 2^20 rows): verify spent
+# 30 s and 176 MiB in the program digest of a 16 MB block proof before rejecting it -- one
+# Python-level Poseidon2 call per 8 ROM elements over a list of Python ints.  The digest now
+# runs as one compiled sponge call.
+
+def _digest_reference(values):
+    """statement_digest written out with the pure-Python permutation."""
+    from steadfast.vm.poseidon2 import RATE, WIDTH, P, _permute_py
+    state = [0] * WIDTH
+    state[RATE] = len(values) % P
+    for k in range(0, len(values), RATE):
+        block = values[k:k + RATE]
+        state[:len(block)] = [int(v) % P for v in block]
+        state = _permute_py(state)
+    return state[:RATE]
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 31, 32, 33, 40, 64, 65, 1001])
+def test_statement_digest_matches_the_reference_at_every_length(n):
+    import random
+    from steadfast.vm.poseidon2 import statement_digest
+    rng = random.Random(n)
+    vals = [rng.randrange(fv.P) for _ in range(n)]
+    if n > 3:
+        vals[1], vals[2], vals[3] = fv.P, fv.P - 1, 2**32 - 1      # reduced mod p
+    assert statement_digest(vals) == _digest_reference(vals)
+
+
+def test_long_rom_digest_needs_no_python_permutation(monkeypatch, honest):
+    import numpy as np
+
+    import steadfast.vm.poseidon2 as vp
+    from steadfast.prover.api import BlockProof, verify
+    from steadfast.verifier.errors import PublicValuesError
+    from steadfast.vm.statement import program_digest
+    rom = BlockProof.from_bytes(honest["bytes"]).rom
+    big = np.tile(rom, ((1 << 11) // rom.shape[0] + 1, 1))[:1 << 11]
+    expected = _digest_reference([int(x) for x in big.reshape(-1)])
+
+    def no_python_rounds(state):
+        raise AssertionError("a per-block Python permutation on a long input")
+    monkeypatch.setattr(vp, "permute_one", no_python_rounds)
+    assert program_digest(big) == expected
+    forged = BlockProof(big, BlockProof.from_bytes(honest["bytes"]).proof)
+    with pytest.raises(PublicValuesError, match="program digest"):
+        verify(forged.to_bytes(), block=fv.DEFAULT_BLOCK)

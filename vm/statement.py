@@ -51,7 +51,7 @@ def program_digest(rom_rows) -> list[int]:
     """The program digest of a ROM (int[rows, 4] or a :class:`Rom`): D over its rows
     (opcode, a, b, c) in pc order -- what ``verify`` recomputes from a proof's ROM."""
     rows = rom_rows.rows if isinstance(rom_rows, Rom) else rom_rows
-    return statement_digest([int(x) for x in rows.reshape(-1)])
+    return statement_digest(rows.reshape(-1))
 
 
 def input_chain(block: Block, rom: Rom) -> list[int]:
