@@ -49,41 +49,62 @@ def dot_columns(mat: np.ndarray, vec: np.ndarray) -> np.ndarray:
     return out
 
 
+_M32 = np.uint64(0xFFFFFFFF)
+_U32 = np.uint64(32)
+_NINV = np.uint64((-pow(2013265921, -1, 1 << 32)) % (1 << 32))     # -p^-1 mod 2^32
+_COMBINE_CHUNK = 1 << 10
+
+
 @njit(cache=True, parallel=True)
-def _combine_rows(mat, coeffs, out, chunk):
+def _combine_rows(mat, coeffs_m, out, chunk):
+    # Montgomery products with coefficients in Montgomery form (k * 2^32 mod p): for a < p,
+    # t = a k_m < 2^62 and u = (t + ((t mod 2^32) (-p^-1) mod 2^32) p) / 2^32 = a k (mod p)
+    # with u < 2p -- three 32x32 multiplies, no remainder, vectorised over a chunk of
+    # contiguous points per column; the < 2p terms sum without wrapping for c < 2^32
+    # columns and are reduced once at the end.
     c, n = mat.shape
     nchunks = (n + chunk - 1) // chunk
     for t in prange(nchunks):
         lo = t * chunk
         hi = min(n, lo + chunk)
-        for x in range(lo, hi):
-            acc0 = np.uint64(0)
-            acc1 = np.uint64(0)
-            acc2 = np.uint64(0)
-            acc3 = np.uint64(0)
-            for j in range(c):
-                a = np.uint64(mat[j, x])
-                acc0 += (a * np.uint64(coeffs[j, 0])) % _P64
-                acc1 += (a * np.uint64(coeffs[j, 1])) % _P64
-                acc2 += (a * np.uint64(coeffs[j, 2])) % _P64
-                acc3 += (a * np.uint64(coeffs[j, 3])) % _P64
-            out[x, 0] = np.uint32(acc0 % _P64)
-            out[x, 1] = np.uint32(acc1 % _P64)
-            out[x, 2] = np.uint32(acc2 % _P64)
-            out[x, 3] = np.uint32(acc3 % _P64)
+        m = hi - lo
+        acc = np.zeros((4, chunk), dtype=np.uint64)
+        for j in range(c):
+            k0 = np.uint64(coeffs_m[j, 0])
+            k1 = np.uint64(coeffs_m[j, 1])
+            k2 = np.uint64(coeffs_m[j, 2])
+            k3 = np.uint64(coeffs_m[j, 3])
+            for i in range(m):
+                a = np.uint64(mat[j, lo + i])
+                t0 = a * k0
+                t1 = a * k1
+                t2 = a * k2
+                t3 = a * k3
+                acc[0, i] += (t0 + (((t0 & _M32) * _NINV) & _M32) * _P64) >> _U32
+                acc[1, i] += (t1 + (((t1 & _M32) * _NINV) & _M32) * _P64) >> _U32
+                acc[2, i] += (t2 + (((t2 & _M32) * _NINV) & _M32) * _P64) >> _U32
+                acc[3, i] += (t3 + (((t3 & _M32) * _NINV) & _M32) * _P64) >> _U32
+        for i in range(m):
+            out[lo + i, 0] = np.uint32(acc[0, i] % _P64)
+            out[lo + i, 1] = np.uint32(acc[1, i] % _P64)
+            out[lo + i, 2] = np.uint32(acc[2, i] % _P64)
+            out[lo + i, 3] = np.uint32(acc[3, i] % _P64)
 
 
 def combine_rows(mat: np.ndarray, coeffs: np.ndarray) -> np.ndarray:
     """sum_j coeffs[j] * mat[j, x] for every x: base (c, N) column-major with EF
-    coefficients (c, 4) -> EF (N, 4).  Each product is reduced (< 2^31), so c < 2^33
-    columns keep the sums below 2^64."""
+    coefficients (c, 4) -> EF (N, 4), canonical.  Montgomery products (< 2p each, see
+    _combine_rows), so c < 2^32 columns keep the sums below 2^64."""
     mat = np.ascontiguousarray(mat, dtype=np.uint32)
     coeffs = np.ascontiguousarray(coeffs, dtype=np.uint32)
     if mat.ndim != 2 or coeffs.shape != (mat.shape[0], 4):
         raise ValueError(f"combine_rows: shapes {mat.shape} and {coeffs.shape} do not match")
+    if coeffs.size and int(coeffs.max()) >= 2013265921:
+        raise ValueError("combine_rows: coefficients must be canonical field elements")
     out = np.zeros((mat.shape[1], 4), dtype=np.uint32)
     if mat.size:
-        _combine_rows(mat, coeffs, out, 1 << 12)
+        coeffs_m = ((coeffs.astype(np.uint64) << np.uint64(32)) % _P64).astype(np.uint32)
+        _combine_rows(mat, coeffs_m, out, _COMBINE_CHUNK)
     return out
 
 

@@ -66,3 +66,22 @@ def test_lazy_field_forms_match_big_integers(v):
 def test_field_scalar_inputs_keep_their_types():
     assert isinstance(F.add(3, 4), np.ndarray) and int(F.add(P - 1, 1)) == 0
     assert int(F.sub(0, 1)) == P - 1 and int(F.neg(0)) == 0
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(1, 40), st.sampled_from([1, 2, 1023, 1024, 1025, 3000]), st.integers(0, 2**32 - 1))
+def test_combine_rows_matches_big_integers(c, n, seed):
+    from steadfast.prover.hostops import combine_rows
+    rng = np.random.default_rng(seed)
+    mat = rng.integers(0, P, (c, n), dtype=np.uint32)
+    co = rng.integers(0, P, (c, 4), dtype=np.uint32)
+    mat[0, 0], co[0, 0] = P - 1, P - 1
+    ref = (mat.astype(object).T.dot(co.astype(object)) % P).astype(np.uint32)
+    assert np.array_equal(combine_rows(mat, co), ref)
+
+
+def test_combine_rows_rejects_non_canonical_coefficients():
+    import pytest
+    from steadfast.prover.hostops import combine_rows
+    with pytest.raises(ValueError, match="canonical"):
+        combine_rows(np.zeros((2, 4), np.uint32), np.full((2, 4), P, np.uint32))
