@@ -15,7 +15,8 @@ on its trace domain (aux: 4 base columns per EF column; parts: 4 per quotient pa
 then LDE'd by 2^log_blowup and hashed.  The padding share is the fraction of the committed
 cells that sit in padding rows of CPU, MEMORY and POSEIDON2 (rows beyond the real cycles,
 accesses and permutation calls; PROGRAM and RANGE have a fixed height and count as real).
-cells/s per core = cells / prove seconds / cores (numba threads).
+cells/s per core = cells / prove seconds / cores (numba threads); cells/CPU-s = cells / the
+process's user+system seconds during the proof (steadier than wall time on a shared machine).
 
 Roofline.  In the same subprocess, after the proof: the time of the primitives the proof
 cannot avoid for those cells -- for every (table, main | aux | parts) matrix of c columns,
@@ -98,6 +99,13 @@ def roofline_seconds(tables: list, log_blowup: int, seed: int = 1) -> dict:
     return {"lde_s": lde_s, "commit_s": commit_s, "seconds": lde_s + commit_s}
 
 
+def _cpu_seconds() -> float:
+    """User + system CPU seconds of this process (all threads): on a shared machine a
+    steadier measure of work than wall time."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def one_emu(k: int, share: float, queries: int, pow_bits: int) -> dict:
     from steadfast.prover.api import Prover, ProverConfig
     from steadfast.vm.programs import sized_block
@@ -120,7 +128,9 @@ def one(k: int, share: float, queries: int, pow_bits: int, check: bool,
                                  check=check))
     prover.prove_block(sized_block(8, 0.25, memory_size=64, table_size=16, n_tx=1))  # warm-up
     block = sized_block(k, share, seed=0)
+    cpu0 = _cpu_seconds()
     proof = prover.prove_block(block)
+    prove_cpu_s = _cpu_seconds() - cpu0
     t = time.perf_counter()
     verify(proof, block=block)
     st = proof.stats
@@ -133,7 +143,8 @@ def one(k: int, share: float, queries: int, pow_bits: int, check: bool,
     cores = numba.get_num_threads()
     acct = cell_accounting(out["tables"], _real_rows(block), st.cycles)
     prove_s = st.phases["prove"]
-    acct.update(cores=cores, prove_s=prove_s,
+    acct.update(cores=cores, prove_s=prove_s, prove_cpu_s=prove_cpu_s,
+                cells_per_cpu_s=acct["cells"] / prove_cpu_s,
                 cells_per_s_per_core=acct["cells"] / prove_s / cores,
                 rss_bytes_per_cell=out["peak_rss_bytes"] / acct["cells"])
     if roofline:
@@ -174,8 +185,8 @@ def table(results: list) -> str:
 def cells_table(results: list) -> str:
     """The issue #12 figures: cells, cells per cycle, padding, rates, bytes per cell."""
     lines = ["| k | cycles | committed cells (main / aux / parts) | cells/cycle | padding | "
-             "prove s | cells/s/core | peak RSS B/cell | emu peak B/cell | primitives s | "
-             "roofline ratio |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "prove s (CPU s) | cells/s/core | cells/CPU-s | peak RSS B/cell | emu peak B/cell | "
+             "primitives s | roofline ratio |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         c = r["cells"]
         t = c["tables"].values()
@@ -185,8 +196,9 @@ def cells_table(results: list) -> str:
         lines.append(
             f"| {r['k']} | {r['cycles']:,} | {c['cells'] / 1e6:.2f} M ({main / 1e6:.2f} / "
             f"{aux / 1e6:.2f} / {parts / 1e6:.2f}) | {c['cells_per_cycle']:.0f} | "
-            f"{100 * c['padding_share']:.1f} % | {c['prove_s']:.2f} | "
-            f"{c['cells_per_s_per_core'] / 1e6:.3f} M | {c['rss_bytes_per_cell']:.1f} | "
+            f"{100 * c['padding_share']:.1f} % | {c['prove_s']:.2f} ({c['prove_cpu_s']:.1f}) | "
+            f"{c['cells_per_s_per_core'] / 1e6:.3f} M | {c['cells_per_cpu_s'] / 1e6:.3f} M | "
+            f"{c['rss_bytes_per_cell']:.1f} | "
             + (f"{emu / c['cells']:.1f}" if emu else "–") + " | "
             + (f"{rf['seconds']:.2f} ({rf['lde_s']:.2f} + {rf['commit_s']:.2f})" if rf else "–")
             + " | " + (f"{c['roofline_ratio']:.2f}" if rf else "–") + " |")
