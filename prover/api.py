@@ -220,6 +220,35 @@ class ProverConfig:
         return name, budget
 
 
+_DEVICE_SWITCHES = ("PROVER_GPU_XCHECK", "PROVER_GPU_SERIALIZE_R2", "PROVER_GPU_FORCE_DOWNGRADE",
+                    "PROVER_GPU_STREAMS", "PROVER_FAULTS", "PROVER_ARENA_POISON")
+_WARNED: set = set()
+
+
+def _host_diagnostics(timeline: bool) -> None:
+    """On the host backend the device diagnostics do nothing: refuse malformed values the
+    way a device backend does (:class:`ConfigError`), and warn once per process that the
+    ones set apply to device backends only."""
+    from .pipeline import PipelineConfig
+    try:
+        PipelineConfig.from_env("emu")       # the same parsing a device backend does
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    raw = os.environ.get("PROVER_GPU_STREAMS")
+    if raw not in (None, "", "0", "1"):
+        raise ConfigError(f"PROVER_GPU_STREAMS must be 0 or 1, got {raw!r}")
+    unused = [n for n in _DEVICE_SWITCHES if os.environ.get(n)]
+    unused += [k for k in sorted(os.environ) if k.startswith("PROVER_GPU_") and k not in unused
+               and os.environ[k]]
+    if timeline:
+        unused.append("the timeline")
+    key = tuple(unused)
+    if unused and key not in _WARNED:
+        _WARNED.add(key)
+        log.warning("%s: device-backend diagnostics (cuda, sim, emu); the host backend "
+                    "ignores %s", ", ".join(unused), "it" if len(unused) == 1 else "them")
+
+
 def _use_simulator() -> None:
     """Backend ``sim``: numba reads NUMBA_ENABLE_CUDASIM into ``numba.core.config`` when
     numba itself is imported (steadfast's host kernels import it long before a backend is
@@ -232,9 +261,7 @@ def _use_simulator() -> None:
     from numba.core import config as numba_config
     if numba_config.ENABLE_CUDASIM:
         return
-    cuda = sys.modules.get("numba.cuda")
-    if cuda is not None and not getattr(cuda, "simulator_init", None) and \
-            not getattr(cuda, "is_simulator", False):
+    if "numba.cuda" in sys.modules and "numba.cuda.simulator_init" not in sys.modules:
         raise ConfigError("backend 'sim' must be chosen before numba.cuda is imported "
                           "(set PROVER_BACKEND=sim or NUMBA_ENABLE_CUDASIM=1 at start-up)",
                           "backend")
@@ -543,6 +570,8 @@ class Prover:
         self.self_check_failures = 0    # proofs this prover refused to emit (self-check)
         if self.backend != "host":
             self._device_config()            # the env switches, validated up front
+        else:
+            _host_diagnostics(timeline is not None)
         block_airs(np.zeros((2, 4), dtype=np.int64))     # build and cache the static AIRs
 
     def _device_config(self):

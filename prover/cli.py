@@ -22,9 +22,12 @@ No Python traceback ever reaches the terminal; ``-v`` adds detail, ``-q`` keeps 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import re
 import sys
+import tempfile
 import threading
 import time
 
@@ -43,16 +46,55 @@ class _Fail(Exception):
         super().__init__(message)
 
 
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Defaults in every option's help: argparse's "(default: X)", or the help's own words
+    where the default is not a value (None: the help says what happens)."""
+
+    def _get_help_string(self, action):
+        if action.default in (None, False) or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of exiting, so every exit goes through one place."""
+    """argparse that raises instead of exiting, so every exit goes through one place;
+    every option's help shows its default; ``--version``."""
+
+    def __init__(self, **kw):
+        super().__init__(formatter_class=_Formatter, **kw)
+        self.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
+                          help="print the Steadfast version and exit")
 
     def error(self, message):
         raise _Fail(EXIT_USAGE, f"{message} (see --help)")
 
 
+def _version() -> str:
+    from steadfast import __version__
+    return __version__
+
+
 def _err(msg: str) -> None:
     sys.stderr.write(f"error: {msg}\n")
     sys.stderr.flush()
+
+
+def _warn(msg: str) -> None:
+    sys.stderr.write(f"warning: {msg}\n")
+    sys.stderr.flush()
+
+
+# ProverConfig field (as ConfigError messages name it) -> the prove option that sets it
+_FLAG_OF = {"num_queries": "--queries", "log_blowup": "--log-blowup", "pow_bits": "--pow-bits",
+            "threads": "--threads", "vram budget": "--vram-budget", "backend": "--backend",
+            "postmortem_dir": "--postmortem-dir"}
+
+
+def _flagify(message: str) -> str:
+    """A ConfigError message in the command's words: field names become option names."""
+    for name, flag in _FLAG_OF.items():
+        message = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w])", flag, message)
+    return message
 
 
 # --------------------------------------------------------------------------- progress
@@ -126,16 +168,36 @@ class _Progress:
 def _prove_parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="prove", description="Prove a Steadfast block (docs/api.md).",
                  epilog=_EPILOG)
-    ap.add_argument("block", help="the block JSON file (docs/block-format.md)")
-    ap.add_argument("-o", "--output", help="proof file (default: beside the block, .proof)")
+    ap.add_argument("block", nargs="*", help="the block JSON file (docs/block-format.md); "
+                    "several with --cluster")
+    ap.add_argument("--cluster", nargs="?", const="", metavar="ADDRESS", default=None,
+                    help="prove on a Ray cluster (pip install 'steadfast[cluster]'): ADDRESS "
+                         "of `ray start --head`, none for a local Ray; several blocks allowed")
+    ap.add_argument("--shard-tables", action="store_true",
+                    help="with --cluster: prove one block with its tables spread over workers")
+    ap.add_argument("--workers", type=int, default=None, help="with --cluster: workers (default 2)")
+    ap.add_argument("-o", "--output",
+                    help="proof file (default: the block's path with .proof for .json)")
     ap.add_argument("--backend", default=os.environ.get("PROVER_BACKEND", "auto"),
-                    help="host, cuda, sim, emu or auto (default: $PROVER_BACKEND or auto)")
+                    help="host, cuda, sim, emu or auto (auto: cuda when usable, else host; "
+                         "the default is $PROVER_BACKEND, else auto)")
     ap.add_argument("--vram-budget", default=os.environ.get("PROVER_VRAM_BUDGET"),
-                    help="device memory the prover may use, e.g. 6GiB")
-    ap.add_argument("--log-blowup", type=int, default=1)
-    ap.add_argument("--queries", type=int, default=100)
-    ap.add_argument("--pow-bits", type=int, default=16)
-    ap.add_argument("--threads", type=int, default=None, help="host threads (numba)")
+                    help="device memory the prover may use, e.g. 6GiB (default: "
+                         "$PROVER_VRAM_BUDGET, else what the device has free)")
+    ap.add_argument("--log-blowup", type=int, default=1, help="log2 of the LDE blowup")
+    ap.add_argument("--queries", type=int, default=100, help="FRI queries")
+    ap.add_argument("--pow-bits", type=int, default=16,
+                    help="proof-of-work bits before the queries")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="host threads for the numba kernels (default: numba's, all cores)")
+    ap.add_argument("--execute-only", action="store_true",
+                    help="run the VM and size the proof without proving: cycles, rows and "
+                         "padded height per table, committed cells, host and device bytes, "
+                         "the parameters' security and the claimed-output check (exit 1 "
+                         "when the claims are false)")
+    ap.add_argument("--json", action="store_true",
+                    help="print the result as one JSON object on stdout (the --execute-only "
+                         "report, or the proof's statistics) instead of text")
     ap.add_argument("--no-self-check", action="store_true",
                     help="do not verify the proof before writing it (saves a few percent; a "
                          "device fault that PROVER_GPU_XCHECK is not on to catch could then "
@@ -146,13 +208,16 @@ def _prove_parser() -> argparse.ArgumentParser:
     ap.add_argument("--precompile", action="store_true",
                     help="compile the device kernels BLOCK needs for the backend (into the kernel "
                          "cache, PROVER_KERNEL_CACHE), print what and how long, and exit")
-    ap.add_argument("--stats-json", metavar="FILE", help="write the proof statistics as JSON")
+    ap.add_argument("--stats-json", metavar="FILE",
+                    help="write the proof statistics as JSON, for failed proofs too (default: "
+                         "none)")
     ap.add_argument("--timeline", metavar="FILE",
-                    help="write a Chrome/Perfetto trace of every table's stages (device backends)")
+                    help="write a Chrome/Perfetto trace of every table's stages (device "
+                         "backends; default: none)")
     ap.add_argument("--postmortem-dir", metavar="DIR", default=".",
-                    help="where PROVER_GPU_XCHECK writes post-mortems (default: .)")
+                    help="where the self-check and PROVER_GPU_XCHECK write post-mortems")
     g = ap.add_mutually_exclusive_group()
-    g.add_argument("-q", "--quiet", action="store_true", help="print only errors")
+    g.add_argument("-q", "--quiet", action="store_true", help="print only errors and warnings")
     g.add_argument("-v", "--verbose", action="store_true", help="more detail")
     return ap
 
@@ -188,76 +253,213 @@ def _precompile(prover, block, quiet: bool) -> int:
     return EXIT_OK
 
 
+def _write_all(files) -> None:
+    """Write ``[(path, bytes), ...]`` all or nothing: every file goes to a temporary file
+    beside its target first; only when all are written are they renamed into place
+    (os.replace), so a failing output never leaves a half-written file or a proof without
+    its statistics.  Failure: exit 2 naming the file."""
+    tmps = []
+    try:
+        for path, data in files:
+            d = os.path.dirname(os.path.abspath(path))
+            try:
+                fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{os.path.basename(path)}.",
+                                           suffix=".tmp")
+                tmps.append(tmp)
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+            except OSError as exc:
+                raise _Fail(EXIT_USAGE, f"cannot write {path}: {exc.strerror or exc}; "
+                                        "nothing was written") from None
+        for (path, _), tmp in zip(files, tmps):
+            os.replace(tmp, path)
+        tmps = []
+    finally:
+        for tmp in tmps:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _check_outputs(args, out: str | None) -> None:
+    """Before any work: every output's directory exists and is writable, and the proof
+    does not overwrite the block.  Exit 2 naming the option."""
+    block = os.path.realpath(args.block)
+    paths = [("--output", out), ("--stats-json", args.stats_json), ("--timeline", args.timeline)]
+    for flag, path in paths:
+        if not path:
+            continue
+        if os.path.realpath(path) == block:
+            raise _Fail(EXIT_USAGE, f"{flag} {path} is the input block; refusing to overwrite it")
+        if os.path.isdir(path):
+            raise _Fail(EXIT_USAGE, f"{flag} {path} is a directory")
+        d = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(d):
+            raise _Fail(EXIT_USAGE, f"{flag} {path}: no directory {d}")
+        if not os.access(d, os.W_OK | os.X_OK):
+            raise _Fail(EXIT_USAGE, f"{flag} {path}: directory {d} is not writable")
+    pm = args.postmortem_dir
+    if not os.path.isdir(pm):
+        raise _Fail(EXIT_USAGE, f"--postmortem-dir {pm}: no such directory")
+    if not os.access(pm, os.W_OK | os.X_OK):
+        raise _Fail(EXIT_USAGE, f"--postmortem-dir {pm}: directory is not writable")
+    outs = [os.path.realpath(p) for _, p in paths if p]
+    if len(set(outs)) != len(outs):
+        raise _Fail(EXIT_USAGE, "--output, --stats-json and --timeline must be different files")
+
+
+def _device_name(backend: str) -> str:
+    """The machine the proof ran on, in words (the stats' ``device``)."""
+    if backend == "cuda":
+        try:
+            from numba import cuda
+            name = cuda.get_current_device().name
+            return name.decode() if isinstance(name, bytes) else str(name)
+        except Exception as exc:        # the stats must not fail over a name
+            return f"cuda (name unavailable: {type(exc).__name__})"
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    if not cpu:
+        import platform
+        cpu = platform.processor() or platform.machine()
+    return {"sim": f"numba CUDA simulator on {cpu}", "emu": f"device emulation on {cpu}"}.get(
+        backend, cpu)
+
+
 def _run_prove(argv) -> int:
     args = _prove_parser().parse_args(argv)
-    from steadfast.vm.block import BlockError, load_block
-    from .api import ConfigError, Prover, ProverConfig, UnprovableBlock
+    if args.cluster is not None or args.shard_tables:
+        from .cluster import run_cli       # prover/cluster.py
+        return run_cli(args, _Fail)
+    if len(args.block) != 1:
+        raise _Fail(EXIT_USAGE, "prove takes one block (several need --cluster; see --help)")
+    args.block = args.block[0]
+    from steadfast.vm.block import BlockError, loads_block
+    from .api import ConfigError, Prover, ProverConfig, UnprovableBlock, digest_hex
 
-    out = args.output or _default_output(args.block)
+    _log_to_stderr()
+    out = None if (args.execute_only or args.precompile) else (
+        args.output or _default_output(args.block))
     try:
-        block = load_block(args.block)
+        with open(args.block, "rb") as fh:
+            raw = fh.read()
     except OSError as exc:
         raise _Fail(EXIT_USAGE, f"cannot read {args.block}: {exc.strerror or exc}") from None
+    try:
+        block = loads_block(raw)
     except BlockError as exc:
         raise _Fail(EXIT_USAGE, f"{args.block}: {exc}") from None
-    cfg = ProverConfig(backend=args.backend, vram_budget=args.vram_budget,
-                       log_blowup=args.log_blowup, num_queries=args.queries,
-                       pow_bits=args.pow_bits, threads=args.threads, check=args.check,
-                       postmortem_dir=args.postmortem_dir,
-                       self_check=not args.no_self_check)
-    progress = None if args.quiet else _Progress(sys.stderr.isatty())
+    if out is not None:
+        _check_outputs(args, out)
+    try:
+        cfg = ProverConfig(backend=args.backend, vram_budget=args.vram_budget,
+                           log_blowup=args.log_blowup, num_queries=args.queries,
+                           pow_bits=args.pow_bits, threads=args.threads, check=args.check,
+                           postmortem_dir=args.postmortem_dir,
+                           self_check=not args.no_self_check)
+        dev = cfg.dev()
+    except ConfigError as exc:
+        raise _Fail(EXIT_USAGE, _flagify(str(exc))) from None
+    quiet = args.quiet or args.json
+    progress = None if (quiet or args.execute_only) else _Progress(sys.stderr.isatty())
     timeline = None
-    if args.timeline:
+    if args.timeline and out is not None:
         from .timeline import Timeline
         timeline = Timeline()
     try:
         prover = Prover(cfg, progress=progress, timeline=timeline)
     except ConfigError as exc:
-        raise _Fail(EXIT_USAGE, str(exc)) from None
+        if progress is not None:
+            progress.close()
+        raise _Fail(EXIT_USAGE, _flagify(str(exc))) from None
     if args.precompile:
-        return _precompile(prover, block, args.quiet)
-    out_dir = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(out_dir):
-        raise _Fail(EXIT_USAGE, f"cannot write {out}: no directory {out_dir}")
-    if not args.quiet:
+        return _precompile(prover, block, quiet)
+    if args.execute_only:
+        return _execute_only(prover, block, args)
+    params = cfg.params()
+    if not dev and params.query_bits() < DEFAULT_MIN_SECURITY_BITS:
+        _warn(f"--log-blowup {params.log_blowup} x --queries {params.num_queries} + --pow-bits "
+              f"{params.pow_bits} = {params.query_bits()} bits, below the "
+              f"{DEFAULT_MIN_SECURITY_BITS} a default verify requires: it will refuse this "
+              f"proof (verify --min-security-bits N accepts weaker ones)")
+    if not quiet:
         print(f"proving {args.block}: {len(block.transactions)} transactions, "
               f"{len(block.programs)} programs, memory {block.memory_size} cells, "
               f"backend {prover.backend}", file=sys.stderr)
+    meta = {"steadfast_version": _version(), "block": args.block,
+            "block_sha256": hashlib.sha256(raw).hexdigest(), "proof": out,
+            "backend": prover.backend, "device": _device_name(prover.backend),
+            "params": dict(vars(params)), "dev_mode": dev,
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     from .api import ProofSelfCheckFailure
     from .xcheck import XcheckFailure
+    failure = None
     try:
         proof = prover.prove_block(block)
     except UnprovableBlock as exc:
         lines = [f"block cannot be proven: {exc}"] + [f"  {d}" for d in exc.details]
-        raise _Fail(EXIT_INVALID, "\n".join(lines)) from None
-    except XcheckFailure as exc:
-        raise _Fail(EXIT_XCHECK, f"{exc}; no proof written") from None
-    except ProofSelfCheckFailure as exc:
-        raise _Fail(EXIT_XCHECK, f"{exc}; no proof written") from None
+        failure = _Fail(EXIT_INVALID, "\n".join(lines))
+        failure.record = {"error": type(exc).__name__, "message": str(exc),
+                          "details": list(exc.details)}
+    except (XcheckFailure, ProofSelfCheckFailure) as exc:
+        failure = _Fail(EXIT_XCHECK, f"{exc}; no proof written")
+        failure.record = {"error": type(exc).__name__, "message": str(exc),
+                          "postmortem": getattr(exc, "postmortem", None)}
     finally:
         if progress is not None:
             progress.close()
-        if timeline is not None:
-            try:
-                timeline.write(args.timeline)
-            except OSError as exc:
-                _err(f"cannot write the timeline {args.timeline}: {exc.strerror or exc}")
-    try:
-        data = proof.to_bytes()
-        with open(out, "wb") as fh:
-            fh.write(data)
+    side = []
+    if timeline is not None:
+        side.append((args.timeline, json.dumps(timeline.to_json()).encode()))
+    if failure is not None:
         if args.stats_json:
-            with open(args.stats_json, "w") as fh:
-                json.dump(dict(proof.stats.to_json(), block=args.block, proof=out,
-                               proof_file_bytes=len(data)), fh, indent=1)
-    except OSError as exc:
-        raise _Fail(EXIT_USAGE, f"cannot write {exc.filename or out}: {exc.strerror or exc}") from None
+            rec = dict(meta, ok=False, proof=None, failure=failure.record,
+                       exit_code=failure.code)
+            side.append((args.stats_json, json.dumps(rec, indent=1).encode()))
+        _write_all(side)
+        raise failure
+    data = proof.to_bytes()
     st = proof.stats
+    sec = None
+    if not dev:
+        from steadfast.verifier.security import proof_security
+        from steadfast.vm.airs import block_airs
+        sec = proof_security(params, block_airs(proof.rom),
+                             [t.rows.bit_length() - 1 for t in st.tables])
+    stats = dict(st.to_json(), **meta, ok=True, proof_file_bytes=len(data), exit_code=EXIT_OK,
+                 final_digest=digest_hex(proof.final_digest))
+    if sec is not None:
+        stats["security_bits"] = sec.bits
+    files = [(out, data)] + side
+    if args.stats_json:
+        files.append((args.stats_json, json.dumps(stats, indent=1).encode()))
+    _write_all(files)
+    if sec is not None and sec.bits < DEFAULT_MIN_SECURITY_BITS:
+        _warn(f"these parameters give this block {sec.bits} conjectured security bits "
+              f"(weakest term {sec.limiting}); a default verify requires "
+              f"{DEFAULT_MIN_SECURITY_BITS} and will refuse the proof: raise --queries or "
+              f"--log-blowup, or verify with --min-security-bits {sec.bits}")
+    if args.json:
+        print(json.dumps(stats))
+        return EXIT_OK
     if not args.quiet:
         total = st.phases.get("total", 0.0)
         print(f"wrote {out}: {len(data):,} bytes; {st.cycles:,} cycles in {total:.2f}s "
               f"({st.cycles / total if total else 0:,.0f} cycles/s)")
+        if dev:
+            print("DEVELOPMENT-MODE proof: execution and constraint check only, NOT a STARK; "
+                  "verify refuses it without --accept-dev")
+            return EXIT_OK
         print(st.summary())
+        print(f"final state digest {digest_hex(proof.final_digest)}")
         if args.verbose:
             print("phases: " + ", ".join(f"{k} {v:.2f}s" for k, v in st.phases.items()))
             for t in st.tables:
@@ -265,16 +467,60 @@ def _run_prove(argv) -> int:
             flat = {k: v for k, v in st.counters.items() if not isinstance(v, dict)}
             if flat:
                 print("counters: " + ", ".join(f"{k}={v}" for k, v in flat.items()))
-            dev = st.counters.get("device")
-            if dev:
-                rec = dev.get("recovery", {})
+            dev_c = st.counters.get("device")
+            if dev_c:
+                rec = dev_c.get("recovery", {})
                 retries = sum(r.get("retries", 0) for r in rec.values())
                 downgrades = sum(r.get("downgrades", 0) for r in rec.values())
-                print(f"device {dev.get('backend')}: peak {dev.get('peak_device_bytes', 0):,} B, "
-                      f"spilled {dev.get('spilled_bytes', 0):,} B, {retries} retries, "
+                print(f"device {dev_c.get('backend')}: peak {dev_c.get('peak_device_bytes', 0):,} B, "
+                      f"spilled {dev_c.get('spilled_bytes', 0):,} B, {retries} retries, "
                       f"{downgrades} downgrades")
             print(f"peak RSS {st.peak_rss_bytes / 2**20:.0f} MiB")
     return EXIT_OK
+
+
+def _execute_only(prover, block, args) -> int:
+    """``prove --execute-only``: the VM run and the proof's size, no proof."""
+    from .api import UnprovableBlock
+    try:
+        rep = prover.execute(block)
+    except UnprovableBlock as exc:
+        raise _Fail(EXIT_INVALID, f"block cannot be proven: {exc}") from None
+    if args.json:
+        print(json.dumps(dict(rep.to_json(), backend=prover.backend,
+                              min_security_bits_default=DEFAULT_MIN_SECURITY_BITS)))
+    elif not args.quiet:
+        print(rep.summary())
+    if rep.security_bits < DEFAULT_MIN_SECURITY_BITS:
+        _warn(f"these parameters give this block {rep.security_bits} conjectured security "
+              f"bits; a default verify requires {DEFAULT_MIN_SECURITY_BITS}")
+    if not rep.claims_ok:
+        _err("the claimed outputs are not what execution writes: " + ", ".join(rep.mismatches))
+        return EXIT_INVALID
+    return EXIT_OK
+
+
+def _log_to_stderr() -> None:
+    """The library's warnings (development mode, diagnostics the host ignores) reach the
+    terminal as ``warning: ...`` lines; once per process."""
+    import logging
+    lg = logging.getLogger("steadfast")
+    if any(getattr(h, "_steadfast_cli", False) for h in lg.handlers):
+        return
+
+    class _H(logging.StreamHandler):
+        _steadfast_cli = True
+
+        def emit(self, record):
+            self.stream = sys.stderr        # the current stderr (tests capture it)
+            super().emit(record)
+    class _F(logging.Formatter):
+        def format(self, record):
+            return f"{record.levelname.lower()}: {record.getMessage()}"
+    h = _H()
+    h.setLevel(logging.WARNING)
+    h.setFormatter(_F())
+    lg.addHandler(h)
 
 
 # --------------------------------------------------------------------------- verify
@@ -287,12 +533,27 @@ def _verify_parser() -> argparse.ArgumentParser:
     ap.add_argument("--min-security-bits", type=int, default=DEFAULT_MIN_SECURITY_BITS,
                     metavar="N",
                     help="refuse proofs whose parameters give fewer conjectured security "
-                         "bits (log_blowup * queries + pow_bits; default "
-                         f"{DEFAULT_MIN_SECURITY_BITS}; 0 accepts any parameters)")
+                         "bits (the sum of every soundness term for the proof's tables, "
+                         "docs/protocol.md section 7; 0 accepts any parameters)")
+    ap.add_argument("--accept-dev", action="store_true",
+                    help="accept a development-mode proof (PROVER_DEV_MODE=1: execution and "
+                         "constraint check only, proves nothing); for development only")
+    ap.add_argument("--json", action="store_true",
+                    help="print one JSON object on stdout: ok, error (class and message), "
+                         "public values, parameters, security bits and terms, seconds; the "
+                         "exit status is unchanged")
     g = ap.add_mutually_exclusive_group()
     g.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     g.add_argument("-v", "--verbose", action="store_true", help="more detail")
     return ap
+
+
+def _pv_json(pv) -> dict:
+    """The public values by name; digests in the one digest notation (:func:`digest_hex`)."""
+    from steadfast.vm.statement import PV_NAMES
+    from .api import digest_hex
+    return {name: (pv[idx] if isinstance(idx, int) else digest_hex(pv[idx]))
+            for name, idx in PV_NAMES.items()}
 
 
 def _run_verify(argv) -> int:
@@ -301,46 +562,72 @@ def _run_verify(argv) -> int:
         raise _Fail(EXIT_USAGE, f"--min-security-bits must be >= 0, got {args.min_security_bits}")
     from steadfast.verifier.errors import ParameterError, VerificationError
     from steadfast.vm.block import BlockError, load_block
-    from steadfast.vm.statement import PV_NAMES
-    from .api import verify
+    from .api import DevProofRefused, digest_hex, verify
+
+    _log_to_stderr()
+    report = {"steadfast_version": _version(), "proof": args.proof, "block": args.block,
+              "min_security_bits": args.min_security_bits, "ok": False, "error": None}
+
+    def fail(code, message, exc=None):
+        if args.json:
+            report["error"] = {"class": type(exc).__name__ if exc else "UsageError",
+                               "message": str(exc) if exc else message}
+            report["exit_code"] = code
+            print(json.dumps(report))
+        return _Fail(code, message)
 
     try:
         with open(args.proof, "rb") as fh:
             data = fh.read()
     except OSError as exc:
-        raise _Fail(EXIT_USAGE, f"cannot read {args.proof}: {exc.strerror or exc}") from None
+        raise fail(EXIT_USAGE, f"cannot read {args.proof}: {exc.strerror or exc}", exc) from None
     block = None
     if args.block:
         try:
             block = load_block(args.block)
         except OSError as exc:
-            raise _Fail(EXIT_USAGE, f"cannot read {args.block}: {exc.strerror or exc}") from None
+            raise fail(EXIT_USAGE, f"cannot read {args.block}: {exc.strerror or exc}", exc) from None
         except BlockError as exc:
-            raise _Fail(EXIT_USAGE, f"{args.block}: {exc}") from None
+            raise fail(EXIT_USAGE, f"{args.block}: {exc}", exc) from None
     try:
-        result = verify(data, block=block, min_security_bits=args.min_security_bits)
+        result = verify(data, block=block, min_security_bits=args.min_security_bits,
+                        accept_dev=args.accept_dev)
+    except DevProofRefused as exc:
+        raise fail(EXIT_INVALID, f"proof refused: {exc}", exc) from None
     except ParameterError as exc:
-        raise _Fail(EXIT_INVALID, f"proof refused: {exc} (--min-security-bits)") from None
+        raise fail(EXIT_INVALID, f"proof refused: {exc} (--min-security-bits)", exc) from None
     except VerificationError as exc:
-        raise _Fail(EXIT_INVALID, f"invalid proof: {type(exc).__name__}: {exc}") from None
+        raise fail(EXIT_INVALID, f"invalid proof: {type(exc).__name__}: {exc}", exc) from None
+    p = result.params
+    sec = result.security
+    if args.json:
+        report.update(ok=True, exit_code=EXIT_OK, dev=result.dev, seconds=result.seconds,
+                      public_values=_pv_json(result.public_values),
+                      params=None if result.dev else dict(vars(p)),
+                      security_bits=None if sec is None else sec.bits,
+                      security_terms=None if sec is None else {
+                          k: (None if v == float("inf") else v) for k, v in sec.terms.items()},
+                      limiting_term=None if sec is None else sec.limiting)
+        print(json.dumps(report))
+        return EXIT_OK
     if not args.quiet:
-        fd = "".join(f"{x:08x}" for x in result.final_digest)
+        fd = digest_hex(result.final_digest)
         what = f" for block {args.block}" if args.block else ""
-        print(f"proof OK{what} ({result.seconds:.2f}s): memory {result.memory_size} cells, "
+        kind = "development-mode proof accepted" if result.dev else "proof OK"
+        print(f"{kind}{what} ({result.seconds:.2f}s): memory {result.memory_size} cells, "
               f"final state digest {fd}")
-        p = result.params
-        print(f"parameters: log_blowup {p.log_blowup}, {p.num_queries} queries, "
-              f"{p.pow_bits} proof-of-work bits, log_final_poly_len {p.log_final_poly_len}, "
-              f"grinding LogUp/DEEP/commit {p.logup_pow_bits}/{p.deep_pow_bits}/"
-              f"{p.commit_pow_bits} bits: {result.security_bits} conjectured security bits "
-              f"(minimum {args.min_security_bits}; weakest term "
-              f"{result.security.limiting if result.security else '-'})")
-        if args.verbose and result.security is not None:
-            print(f"  security: {result.security.describe()}")
+        if not result.dev:
+            print(f"parameters: log_blowup {p.log_blowup}, {p.num_queries} queries, "
+                  f"{p.pow_bits} proof-of-work bits, log_final_poly_len {p.log_final_poly_len}, "
+                  f"grinding LogUp/DEEP/commit {p.logup_pow_bits}/{p.deep_pow_bits}/"
+                  f"{p.commit_pow_bits} bits: {result.security_bits} conjectured security bits "
+                  f"(minimum {args.min_security_bits}; weakest term "
+                  f"{sec.limiting if sec else '-'})")
+        if args.verbose and sec is not None:
+            print(f"  security: {sec.describe()}")
         if args.verbose:
-            for name, idx in PV_NAMES.items():
-                v = result.public_values[idx]
-                print(f"  {name:<15} {v if isinstance(v, int) else ' '.join(map(str, v))}")
+            for name, v in _pv_json(result.public_values).items():
+                print(f"  {name:<15} {v}")
     return EXIT_OK
 
 
@@ -354,6 +641,12 @@ def _main(run, argv) -> int:
         return exc.code
     except SystemExit as exc:               # --help / --version from argparse
         return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
+    except BrokenPipeError:                 # the reader of our output went away (| head)
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return EXIT_OK
     except KeyboardInterrupt:
         _err("interrupted")
         return EXIT_INTERRUPTED
