@@ -1,0 +1,594 @@
+"""Cluster mode: prove on a Ray cluster (``pip install 'steadfast[cluster]'``).
+
+    from steadfast.prover.cluster import ClusterProver
+    from steadfast.prover.api import ProverConfig
+    with ClusterProver(address=None, config=ProverConfig(), workers=2) as cp:
+        for index, proof in cp.prove_many(blocks):        # completion order
+            proof.stats.counters["cluster"]                # retries, workers, bytes moved
+        proof = cp.submit(block).result(timeout=600)       # one block, concurrent.futures-like
+        proof = cp.prove_sharded(block)                    # one block, its tables on workers
+
+``address=None`` starts a local Ray instance (or joins the one this process already
+started); otherwise it is a Ray address ("auto", "HOST:PORT", "ray://...") of a cluster
+made with ``ray start --head`` / ``ray start --address`` (Ray's documentation).
+
+Two ways to spread the work, same bytes as :meth:`prover.api.Prover.prove_block` on one
+machine:
+
+* **many blocks** -- one Ray actor per worker keeps one warm :class:`prover.api.Prover`
+  (compiled kernels, its own VRAM budget and admission) for its lifetime and proves whole
+  blocks; it asks for ``num_gpus=1`` when the cluster has GPUs, else ``num_cpus=1``.
+* **one block, tables sharded** -- the coordinator executes the block and puts each
+  table's trace in Ray's object store; the workers commit the main traces (R1) and keep
+  each table's committed state; the coordinator absorbs the roots in table order and draws
+  the LogUp challenges (with their proof of work); each worker then finishes its tables on
+  their own transcript forks (``rounds.prove_table``) and returns the table's proof
+  section; the coordinator encodes the proof and runs the prover's self-check.  Host
+  stages only for now (a device backend raises :class:`prover.api.ConfigError`).
+
+Faults: a worker that dies (its process killed, its node gone) is restarted by Ray
+(``max_restarts``) and the coordinator re-runs its piece, at most ``max_retries`` times per
+piece (:class:`ClusterError` beyond); a restarted worker that lost a table's committed
+state recomputes it from the trace still in the object store (same root, checked).  Pieces
+are deterministic, so the bytes do not depend on where or how often a piece ran; every
+re-run is counted in ``stats.counters["cluster"]``.  A worker's own error (e.g.
+:class:`prover.api.UnprovableBlock`) is re-raised as the same exception type; every wait
+has a timeout.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .api import BlockProof, ConfigError, ProofStats, Prover, ProverConfig, TableStats, UnprovableBlock
+
+DEFAULT_MAX_RETRIES = 3          # re-runs of one piece after its worker died
+DEFAULT_START_TIMEOUT = 300.0    # seconds for the workers to come up
+
+
+class ClusterError(RuntimeError):
+    """The cluster could not finish a piece: its worker died more than ``max_retries``
+    times, the workers did not start, or a wait timed out."""
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:                  # pragma: no cover - exercised where ray is absent
+        raise ConfigError("cluster mode needs Ray: pip install 'steadfast[cluster]'") from None
+    return ray
+
+
+# --------------------------------------------------------------------------- worker side
+
+def _maybe_die(fault: str | None, fault_dir: str | None, key: str) -> None:
+    """Test hook: ``fault`` = "kill@KEY" kills this worker's process (SIGKILL, mid-proof)
+    the first time it reaches piece KEY (once per fault_dir, across restarts); several
+    terms separated by commas."""
+    if not fault or not fault_dir or f"kill@{key}" not in fault.split(","):
+        return
+    try:
+        fd = os.open(os.path.join(fault_dir, key.replace(":", "_")), os.O_CREAT | os.O_EXCL)
+    except FileExistsError:
+        return
+    os.close(fd)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _writable(a) -> np.ndarray:
+    """Arrays from the object store are read-only views of shared memory; the host
+    kernels are compiled for writable arrays: a private copy (one table's trace)."""
+    a = np.asarray(a)
+    return a if a.flags.writeable else a.copy()
+
+
+class _Worker:
+    """One Ray actor: a warm Prover for whole blocks, and per-table state for sharded
+    proofs (``state[(job, table)]`` = the table's main commitment and preprocessed LDE)."""
+
+    def __init__(self, config: ProverConfig, fault: str | None = None, fault_dir: str | None = None):
+        self.prover = Prover(config)
+        self.fault, self.fault_dir = fault, fault_dir
+        self.state: dict = {}
+
+    def ping(self) -> int:
+        return os.getpid()
+
+    def prove(self, block: dict, key: str):
+        """A whole block -> (BlockProof bytes, ProofStats)."""
+        _maybe_die(self.fault, self.fault_dir, key)
+        proof = self.prover.prove_block(block)
+        return proof.to_bytes(), proof.stats
+
+    # -- sharded: R1 main commit, then the table's chain after the fork ---------------
+    def _commit(self, i: int, rom, trace, params, shapes):
+        from steadfast.vm.airs import block_airs
+        from .spans import Spans
+        from .stages import HostStages
+        air = block_airs(rom)[i]
+        stages, spans = HostStages(), Spans()
+        with spans.span("r1_main", air.name):
+            com = stages.main_commit(np.asarray(trace), shapes[i])
+            prep = stages.prep_lde(air, shapes[i])
+        return stages, com, prep, spans.stats.records
+
+    def main_commit(self, job: str, i: int, rom, trace, params, shapes):
+        _maybe_die(self.fault, self.fault_dir, f"main_commit:{i}")
+        rom, trace = _writable(rom), _writable(trace)
+        stages, com, prep, records = self._commit(i, rom, trace, params, shapes)
+        self.state[(job, i)] = (com, prep)
+        return np.asarray(com.root, np.uint32), records
+
+    def prove_table(self, job: str, i: int, rom, trace, public_values, params, shapes,
+                    root, ch):
+        """Finish table i on its fork -> (TableProof, span records, recomputed?)."""
+        from steadfast.vm.airs import block_airs
+        from .rounds import R1Main, Statement, prove_table
+        from .spans import Spans
+        from .stages import HostStages
+        _maybe_die(self.fault, self.fault_dir, f"prove_table:{i}")
+        rom, trace = _writable(rom), _writable(trace)
+        records: list = []
+        held = self.state.pop((job, i), None)
+        recomputed = held is None
+        if recomputed:                   # this worker restarted: redo the main commit
+            _, com, prep, records = self._commit(i, rom, trace, params, shapes)
+            if not np.array_equal(np.asarray(com.root, np.uint32), np.asarray(root, np.uint32)):
+                raise ClusterError(f"table {i}: the recomputed main root differs")  # pragma: no cover
+        else:
+            com, prep = held
+        airs = tuple(block_airs(rom))
+        n = len(airs)
+        st = Statement(airs, tuple(trace if j == i else None for j in range(n)),
+                       tuple(tuple(int(v) for v in pv) for pv in public_values), params,
+                       tuple(shapes))
+        r1 = R1Main(None, tuple(com if j == i else None for j in range(n)),
+                    tuple(prep if j == i else None for j in range(n)))
+        spans = Spans()
+        with spans.span("table", airs[i].name):
+            section = prove_table(i, st, r1, ch, HostStages(), spans)
+        return section, records + spans.stats.records, recomputed
+
+    def drop(self, job: str) -> None:
+        for k in [k for k in self.state if k[0] == job]:
+            del self.state[k]
+
+
+# --------------------------------------------------------------------------- coordinator
+
+@dataclass
+class _Piece:
+    worker: int
+    method: str
+    args: tuple
+    tag: object = None
+    attempts: int = 0
+    ref: object = None
+    gen: int = 0
+
+
+class ClusterFuture:
+    """The pending proof of one block (:meth:`ClusterProver.submit`)."""
+
+    def __init__(self, cp: "ClusterProver", piece: _Piece, rom_block, t0: float):
+        self._cp, self._piece, self._block, self._t0 = cp, piece, rom_block, t0
+        self._result = None
+
+    def done(self) -> bool:
+        if self._result is not None:
+            return True
+        ready, _ = self._cp._ray.wait([self._piece.ref], timeout=0)
+        return bool(ready)
+
+    def result(self, timeout: float | None = None) -> BlockProof:
+        """The BlockProof (stats with ``counters["cluster"]``); re-raises the worker's
+        error; :class:`TimeoutError` after ``timeout`` seconds."""
+        if self._result is None:
+            for piece, value in self._cp._gather([self._piece], timeout):
+                self._result = self._cp._block_result(piece, value, self._t0)
+        return self._result
+
+
+class ClusterProver:
+    """Proves blocks on a Ray cluster: ``workers`` actors, each with a warm Prover.
+
+    ``address``: None starts (or joins) a local Ray instance with ``workers`` CPUs; else a
+    Ray address.  ``config``: the :class:`prover.api.ProverConfig` every worker uses.
+    ``max_retries``: re-runs of one piece after its worker died.  ``fault``: test hook
+    ("kill@block:INDEX", "kill@main_commit:TABLE", "kill@prove_table:TABLE": the worker
+    kills its own process the first time it reaches that piece)."""
+
+    def __init__(self, address: str | None = None, config: ProverConfig | None = None,
+                 workers: int = 2, *, max_retries: int = DEFAULT_MAX_RETRIES,
+                 start_timeout: float = DEFAULT_START_TIMEOUT, fault: str | None = None):
+        ray = self._ray = _ray()
+        self.config = config or ProverConfig()
+        if not isinstance(workers, int) or workers < 1:
+            raise ConfigError(f"workers must be a positive integer, got {workers!r}")
+        if not isinstance(max_retries, int) or max_retries < 0:
+            raise ConfigError(f"max_retries must be >= 0, got {max_retries!r}")
+        self.local = Prover(self.config)      # validates the config; executes blocks here
+        self.workers, self.max_retries, self.start_timeout = workers, max_retries, start_timeout
+        self.retries = 0                 # pieces re-run after their worker died
+        self.worker_deaths = 0
+        self._owns_ray = False
+        if not ray.is_initialized():
+            if address is None:
+                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False,
+                         object_store_memory=int(os.environ.get("STEADFAST_RAY_OBJECT_STORE",
+                                                                256 << 20)))
+            else:
+                ray.init(address=address, log_to_driver=False)
+            self._owns_ray = True
+        res = ray.cluster_resources()
+        self.gpus = int(res.get("GPU", 0))
+        kind = "GPU" if self.gpus else "CPU"
+        opts = dict(num_gpus=1, num_cpus=1) if self.gpus else dict(num_cpus=1)
+        # never wait forever for a worker to fit (a few seconds for workers just killed
+        # elsewhere to hand their resources back)
+        wait_until = time.monotonic() + min(start_timeout, 30.0)
+        while workers > ray.available_resources().get(kind, 0) and time.monotonic() < wait_until:
+            time.sleep(0.25)
+        free = ray.available_resources()
+        if workers > free.get(kind, 0):
+            if self._owns_ray:
+                ray.shutdown()
+            raise ConfigError(f"{workers} workers need {workers} free {kind}s (one each); the "
+                              f"cluster has {res.get(kind, 0):g}, {free.get(kind, 0):g} free")
+        self._fault_dir = tempfile.mkdtemp(prefix="steadfast-fault-") if fault else None
+        actor = ray.remote(max_restarts=max_retries, max_task_retries=0, **opts)(_Worker)
+        self._actors = [actor.remote(self.config, fault, self._fault_dir) for _ in range(workers)]
+        self._inflight = [0] * workers
+        self._gen = [0] * workers         # deaths seen per worker
+        try:
+            self.pids = list(ray.get([a.ping.remote() for a in self._actors], timeout=start_timeout))
+        except Exception as exc:
+            self.shutdown()
+            raise ClusterError(f"the workers did not start within {start_timeout:g}s: {exc}") from None
+
+    # -- context manager ------------------------------------------------------------
+    def __enter__(self) -> "ClusterProver":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+
+    def shutdown(self) -> None:
+        """Stop the workers (and the local Ray instance if this prover started it)."""
+        ray = self._ray
+        for a in getattr(self, "_actors", []):
+            try:
+                ray.kill(a, no_restart=True)
+            except Exception:            # pragma: no cover - already gone
+                pass
+        self._actors = []
+        if self._owns_ray and ray.is_initialized():
+            ray.shutdown()
+        self._owns_ray = False
+
+    # -- pieces: launch, wait, re-run ------------------------------------------------
+    def _await_worker(self, w: int) -> None:
+        """Wait until Ray has restarted worker ``w`` (bounded by ``start_timeout``); a
+        worker out of restarts is a :class:`ClusterError` at once."""
+        from ray.exceptions import ActorDiedError, RayActorError
+        deadline = time.monotonic() + self.start_timeout
+        while True:
+            try:
+                self.pids[w] = self._ray.get(self._actors[w].ping.remote(),
+                                             timeout=max(0.1, deadline - time.monotonic()))
+                return
+            except ActorDiedError as exc:
+                raise ClusterError(f"worker {w} died and cannot be restarted: {exc}") from None
+            except (RayActorError, self._ray.exceptions.GetTimeoutError):
+                if time.monotonic() > deadline:
+                    raise ClusterError(f"worker {w} did not restart within "
+                                       f"{self.start_timeout:g}s") from None
+                time.sleep(0.2)
+
+    def _launch(self, p: _Piece) -> None:
+        p.gen = self._gen[p.worker]
+        p.ref = getattr(self._actors[p.worker], p.method).remote(*p.args)
+        self._inflight[p.worker] += 1
+
+    def _gather(self, pieces, timeout: float | None, feed=None):
+        """Yield (piece, value) as pieces finish.  A piece whose worker died is re-run on
+        the restarted worker (at most ``max_retries`` times; counted); a worker's exception
+        is re-raised as itself.  ``feed()``: called after each finished piece, may return
+        more pieces to launch."""
+        ray = self._ray
+        from ray.exceptions import RayActorError, RayTaskError, WorkerCrashedError
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pending = {}
+        for p in pieces:
+            if p.ref is None:
+                self._launch(p)
+            pending[p.ref] = p
+        while pending:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=left)
+            if not ready:
+                raise TimeoutError(f"{len(pending)} cluster pieces unfinished after {timeout:g}s")
+            p = pending.pop(ready[0])
+            self._inflight[p.worker] -= 1
+            try:
+                value = ray.get(p.ref)
+            except (RayActorError, WorkerCrashedError) as exc:
+                p.attempts += 1
+                self.retries += 1
+                if p.gen == self._gen[p.worker]:     # a new death of this worker
+                    self._gen[p.worker] += 1
+                    self.worker_deaths += 1
+                if p.attempts > self.max_retries:
+                    raise ClusterError(f"{p.method} {p.tag}: the worker died {p.attempts} "
+                                       f"times (max_retries {self.max_retries})") from exc
+                self._await_worker(p.worker)     # Ray restarts it (max_restarts)
+                self._launch(p)
+                pending[p.ref] = p
+                continue
+            except RayTaskError as exc:
+                cause = getattr(exc, "cause", None)
+                if isinstance(cause, BaseException):
+                    try:
+                        cause.cluster_piece = p.tag      # which block / table
+                    except AttributeError:               # pragma: no cover
+                        pass
+                    raise cause from None
+                raise                            # pragma: no cover
+            yield p, value
+            for q in (feed() if feed else ()):
+                self._launch(q)
+                pending[q.ref] = q
+
+    def _least_busy(self) -> int:
+        return min(range(self.workers), key=lambda w: self._inflight[w])
+
+    # -- many blocks --------------------------------------------------------------
+    def _block_piece(self, block, index) -> tuple[_Piece, object]:
+        from .api import _as_block
+        blk = _as_block(block)                   # a malformed block fails here, typed
+        return _Piece(self._least_busy(), "prove", (blk.to_json(), f"block:{index}"), index), blk
+
+    def _block_result(self, piece: _Piece, value, t0: float) -> BlockProof:
+        data, stats = value
+        bp = BlockProof.from_bytes(data)
+        stats.counters["cluster"] = {
+            "mode": "blocks", "workers": self.workers, "worker": piece.worker,
+            "retries": piece.attempts, "gpus": self.gpus,
+            "worker_deaths_total": self.worker_deaths,
+            "bytes_through_object_store": len(data) + len(pickle.dumps(piece.args)),
+            "seconds": round(time.perf_counter() - t0, 4)}
+        return BlockProof(bp.rom, bp.proof, stats)
+
+    def submit(self, block) -> ClusterFuture:
+        """Start proving ``block`` (Block, dict, JSON text or path) on the least busy
+        worker; -> a :class:`ClusterFuture`."""
+        t0 = time.perf_counter()
+        piece, _ = self._block_piece(block, f"submit:{uuid.uuid4().hex[:8]}")
+        self._launch(piece)
+        return ClusterFuture(self, piece, None, t0)
+
+    def prove_many(self, blocks, timeout: float | None = None, per_worker: int = 2):
+        """Prove ``blocks`` across the workers; yield (index, BlockProof) in completion
+        order.  At most ``per_worker`` blocks are queued on a worker at a time (the next
+        one waits in the coordinator, so a fast worker takes more).  ``timeout``: for the
+        whole batch (:class:`TimeoutError`)."""
+        todo = list(enumerate(blocks))[::-1]
+        starts: dict = {}
+
+        def take(n):
+            out = []
+            while todo and len(out) < n:
+                idx, blk = todo.pop()
+                piece, _ = self._block_piece(blk, idx)
+                starts[idx] = time.perf_counter()
+                out.append(piece)
+                self._inflight[piece.worker] += 1    # reserve while choosing the next
+            for p in out:
+                self._inflight[p.worker] -= 1
+            return out
+
+        def feed():
+            free = self.workers * per_worker - sum(self._inflight)
+            return take(max(0, free))
+
+        first = take(self.workers * per_worker)
+        for piece, value in self._gather(first, timeout, feed):
+            yield piece.tag, self._block_result(piece, value, starts[piece.tag])
+
+    # -- one block, tables sharded ------------------------------------------------------
+    def prove_sharded(self, block, timeout: float | None = None) -> BlockProof:
+        """Prove one block with its tables spread over the workers; the same bytes as
+        ``Prover.prove_block`` on one machine; the proof is self-checked here."""
+        from steadfast.air import ConstraintViolation, LookupImbalance, check_traces
+        from steadfast.verifier.proof_format import Proof, encode
+        from steadfast.verifier.protocol import absorb_statement
+        from steadfast.verifier.transcript import Transcript
+        from .api import _rss_bytes
+        from .prove import prepare
+        from .rounds import R1Challenges, R1Main, r1_challenges
+        from .spans import Spans
+        from .stages import HostStages
+        ray = self._ray
+        if self.local.backend != "host":
+            raise ConfigError(f"sharded tables run the host stages; backend "
+                              f"{self.local.backend!r} is not wired per table yet")
+        t0 = time.perf_counter()
+        cfg = self.config
+        phases: dict = {}
+        rec, bt = self.local._build(block, phases)
+        airs, traces, pvs = list(bt.airs), list(bt.traces), bt.table_public_values
+        if cfg.check:
+            with self.local._phase("check", phases):
+                try:
+                    check_traces(airs, traces, pvs)
+                except ConstraintViolation as exc:
+                    raise UnprovableBlock(f"trace check failed: {exc}", exc.table,
+                                          exc.constraint) from None
+                except LookupImbalance as exc:
+                    raise UnprovableBlock(f"trace check failed: {exc}") from None
+        t1 = time.perf_counter()
+        params = cfg.params()
+        st = prepare(traces, airs, pvs, params, check=False)
+        rom = np.asarray(rec.rom.rows, dtype=np.int64)
+        shapes, pv = list(st.shapes), [list(p) for p in st.public_values]
+        n = len(airs)
+        job = uuid.uuid4().hex
+        refs = [ray.put(np.ascontiguousarray(t)) for t in traces]     # the object store
+        rom_ref = ray.put(rom)
+        moved = sum(int(t.nbytes) for t in traces) + int(rom.nbytes) * self.workers
+        records: list = []
+        retries0, deaths0 = self.retries, self.worker_deaths
+        recomputed = 0
+        try:
+            # R1 on the workers: main commits, state kept per table
+            pieces = [_Piece(i % self.workers, "main_commit",
+                             (job, i, rom_ref, refs[i], params, shapes), i) for i in range(n)]
+            roots = [None] * n
+            for p, (root, rec_) in self._gather(pieces, timeout):
+                roots[p.tag] = root
+                records.extend(rec_)
+            # the coordinator: statement, roots in table order, LogUp challenges, forks
+            spans = Spans()
+            tr = Transcript()
+            absorb_statement(tr, st.params, st.airs, st.shapes, st.public_values)
+            for root in roots:
+                tr.absorb("main_root", root)
+            ch = r1_challenges(st, R1Main(tr, (), ()), spans, HostStages().permute)
+            records.extend(spans.stats.records)
+            pieces = []
+            for i in range(n):
+                chi = R1Challenges(ch.challenges,
+                                   tuple(f if j == i else None for j, f in enumerate(ch.forks)),
+                                   ch.logup_nonce)
+                pieces.append(_Piece(i % self.workers, "prove_table",
+                                     (job, i, rom_ref, refs[i], pv, params, shapes, roots[i], chi), i))
+            sections = [None] * n
+            for p, (section, rec_, redo) in self._gather(pieces, timeout):
+                sections[p.tag] = section
+                records.extend(rec_)
+                recomputed += int(redo)
+        finally:
+            for a in self._actors:
+                a.drop.remote(job)
+            del refs
+        proof = encode(Proof(params=params, tables=sections, logup_nonce=ch.logup_nonce))
+        moved += len(proof)              # the sections coming back (their encoded size)
+        phases["prove"] = time.perf_counter() - t1
+        self_check = {"enabled": bool(cfg.self_check), "checked": 0, "failed": 0, "seconds": 0.0}
+        if cfg.self_check:
+            with self.local._phase("self_check", phases):
+                self.local._self_check(proof, airs, pvs, [])
+            self_check.update(checked=1, seconds=round(phases["self_check"], 4))
+        phases["total"] = time.perf_counter() - t0
+        work = sum(s for name, t, s in records if name in ("r1_main", "table"))
+        counters = {"proof_bytes": len(proof), "self_check": self_check,
+                    "cluster": {"mode": "sharded", "workers": self.workers, "gpus": self.gpus,
+                                "retries": self.retries - retries0, "recomputed": recomputed,
+                                "worker_deaths": self.worker_deaths - deaths0,
+                                "bytes_through_object_store": moved,
+                                "worker_seconds": round(work, 4),
+                                "seconds": round(phases["prove"], 4)}}
+        stats = ProofStats(records=records, counters=counters, backend="host",
+                           cycles=rec.cycles, phases=phases, proof_bytes=len(proof),
+                           peak_rss_bytes=_rss_bytes())
+        for air, t in zip(airs, traces):
+            per: dict = {}
+            for name, tab, s in records:
+                if tab == air.name and name != "table":
+                    per[name] = per.get(name, 0.0) + s
+            stats.tables.append(TableStats(air.name, int(t.shape[0]), air.main_width,
+                                           air.aux_width, air.num_parts, per))
+        return BlockProof(rom, proof, stats)
+
+
+# --------------------------------------------------------------------------- CLI
+
+def run_cli(args, fail) -> int:
+    """``prove --cluster [ADDRESS] BLOCK... [--shard-tables] [--workers N]`` (prover/cli.py
+    parses; ``fail(code, message)`` is its exception).  Writes BLOCK.proof beside each
+    block (``-o`` with one block), one progress line per block; the exit codes of
+    ``prove``: 1 for a block that cannot be proven (naming it), 2 usage, 3 a cluster
+    failure, 4 a self-check failure."""
+    import sys
+    from steadfast.vm.block import BlockError, load_block
+    from .cli import EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, EXIT_USAGE, EXIT_XCHECK, _default_output
+    from .api import ProofSelfCheckFailure
+    paths = list(args.block)
+    address = args.cluster or None
+    if address is not None and (os.path.exists(address) or address.lower().endswith(".json")):
+        paths.insert(0, address)         # "--cluster BLOCK ...": no address, a local Ray
+        address = None
+    if not paths:
+        raise fail(EXIT_USAGE, "no block given (see --help)")
+    if args.precompile or args.timeline or getattr(args, "execute_only", False):
+        raise fail(EXIT_USAGE, "--precompile, --execute-only and --timeline do not apply "
+                               "to --cluster")
+    if args.shard_tables and len(paths) != 1:
+        raise fail(EXIT_USAGE, f"--shard-tables proves one block, got {len(paths)}")
+    if args.output and len(paths) != 1:
+        raise fail(EXIT_USAGE, "-o/--output needs exactly one block")
+    blocks = []
+    for path in paths:
+        try:
+            blocks.append(load_block(path))
+        except OSError as exc:
+            raise fail(EXIT_USAGE, f"cannot read {path}: {exc.strerror or exc}") from None
+        except BlockError as exc:
+            raise fail(EXIT_USAGE, f"{path}: {exc}") from None
+    outs = [args.output] if args.output else [_default_output(p) for p in paths]
+    for out in outs:
+        d = os.path.dirname(os.path.abspath(out))
+        if not os.path.isdir(d):
+            raise fail(EXIT_USAGE, f"cannot write {out}: no directory {d}")
+    cfg = ProverConfig(backend=args.backend, vram_budget=args.vram_budget,
+                       log_blowup=args.log_blowup, num_queries=args.queries,
+                       pow_bits=args.pow_bits, threads=args.threads, check=args.check,
+                       postmortem_dir=args.postmortem_dir, self_check=not args.no_self_check)
+    workers = args.workers if args.workers is not None else 2
+    say = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    t0 = time.perf_counter()
+    try:
+        cp = ClusterProver(address, cfg, workers=workers)
+    except ConfigError as exc:
+        raise fail(EXIT_USAGE, str(exc)) from None
+    except ClusterError as exc:
+        raise fail(EXIT_INTERNAL, str(exc)) from None
+    say(f"cluster: {workers} workers ({cp.gpus} GPUs), {len(paths)} block(s)"
+        + (", tables sharded" if args.shard_tables else ""))
+    with cp:
+        try:
+            if args.shard_tables:
+                results = [(0, cp.prove_sharded(blocks[0]))]
+            else:
+                results = cp.prove_many(blocks)
+            for i, proof in results:
+                data = proof.to_bytes()
+                try:
+                    with open(outs[i], "wb") as fh:
+                        fh.write(data)
+                except OSError as exc:
+                    raise fail(EXIT_USAGE, f"cannot write {outs[i]}: {exc.strerror or exc}") from None
+                c = proof.stats.counters.get("cluster", {})
+                say(f"[{time.perf_counter() - t0:8.2f}s] {paths[i]}: wrote {outs[i]} "
+                    f"({len(data):,} bytes; {proof.stats.cycles:,} cycles; "
+                    f"{c.get('seconds', 0):.2f}s; retries {c.get('retries', 0)})")
+        except UnprovableBlock as exc:
+            i = getattr(exc, "cluster_piece", 0) if not args.shard_tables else 0
+            name = paths[i] if isinstance(i, int) and 0 <= i < len(paths) else "a block"
+            lines = [f"{name}: block cannot be proven: {exc}"] + [f"  {d}" for d in exc.details]
+            raise fail(EXIT_INVALID, "\n".join(lines)) from None
+        except ProofSelfCheckFailure as exc:
+            raise fail(EXIT_XCHECK, f"{exc}; no proof written") from None
+        except (ClusterError, TimeoutError) as exc:
+            raise fail(EXIT_INTERNAL, f"cluster: {exc}") from None
+    return EXIT_OK
+
+
+__all__ = ["ClusterProver", "ClusterFuture", "ClusterError", "run_cli"]
