@@ -86,14 +86,17 @@ def _warn(msg: str) -> None:
 
 # ProverConfig field (as ConfigError messages name it) -> the prove option that sets it
 _FLAG_OF = {"num_queries": "--queries", "log_blowup": "--log-blowup", "pow_bits": "--pow-bits",
-            "threads": "--threads", "vram budget": "--vram-budget", "backend": "--backend",
+            "threads": "--threads", "vram budget": "--vram-budget",
             "postmortem_dir": "--postmortem-dir"}
 
 
 def _flagify(message: str) -> str:
-    """A ConfigError message in the command's words: field names become option names."""
+    """A ConfigError message in the command's words: field names become option names
+    (``num_queries`` -> ``--queries``); a backend problem is prefixed ``--backend:``."""
     for name, flag in _FLAG_OF.items():
         message = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w])", flag, message)
+    if re.search(r"\bbackend '", message) and "--" not in message:
+        message = f"--backend: {message}"
     return message
 
 
@@ -172,7 +175,8 @@ def _prove_parser() -> argparse.ArgumentParser:
                     "several with --cluster")
     ap.add_argument("--cluster", nargs="?", const="", metavar="ADDRESS", default=None,
                     help="prove on a Ray cluster (pip install 'steadfast[cluster]'): ADDRESS "
-                         "of `ray start --head`, none for a local Ray; several blocks allowed")
+                         "of `ray start --head`, none for a local Ray; several blocks allowed "
+                         "(default: no cluster, prove here)")
     ap.add_argument("--shard-tables", action="store_true",
                     help="with --cluster: prove one block with its tables spread over workers")
     ap.add_argument("--workers", type=int, default=None, help="with --cluster: workers (default 2)")
@@ -529,7 +533,8 @@ def _verify_parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="verify", description="Verify a Steadfast block proof (docs/api.md).",
                  epilog=_EPILOG)
     ap.add_argument("proof", help="the proof file written by prove")
-    ap.add_argument("--block", help="also check the proof's public values against this block")
+    ap.add_argument("--block", help="also check the proof's public values against this block (default: "
+                         "no block; the proof's own statement only)")
     ap.add_argument("--min-security-bits", type=int, default=DEFAULT_MIN_SECURITY_BITS,
                     metavar="N",
                     help="refuse proofs whose parameters give fewer conjectured security "

@@ -182,12 +182,12 @@ def test_false_claims_exit_1_names_constraint(tmp_path, capsys):
 def test_bad_usage_exit_2(tmp_path, capsys):
     blk = write(tmp_path, "b.json", empty_block().to_json())
     for argv, frag in (([blk, "--backend", "quantum"], "unknown backend"),
-                       ([blk, "--vram-budget", "12 potatoes"], "vram budget"),
-                       ([blk, "--queries", "0"], "num_queries"),
+                       ([blk, "--vram-budget", "12 potatoes"], "--vram-budget"),
+                       ([blk, "--queries", "0"], "--queries must be"),
                        ([blk, "--log-blowup", "x"], "invalid int value"),
                        ([blk, "-q", "-v"], "not allowed with"),
-                       ([blk, "-o", str(tmp_path / "no" / "such" / "dir.proof")], "cannot write"),
-                       ([], "required"),
+                       ([blk, "-o", str(tmp_path / "no" / "such" / "dir.proof")], "--output"),
+                       ([], "block"),
                        ([str(tmp_path / "missing.json")], "cannot read")):
         code, _, err = run(main_prove, argv, capsys)
         assert code == 2 and frag in err, (argv, err)
@@ -255,3 +255,212 @@ def test_device_corruption_never_writes_a_proof_without_xcheck(fault, tmp_path, 
     reports = [json.loads(p.read_text()) for p in pm.iterdir()]
     assert len(reports) == 1 and reports[0]["check"] == "self_check"
     assert reports[0]["backend"] == "emu" and reports[0]["faults"].startswith(fault)
+
+
+# --------------------------------------------------------------------------- issue #14
+
+def _false_claims(tmp_path):
+    obj = one_tx_block().to_json()
+    obj["transactions"][0]["outputs"] = [6]
+    return write(tmp_path, "false.json", obj)
+
+
+def test_execute_only_reports_without_proving(tmp_path, capsys):
+    """--execute-only: the VM's figures against independent references (the interpreter's
+    cycles, the AIRs' widths, the committed-cell formula), no proof file, exit 1 and the
+    mismatch for false claims."""
+    from steadfast.vm.airs import block_airs
+    from steadfast.vm.block import load_block
+    from steadfast.vm.interpreter import execute
+    blk = write(tmp_path, "b.json", open(EXAMPLE).read())
+    code, out, err = run(main_prove, [blk, "--execute-only", "--json", "--backend", "host"], capsys)
+    assert code == 0, err
+    rep = json.loads(out)
+    rec = execute(load_block(EXAMPLE))
+    airs = block_airs(rec.rom.rows)
+    assert rep["cycles"] == rec.cycles and rep["claims_ok"] and rep["mismatches"] == []
+    assert [t["name"] for t in rep["tables"]] == [a.name for a in airs]
+    cells = 0
+    for t, a in zip(rep["tables"], airs):
+        n = t["padded_rows"]
+        assert n & (n - 1) == 0 and t["rows"] <= n
+        assert (t["main_width"], t["aux_width"], t["parts"]) == (a.main_width, a.aux_width, a.num_parts)
+        assert t["committed_cells"] == 2 * n * (a.main_width + 4 * a.aux_width + 4 * a.num_parts)
+        cells += t["committed_cells"]
+    assert rep["tables"][0]["rows"] == rec.cycles
+    assert rep["tables"][0]["padded_rows"] == 1 << (rec.cycles - 1).bit_length()
+    assert rep["committed_cells"] == cells
+    assert rep["device_bytes"] == sum(t["device_bytes"] for t in rep["tables"])
+    assert rep["device_bytes_min"] == max(t["device_bytes"] for t in rep["tables"])
+    assert rep["host_bytes"] >= rep["device_bytes"] and rep["security_bits"] >= 100
+    assert not os.path.exists(os.path.join(tmp_path, "b.proof"))
+    code, out, _ = run(main_prove, [blk, "--execute-only", "--backend", "host"], capsys)
+    assert code == 0 and f"{rec.cycles:,} cycles" in out and "committed cells" in out
+    code, out, err = run(main_prove, [_false_claims(tmp_path), "--execute-only", "--json"], capsys)
+    assert code == 1 and json.loads(out)["claims_ok"] is False
+    assert "claims 6, execution wrote 5" in err
+
+
+def test_execute_report_is_frozen_and_matches_a_proof(tmp_path):
+    """Prover.execute: a frozen dataclass whose padded heights are the proof's heights."""
+    import dataclasses
+    from steadfast.prover.api import Prover, ProverConfig
+    p = Prover(ProverConfig(backend="host", num_queries=8, pow_bits=2))
+    rep = p.execute(one_tx_block())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rep.cycles = 0
+    proof = p.prove_block(one_tx_block())
+    assert [t.padded_rows for t in rep.tables] == [t.rows for t in proof.stats.tables]
+    assert rep.cycles == proof.stats.cycles and rep.security_bits < 100
+
+
+def test_dev_mode_fake_is_marked_and_refused(tmp_path, capsys, monkeypatch):
+    """PROVER_DEV_MODE=1: a b"STDV" file, a loud warning; verify refuses it and says why
+    unless --accept-dev; a false claim is still refused; never the default."""
+    from steadfast.prover.api import BlockProof, DevProofRefused, ProverConfig, verify
+    blk = write(tmp_path, "b.json", one_tx_block().to_json())
+    monkeypatch.delenv("PROVER_DEV_MODE", raising=False)
+    assert ProverConfig().dev() is False
+    monkeypatch.setenv("PROVER_DEV_MODE", "1")
+    code, out, err = run(main_prove, [blk, "--backend", "host"], capsys)
+    assert code == 0 and "DEVELOPMENT MODE" in err and "NOT a STARK" in out
+    proof = str(tmp_path / "b.proof")
+    data = open(proof, "rb").read()
+    assert data[:4] == b"STDV" and b"NOT A STARK" in data
+    code, _, err = run(main_verify, [proof], capsys)
+    assert code == 1 and "development-mode proof" in err and "--accept-dev" in err
+    code, out, _ = run(main_verify, [proof, "--accept-dev", "--block", blk], capsys)
+    assert code == 0 and out.startswith("development-mode proof accepted")
+    with pytest.raises(DevProofRefused):
+        verify(data, min_security_bits=0)
+    res = verify(data, block=one_tx_block(), accept_dev=True)
+    assert res.dev and res.security is None
+    assert BlockProof.from_bytes(data).public_values == res.public_values
+    other = empty_block()
+    code, _, err = run(main_verify, [proof, "--accept-dev", "--block",
+                                     write(tmp_path, "o.json", other.to_json())], capsys)
+    assert code == 1 and "not for this block" in err
+    code, _, err = run(main_prove, [_false_claims(tmp_path), "--backend", "host"], capsys)
+    assert code == 1 and "claimed outputs" in err
+    monkeypatch.setenv("PROVER_DEV_MODE", "yes")
+    code, _, err = run(main_prove, [blk, "--backend", "host"], capsys)
+    assert code == 2 and "PROVER_DEV_MODE must be 0 or 1" in err
+
+
+def test_version_help_defaults_and_flag_names(tmp_path, capsys):
+    import steadfast
+    from steadfast.prover.cli import _prove_parser, _verify_parser
+    for main, name in ((main_prove, "prove"), (main_verify, "verify")):
+        code, out, _ = run(main, ["--version"], capsys)
+        assert code == 0 and out.strip() == f"{name} {steadfast.__version__}"
+    for parser in (_prove_parser(), _verify_parser()):
+        fmt = parser._get_formatter()
+        for a in parser._actions:
+            if not a.option_strings or a.dest in ("help", "version"):
+                continue
+            text = fmt._get_help_string(a) or ""
+            assert "default" in text or a.default is False, (parser.prog, a.dest, text)
+    blk = write(tmp_path, "b.json", empty_block().to_json())
+    for argv, flag in ((["--queries", "0"], "--queries"), (["--pow-bits", "31"], "--pow-bits"),
+                       (["--log-blowup", "9"], "--log-blowup"), (["--threads", "0"], "--threads")):
+        code, _, err = run(main_prove, [blk, "--backend", "host"] + argv, capsys)
+        assert code == 2 and flag in err and "_" not in err.split(":")[1].split()[0], err
+        assert "num_queries" not in err and "pow_bits" not in err
+
+
+def test_weak_parameters_warn_and_verify_json(tmp_path, capsys):
+    """prove warns that a default verify refuses its weak proof; verify --json reports
+    ok/error with the error class, the public values (digests in digest_hex), the
+    parameters and the security figure."""
+    from steadfast.prover.api import digest_hex
+    from steadfast.vm.interpreter import execute
+    blk = write(tmp_path, "b.json", one_tx_block().to_json())
+    code, _, err = run(main_prove, [blk, "-q"] + FAST, capsys)
+    assert code == 0 and "warning:" in err and "a default verify requires 100" in err
+    proof = str(tmp_path / "b.proof")
+    code, out, _ = run(main_verify, [proof, "--json"], capsys)
+    rep = json.loads(out)
+    assert code == 1 and rep["ok"] is False and rep["error"]["class"] == "ParameterError"
+    code, out, _ = run(main_verify, [proof, "--json", "--min-security-bits", "0"], capsys)
+    rep = json.loads(out)
+    assert code == 0 and rep["ok"] and rep["error"] is None
+    fd = digest_hex(execute(one_tx_block()).final_digest)
+    assert rep["public_values"]["final_digest"] == fd and len(fd) == 64
+    assert rep["params"]["num_queries"] == 8 and rep["params"]["pow_bits"] == 2
+    assert 0 < rep["security_bits"] < 100 and rep["limiting_term"] == "fri_queries"
+    assert rep["security_terms"]["fri_queries"] < 10 and rep["seconds"] > 0
+    code, out, _ = run(main_verify, [proof, "--min-security-bits", "0"], capsys)
+    assert f"final state digest {fd}" in out
+
+
+def test_outputs_checked_before_proving(tmp_path, capsys):
+    """-o equal to the block is refused and the block survives; an unwritable side output
+    stops the run before proving (no proof written); stats are written for failed proofs
+    with the failure and the run's identity."""
+    import hashlib
+    from steadfast import __version__
+    blk = write(tmp_path, "b.json", one_tx_block().to_json())
+    before = open(blk, "rb").read()
+    code, _, err = run(main_prove, [blk, "-o", blk] + FAST, capsys)
+    assert code == 2 and "input block" in err and open(blk, "rb").read() == before
+    for flag in ("--stats-json", "--timeline"):
+        code, _, err = run(main_prove, [blk, flag, str(tmp_path / "nodir" / "x.json")] + FAST, capsys)
+        assert code == 2 and flag in err and not os.path.exists(tmp_path / "b.proof")
+    code, _, err = run(main_prove, [blk, "--postmortem-dir", str(tmp_path / "nodir")] + FAST, capsys)
+    assert code == 2 and "--postmortem-dir" in err
+    bad = _false_claims(tmp_path)
+    stats = tmp_path / "s.json"
+    code, _, _ = run(main_prove, [bad, "--stats-json", str(stats)] + FAST, capsys)
+    rec = json.loads(stats.read_text())
+    assert code == 1 and rec["ok"] is False and rec["exit_code"] == 1
+    assert rec["failure"]["error"] == "UnprovableBlock" and rec["proof"] is None
+    assert rec["block_sha256"] == hashlib.sha256(open(bad, "rb").read()).hexdigest()
+    assert rec["steadfast_version"] == __version__ and rec["backend"] == "host"
+    assert rec["params"]["num_queries"] == 8 and rec["device"] and rec["time"]
+    assert not os.path.exists(tmp_path / "false.proof")
+
+
+def test_outputs_are_all_or_nothing(tmp_path):
+    """_write_all: a failing second file leaves neither file nor a temporary behind."""
+    from steadfast.prover.cli import _Fail, _write_all
+    good, bad = tmp_path / "a.proof", tmp_path / "missing" / "s.json"
+    with pytest.raises(_Fail) as ei:
+        _write_all([(str(good), b"x"), (str(bad), b"y")])
+    assert ei.value.code == 2 and "nothing was written" in str(ei.value)
+    assert os.listdir(tmp_path) == []
+    _write_all([(str(good), b"x"), (str(tmp_path / "s.json"), b"y")])
+    assert sorted(os.listdir(tmp_path)) == ["a.proof", "s.json"] and good.read_bytes() == b"x"
+
+
+def test_host_backend_warns_about_device_diagnostics(tmp_path, capsys, monkeypatch):
+    """PROVER_GPU_* / PROVER_FAULTS on the host backend: malformed values refused as on a
+    device backend (exit 2), well-formed ones warned about (they do nothing there)."""
+    from steadfast.prover import api
+    blk = write(tmp_path, "b.json", empty_block().to_json())
+    monkeypatch.setenv("PROVER_GPU_XCHECK", "maybe")
+    for backend in ("host", "emu"):
+        code, _, err = run(main_prove, [blk, "--backend", backend, "--execute-only"], capsys)
+        assert code == 2 and "PROVER_GPU_XCHECK must be 0 or 1" in err, (backend, err)
+    monkeypatch.setenv("PROVER_GPU_XCHECK", "1")
+    monkeypatch.setattr(api, "_WARNED", set())
+    code, _, err = run(main_prove, [blk, "--backend", "host", "--execute-only"], capsys)
+    assert code == 0 and "PROVER_GPU_XCHECK" in err and "host backend ignores" in err
+
+
+def test_installed_scripts_version_and_sim_backend(tmp_path):
+    """The installed console scripts; PROVER_BACKEND=sim from the command line (numba is
+    imported before the backend is chosen: the simulator switch must still take)."""
+    bindir = os.path.dirname(sys.executable)
+    prove, verify = os.path.join(bindir, "prove"), os.path.join(bindir, "verify")
+    if not os.path.exists(prove):
+        pytest.skip("console scripts not installed beside this interpreter")
+    import steadfast
+    r = subprocess.run([verify, "--version"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == f"verify {steadfast.__version__}"
+    blk = write(tmp_path, "b.json", empty_block().to_json())
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    env["PROVER_BACKEND"] = "sim"
+    r = subprocess.run([prove, blk, "--execute-only", "--json"], capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["backend"] == "sim" and "CudaSupportError" not in r.stderr
