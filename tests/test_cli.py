@@ -460,7 +460,15 @@ def test_installed_scripts_version_and_sim_backend(tmp_path):
     blk = write(tmp_path, "b.json", empty_block().to_json())
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     env["PROVER_BACKEND"] = "sim"
-    r = subprocess.run([prove, blk, "--execute-only", "--json"], capture_output=True, text=True,
+    r = subprocess.run([prove, blk, "--precompile"], capture_output=True, text=True,
                        env=env, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["backend"] == "sim" and "CudaSupportError" not in r.stderr
+    assert "backend sim" in r.stdout and "CudaSupportError" not in r.stderr
+    # the library: numba (imported with steadfast) has read its config without the
+    # simulator; numba.cuda imported after Prover(backend="sim") must be the simulator
+    code = ("import sys; from steadfast.prover.api import Prover, ProverConfig; "
+            "Prover(ProverConfig(backend='sim')); from numba import cuda; "
+            "print(type(cuda.get_current_device()).__name__)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "FakeCUDADevice", r.stderr
