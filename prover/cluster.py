@@ -37,6 +37,7 @@ has a timeout.
 """
 from __future__ import annotations
 
+import copyreg
 import os
 import pickle
 import signal
@@ -47,7 +48,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .api import BlockProof, ConfigError, ProofStats, Prover, ProverConfig, TableStats, UnprovableBlock
+from .api import (BlockProof, ConfigError, ProofSelfCheckFailure, ProofStats, Prover, ProverConfig,
+                  TableStats, UnprovableBlock)
+
+def _reduce_self_check_failure(exc: ProofSelfCheckFailure):
+    return ProofSelfCheckFailure, (str(exc), exc.postmortem, exc.report)
+
+
+# a worker's ProofSelfCheckFailure must cross processes as itself (its __init__ takes three
+# arguments, which the default exception pickling does not pass back)
+copyreg.pickle(ProofSelfCheckFailure, _reduce_self_check_failure)
 
 DEFAULT_MAX_RETRIES = 3          # re-runs of one piece after its worker died
 DEFAULT_START_TIMEOUT = 300.0    # seconds for the workers to come up
@@ -177,8 +187,8 @@ class _Piece:
 class ClusterFuture:
     """The pending proof of one block (:meth:`ClusterProver.submit`)."""
 
-    def __init__(self, cp: "ClusterProver", piece: _Piece, rom_block, t0: float):
-        self._cp, self._piece, self._block, self._t0 = cp, piece, rom_block, t0
+    def __init__(self, cp: "ClusterProver", piece: _Piece, t0: float):
+        self._cp, self._piece, self._t0 = cp, piece, t0
         self._result = None
 
     def done(self) -> bool:
@@ -372,7 +382,7 @@ class ClusterProver:
         t0 = time.perf_counter()
         piece, _ = self._block_piece(block, f"submit:{uuid.uuid4().hex[:8]}")
         self._launch(piece)
-        return ClusterFuture(self, piece, None, t0)
+        return ClusterFuture(self, piece, t0)
 
     def prove_many(self, blocks, timeout: float | None = None, per_worker: int = 2):
         """Prove ``blocks`` across the workers; yield (index, BlockProof) in completion
@@ -519,7 +529,6 @@ def run_cli(args, fail) -> int:
     import sys
     from steadfast.vm.block import BlockError, load_block
     from .cli import EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, EXIT_USAGE, EXIT_XCHECK, _default_output
-    from .api import ProofSelfCheckFailure
     paths = list(args.block)
     address = args.cluster or None
     if address is not None and (os.path.exists(address) or address.lower().endswith(".json")):
