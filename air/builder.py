@@ -23,6 +23,7 @@ import numpy as np
 from .expr import Expr, column, lift, const
 from .field import P
 from .program import Program, compile_program
+from steadfast.errors import SteadfastError
 
 WHEN = ("all", "first", "last", "transition")
 
@@ -61,7 +62,7 @@ def bus_id(name: str) -> int:
     return int.from_bytes(h[:8], "little") % P
 
 
-class AirError(ValueError):
+class AirError(SteadfastError, ValueError):
     """An AIR definition that cannot be used (bad shape, unsupported degree, ...)."""
 
 

@@ -13,9 +13,10 @@ from . import field as F
 from .builder import Air, AirError, check_buses
 from .eval import domain_leaf
 from .program import evaluate
+from steadfast.errors import SteadfastError
 
 
-class ConstraintViolation(ValueError):
+class ConstraintViolation(SteadfastError, ValueError):
     """A constraint is nonzero on a row it applies to."""
 
     def __init__(self, table: str, constraint: str, row: int, value: int):
@@ -24,7 +25,7 @@ class ConstraintViolation(ValueError):
                          f"(value {value})")
 
 
-class LookupImbalance(ValueError):
+class LookupImbalance(SteadfastError, ValueError):
     """A bus's sends and receives do not cancel."""
 
     def __init__(self, bus: str, values: tuple, net: int):

@@ -26,11 +26,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
+from steadfast.errors import SteadfastError
 
 BACKEND_NAMES = ("host", "cuda", "sim", "emu")
 
 
-class BackendError(RuntimeError):
+class BackendError(SteadfastError, RuntimeError):
     """A backend was requested that cannot be used here (message says why)."""
 
 

@@ -36,6 +36,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from steadfast.errors import SteadfastError
 from steadfast.air import ConstraintViolation, LookupImbalance, check_constraints, check_traces
 from steadfast.verifier import verify as _verify_proof
 from steadfast.verifier.errors import PublicValuesError, ShapeError, VerificationError
@@ -74,7 +75,7 @@ BACKENDS_AVAILABLE = _available_backends()
 MAX_ROM_ROWS = 1 << 20
 
 
-class ConfigError(ValueError):
+class ConfigError(SteadfastError, ValueError):
     """A configuration value the prover cannot use (the message says which and why;
     ``field`` names the :class:`ProverConfig` field when there is one)."""
 
@@ -106,7 +107,7 @@ def _check_types(cfg) -> None:
             raise ConfigError(f"{name} must be {names}, got {type(v).__name__} {v!r}", name)
 
 
-class ProofSelfCheckFailure(RuntimeError):
+class ProofSelfCheckFailure(SteadfastError, RuntimeError):
     """The finished proof did not verify (the prover's self-check), so it was not emitted:
     a device or prover fault, never the block's.  ``postmortem`` is the report's path,
     ``report`` its content (docs/diagnostics.md).  The CLI exits with status 4."""
@@ -117,7 +118,7 @@ class ProofSelfCheckFailure(RuntimeError):
         self.report = report
 
 
-class UnprovableBlock(Exception):
+class UnprovableBlock(SteadfastError):
     """The block has no proof: execution fails, its claims are false, or its traces break
     a constraint.  ``reason`` is the one-line cause; ``constraint``/``table`` name the
     failing constraint when the trace check found it; ``details`` lists specifics."""
@@ -289,13 +290,16 @@ class TableStats:
 class ProofStats(_spans.ProofStats):
     """The record of one proof: the raw spans (``records``, ``counters`` -- device work adds
     its counters there: retries, downgrades, bytes moved), plus per-phase and per-table
-    figures.  ``phases``: execute / traces / check / prove / total seconds."""
+    figures.  ``phases``: execute / traces / check / prove / total seconds.
+    ``lock_wait_s``: seconds this proof waited for the process lock while another proof
+    ran (in ``phases["total"]``, never in ``phases["prove"]``)."""
     backend: str = "host"
     cycles: int = 0
     tables: list = field(default_factory=list)
     phases: dict = field(default_factory=dict)
     proof_bytes: int = 0
     peak_rss_bytes: int = 0
+    lock_wait_s: float = 0.0         # waiting for the process lock (another proof ran)
 
     def rounds(self) -> dict:
         """Wall seconds per protocol round (a round's whole-proof span when there is one,
@@ -311,6 +315,7 @@ class ProofStats(_spans.ProofStats):
     def to_json(self) -> dict:
         return {"backend": self.backend, "cycles": self.cycles, "proof_bytes": self.proof_bytes,
                 "peak_rss_bytes": self.peak_rss_bytes, "phases": dict(self.phases),
+                "lock_wait_s": self.lock_wait_s,
                 "rounds": self.rounds(), "counters": dict(self.counters),
                 "tables": [{"name": t.name, "rows": t.rows, "main_width": t.main_width,
                             "aux_width": t.aux_width, "parts": t.parts, "seconds": dict(t.seconds)}
@@ -794,7 +799,9 @@ class Prover:
     def _prove(self, airs, tables, table_pv, rom, cycles, phases, t0) -> BlockProof:
         cfg = self.config
         spans = _ProgressSpans(self.progress) if self.progress else _spans.Spans()
+        t_wait = time.perf_counter()
         with _PROVE_LOCK:
+            lock_wait = time.perf_counter() - t_wait
             if cfg.threads is not None:
                 import numba
                 numba.set_num_threads(cfg.threads)
@@ -836,7 +843,8 @@ class Prover:
             counters["device"] = device_stats[0].as_dict()
         stats = ProofStats(records=list(raw.records), counters=counters,
                            backend=self.backend, cycles=cycles, phases=phases,
-                           proof_bytes=len(proof), peak_rss_bytes=_rss_bytes())
+                           proof_bytes=len(proof), peak_rss_bytes=_rss_bytes(),
+                           lock_wait_s=lock_wait)
         for air, t in zip(airs, tables):
             per = {}
             for n, tab, s in raw.records:
@@ -961,4 +969,4 @@ def _verify_dev(proof: BlockProof, block, accept_dev: bool, t0: float) -> Verifi
 
 __all__ = ["Prover", "ProverConfig", "ProofStats", "TableStats", "BlockProof", "VerifiedBlock",
            "verify", "UnprovableBlock", "ConfigError", "ProofSelfCheckFailure",
-           "DevProofRefused", "ExecutionReport", "TableEstimate", "digest_hex"]
+           "DevProofRefused", "ExecutionReport", "TableEstimate", "digest_hex", "SteadfastError"]

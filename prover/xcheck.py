@@ -40,9 +40,10 @@ from steadfast.verifier.protocol import SHIFT, deep_groups
 
 from .engines import decompose
 from .stages import HostStages, _bitrev_rows
+from steadfast.errors import SteadfastError
 
 
-class XcheckFailure(RuntimeError):
+class XcheckFailure(SteadfastError, RuntimeError):
     """The in-prover composition check failed; ``postmortem`` is the report's path."""
 
     def __init__(self, message: str, postmortem: str | None, report: dict):

@@ -24,3 +24,5 @@ if (not _os.path.isdir(_os.path.join(_here, "prover"))
 from ._vector_width import configure as _configure_vector_width  # noqa: E402
 
 _configure_vector_width()           # before any kernel compiles: 512-bit vectors on AVX-512
+
+from .errors import SteadfastError  # noqa: E402  (the base of every error the API raises)

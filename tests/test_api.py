@@ -267,3 +267,57 @@ def test_emu_backend_gives_the_same_bytes(proofs):
     dev = proof.stats.counters["device"]
     assert dev["backend"] == "emu" and dev["budget"] == 1 << 30
     assert proof.stats.backend == "emu"
+
+
+# --------------------------------------------------------------------------- issue #14
+
+def test_one_base_exception_and_typed_config():
+    """Every error class the API raises sits under steadfast.SteadfastError (and keeps its
+    builtin base); ProverConfig refuses wrongly typed fields naming the field and type."""
+    import steadfast
+    from steadfast.air import ConstraintViolation, LookupImbalance
+    from steadfast.kernels.backend import BackendError
+    from steadfast.prover.api import DevProofRefused
+    from steadfast.prover.xcheck import XcheckFailure
+    from steadfast.verifier.errors import ParameterError
+    from steadfast.vm.interpreter import ExecutionError
+    for cls in (ConfigError, UnprovableBlock, ProofSelfCheckFailure, DevProofRefused,
+                VerificationError, ShapeError, PublicValuesError, ParameterError, BlockError,
+                XcheckFailure, BackendError, ExecutionError, ConstraintViolation, LookupImbalance):
+        assert issubclass(cls, steadfast.SteadfastError), cls
+    assert issubclass(ConfigError, ValueError) and issubclass(BlockError, ValueError)
+    for kw, frag in (({"num_queries": "100"}, "num_queries must be int, got str '100'"),
+                     ({"pow_bits": 2.0}, "pow_bits must be int, got float"),
+                     ({"check": 1}, "check must be bool, got int"),
+                     ({"log_blowup": True}, "log_blowup must be int, got bool"),
+                     ({"threads": "4"}, "threads must be int or None"),
+                     ({"backend": None}, "backend must be str")):
+        with pytest.raises(ConfigError) as ei:
+            ProverConfig(**kw)
+        assert frag in str(ei.value) and ei.value.field == next(iter(kw)), str(ei.value)
+    with pytest.raises(steadfast.SteadfastError):
+        verify(b"nonsense")
+
+
+def test_py_typed_and_version():
+    import os
+    import steadfast
+    assert os.path.isfile(os.path.join(os.path.dirname(steadfast.__file__), "py.typed"))
+    assert steadfast.__version__ == "0.1.0"
+
+
+def test_lock_wait_is_separate_from_proving(prover):
+    """A proof that queues behind another records the wait apart from its proving time
+    (the lock is held for at least 0.3 s: a lower bound, never an upper one)."""
+    from steadfast.prover import api
+    blk = empty_block()
+    api._PROVE_LOCK.acquire()
+    try:
+        t = threading.Timer(0.3, api._PROVE_LOCK.release)
+        t.start()
+        proof = prover.prove_block(blk)
+    finally:
+        t.join()
+    st = proof.stats
+    assert st.lock_wait_s >= 0.25 and st.to_json()["lock_wait_s"] == st.lock_wait_s
+    assert st.phases["total"] >= st.lock_wait_s + st.phases["prove"]

@@ -1,9 +1,10 @@
 """The verifier's error hierarchy.  Every rejection is one of these -- never an assert,
 never a bare IndexError / struct.error from a malformed proof."""
 from __future__ import annotations
+from steadfast.errors import SteadfastError
 
 
-class VerificationError(Exception):
+class VerificationError(SteadfastError):
     """A proof was rejected.  ``table`` names the table when the failure is local to one."""
 
     def __init__(self, message: str, table: str | None = None):

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import isa
+from steadfast.errors import SteadfastError
 
 FORMAT = "steadfast-block"
 VERSION = 1
@@ -48,7 +49,7 @@ MAX_CYCLES = 1 << MAX_LOG_CYCLES
 MAX_NAME_LEN = 128
 
 
-class BlockError(ValueError):
+class BlockError(SteadfastError, ValueError):
     """A malformed block: ``path`` is the JSON path of the bad field (``$`` = the root)."""
 
     def __init__(self, path: str, message: str):

@@ -25,12 +25,13 @@ from . import isa
 from .block import Block
 from .poseidon2 import permute_one
 from .rom import Rom, build_rom
+from steadfast.errors import SteadfastError
 
 P = isa.P
 LT_LIMIT = 1 << isa.LT_BITS
 
 
-class ExecutionError(RuntimeError):
+class ExecutionError(SteadfastError, RuntimeError):
     """The block cannot execute: ``where`` locates the failure, ``reason`` says what."""
 
     def __init__(self, reason: str, where: str, cycle: int, tx: int | None = None,
