@@ -260,11 +260,13 @@ class CudaEngine(EmuEngine):
             aux_d, terminal = self._constraint.aux_build_device(
                 air, shape, trace_dev.data, public_values, challenges, layout="cols", columns=True,
                 stream=self._s())
-            if self.kind == "sim":
-                out.data.copy_to_device(aux_d)
-            else:                       # device to device, on the table's cupy stream
-                import cupy
-                out.data[...] = cupy.asarray(aux_d)
+            # device to device, on the table's stream.  On cuda through a numba view of
+            # the cupy buffer taken without a sync: cupy.asarray(aux_d) would read the
+            # numba array's interface, which names the stream it was made on, and make
+            # the host wait on that stream once per build
+            dst = out.data if self.kind == "sim" else \
+                self._cuda.as_cuda_array(out.data, sync=False)
+            dst.copy_to_device(aux_d, stream=self._s())
         except BaseException:
             stages.mem.free(out)
             raise

@@ -178,16 +178,64 @@ class _Prechecker:
         self.pool.shutdown(wait=True)
 
 
+#: cupy's pool hands out blocks in multiples of 512 bytes (and never less): a buffer
+#: holds its rounded size, which dominates for small tables
+_POOL_UNIT = 512
+#: per kernel call, the slack engines.SCRATCH_ESTIMATES book on top of a call's bound
+_CALL_SLACK = 4096
+
+
+def _blk(nbytes: int) -> int:
+    return max(_POOL_UNIT, -(-int(nbytes) // _POOL_UNIT) * _POOL_UNIT)
+
+
 def estimate_bytes(shape: TableShape) -> int:
-    """Device bytes a table holds at its peak: trace, main/aux/parts LDEs, coefficients
-    and trees, the quotient and the first FRI layers (uint32 words x 4)."""
+    """Device bytes a table can hold at its peak -- an upper bound of what the budget
+    ledger books for it and of what cupy's pool holds live for it, each buffer rounded to
+    the pool's 512-byte unit:
+
+    * resident buffers (they live until the table is released): the uploaded trace;
+      main, aux and parts coefficients, LDEs and Merkle trees; the aux trace; the
+      quotient and its parts; every FRI layer and its tree;
+    * plus the largest transient of one kernel call (calls of a table run one at a time):
+      a commit's row-major copy, the padded parts, the R2 coefficients and preprocessed
+      LDE, each with the call's scratch booking (engines.SCRATCH_ESTIMATES);
+    * plus the process-wide device tables the table may grow (NTT twiddles in both
+      directions, a few coset/scale tables, the quotient selectors): shared, so a block's
+      sum counts them more than once.
+
+    tests/test_cuda_paths.py measures a block's ledger peak and live pool peak on the
+    pool-accurate stand-in against the sum of its tables' estimates."""
+    W = 4                                            # bytes per uint32 word
     n, N, M = shape.n, 1 << shape.log_lde, 1 << shape.log_quotient
-    tree = (2 * N - 1) * 8
-    main = shape.main_width * (2 * n + N) + tree
-    aux = shape.aux_width * (2 * n + N) + tree if shape.aux_cols else 0
-    parts = 4 * M + shape.parts_width * (n + N) + tree
-    fri = 4 * N * 2 + tree
-    return 4 * (main + aux + parts + fri)
+    w, a, c, pw = shape.main_width, shape.aux_width, shape.parts_width, shape.prep_width
+
+    def tree(leaves):
+        return _blk(W * (2 * leaves - 1) * 8)
+
+    resident = _blk(W * w * n)                                       # the trace
+    resident += _blk(W * w * n) + _blk(W * w * N) + tree(N)          # main
+    if shape.aux_cols:
+        resident += 2 * _blk(W * a * n) + _blk(W * a * N) + tree(N)  # aux trace + aux
+    resident += _blk(W * 4 * M) + _blk(W * c * n)                    # quotient, parts
+    resident += _blk(W * c * N) + tree(N)                            # parts LDE + tree
+    size = N
+    while size >= 2:                                                 # FRI layers (bound)
+        resident += _blk(W * 4 * size) + tree(max(1, size // 2))
+        size //= 2
+    groups = 4                                                       # main, aux, parts, prep
+    transient = max(
+        _blk(W * N * max(w, a)) + W * (max(w, a) * n + 8 * N),              # lde_commit
+        2 * _blk(W * c * N) + W * 8 * N,                                     # parts commit
+        _blk(W * 4 * M) + W * (pw * N + 8 * M),                              # quotient
+        W * n * (a + w),                                                     # aux build
+        W * N * (8 * groups + 8),                                            # DEEP
+        W * max(w, a, c) * (n + n // 16 + 4),                                # OOD
+    ) + _CALL_SLACK
+    shared = 2 * _blk(W * 2 * max(N, 8))                                 # twiddles
+    shared += 4 * _blk(W * N)                                            # coset tables
+    shared += _blk(W * 3 * M) + 2 * _blk(W * 2 * M)                      # selectors
+    return resident + transient + shared
 
 
 def device_memory(kind: str, budget: int | None) -> DeviceMemory:

@@ -80,6 +80,67 @@ def _count(name: str) -> None:
         CALLS[name] += 1
 
 
+# ------------------------------------------------------------------------ stream work
+# Strict mode defers the work enqueued on a (non-null) stream -- kernel launches on a
+# numba external stream, numba copies with that stream, cupy set/fill/setitem on the
+# current cupy stream -- until a sync point: Stream.synchronize (cupy or numba), an
+# event's synchronize/wait, a device-wide sync (cupy Device / numba cuda.synchronize), a
+# blocking host read on that stream (cupy ``get``) or an array-interface hand-off that
+# synchronises (``as_cuda_array(sync=True)``, cupy.asarray of a numba array made on a
+# stream).  Each stream's queue runs in order.  Work on the null stream and host
+# uploads' *source* are taken at once (a pageable async copy reads the host buffer
+# before it returns), so a missing sync shows up as a stale read: a wrong result.
+
+#: per stream handle: queued callables (strict mode)
+_QUEUES: dict = {}
+#: executing queued work takes this lock: the simulator runs one kernel at a time (the
+#: child process sets it to the prover's simulator submission lock)
+EXEC_LOCK: list = [threading.RLock()]
+#: how much work was deferred / run at a sync point (strict mode)
+DEFERRED: Counter = Counter()
+
+
+def _defers(ptr) -> bool:
+    return bool(STRICT[0] and DEFER[0] and ptr)
+
+
+def _enqueue(ptr: int, what: str, fn) -> None:
+    """Run ``fn`` now (null stream, plain mode) or queue it on stream ``ptr``."""
+    if not _defers(ptr):
+        fn()
+        return
+    with _lock:
+        _QUEUES.setdefault(ptr, deque()).append((what, fn))
+        DEFERRED["queued"] += 1
+        DEFERRED["queued:" + what] += 1
+
+
+def _drain(ptr) -> None:
+    """A sync point for stream ``ptr`` (None: every stream): run its queued work in order."""
+    if not STRICT[0]:
+        return
+    with EXEC_LOCK[0]:
+        while True:
+            with _lock:
+                if ptr is None:
+                    q = next((q for q in _QUEUES.values() if q), None)
+                else:
+                    q = _QUEUES.get(ptr)
+                if not q:
+                    return
+                _, fn = q.popleft()
+                DEFERRED["ran"] += 1
+            fn()
+
+
+def pending(ptr=None) -> int:
+    """How many operations wait in stream ``ptr``'s queue (None: all streams)."""
+    with _lock:
+        if ptr is None:
+            return sum(len(q) for q in _QUEUES.values())
+        return len(_QUEUES.get(ptr, ()))
+
+
 # ------------------------------------------------------------------------------ arrays
 
 class MemoryPointer:
@@ -135,6 +196,8 @@ class ndarray:                                     # noqa: N801 - cupy's name
     # -- transfers
     def get(self, stream=None, order="C", out=None, blocking=True) -> np.ndarray:
         _count("get")
+        # a blocking copy on the current (or given) stream: its queued work runs first
+        _drain((stream if stream is not None else get_current_stream()).ptr)
         if out is not None:
             if not isinstance(out, np.ndarray):
                 raise TypeError("Only numpy.ndarray can be obtained from cupy.ndarray")
@@ -154,7 +217,8 @@ class ndarray:                                     # noqa: N801 - cupy's name
             raise ValueError(f"Shape mismatch. Old shape: {self.shape}, new shape: {arr.shape}")
         if not self._a.flags.c_contiguous:
             raise RuntimeError("Cannot set to non-contiguous array")
-        np.copyto(self._a, arr)
+        src, dst = np.array(arr, copy=True), self._a     # the host source is read now
+        _enqueue(get_current_stream().ptr, "set", lambda: np.copyto(dst, src))
 
     # -- views and element access
     def view(self, dtype=None) -> "ndarray":
@@ -167,7 +231,8 @@ class ndarray:                                     # noqa: N801 - cupy's name
 
     def fill(self, value) -> None:
         _count("fill")
-        self._a.fill(value)
+        dst = self._a
+        _enqueue(get_current_stream().ptr, "fill", lambda: dst.fill(value))
 
     def __getitem__(self, key) -> "ndarray":
         r = self._a[key]
@@ -176,12 +241,17 @@ class ndarray:                                     # noqa: N801 - cupy's name
     def __setitem__(self, key, value) -> None:
         # stricter than cupy where cupy would upload: the project copies device to device
         _count("setitem")
+        dst = self._a
         if isinstance(value, ndarray):
-            self._a[key] = value._a
+            src = value._a                    # device to device: read when it runs
         elif isinstance(value, (bool, int, float, np.generic)):
-            self._a[key] = value
+            src = value
         else:
             raise TypeError(f"Unsupported type {type(value)}")
+
+        def run():
+            dst[key] = src
+        _enqueue(get_current_stream().ptr, "setitem", run)
 
     def __array__(self, *args, **kwargs):
         raise TypeError("Implicit conversion to a NumPy array is not allowed. "
@@ -247,6 +317,12 @@ def asarray(a, dtype=None, order=None) -> ndarray:
     if isinstance(a, ndarray):
         out = a
     elif isinstance(a, FakeCUDAArray):            # cupy reads its array interface: no copy
+        ptr = getattr(a, "_fake_stream_ptr", 0)
+        if ptr:
+            # numba exports the stream the array was made on; cupy synchronises it
+            # (CUPY_CUDA_ARRAY_INTERFACE_SYNC=1): a host wait
+            _host_wait("cupy.asarray of a numba array made on a stream")
+            _drain(ptr)
         out = ndarray._wrap(a._ary)
     elif isinstance(a, np.ndarray):
         out = ndarray._wrap(np.array(a, order="C", copy=True))
@@ -280,6 +356,7 @@ class Stream:
 
     def synchronize(self) -> None:
         _count("stream_synchronize")
+        _drain(self.ptr)
 
     def __repr__(self):
         return f"<fake_cupy Stream 0x{self.ptr:x}>"
@@ -299,6 +376,7 @@ class Device:
 
     def synchronize(self) -> None:
         _count("device_synchronize")
+        _drain(None)
 
     def use(self) -> None:
         pass
@@ -387,14 +465,21 @@ class MemoryPool:
 #: strict mode on (see :func:`install`); device capacity in bytes (None: unbounded);
 #: bytes numba holds outside the pool (its own cuMemAlloc); peak of pool + those bytes
 STRICT: list = [False]
+#: strict mode defers stream work until a sync point (see _enqueue); on by default
+DEFER: list = [True]
 CAPACITY: list = [None]
 RAW: list = [0]
 PEAK_HELD: list = [0]
 
 
+#: peak of the bytes in live blocks (pool blocks in use + numba's own), cached ones not
+PEAK_USED: list = [0]
+
+
 def _note_held() -> None:
     # caller holds _lock
     PEAK_HELD[0] = max(PEAK_HELD[0], _POOL.used + _POOL.cached + RAW[0])
+    PEAK_USED[0] = max(PEAK_USED[0], _POOL.used + RAW[0])
 
 
 _POOL = MemoryPool()
@@ -648,6 +733,10 @@ def install(strict: bool = False, capacity: int | None = None):
         def __init__(self, ptr):
             self.ext_ptr = ptr
 
+        def synchronize(self):
+            _count("numba_stream_synchronize")
+            _drain(self.ext_ptr)
+
         def __repr__(self):
             return f"<numba external stream 0x{self.ext_ptr:x}>"
 
@@ -663,6 +752,7 @@ def install(strict: bool = False, capacity: int | None = None):
         _count("as_cuda_array")
         if sync:
             _host_wait("as_cuda_array(sync=True)")
+            _drain(get_current_stream().ptr)      # the exporting stream (cupy's current)
         if not isinstance(obj, ndarray):
             raise TypeError("*obj* doesn't implement the cuda array interface.")
         cai = obj.__cuda_array_interface__
@@ -676,12 +766,16 @@ def install(strict: bool = False, capacity: int | None = None):
 
         def record(self, stream=0):
             _stream_use(cuda, "event.record", stream)
+            self.ptr = getattr(stream, "ext_ptr", 0) if stream else 0
 
         def wait(self, stream=0):
+            # (conservative) the waiting stream's later work sees everything the
+            # recording stream had queued: run it now
             _stream_use(cuda, "event.wait", stream)
+            _drain(getattr(self, "ptr", 0))
 
         def synchronize(self):
-            pass
+            _drain(getattr(self, "ptr", 0))
 
         def elapsed_time(self, other):
             if not (self.timing and other.timing):
@@ -692,6 +786,8 @@ def install(strict: bool = False, capacity: int | None = None):
     orig_getitem = simkernel.FakeCUDAKernel.__getitem__
 
     def launch(self, *args):
+        if self._device or simkernel._kernel_context:     # a device function call
+            return orig_call(self, *args)
         conv = []
         for a in args:
             if isinstance(a, ndarray):
@@ -701,25 +797,52 @@ def install(strict: bool = False, capacity: int | None = None):
             elif isinstance(a, Stream):
                 raise TypeError("a cupy stream passed as a kernel argument")
             conv.append(a)
-        return orig_call(self, *conv)
+        cfg = getattr(self, "_fake_config", None)
+        ptr = getattr(cfg[2], "ext_ptr", 0) if cfg is not None and len(cfg) >= 3 and cfg[2] \
+            else 0
+        if not _defers(ptr) or any(isinstance(a, np.ndarray) for a in conv):
+            # (host arrays as arguments: numba copies them synchronously around the launch)
+            _drain(ptr)
+            return orig_call(self, *conv)
+
+        def run(kernel=self, cfg=cfg, conv=tuple(conv)):
+            orig_getitem(kernel, cfg)
+            orig_call(kernel, *conv)
+        _enqueue(ptr, "launch", run)
 
     def configure(self, config):                 # kernel[grid, block, stream, shared]
         _count("launch")
         _stream_use(cuda, "launch", config[2] if len(config) >= 3 else 0)
+        self._fake_config = tuple(config)
         return orig_getitem(self, config)
 
     orig_to_device, orig_device_array = cuda.to_device, cuda.device_array
     orig_to_host = FakeCUDAArray.copy_to_host
     orig_from_host = FakeCUDAArray.copy_to_device
 
+    def _ptr(stream):
+        return getattr(stream, "ext_ptr", 0) if stream else 0
+
     def to_device(ary, stream=0, copy=True, to=None):
         _stream_use(cuda, "to_device", stream)
-        out = orig_to_device(ary, stream=stream, copy=copy, to=to)
+        ptr = _ptr(stream)
+        if to is None and _defers(ptr) and isinstance(ary, np.ndarray):
+            # a fresh buffer (not yet written: poison) and the copy queued on the stream
+            host = np.array(ary, copy=True)
+            out = orig_to_device(np.full_like(host, 0xFF) if host.dtype.kind in "ui"
+                                 else host, stream=stream)
+            _enqueue(ptr, "to_device", lambda: orig_from_host(out, host))
+        else:
+            _drain(ptr)
+            out = orig_to_device(ary, stream=stream, copy=copy, to=to)
+        if to is None:
+            out._fake_stream_ptr = ptr
         return _numba_alloc(out) if STRICT[0] and to is None else out
 
     def device_array(*args, **kwargs):
         _stream_use(cuda, "device_array", kwargs.get("stream", 0))
         out = orig_device_array(*args, **kwargs)
+        out._fake_stream_ptr = _ptr(kwargs.get("stream", 0))
         return _numba_alloc(out) if STRICT[0] else out
 
     def copy_to_host(self, ary=None, stream=0):
@@ -727,13 +850,24 @@ def install(strict: bool = False, capacity: int | None = None):
         if ary is not None and not isinstance(ary, np.ndarray):
             raise TypeError(f"copy_to_host: destination must be a numpy array, got "
                             f"{type(ary).__name__}")
-        return orig_to_host(self, ary, stream=stream)
+        ptr = _ptr(stream)
+        if not _defers(ptr):
+            return orig_to_host(self, ary, stream=stream)
+        # asynchronous: the destination holds the data only after the stream's sync
+        dst = ary if ary is not None else np.empty(self.shape, self.dtype)
+        _enqueue(ptr, "copy_to_host", lambda: orig_to_host(self, dst))
+        return dst
 
     def copy_to_device(self, ary, stream=0):
         _stream_use(cuda, "copy_to_device", stream)
         if isinstance(ary, ndarray):     # numba-cuda would take it by its array interface
             ary = FakeCUDAArray(ary._a)
-        return orig_from_host(self, ary, stream=stream)
+        ptr = _ptr(stream)
+        if not _defers(ptr):
+            return orig_from_host(self, ary, stream=stream)
+        # a host source is read now (pageable memory); a device source when it runs
+        src = np.array(ary, copy=True) if isinstance(ary, np.ndarray) else ary
+        _enqueue(ptr, "copy_to_device", lambda: orig_from_host(self, src))
 
     cuda.HostOnlyCUDAMemoryManager = HostOnlyCUDAMemoryManager
     cuda.GetIpcHandleMixin = GetIpcHandleMixin
@@ -746,6 +880,7 @@ def install(strict: bool = False, capacity: int | None = None):
     cuda.is_cuda_array = lambda obj: isinstance(obj, (ndarray, FakeCUDAArray))
     cuda.event = Event
     cuda.to_device = to_device
+    cuda.synchronize = lambda: _drain(None)
     cuda.device_array = device_array
     simkernel.FakeCUDAKernel.__call__ = launch
     simkernel.FakeCUDAKernel.__getitem__ = configure
@@ -755,5 +890,6 @@ def install(strict: bool = False, capacity: int | None = None):
 
 
 __all__ = ["install", "set_allocation_limit", "CALLS", "STREAM_USES", "SYNC_WAITS", "STRICT",
-           "CAPACITY", "RAW", "PEAK_HELD", "ndarray",
+           "DEFER", "DEFERRED", "EXEC_LOCK", "pending",
+           "CAPACITY", "RAW", "PEAK_HELD", "PEAK_USED", "ndarray",
            "MemoryPointer", "Stream", "OutOfMemoryError"]

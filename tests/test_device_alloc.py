@@ -73,3 +73,36 @@ def test_numba_allocations_draw_on_the_scratch_booking_then_book_fresh_bytes():
     mem._unbook_external(b)
     assert mem.ledger.in_use == 0 and mem.external_live_bytes == 0
     assert mem.external_allocs == 2 and mem.external_peak_bytes == 1536
+
+
+def test_post_mortem_checksum_survives_a_device_without_room():
+    """XCHECK's integrity check (a post-mortem) reduces a resident buffer's tag on the
+    device; with no room for the reduction's partials it must take the tag from a
+    downloaded copy (the same pair) instead of failing the post-mortem with DeviceOOM."""
+    import numpy as np
+
+    from steadfast.kernels.hostlib import checksum_words
+    from steadfast.prover.device_stages import DeviceStages
+    from steadfast.prover.engines import EmuEngine
+
+    mem = kb.DeviceMemory("emu", budget=1 << 20)
+    stages = DeviceStages(mem, EmuEngine(), xcheck=True)
+    data = np.arange(64, dtype=np.uint32).reshape(4, 16) * 7
+    h = stages._put("t", "quotient", data)
+    want = checksum_words(data)
+    assert stages._checksum_anyway(h) == want
+
+    def no_room(dev):
+        raise kb.DeviceOOM(16, 0, None, "scratch checksum")
+    stages.engine.checksum = no_room
+    assert stages._checksum_anyway(h) == want
+    assert stages.integrity("t") == []                 # untouched: nothing reported
+    data_dev = h.device().data
+    data_dev[0, 0] += 1                                # corrupted while resident
+    assert stages.integrity("t") == [h]
+
+    def broken(dev):
+        raise ValueError("not an out-of-memory")
+    stages.engine.checksum = broken
+    with pytest.raises(ValueError):
+        stages._checksum_anyway(h)

@@ -380,3 +380,24 @@ def test_sim_kernel_temporaries_stay_within_their_booked_scratch(monkeypatch):
     over = [(tag, used, booked) for tag, used, booked in calls if used > booked - _SLACK + 1024]
     assert not over, over
     assert sum(used for _, used, _ in calls) > 0            # the hooks did see the kernels
+
+
+def test_host_paths_never_touch_device_memory(block, monkeypatch):
+    """After a downgrade a table's host stages read host copies only: the openings of a
+    downgraded table must not gather on the device (a DeviceOOM there escaped every
+    recovery site and failed the proof).  Every table is downgraded at r4.deep, and the
+    device has no room for any gather."""
+    from steadfast.kernels.backend import DeviceOOM
+    from steadfast.prover.engines import EmuEngine
+
+    def no_room(self, *a, **k):
+        raise DeviceOOM(64, 0, None, "scratch gather (no room)")
+    for name in ("gather_columns", "gather_paths", "gather_pairs"):
+        monkeypatch.setattr(EmuEngine, name, no_room)
+    proof, stats = _run(block, backend="emu", faults=parse_faults("oom@r4.deep:1"))
+    assert proof == block[3]
+    c = stats.counters.as_dict()
+    assert c["r4.deep"]["downgrades"] == len(stats.tables)
+    # the downgraded tables' openings downloaded what they read, counted at r4.open
+    assert c["r4.open"]["host_materialisations"] > 0
+    assert c["r4.open"]["retries"] == c["r4.open"]["downgrades"] == 0
