@@ -182,6 +182,7 @@ class _Piece:
     attempts: int = 0
     ref: object = None
     gen: int = 0
+    start: float = 0.0
 
 
 class ClusterFuture:
@@ -211,14 +212,19 @@ class ClusterProver:
 
     ``address``: None starts (or joins) a local Ray instance with ``workers`` CPUs; else a
     Ray address.  ``config``: the :class:`prover.api.ProverConfig` every worker uses.
-    ``max_retries``: re-runs of one piece after its worker died.  ``fault``: test hook
+    ``max_retries``: re-runs of one piece after its worker died.  ``timeline``: a
+    :class:`prover.timeline.Timeline` that gets one complete event per piece (launch to
+    result, as the coordinator saw it) and an instant ``cluster:rerun`` per re-run.
+    ``fault``: test hook
     ("kill@block:INDEX", "kill@main_commit:TABLE", "kill@prove_table:TABLE": the worker
     kills its own process the first time it reaches that piece)."""
 
     def __init__(self, address: str | None = None, config: ProverConfig | None = None,
                  workers: int = 2, *, max_retries: int = DEFAULT_MAX_RETRIES,
-                 start_timeout: float = DEFAULT_START_TIMEOUT, fault: str | None = None):
+                 start_timeout: float = DEFAULT_START_TIMEOUT, fault: str | None = None,
+                 timeline=None):
         ray = self._ray = _ray()
+        self.timeline = timeline          # a prover.timeline.Timeline, or None
         self.config = config or ProverConfig()
         if not isinstance(workers, int) or workers < 1:
             raise ConfigError(f"workers must be a positive integer, got {workers!r}")
@@ -304,6 +310,7 @@ class ClusterProver:
 
     def _launch(self, p: _Piece) -> None:
         p.gen = self._gen[p.worker]
+        p.start = time.perf_counter()
         p.ref = getattr(self._actors[p.worker], p.method).remote(*p.args)
         self._inflight[p.worker] += 1
 
@@ -332,6 +339,10 @@ class ClusterProver:
             except (RayActorError, WorkerCrashedError) as exc:
                 p.attempts += 1
                 self.retries += 1
+                if self.timeline is not None:
+                    self.timeline.instant("cluster:rerun", cat="recovery", worker=p.worker,
+                                          piece=f"{p.method}:{p.tag}", attempt=p.attempts,
+                                          error=type(exc).__name__)
                 if p.gen == self._gen[p.worker]:     # a new death of this worker
                     self._gen[p.worker] += 1
                     self.worker_deaths += 1
@@ -351,6 +362,10 @@ class ClusterProver:
                         pass
                     raise cause from None
                 raise                            # pragma: no cover
+            if self.timeline is not None:       # coordinator's view: launch to result
+                self.timeline.complete(f"cluster:{p.method}", p.start, time.perf_counter(),
+                                       cat="cluster", worker=p.worker, piece=str(p.tag),
+                                       attempts=p.attempts + 1)
             yield p, value
             for q in (feed() if feed else ()):
                 self._launch(q)
@@ -536,9 +551,8 @@ def run_cli(args, fail) -> int:
         address = None
     if not paths:
         raise fail(EXIT_USAGE, "no block given (see --help)")
-    if args.precompile or args.timeline or getattr(args, "execute_only", False):
-        raise fail(EXIT_USAGE, "--precompile, --execute-only and --timeline do not apply "
-                               "to --cluster")
+    if args.precompile or getattr(args, "execute_only", False):
+        raise fail(EXIT_USAGE, "--precompile and --execute-only do not apply to --cluster")
     if args.shard_tables and len(paths) != 1:
         raise fail(EXIT_USAGE, f"--shard-tables proves one block, got {len(paths)}")
     if args.output and len(paths) != 1:
@@ -564,7 +578,11 @@ def run_cli(args, fail) -> int:
     say = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
     try:
-        cp = ClusterProver(address, cfg, workers=workers)
+        timeline = None
+        if args.timeline:
+            from .timeline import Timeline
+            timeline = Timeline()
+        cp = ClusterProver(address, cfg, workers=workers, timeline=timeline)
     except ConfigError as exc:
         raise fail(EXIT_USAGE, str(exc)) from None
     except ClusterError as exc:
@@ -597,6 +615,13 @@ def run_cli(args, fail) -> int:
             raise fail(EXIT_XCHECK, f"{exc}; no proof written") from None
         except (ClusterError, TimeoutError) as exc:
             raise fail(EXIT_INTERNAL, f"cluster: {exc}") from None
+        finally:
+            if timeline is not None:
+                try:
+                    timeline.write(args.timeline)
+                except OSError as exc:
+                    print(f"error: cannot write the timeline {args.timeline}: "
+                          f"{exc.strerror or exc}", file=sys.stderr)
     return EXIT_OK
 
 

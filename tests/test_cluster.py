@@ -100,6 +100,8 @@ def test_sharded_tables_same_bytes_despite_kills(cp, reference):
     """One block, its five tables over two workers; a worker dies in a main commit (R1)
     and another in a table's chain (after the fork, losing its committed state): the
     pieces are re-run, the lost state recomputed, and the bytes equal one machine's."""
+    from steadfast.prover.timeline import Timeline
+    cp.timeline = Timeline()
     bp = cp.prove_sharded(one_tx_block(), timeout=240)
     assert bp.to_bytes() == reference
     verify(bp, block=one_tx_block(), min_security_bits=0)    # weak parameters (CFG)
@@ -108,6 +110,12 @@ def test_sharded_tables_same_bytes_despite_kills(cp, reference):
     # that died after R1 recomputes the main commit of table 1 (its state was lost)
     assert c["mode"] == "sharded" and c["worker_deaths"] == 2
     assert c["retries"] >= 2 and c["recomputed"] >= 1
+    ev = cp.timeline.to_json()["traceEvents"]
+    reruns = [e for e in ev if e["name"] == "cluster:rerun"]
+    assert len(reruns) == c["retries"]
+    done = [e["args"]["piece"] for e in ev if e["ph"] == "X"]
+    assert sorted(done) == sorted([str(i) for i in range(5)] * 2)   # each piece once
+    cp.timeline = None
     assert c["bytes_through_object_store"] > sum(t.rows * t.main_width * 4
                                                 for t in bp.stats.tables)
     assert bp.stats.counters["self_check"]["checked"] == 1
