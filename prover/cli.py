@@ -79,7 +79,12 @@ def _err(msg: str) -> None:
     sys.stderr.flush()
 
 
+_QUIET = [False]                    # -q: errors only, no warnings
+
+
 def _warn(msg: str) -> None:
+    if _QUIET[0]:
+        return
     sys.stderr.write(f"warning: {msg}\n")
     sys.stderr.flush()
 
@@ -221,7 +226,7 @@ def _prove_parser() -> argparse.ArgumentParser:
     ap.add_argument("--postmortem-dir", metavar="DIR", default=".",
                     help="where the self-check and PROVER_GPU_XCHECK write post-mortems")
     g = ap.add_mutually_exclusive_group()
-    g.add_argument("-q", "--quiet", action="store_true", help="print only errors and warnings")
+    g.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     g.add_argument("-v", "--verbose", action="store_true", help="more detail")
     return ap
 
@@ -303,11 +308,13 @@ def _check_outputs(args, out: str | None) -> None:
             raise _Fail(EXIT_USAGE, f"{flag} {path}: no directory {d}")
         if not os.access(d, os.W_OK | os.X_OK):
             raise _Fail(EXIT_USAGE, f"{flag} {path}: directory {d} is not writable")
-    pm = args.postmortem_dir
-    if not os.path.isdir(pm):
-        raise _Fail(EXIT_USAGE, f"--postmortem-dir {pm}: no such directory")
-    if not os.access(pm, os.W_OK | os.X_OK):
-        raise _Fail(EXIT_USAGE, f"--postmortem-dir {pm}: directory is not writable")
+    pm = args.postmortem_dir        # created when a post-mortem is written: its parent must do
+    where = pm if os.path.exists(pm) else os.path.dirname(os.path.abspath(pm))
+    if not os.path.isdir(where):
+        raise _Fail(EXIT_USAGE, f"--postmortem-dir {pm}: "
+                                + ("not a directory" if where == pm else f"no directory {where}"))
+    if not os.access(where, os.W_OK | os.X_OK):
+        raise _Fail(EXIT_USAGE, f"--postmortem-dir {pm}: directory {where} is not writable")
     outs = [os.path.realpath(p) for _, p in paths if p]
     if len(set(outs)) != len(outs):
         raise _Fail(EXIT_USAGE, "--output, --stats-json and --timeline must be different files")
@@ -349,7 +356,7 @@ def _run_prove(argv) -> int:
     from steadfast.vm.block import BlockError, loads_block
     from .api import ConfigError, Prover, ProverConfig, UnprovableBlock, digest_hex
 
-    _log_to_stderr()
+    _log_to_stderr(args.quiet)
     out = None if (args.execute_only or args.precompile) else (
         args.output or _default_output(args.block))
     try:
@@ -504,13 +511,16 @@ def _execute_only(prover, block, args) -> int:
     return EXIT_OK
 
 
-def _log_to_stderr() -> None:
+def _log_to_stderr(quiet: bool = False) -> None:
     """The library's warnings (development mode, diagnostics the host ignores) reach the
-    terminal as ``warning: ...`` lines; once per process."""
+    terminal as ``warning: ...`` lines (one handler per process); -q keeps errors only."""
     import logging
+    _QUIET[0] = bool(quiet)
     lg = logging.getLogger("steadfast")
-    if any(getattr(h, "_steadfast_cli", False) for h in lg.handlers):
-        return
+    for h in lg.handlers:
+        if getattr(h, "_steadfast_cli", False):
+            h.setLevel(logging.ERROR if quiet else logging.WARNING)
+            return
 
     class _H(logging.StreamHandler):
         _steadfast_cli = True
@@ -522,7 +532,7 @@ def _log_to_stderr() -> None:
         def format(self, record):
             return f"{record.levelname.lower()}: {record.getMessage()}"
     h = _H()
-    h.setLevel(logging.WARNING)
+    h.setLevel(logging.ERROR if quiet else logging.WARNING)
     h.setFormatter(_F())
     lg.addHandler(h)
 
@@ -569,7 +579,7 @@ def _run_verify(argv) -> int:
     from steadfast.vm.block import BlockError, load_block
     from .api import DevProofRefused, digest_hex, verify
 
-    _log_to_stderr()
+    _log_to_stderr(args.quiet or args.json)
     report = {"steadfast_version": _version(), "proof": args.proof, "block": args.block,
               "min_security_bits": args.min_security_bits, "ok": False, "error": None}
 

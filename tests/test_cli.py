@@ -375,7 +375,7 @@ def test_weak_parameters_warn_and_verify_json(tmp_path, capsys):
     from steadfast.prover.api import digest_hex
     from steadfast.vm.interpreter import execute
     blk = write(tmp_path, "b.json", one_tx_block().to_json())
-    code, _, err = run(main_prove, [blk, "-q"] + FAST, capsys)
+    code, _, err = run(main_prove, [blk] + FAST, capsys)
     assert code == 0 and "warning:" in err and "a default verify requires 100" in err
     proof = str(tmp_path / "b.proof")
     code, out, _ = run(main_verify, [proof, "--json"], capsys)
@@ -406,7 +406,8 @@ def test_outputs_checked_before_proving(tmp_path, capsys):
     for flag in ("--stats-json", "--timeline"):
         code, _, err = run(main_prove, [blk, flag, str(tmp_path / "nodir" / "x.json")] + FAST, capsys)
         assert code == 2 and flag in err and not os.path.exists(tmp_path / "b.proof")
-    code, _, err = run(main_prove, [blk, "--postmortem-dir", str(tmp_path / "nodir")] + FAST, capsys)
+    code, _, err = run(main_prove, [blk, "--postmortem-dir", str(tmp_path / "no" / "dir")] + FAST,
+                       capsys)
     assert code == 2 and "--postmortem-dir" in err
     bad = _false_claims(tmp_path)
     stats = tmp_path / "s.json"
