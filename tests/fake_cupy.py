@@ -25,8 +25,11 @@ What it models -- only the part of cupy's API the project uses:
   ``cupy.cuda.memory.OutOfMemoryError`` (raised by ``empty``/``zeros`` above the limit
   set by :func:`set_allocation_limit`); dtype aliases ``uint8``/``uint32``/``uint64``.
 
-The simulator executes everything synchronously, so streams carry no ordering here; they
-are checked for *type* and *identity* only (see :data:`STREAM_USES`).
+Plain mode executes everything synchronously, so streams carry no ordering; they are
+checked for *type* and *identity* only (see :data:`STREAM_USES`).  Strict mode
+(:func:`install` ``strict=True``) also *defers* the work enqueued on a non-null stream
+until a sync point, in order per stream (see :func:`_enqueue`, :data:`DEFERRED`), so a
+missing synchronisation reads stale data and shows as a wrong result.
 
 Patches to numba's simulator (:func:`install`), each making it behave like real
 numba-cuda where it differs:
@@ -708,8 +711,10 @@ def install(strict: bool = False, capacity: int | None = None):
     ``strict``: the pool-accurate mode -- cupy allocations come from the modelled pool,
     numba's (simulator) allocations go through the installed EMM plugin or else count as
     numba's own memory outside the pool, the device has ``capacity`` bytes in all, and
-    ``as_cuda_array(sync=True)`` / a cupy array handed to a launch count a host wait on
-    the exporting stream (``CALLS["cai_sync"]``, ``SYNC_WAITS``)."""
+    ``as_cuda_array(sync=True)`` / a cupy array handed to a launch / ``cupy.asarray`` of a
+    numba array made on a stream count a host wait on the exporting stream
+    (``CALLS["cai_sync"]``, ``SYNC_WAITS``), and stream work is deferred to sync points
+    (``DEFER[0] = False`` turns that part off)."""
     STRICT[0] = STRICT[0] or bool(strict)
     if capacity is not None:
         CAPACITY[0] = int(capacity)
