@@ -802,6 +802,8 @@ class Prover:
         t_wait = time.perf_counter()
         with _PROVE_LOCK:
             lock_wait = time.perf_counter() - t_wait
+            from .xcheck import POSTMORTEM_CONTEXT
+            POSTMORTEM_CONTEXT.update(params=dict(vars(cfg.params())))
             if cfg.threads is not None:
                 import numba
                 numba.set_num_threads(cfg.threads)

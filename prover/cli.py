@@ -410,6 +410,8 @@ def _run_prove(argv) -> int:
             "backend": prover.backend, "device": _device_name(prover.backend),
             "params": dict(vars(params)), "dev_mode": dev,
             "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    from .xcheck import POSTMORTEM_CONTEXT
+    POSTMORTEM_CONTEXT.update({k: meta[k] for k in ("block", "block_sha256", "device")})
     from .api import ProofSelfCheckFailure
     from .xcheck import XcheckFailure
     failure = None

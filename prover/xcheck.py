@@ -301,12 +301,26 @@ def _report_head(stages, name: str, check: str) -> dict:
             "serialize_r2": stages.serialize_r2}
 
 
+# What a post-mortem belongs to beyond its check's own fields: the prover sets the proof's
+# parameters while it proves, the CLI the block file, its sha256 and the device's name.
+POSTMORTEM_CONTEXT: dict = {}
+
+
 def write_postmortem(report: dict, directory: str) -> str:
+    """Write ``report`` as JSON, with the package version, a timestamp and
+    :data:`POSTMORTEM_CONTEXT` (the report's own fields win); atomically (a temporary
+    file renamed into place): a reader never sees half a post-mortem."""
+    from steadfast import __version__
+    full = {"steadfast_version": __version__, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    full.update(POSTMORTEM_CONTEXT)
+    full.update(report)
     os.makedirs(directory or ".", exist_ok=True)
     path = os.path.join(directory or ".", f"steadfast-postmortem-{report['table']}-"
                         f"{os.getpid()}-{int(time.time() * 1000)}.json")
-    with open(path, "w") as f:
-        json.dump(report, f, indent=2)
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(full, f, indent=2)
+    os.replace(tmp, path)
     return path
 
 

@@ -473,3 +473,21 @@ def test_installed_scripts_version_and_sim_backend(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                        timeout=300)
     assert r.returncode == 0 and r.stdout.strip() == "FakeCUDADevice", r.stderr
+
+
+def test_postmortems_carry_the_run_identity(tmp_path, capsys, monkeypatch):
+    """Post-mortems carry the version, a timestamp, the parameters (set by the prover) and
+    the block file, its sha256 and the device (set by the CLI); written atomically."""
+    import hashlib
+    from steadfast import __version__
+    from steadfast.prover import xcheck
+    monkeypatch.setattr(xcheck, "POSTMORTEM_CONTEXT", {})
+    blk = write(tmp_path, "b.json", one_tx_block().to_json())
+    code, _, _ = run(main_prove, [blk] + FAST + ["-q"], capsys)
+    assert code == 0
+    path = xcheck.write_postmortem({"table": "cpu", "check": "test"}, str(tmp_path / "pm"))
+    rep = json.loads(open(path).read())
+    assert rep["steadfast_version"] == __version__ and rep["time"] and rep["check"] == "test"
+    assert rep["block_sha256"] == hashlib.sha256(open(blk, "rb").read()).hexdigest()
+    assert rep["params"]["num_queries"] == 8 and rep["device"] and rep["block"] == blk
+    assert os.listdir(tmp_path / "pm") == [os.path.basename(path)]
