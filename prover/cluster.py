@@ -27,8 +27,8 @@ machine:
   stages only for now (a device backend raises :class:`prover.api.ConfigError`).
 
 Faults: a worker that dies (its process killed, its node gone) is restarted by Ray
-(``max_restarts``) and the coordinator re-runs its piece, at most ``max_retries`` times per
-piece (:class:`ClusterError` beyond); a restarted worker that lost a table's committed
+(``max_restarts``, unlimited by default) and the coordinator re-runs its piece, at most
+``max_retries`` times per piece (:class:`ClusterError` beyond); a restarted worker that lost a table's committed
 state recomputes it from the trace still in the object store (same root, checked).  Pieces
 are deterministic, so the bytes do not depend on where or how often a piece ran; every
 re-run is counted in ``stats.counters["cluster"]``.  A worker's own error (e.g.
@@ -212,7 +212,11 @@ class ClusterProver:
 
     ``address``: None starts (or joins) a local Ray instance with ``workers`` CPUs; else a
     Ray address.  ``config``: the :class:`prover.api.ProverConfig` every worker uses.
-    ``max_retries``: re-runs of one piece after its worker died.  ``timeline``: a
+    ``max_retries``: re-runs of one piece after its worker died.  ``max_restarts``: Ray
+    restarts of one worker over its lifetime (-1: no limit -- a long-lived node survives
+    occasional deaths; each piece stays bounded by ``max_retries`` and each wait for a
+    restart by ``start_timeout``; a worker out of restarts is a ClusterError at once).
+    ``timeline``: a
     :class:`prover.timeline.Timeline` that gets one complete event per piece (launch to
     result, as the coordinator saw it) and an instant ``cluster:rerun`` per re-run.
     ``fault``: test hook
@@ -222,7 +226,7 @@ class ClusterProver:
     def __init__(self, address: str | None = None, config: ProverConfig | None = None,
                  workers: int = 2, *, max_retries: int = DEFAULT_MAX_RETRIES,
                  start_timeout: float = DEFAULT_START_TIMEOUT, fault: str | None = None,
-                 timeline=None):
+                 timeline=None, max_restarts: int = -1):
         ray = self._ray = _ray()
         self.timeline = timeline          # a prover.timeline.Timeline, or None
         self.config = config or ProverConfig()
@@ -259,7 +263,7 @@ class ClusterProver:
             raise ConfigError(f"{workers} workers need {workers} free {kind}s (one each); the "
                               f"cluster has {res.get(kind, 0):g}, {free.get(kind, 0):g} free")
         self._fault_dir = tempfile.mkdtemp(prefix="steadfast-fault-") if fault else None
-        actor = ray.remote(max_restarts=max_retries, max_task_retries=0, **opts)(_Worker)
+        actor = ray.remote(max_restarts=max_restarts, max_task_retries=0, **opts)(_Worker)
         self._actors = [actor.remote(self.config, fault, self._fault_dir) for _ in range(workers)]
         self._inflight = [0] * workers
         self._gen = [0] * workers         # deaths seen per worker

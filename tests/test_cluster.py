@@ -77,6 +77,17 @@ def test_cli_cluster(cluster, tmp_path, capsys):
     assert main_prove(paths[:2]) == 2           # several blocks without --cluster
 
 
+@pytest.mark.timeout(120)
+def test_worker_out_of_restarts_is_an_error_not_a_hang(cluster):
+    """max_restarts=0: the killed worker stays dead, the piece fails with ClusterError
+    at once (before the cp fixture takes the cluster's CPUs)."""
+    from steadfast.prover.cluster import ClusterError
+    with ClusterProver(config=CFG, workers=1, max_restarts=0, fault="kill@block:0") as p:
+        with pytest.raises(ClusterError, match="cannot be restarted"):
+            list(p.prove_many([one_tx_block()], timeout=90))
+        assert p.worker_deaths == 1
+
+
 @pytest.mark.timeout(300)
 def test_many_blocks_worker_killed(cp, reference):
     """Two blocks on two workers; the worker proving block 0 is killed mid-proof: the
