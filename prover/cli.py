@@ -107,11 +107,20 @@ def _flagify(message: str) -> str:
 
 # --------------------------------------------------------------------------- progress
 
+# the per-table protocol rounds the overall progress counts (tables x rounds)
+_ROUNDS = ("r1_main", "r1_aux", "r2_quotient", "r3_ood", "r4_deep", "r4_fri", "r4_pow", "r4_open")
+
+
 class _Progress:
     """Per-table, per-stage progress: a live display when stderr is a terminal, plain log
-    lines otherwise (nothing with -q)."""
+    lines otherwise (nothing with -q).  The live display's last line is the overall
+    progress -- table-rounds done of tables x rounds -- with the elapsed time and, once a
+    round is done, a rough estimate of the time left (proportional to the rounds left)."""
 
-    def __init__(self, live: bool, stream=None):
+    def __init__(self, live: bool, stream=None, tables: int = 5):
+        self.total_rounds = tables * len(_ROUNDS)
+        self.done: set = set()
+        self.t_first = None                # when the first protocol round started
         self.live = live
         self.stream = stream if stream is not None else sys.stderr
         self.t0 = time.perf_counter()
@@ -133,8 +142,12 @@ class _Progress:
                 self.order.append(row)
             if event == "start":
                 self.state[row] = (stage, time.perf_counter(), 0.0)
+                if self.t_first is None and stage in _ROUNDS:
+                    self.t_first = time.perf_counter()
             else:
                 self.state[row] = (stage, None, seconds)
+                if table is not None and stage in _ROUNDS:
+                    self.done.add((table, stage))
                 if not self.live:
                     self.stream.write(f"[{time.perf_counter() - self.t0:8.2f}s] {row:<10} "
                                       f"{stage:<12} {seconds:7.2f}s\n")
@@ -154,10 +167,19 @@ class _Progress:
             else:
                 status = f"{stage:<12} done    {secs:6.2f}s"
             out.append(f"\x1b[2K  {row:<10} {status}\n")
-        out.append(f"\x1b[2K  elapsed {now - self.t0:.1f}s\n")
+        out.append(f"\x1b[2K  {self.overall(now)}\n")
         self.drawn = len(self.order) + 1
         self.stream.write("".join(out))
         self.stream.flush()
+
+    def overall(self, now: float) -> str:
+        """``12/40 table-rounds (30%), elapsed 4.1s, about 9s left``."""
+        k, n = len(self.done), self.total_rounds
+        text = f"{k}/{n} table-rounds ({100 * k // n}%), elapsed {now - self.t0:.1f}s"
+        if 0 < k < n and self.t_first is not None:
+            left = (now - self.t_first) * (n - k) / k
+            text += f", about {left:.0f}s left"
+        return text
 
     def _tick(self):
         while not self._stop.wait(0.25):
@@ -346,6 +368,7 @@ def _device_name(backend: str) -> str:
 
 
 def _run_prove(argv) -> int:
+    t_start = time.perf_counter()       # what the user waits for: imports, compilation too
     args = _prove_parser().parse_args(argv)
     if args.cluster is not None or args.shard_tables:
         from .cluster import run_cli       # prover/cluster.py
@@ -447,8 +470,9 @@ def _run_prove(argv) -> int:
         from steadfast.vm.airs import block_airs
         sec = proof_security(params, block_airs(proof.rom),
                              [t.rows.bit_length() - 1 for t in st.tables])
+    wall = time.perf_counter() - t_start
     stats = dict(st.to_json(), **meta, ok=True, proof_file_bytes=len(data), exit_code=EXIT_OK,
-                 final_digest=digest_hex(proof.final_digest))
+                 final_digest=digest_hex(proof.final_digest), wall_s=wall)
     if sec is not None:
         stats["security_bits"] = sec.bits
     files = [(out, data)] + side
@@ -465,8 +489,10 @@ def _run_prove(argv) -> int:
         return EXIT_OK
     if not args.quiet:
         total = st.phases.get("total", 0.0)
-        print(f"wrote {out}: {len(data):,} bytes; {st.cycles:,} cycles in {total:.2f}s "
-              f"({st.cycles / total if total else 0:,.0f} cycles/s)")
+        print(f"wrote {out}: {len(data):,} bytes; {st.cycles:,} cycles in {wall:.2f}s wall "
+              f"({st.cycles / wall if wall else 0:,.0f} cycles/s), of which the proof "
+              f"{total:.2f}s and start-up (imports, kernel compilation or loading, reading "
+              f"the block) {max(0.0, wall - total):.2f}s")
         if dev:
             print("DEVELOPMENT-MODE proof: execution and constraint check only, NOT a STARK; "
                   "verify refuses it without --accept-dev")

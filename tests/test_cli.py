@@ -491,3 +491,23 @@ def test_postmortems_carry_the_run_identity(tmp_path, capsys, monkeypatch):
     assert rep["block_sha256"] == hashlib.sha256(open(blk, "rb").read()).hexdigest()
     assert rep["params"]["num_queries"] == 8 and rep["device"] and rep["block"] == blk
     assert os.listdir(tmp_path / "pm") == [os.path.basename(path)]
+
+
+def test_live_progress_shows_overall_rounds_and_time_left():
+    """The live display's last line counts table-rounds done of tables x rounds and, once
+    one is done, estimates the time left; the summary's total is the wall time."""
+    import io
+    from steadfast.prover.cli import _ROUNDS, _Progress
+    buf = io.StringIO()
+    p = _Progress(live=True, stream=buf, tables=2)
+    assert p.overall(p.t0).startswith(f"0/{2 * len(_ROUNDS)} table-rounds (0%)")
+    p("cpu", "r1_main", "start", 0.0)
+    p("cpu", "r1_main", "end", 0.1)
+    p("cpu", "grind", "end", 0.1)                       # not a counted round
+    p("memory", "r1_main", "start", 0.0)
+    p("memory", "r1_main", "end", 0.1)
+    p.close()
+    line = p.overall(p.t_first + 1.0)
+    assert line.startswith(f"2/{2 * len(_ROUNDS)} table-rounds (12%)"), line
+    assert "about 7s left" in line                     # 1 s for 2 rounds, 14 left
+    assert f"2/{2 * len(_ROUNDS)} table-rounds" in buf.getvalue().split("\x1b[")[-1]
