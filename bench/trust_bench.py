@@ -43,7 +43,7 @@ def measure(prover: Prover, k: int, hash_share: float) -> dict:
     st = proof.stats
     prove_s = st.phases["prove"]
     check_s = st.phases.get("self_check", 0.0)
-    grind_s = sum(s for n, _, s in st.records if n == "grind")
+    grind_s = sum(s for n, _, s in st.records if n in ("grind", "r1_pow"))
     pow_s = sum(s for n, _, s in st.records if n == "r4_pow")
     res = verify(proof, block=block)
     return {"k": k, "cycles": st.cycles, "prove_s": round(prove_s, 3),

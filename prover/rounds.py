@@ -102,7 +102,7 @@ def r1_challenges(st: Statement, r1: R1Main, spans: Spans | None = None,
     that retries main commitments to steer beta, gamma pays 2^logup_pow_bits hashes per
     try), then one fork per table."""
     tr = r1.transcript
-    with (spans.span("grind", "logup") if spans is not None else _nullcontext()):
+    with (spans.span("r1_pow") if spans is not None else _nullcontext()):
         nonce = tr.prove_work("logup_pow", st.params.logup_pow_bits, permute)
     chal = {"logup_beta": tr.sample_ef("logup_beta"),
             "logup_gamma": tr.sample_ef("logup_gamma")}

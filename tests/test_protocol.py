@@ -163,8 +163,8 @@ def test_spans_record_rounds_per_table():
     spans = Spans()
     proof = prove(traces, airs, pvs, FAST, spans=spans)
     names = spans.stats.names()
-    for r in ("r1_main", "r1_aux", "r2_quotient", "r3_ood", "r4_deep", "r4_fri", "r4_pow",
-              "r4_open", "table"):
+    for r in ("r1_main", "r1_pow", "grind", "r1_aux", "r2_quotient", "r3_ood", "r4_deep",
+              "r4_fri", "r4_pow", "r4_open", "table"):
         assert r in names
     tables = {t for _, t, _ in spans.stats.as_rows() if t}
     assert tables == {a.name for a in airs}
