@@ -367,6 +367,22 @@ def _device_name(backend: str) -> str:
         backend, cpu)
 
 
+def _host_kernels_cached() -> bool:
+    """Whether numba's on-disk cache holds the host kernels (a ``hostlib.*.nbi`` index):
+    in ``kernels/__pycache__``, under ``NUMBA_CACHE_DIR``, or numba's user-wide cache.
+    False means this process compiles them first: a cold start."""
+    import numba
+    from steadfast import kernels
+    here = os.path.join(os.path.dirname(os.path.abspath(kernels.__file__)), "__pycache__")
+    roots = [numba.config.CACHE_DIR] if numba.config.CACHE_DIR else [
+        here, os.path.join(os.path.expanduser("~"), ".cache", "numba")]
+    for root in roots:
+        for dirpath, _, files in os.walk(root):
+            if any(f.startswith("hostlib.") and f.endswith(".nbi") for f in files):
+                return True
+    return False
+
+
 def _run_prove(argv) -> int:
     t_start = time.perf_counter()       # what the user waits for: imports, compilation too
     args = _prove_parser().parse_args(argv)
@@ -424,6 +440,10 @@ def _run_prove(argv) -> int:
               f"{params.pow_bits} = {params.query_bits()} bits, below the "
               f"{DEFAULT_MIN_SECURITY_BITS} a default verify requires: it will refuse this "
               f"proof (verify --min-security-bits N accepts weaker ones)")
+    if not quiet and not _host_kernels_cached():
+        print("first run here: compiling the host kernels (numba; once per machine and "
+              "Python, then loaded from its cache) -- this adds roughly 30-60 s",
+              file=sys.stderr, flush=True)
     if not quiet:
         print(f"proving {args.block}: {len(block.transactions)} transactions, "
               f"{len(block.programs)} programs, memory {block.memory_size} cells, "

@@ -511,3 +511,21 @@ def test_live_progress_shows_overall_rounds_and_time_left():
     assert line.startswith(f"2/{2 * len(_ROUNDS)} table-rounds (12%)"), line
     assert "about 7s left" in line                     # 1 s for 2 rounds, 14 left
     assert f"2/{2 * len(_ROUNDS)} table-rounds" in buf.getvalue().split("\x1b[")[-1]
+
+
+def test_cold_start_is_announced(tmp_path, capsys, monkeypatch):
+    """No host-kernel index in numba's cache: prove says it is compiling, once per machine."""
+    import numba
+    from steadfast.prover import cli
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path / "cache"))
+    assert cli._host_kernels_cached() is False
+    (tmp_path / "cache" / "x").mkdir(parents=True)
+    (tmp_path / "cache" / "x" / "hostlib.f-1.py311.nbi").write_bytes(b"")
+    assert cli._host_kernels_cached() is True
+    monkeypatch.setattr(cli, "_host_kernels_cached", lambda: False)
+    monkeypatch.setenv("PROVER_DEV_MODE", "1")
+    blk = write(tmp_path, "b.json", empty_block().to_json())
+    code, _, err = run(main_prove, [blk, "--backend", "host"], capsys)
+    assert code == 0 and "compiling the host kernels" in err
+    code, _, err = run(main_prove, [blk, "--backend", "host", "-q"], capsys)
+    assert code == 0 and err == ""
