@@ -529,3 +529,15 @@ def test_cold_start_is_announced(tmp_path, capsys, monkeypatch):
     assert code == 0 and "compiling the host kernels" in err
     code, _, err = run(main_prove, [blk, "--backend", "host", "-q"], capsys)
     assert code == 0 and err == ""
+
+
+def test_prove_json_prints_the_stats(tmp_path, capsys, monkeypatch):
+    """prove --json: one JSON object on stdout (the --stats-json content), nothing else."""
+    import hashlib
+    monkeypatch.setenv("PROVER_DEV_MODE", "1")
+    blk = write(tmp_path, "b.json", one_tx_block().to_json())
+    code, out, _ = run(main_prove, [blk, "--backend", "host", "--json"], capsys)
+    rec = json.loads(out)
+    assert code == 0 and rec["ok"] and rec["dev_mode"] and rec["proof"].endswith("b.proof")
+    assert rec["block_sha256"] == hashlib.sha256(open(blk, "rb").read()).hexdigest()
+    assert rec["proof_file_bytes"] == os.path.getsize(tmp_path / "b.proof")
