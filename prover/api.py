@@ -854,6 +854,10 @@ class Prover:
                     per[n] = per.get(n, 0.0) + s
             stats.tables.append(TableStats(air.name, int(t.shape[0]), air.main_width,
                                            air.aux_width, air.num_parts, per))
+        log.info("proof: backend %s, %d cycles, %d tables, %d bytes, %.2fs (proving %.2fs, "
+                 "waiting for the process lock %.2fs, self-check %.2fs)", self.backend, cycles,
+                 len(tables), len(proof), phases["total"], phases.get("prove", 0.0), lock_wait,
+                 phases.get("self_check", 0.0))
         return BlockProof(np.asarray(rom, dtype=np.int64), proof, stats)
 
 

@@ -321,3 +321,13 @@ def test_lock_wait_is_separate_from_proving(prover):
     st = proof.stats
     assert st.lock_wait_s >= 0.25 and st.to_json()["lock_wait_s"] == st.lock_wait_s
     assert st.phases["total"] >= st.lock_wait_s + st.phases["prove"]
+
+
+def test_every_proof_is_logged(prover, caplog):
+    """The host path logs each proof through logging (steadfast.prover), like the device path."""
+    import logging
+    with caplog.at_level(logging.INFO, logger="steadfast.prover"):
+        proof = prover.prove_block(empty_block())
+    msgs = [r.getMessage() for r in caplog.records if r.name == "steadfast.prover"]
+    assert any(m.startswith("proof: backend host") and f"{len(proof.proof)} bytes" in m
+               for m in msgs), msgs
