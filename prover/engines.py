@@ -256,17 +256,18 @@ class CudaEngine(EmuEngine):
             if uploaded:
                 stages.mem.free(trace_dev)
             raise
+        def into_out(shp):
+            # the kernels write the aux columns straight into the booked buffer: no
+            # temporary, no device-to-device copy, and no cupy.asarray of a numba array
+            # (which would make the host wait on the stream that array was made on)
+            if tuple(shp) != tuple(out.shape):
+                raise ValueError(f"aux_build: kernels asked for {tuple(shp)}, "
+                                 f"booked {tuple(out.shape)}")
+            return out.data
         try:
-            aux_d, terminal = self._constraint.aux_build_device(
+            _, terminal = self._constraint.aux_build_device(
                 air, shape, trace_dev.data, public_values, challenges, layout="cols", columns=True,
-                stream=self._s())
-            # device to device, on the table's stream.  On cuda through a numba view of
-            # the cupy buffer taken without a sync: cupy.asarray(aux_d) would read the
-            # numba array's interface, which names the stream it was made on, and make
-            # the host wait on that stream once per build
-            dst = out.data if self.kind == "sim" else \
-                self._cuda.as_cuda_array(out.data, sync=False)
-            dst.copy_to_device(aux_d, stream=self._s())
+                stream=self._s(), alloc=into_out)
         except BaseException:
             stages.mem.free(out)
             raise
