@@ -335,17 +335,80 @@ class ProofStats(_spans.ProofStats):
         return "\n".join(lines)
 
 
+class ProofAborted(SteadfastError):
+    """The proof was stopped -- ``reason`` "cancelled" (the caller's ``cancel`` event was
+    set) or "timeout" (``timeout`` seconds passed) -- at the next stage boundary or while
+    waiting for the process lock.  No proof is returned; the prover stays usable."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+class _Abort:
+    """A call's deadline and cancel event, checked at every protocol stage boundary."""
+
+    def __init__(self, timeout: float | None, cancel, t0: float):
+        if timeout is not None and (isinstance(timeout, bool)
+                                    or not isinstance(timeout, (int, float)) or timeout <= 0):
+            raise ConfigError(f"timeout must be a positive number of seconds, got {timeout!r}",
+                              "timeout")
+        if cancel is not None and not callable(getattr(cancel, "is_set", None)):
+            raise ConfigError("cancel must be a threading.Event (or have is_set())", "cancel")
+        self.deadline = None if timeout is None else t0 + timeout
+        self.timeout = timeout
+        self.cancel = cancel
+
+    def remaining(self) -> float:
+        return -1 if self.deadline is None else self.deadline - time.perf_counter()
+
+    def check(self, stage: str = "", table: str | None = None) -> None:
+        where = f" before {stage}" + (f" of table {table}" if table else "") if stage else ""
+        if self.cancel is not None and self.cancel.is_set():
+            raise ProofAborted(f"proof cancelled{where}", "cancelled")
+        if self.deadline is not None and time.perf_counter() >= self.deadline:
+            raise ProofAborted(f"proof ran past its timeout of {self.timeout}s{where}", "timeout")
+
+
+_CALL = threading.local()           # the running prove_block call's _Abort, per thread
+
+
+@contextmanager
+def _locked(abort: "_Abort | None"):
+    """The process lock; with a deadline or a cancel event, waited for in slices so that
+    either stops the wait (:class:`ProofAborted`)."""
+    if abort is None or (abort.deadline is None and abort.cancel is None):
+        with _PROVE_LOCK:
+            yield
+        return
+    while True:
+        abort.check("waiting for the process lock")
+        left = abort.remaining()
+        if _PROVE_LOCK.acquire(timeout=0.05 if left < 0 else max(0.0, min(0.05, left))):
+            break
+    try:
+        yield
+    finally:
+        _PROVE_LOCK.release()
+
+
 class _ProgressSpans(_spans.Spans):
     """Spans that also report each stage's start and end to a callback
-    ``progress(table, stage, event, seconds)`` (event "start" or "end")."""
+    ``progress(table, stage, event, seconds)`` (event "start" or "end"), and check a call's
+    :class:`_Abort` as each stage starts."""
 
-    def __init__(self, progress):
+    def __init__(self, progress, abort: "_Abort | None" = None):
         super().__init__()
         self._progress = progress
+        self._abort = abort
 
     def span(self, name: str, table: str | None = None):
+        if self._abort is not None:
+            self._abort.check(name, table)
         inner = super().span(name, table)
         progress = self._progress
+        if progress is None:
+            return inner
 
         class _Ctx:
             def __enter__(self_):
@@ -591,7 +654,23 @@ class Prover:
             raise ConfigError(str(exc)) from None
 
     # -- public API ----------------------------------------------------------------
-    def prove_block(self, block) -> BlockProof:
+    def prove_block(self, block, *, timeout: float | None = None,
+                    cancel: threading.Event | None = None) -> BlockProof:
+        """Execute and prove ``block`` (see :meth:`_prove_block`).  ``timeout`` (seconds)
+        and ``cancel`` (a :class:`threading.Event` another thread may set) stop the proof
+        with :class:`ProofAborted` at the next protocol stage boundary, or while it waits
+        for the process lock; stages are short (a fraction of the proof), so the stop is
+        prompt, not instantaneous."""
+        abort = None
+        if timeout is not None or cancel is not None:
+            abort = _Abort(timeout, cancel, time.perf_counter())
+        _CALL.abort = abort
+        try:
+            return self._prove_block(block)
+        finally:
+            _CALL.abort = None
+
+    def _prove_block(self, block) -> BlockProof:
         """Execute ``block`` (a :class:`vm.block.Block`, dict, JSON text or path) and prove
         it.  Raises :class:`vm.block.BlockError` for a malformed block and
         :class:`UnprovableBlock` when it cannot be proven.  In development mode
@@ -798,9 +877,11 @@ class Prover:
 
     def _prove(self, airs, tables, table_pv, rom, cycles, phases, t0) -> BlockProof:
         cfg = self.config
-        spans = _ProgressSpans(self.progress) if self.progress else _spans.Spans()
+        abort = getattr(_CALL, "abort", None)
+        spans = (_ProgressSpans(self.progress, abort) if (self.progress or abort)
+                 else _spans.Spans())
         t_wait = time.perf_counter()
-        with _PROVE_LOCK:
+        with _locked(abort):
             lock_wait = time.perf_counter() - t_wait
             from .xcheck import POSTMORTEM_CONTEXT
             POSTMORTEM_CONTEXT.update(params=dict(vars(cfg.params())))
@@ -975,4 +1056,5 @@ def _verify_dev(proof: BlockProof, block, accept_dev: bool, t0: float) -> Verifi
 
 __all__ = ["Prover", "ProverConfig", "ProofStats", "TableStats", "BlockProof", "VerifiedBlock",
            "verify", "UnprovableBlock", "ConfigError", "ProofSelfCheckFailure",
-           "DevProofRefused", "ExecutionReport", "TableEstimate", "digest_hex", "SteadfastError"]
+           "DevProofRefused", "ExecutionReport", "TableEstimate", "digest_hex", "SteadfastError",
+           "ProofAborted"]

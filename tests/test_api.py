@@ -331,3 +331,43 @@ def test_every_proof_is_logged(prover, caplog):
     msgs = [r.getMessage() for r in caplog.records if r.name == "steadfast.prover"]
     assert any(m.startswith("proof: backend host") and f"{len(proof.proof)} bytes" in m
                for m in msgs), msgs
+
+
+def test_cancel_and_timeout_stop_a_proof(prover):
+    """prove_block(timeout=, cancel=): ProofAborted (a SteadfastError) with the reason, at
+    a stage boundary or while queued on the process lock; no proof; the prover stays
+    usable.  Bad values are ConfigErrors."""
+    import steadfast
+    from steadfast.prover import api
+    from steadfast.prover.api import ProofAborted
+    blk = empty_block()
+    ev = threading.Event()
+    ev.set()
+    with pytest.raises(ProofAborted) as ei:
+        prover.prove_block(blk, cancel=ev)
+    assert ei.value.reason == "cancelled" and isinstance(ei.value, steadfast.SteadfastError)
+    # cancelled from another thread mid-proof: the first stage start sets it
+    ev2 = threading.Event()
+    seen = []
+
+    def progress(table, stage, event, seconds):
+        if table is not None and not seen:
+            seen.append(stage)
+            ev2.set()
+    p2 = Prover(FAST, progress=progress)
+    with pytest.raises(ProofAborted) as ei:
+        p2.prove_block(blk, cancel=ev2)
+    assert ei.value.reason == "cancelled" and seen
+    # a timeout while another proof holds the lock
+    api._PROVE_LOCK.acquire()
+    try:
+        with pytest.raises(ProofAborted) as ei:
+            prover.prove_block(blk, timeout=0.2)
+    finally:
+        api._PROVE_LOCK.release()
+    assert ei.value.reason == "timeout"
+    for bad in (0, -1, "5", True):
+        with pytest.raises(ConfigError):
+            prover.prove_block(blk, timeout=bad)
+    proof = prover.prove_block(blk, timeout=3600)      # still usable, same bytes
+    assert proof == prover.prove_block(blk)
