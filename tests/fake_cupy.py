@@ -834,8 +834,9 @@ def install(strict: bool = False, capacity: int | None = None):
         if to is None and _defers(ptr) and isinstance(ary, np.ndarray):
             # a fresh buffer (not yet written: poison) and the copy queued on the stream
             host = np.array(ary, copy=True)
-            out = orig_to_device(np.full_like(host, 0xFF) if host.dtype.kind in "ui"
-                                 else host, stream=stream)
+            poison = np.empty_like(host)
+            poison.reshape(-1).view(np.uint8).fill(0xFF)     # all ones: not a field element
+            out = orig_to_device(poison, stream=stream)
             _enqueue(ptr, "to_device", lambda: orig_from_host(out, host))
         else:
             _drain(ptr)
