@@ -418,6 +418,9 @@ def _run_prove(argv) -> int:
         dev = cfg.dev()
     except ConfigError as exc:
         raise _Fail(EXIT_USAGE, _flagify(str(exc))) from None
+    if dev and args.quiet:              # -q silences warnings, never this one
+        sys.stderr.write("warning: DEVELOPMENT MODE (PROVER_DEV_MODE=1): the proof will be a "
+                         "marked fake, no STARK\n")
     quiet = args.quiet or args.json
     progress = None if (quiet or args.execute_only) else _Progress(sys.stderr.isatty())
     timeline = None
