@@ -150,7 +150,8 @@ class _Progress:
                     self.done.add((table, stage))
                 if not self.live:
                     self.stream.write(f"[{time.perf_counter() - self.t0:8.2f}s] {row:<10} "
-                                      f"{stage:<12} {seconds:7.2f}s\n")
+                                      f"{stage:<12} {seconds:7.2f}s   "
+                                      f"{len(self.done)}/{self.total_rounds}\n")
                     self.stream.flush()
             if self.live:
                 self._draw()

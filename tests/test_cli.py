@@ -201,6 +201,9 @@ def test_plain_progress_and_summary(tmp_path, capsys):
     code, out, err = run(main_prove, [blk, "-o", str(out_path)] + FAST, capsys)
     assert code == 0 and out_path.exists()
     assert "poseidon2  r2_quotient" in err            # one log line per table and stage
+    done = [int(l.rsplit(" ", 1)[1].split("/")[0]) for l in err.splitlines()
+            if l.startswith("[") and l.endswith("/40")]           # overall table-rounds
+    assert done == sorted(done) and done[-1] == 40
     assert "wrote" in out and "rounds:" in out and "range" in out
     code, out, err = run(main_prove, [blk, "-o", str(out_path), "-q"] + FAST, capsys)
     assert code == 0 and out == "" and err == ""
