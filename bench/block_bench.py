@@ -132,7 +132,7 @@ def one(k: int, share: float, queries: int, pow_bits: int, check: bool,
     proof = prover.prove_block(block)
     prove_cpu_s = _cpu_seconds() - cpu0
     t = time.perf_counter()
-    verify(proof, block=block)
+    verify(proof, block=block, min_security_bits=0)       # --queries may be weak
     st = proof.stats
     out = st.to_json()
     out.update(k=k, hash_share=share, verify_seconds=time.perf_counter() - t,

@@ -53,7 +53,7 @@ def main(argv=None) -> int:
         proof = prover.prove_block(block)
         dt = time.perf_counter() - t
         if args.verify:
-            verify(proof, block=block)
+            verify(proof, block=block, min_security_bits=0)   # --queries may be weak
         cycles = proof.stats.cycles
         size = len(proof.to_bytes())
         del proof, block

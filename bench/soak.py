@@ -95,7 +95,7 @@ def run(args) -> dict:
                 r["retries"] += v["retries"]
                 r["downgrades"] += v["downgrades"]
             try:
-                verify(proof, airs, pvs)
+                verify(proof, airs, pvs, min_security_bits=0)   # the soak's weak parameters
                 r["valid"] += 1
             except VerificationError as exc:
                 print(f"  cycle {c}: INVALID proof: {exc}", file=sys.stderr)
