@@ -707,6 +707,18 @@ class Prover:
                                   table, constraint, wrong)
         return rec, bt
 
+    def _check_tables(self, airs, tables, table_pv, phases: dict) -> None:
+        """The AIR check mode on every table (phase ``check``): a violation is an
+        :class:`UnprovableBlock` naming table, constraint and row."""
+        with self._phase("check", phases):
+            try:
+                check_traces(airs, tables, table_pv)
+            except ConstraintViolation as exc:
+                raise UnprovableBlock(f"trace check failed: {exc}", exc.table,
+                                      exc.constraint) from None
+            except LookupImbalance as exc:
+                raise UnprovableBlock(f"trace check failed: {exc}") from None
+
     def prove_tables(self, tables: Sequence[np.ndarray], public_values: Sequence[int],
                      rom: np.ndarray) -> BlockProof:
         """Prove traces built by the caller: ``tables`` = (CPU, PROGRAM, MEMORY, RANGE,
@@ -780,28 +792,10 @@ class Prover:
         """Development mode: execute, build the tables, check the claims and every
         constraint and bus (the AIR check mode), and return a :class:`BlockProof` marked
         ``dev`` that carries the ROM and the public values -- and no STARK."""
-        block = _as_block(block)
         phases: dict = {}
-        with self._phase("execute", phases):
-            try:
-                rec = execute(block)
-            except ExecutionError as exc:
-                raise UnprovableBlock(f"execution failed: {exc}") from None
-        with self._phase("traces", phases):
-            bt = build_traces(rec)
-        wrong = claim_mismatches(rec)
-        if wrong:
-            raise UnprovableBlock("the claimed outputs are not what execution writes",
-                                  details=wrong)
-        with self._phase("check", phases):
-            with _PROVE_LOCK:
-                try:
-                    check_traces(bt.airs, bt.traces, bt.table_public_values)
-                except ConstraintViolation as exc:
-                    raise UnprovableBlock(f"trace check failed: {exc}", exc.table,
-                                          exc.constraint) from None
-                except LookupImbalance as exc:
-                    raise UnprovableBlock(f"trace check failed: {exc}") from None
+        rec, bt = self._build(block, phases)
+        with _PROVE_LOCK:
+            self._check_tables(bt.airs, bt.traces, bt.table_public_values, phases)
         body = DEV_NOTICE + np.asarray(bt.public_values, dtype="<u4").tobytes()
         phases["total"] = time.perf_counter() - t0
         stats = ProofStats(counters={"dev_mode": True}, backend=self.backend,
@@ -889,14 +883,7 @@ class Prover:
                 import numba
                 numba.set_num_threads(cfg.threads)
             if cfg.check:
-                with self._phase("check", phases):
-                    try:
-                        check_traces(airs, tables, table_pv)
-                    except ConstraintViolation as exc:
-                        raise UnprovableBlock(f"trace check failed: {exc}", exc.table,
-                                              exc.constraint) from None
-                    except LookupImbalance as exc:
-                        raise UnprovableBlock(f"trace check failed: {exc}") from None
+                self._check_tables(airs, tables, table_pv, phases)
             t1 = time.perf_counter()
             device, device_stats = None, []
             if self.backend != "host":

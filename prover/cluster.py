@@ -44,7 +44,7 @@ import signal
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -435,7 +435,6 @@ class ClusterProver:
     def prove_sharded(self, block, timeout: float | None = None) -> BlockProof:
         """Prove one block with its tables spread over the workers; the same bytes as
         ``Prover.prove_block`` on one machine; the proof is self-checked here."""
-        from steadfast.air import ConstraintViolation, LookupImbalance, check_traces
         from steadfast.verifier.proof_format import Proof, encode
         from steadfast.verifier.protocol import absorb_statement
         from steadfast.verifier.transcript import Transcript
@@ -454,14 +453,7 @@ class ClusterProver:
         rec, bt = self.local._build(block, phases)
         airs, traces, pvs = list(bt.airs), list(bt.traces), bt.table_public_values
         if cfg.check:
-            with self.local._phase("check", phases):
-                try:
-                    check_traces(airs, traces, pvs)
-                except ConstraintViolation as exc:
-                    raise UnprovableBlock(f"trace check failed: {exc}", exc.table,
-                                          exc.constraint) from None
-                except LookupImbalance as exc:
-                    raise UnprovableBlock(f"trace check failed: {exc}") from None
+            self.local._check_tables(airs, traces, pvs, phases)
         t1 = time.perf_counter()
         params = cfg.params()
         st = prepare(traces, airs, pvs, params, check=False)
