@@ -189,17 +189,19 @@ def _blk(nbytes: int) -> int:
     return max(_POOL_UNIT, -(-int(nbytes) // _POOL_UNIT) * _POOL_UNIT)
 
 
-def estimate_bytes(shape: TableShape) -> int:
+def estimate_bytes(shape: TableShape, num_queries: int | None = None) -> int:
     """Device bytes a table can hold at its peak -- an upper bound of what the budget
     ledger books for it and of what cupy's pool holds live for it, each buffer rounded to
     the pool's 512-byte unit:
 
     * resident buffers (they live until the table is released): the uploaded trace;
       main, aux and parts coefficients, LDEs and Merkle trees; the aux trace; the
-      quotient and its parts; every FRI layer and its tree;
-    * plus the largest transient of one kernel call (calls of a table run one at a time):
-      a commit's row-major copy, the padded parts, the R2 coefficients and preprocessed
-      LDE, each with the call's scratch booking (engines.SCRATCH_ESTIMATES);
+      quotient and its parts;
+    * plus the largest of what comes and goes (a table's calls run one at a time): before
+      R4 one call's transient (a commit's row-major copy, the padded parts, the R2
+      coefficients and preprocessed LDE, each with its scratch booking,
+      engines.SCRATCH_ESTIMATES); at DEEP the first FRI layer and the DEEP scratch; after
+      it every FRI layer and its tree;
     * plus the process-wide device tables the table may grow (NTT twiddles in both
       directions, a few coset/scale tables, the quotient selectors): shared, so a block's
       sum counts them more than once.
@@ -213,29 +215,35 @@ def estimate_bytes(shape: TableShape) -> int:
     def tree(leaves):
         return _blk(W * (2 * leaves - 1) * 8)
 
-    resident = _blk(W * w * n)                                       # the trace
-    resident += _blk(W * w * n) + _blk(W * w * N) + tree(N)          # main
+    base = _blk(W * w * n)                                           # the trace
+    base += _blk(W * w * n) + _blk(W * w * N) + tree(N)              # main
     if shape.aux_cols:
-        resident += 2 * _blk(W * a * n) + _blk(W * a * N) + tree(N)  # aux trace + aux
-    resident += _blk(W * 4 * M) + _blk(W * c * n)                    # quotient, parts
-    resident += _blk(W * c * N) + tree(N)                            # parts LDE + tree
+        base += 2 * _blk(W * a * n) + _blk(W * a * N) + tree(N)      # aux trace + aux
+    base += _blk(W * 4 * M) + _blk(W * c * n)                        # quotient, parts
+    base += _blk(W * c * N) + tree(N)                                # parts LDE + tree
+    fri = 0
     size = N
     while size >= 2:                                                 # FRI layers (bound)
-        resident += _blk(W * 4 * size) + tree(max(1, size // 2))
+        fri += _blk(W * 4 * size) + tree(max(1, size // 2))
         size //= 2
     groups = 4                                                       # main, aux, parts, prep
-    transient = max(
+    before_fri = max(                       # R1..R3: one call's transient on top of base
         _blk(W * N * max(w, a)) + W * (max(w, a) * n + 8 * N),              # lde_commit
         2 * _blk(W * c * N) + W * 8 * N,                                     # parts commit
         _blk(W * 4 * M) + W * (pw * N + 8 * M),                              # quotient
         W * n * (a + w),                                                     # aux build
-        W * N * (8 * groups + 8),                                            # DEEP
         W * max(w, a, c) * (n + n // 16 + 4),                                # OOD
-    ) + _CALL_SLACK
+    )
+    deep = _blk(W * 4 * N) + W * N * (8 * groups + 8)               # fri_0 + DEEP scratch
+    # openings gather rows and paths for every query (``num_queries``; unknown: 1000,
+    # the parameters' cap)
+    q = min(N, 1000 if num_queries is None else int(num_queries))
+    opening = (W * max(w, a, c) + 8 + 32 * (shape.log_lde + 1) + 16) * q
+    peak = base + _CALL_SLACK + max(before_fri, deep, fri + opening)
     shared = 2 * _blk(W * 2 * max(N, 8))                                 # twiddles
     shared += 4 * _blk(W * N)                                            # coset tables
     shared += _blk(W * 3 * M) + 2 * _blk(W * 2 * M)                      # selectors
-    return resident + transient + shared
+    return peak + shared
 
 
 def device_memory(kind: str, budget: int | None) -> DeviceMemory:
@@ -392,7 +400,7 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
         shapes = tuple(dataclasses.replace(s, name=f"{s.name}#{i}") for i, s in enumerate(shapes))
         st = dataclasses.replace(st, shapes=shapes)
     k = len(shapes)
-    est = [estimate_bytes(s) for s in shapes]
+    est = [estimate_bytes(s, st.params.num_queries) for s in shapes]
     for s, e in zip(shapes, est):
         stats.tables[s.name] = TableStats(s.name, est_bytes=e)
         stages.shapes[s.name] = s

@@ -394,8 +394,8 @@ def test_admission_estimates_bound_the_measured_device_peak(log_blowup):
     stand-in, with no budget and every table running at once, neither the ledger's peak
     (every byte booked: buffers, kernel scratch, numba's allocations) nor the pool's peak
     of live blocks (512-byte units, numba's allocations included) exceeds the sum of the
-    tables' estimates (measured: 48,128 B live vs 86,656 B estimated at blowup 2^1,
-    74,144 B booked vs 126,464 B at 2^2; the estimate before this bound was 33,152 B)."""
+    tables' estimates (measured: 48,128 B live vs 79,808 B estimated at blowup 2^1,
+    74,144 B booked vs 108,352 B at 2^2; the estimate before this bound was 33,152 B)."""
     r, text = _scenario(f"estimate-{log_blowup}", workers=3, strict=True, log_blowup=log_blowup)
 
     def checks():

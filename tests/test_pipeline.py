@@ -401,3 +401,30 @@ def test_host_paths_never_touch_device_memory(block, monkeypatch):
     # the downgraded tables' openings downloaded what they read, counted at r4.open
     assert c["r4.open"]["host_materialisations"] > 0
     assert c["r4.open"]["retries"] == c["r4.open"]["downgrades"] == 0
+
+
+@pytest.mark.parametrize("case", ["fib-6-b1", "fib-8-b2", "cubic5-7-b1", "cubic3-9-b3"])
+def test_estimate_bounds_one_tables_booked_peak_on_emu(case, monkeypatch):
+    """Admission's per-table estimate (estimate_bytes) bounds what the ledger books for
+    that table at its peak: a one-table statement on emu (every buffer booked, no other
+    table), for a few heights, widths and blowups.  The pool-accurate counterpart on the
+    cuda stand-in (numba's allocations, 512-byte units, shared tables) is in
+    tests/test_cuda_paths.py."""
+    import dataclasses
+
+    import steadfast.prover.pipeline as pl
+    kind, log_n, blow = case.split("-")
+    log_n, log_blowup = int(log_n), int(blow[1:])
+    if kind == "fib":
+        air, (trace, pv) = ex.fibonacci_air(), ex.fibonacci_trace(log_n)
+    else:
+        width = int(kind[len("cubic"):])
+        air, (trace, pv) = ex.cubic_air(width), ex.cubic_trace(log_n, width)
+    params = dataclasses.replace(FAST, log_blowup=log_blowup)
+    st = _statement([air], [trace], [pv], params)
+    monkeypatch.setattr(pl, "_MEMORIES", {})            # a fresh ledger for this proof
+    proof, stats = run_pipeline(st, PipelineConfig(backend="emu", workers=1))
+    assert proof == prove([trace], [air], [pv], params)
+    est = estimate_bytes(st.shapes[0], params.num_queries)
+    assert stats.tables[st.shapes[0].name].est_bytes == est        # what admission used
+    assert 0 < stats.peak_device_bytes <= est <= estimate_bytes(st.shapes[0])
