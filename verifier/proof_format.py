@@ -1,35 +1,46 @@
-"""The proof format: versioned, deterministic binary, and a JSON rendering for debugging.
+"""The proof format (version 3): versioned, deterministic binary, and a JSON rendering
+for debugging.
 
 Layout (all integers little-endian; "array" = ndim:u8, dims:u32 x ndim, then the
 elements as u32, every element a canonical field element < p)::
 
     magic      4 bytes  b"STFK"
-    version    u16      FORMAT_VERSION
+    version    u16      FORMAT_VERSION (3)
     reserved   u16      0
     params     log_blowup:u8  pow_bits:u8  log_final_poly_len:u8  logup_pow_bits:u8
                num_queries:u16  deep_pow_bits:u8  commit_pow_bits:u8
+               log_fri_arity:u8  log_cap:u8
     num_tables u16
     logup_nonce u32     proof of work before the LogUp challenges
     per table, in table order:
       section_len  u32   bytes of the section that follows
       log_n        u8
-      public_values array[k]        main_root  array[8]
-      aux_root      array[0 | 8]    terminal   array[0 | 4]     parts_root array[8]
-      ood_main      array[w, 4]     ood_main_next array[0 | w, 4]
+      public_values array[k]
+      main_cap      array[2^c, 8]             c = min(log_cap, log_n + log_blowup)
+      aux_cap       array[2^c | 0, 8]         terminal  array[4 | 0]
+      parts_cap     array[2^c, 8]
+      ood_main      array[w, 4]     ood_main_next array[w | 0, 4]
       ood_aux       array[4a, 4]    ood_aux_next  array[4a, 4]  ood_parts  array[4P, 4]
-      fri_roots     array[r, 8]     final_poly    array[L, 4]
-      pow_nonce     u32   (before the queries)
       zeta_nonce    u32   (before z)      deep_nonce u32   (before lambda)
-      fold_nonces   array[r]              (one before each FRI folding challenge)
-      main_rows  array[q, w]   main_paths  array[q, d, 8]
-      aux_rows   array[q, 4a]  aux_paths   array[q, d | 0, 8]
-      parts_rows array[q, 4P]  parts_paths array[q, d, 8]
-      num_layers u8 (= r), then per FRI layer i: leaves array[q, 8]  paths array[q, d-1-i, 8]
+      main_rows  array[d, w]    main_nodes  array[m, 8]
+      aux_rows   array[d, 4a] | [0, 0]    aux_nodes array[m', 8] | [0, 8]
+      parts_rows array[d, 4P]   parts_nodes array[m'', 8]
+    the FRI section (one FRI for all tables):
+      num_layers  u8 (= r)
+      per layer i: fri_cap array[2^c_i, 8]
+      fold_nonces array[r]        (one before each folding challenge beta_i)
+      final_poly  array[L, 4]     (coefficients, constant first)
+      pow_nonce   u32             (before the queries)
+      per layer i: values array[v_i, 4]   nodes array[m_i, 8]
 
-EF values are 4 coefficients (c0..c3) on the last axis.  The reader checks every length
-against the remaining bytes before allocating, every element against p, and that no
-byte is left over; any failure is a :class:`ShapeError`.  Shapes are checked against
-the AIRs afterwards (:mod:`verifier.verify`), still before any hashing.
+Rows are opened once per distinct index (ascending); ``*_nodes`` are Merkle multiproofs
+(docs/protocol.md §3) down to the cap.  EF values are 4 coefficients (c0..c3) on the
+last axis.  The reader checks every length against the remaining bytes before
+allocating, every element against p, that no byte is left over, and every shape that
+follows from the parameters and a table's own height (caps, widths consistent across a
+section's matrices, EF axes); any failure is a :class:`ShapeError`.  Shapes that need the
+AIRs or the FRI layer heights (r, the layer caps, L), and counts that need the queries,
+are checked by :mod:`verifier.verify`, still before any hashing.
 """
 from __future__ import annotations
 
@@ -42,9 +53,11 @@ import numpy as np
 from .errors import ShapeError
 
 MAGIC = b"STFK"
-FORMAT_VERSION = 2       # 2: grinding before the LogUp, z, lambda and FRI-fold challenges
+FORMAT_VERSION = 3       # 3: one FRI for all tables, Merkle caps, multiproofs (issue #13)
 P = 2013265921
 _MAX_DIM = 1 << 24
+_MAX_LOG_N = 24          # = protocol.MAX_LOG_N (protocol imports this module)
+_TWO_ADICITY = 27
 
 
 @dataclass(frozen=True)
@@ -57,6 +70,8 @@ class Params:
     logup_pow_bits: int = 16     # grinding before the LogUp challenges (beta, gamma)
     deep_pow_bits: int = 12      # grinding before each table's DEEP batching challenge lambda
     commit_pow_bits: int = 8     # grinding before z and before each FRI folding challenge
+    log_fri_arity: int = 2       # FRI folds by up to 2^log_fri_arity per layer (1..4)
+    log_cap: int = 2             # Merkle commitments are caps of 2^log_cap nodes (0..8)
 
     def validate(self) -> None:
         """Raise ValueError for parameters the protocol does not support."""
@@ -71,6 +86,10 @@ class Params:
         for name in ("logup_pow_bits", "deep_pow_bits", "commit_pow_bits"):
             if not 0 <= getattr(self, name) <= 30:
                 raise ValueError(f"{name} must be in [0, 30], got {getattr(self, name)}")
+        if not 1 <= self.log_fri_arity <= 4:
+            raise ValueError(f"log_fri_arity must be in [1, 4], got {self.log_fri_arity}")
+        if not 0 <= self.log_cap <= 8:
+            raise ValueError(f"log_cap must be in [0, 8], got {self.log_cap}")
 
     def query_bits(self) -> int:
         """The FRI query term alone: log_blowup * num_queries + pow_bits.  The proof's
@@ -79,13 +98,13 @@ class Params:
 
 
 _TABLE_ARRAYS = (
-    ("public_values", 1), ("main_root", 1), ("aux_root", 1), ("terminal", 1),
-    ("parts_root", 1), ("ood_main", 2), ("ood_main_next", 2), ("ood_aux", 2),
-    ("ood_aux_next", 2), ("ood_parts", 2), ("fri_roots", 2), ("final_poly", 2),
+    ("public_values", 1), ("main_cap", 2), ("aux_cap", 2), ("terminal", 1),
+    ("parts_cap", 2), ("ood_main", 2), ("ood_main_next", 2), ("ood_aux", 2),
+    ("ood_aux_next", 2), ("ood_parts", 2),
 )
 _QUERY_ARRAYS = (
-    ("main_rows", 2), ("main_paths", 3), ("aux_rows", 2), ("aux_paths", 3),
-    ("parts_rows", 2), ("parts_paths", 3),
+    ("main_rows", 2), ("main_nodes", 2), ("aux_rows", 2), ("aux_nodes", 2),
+    ("parts_rows", 2), ("parts_nodes", 2),
 )
 
 
@@ -94,36 +113,47 @@ class TableProof:
     """One table's section.  All arrays are uint32 (see the module docstring)."""
     log_n: int
     public_values: np.ndarray
-    main_root: np.ndarray
-    aux_root: np.ndarray
+    main_cap: np.ndarray
+    aux_cap: np.ndarray
     terminal: np.ndarray
-    parts_root: np.ndarray
+    parts_cap: np.ndarray
     ood_main: np.ndarray
     ood_main_next: np.ndarray
     ood_aux: np.ndarray
     ood_aux_next: np.ndarray
     ood_parts: np.ndarray
-    fri_roots: np.ndarray
+    zeta_nonce: int
+    deep_nonce: int
+    main_rows: np.ndarray
+    main_nodes: np.ndarray
+    aux_rows: np.ndarray
+    aux_nodes: np.ndarray
+    parts_rows: np.ndarray
+    parts_nodes: np.ndarray
+    raw: bytes = field(default=b"", repr=False, compare=False)   # decode: the section's bytes
+
+
+@dataclass
+class FriProof:
+    """The FRI section (one FRI for all tables).  ``caps[i]``, ``values[i]`` and
+    ``nodes[i]`` belong to layer i; ``fold_nonces`` uint32[r]; ``final_poly`` uint32[L, 4]."""
+    caps: list
+    fold_nonces: np.ndarray
     final_poly: np.ndarray
     pow_nonce: int
-    main_rows: np.ndarray
-    main_paths: np.ndarray
-    aux_rows: np.ndarray
-    aux_paths: np.ndarray
-    parts_rows: np.ndarray
-    parts_paths: np.ndarray
-    fri_leaves: list = field(default_factory=list)
-    fri_paths: list = field(default_factory=list)
-    zeta_nonce: int = 0
-    deep_nonce: int = 0
-    fold_nonces: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
-    raw: bytes = field(default=b"", repr=False, compare=False)   # decode: the section's bytes
+    values: list
+    nodes: list
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.caps)
 
 
 @dataclass
 class Proof:
     params: Params
     tables: list
+    fri: FriProof | None = None
     version: int = FORMAT_VERSION
     logup_nonce: int = 0
 
@@ -144,16 +174,20 @@ def _put_array(out: bytearray, a: np.ndarray, ndim: int, name: str) -> None:
 def encode(proof: Proof) -> bytes:
     """Serialise a proof (deterministic: equal proofs give equal bytes)."""
     p = proof.params
+    if proof.fri is None:
+        raise ValueError("a version-3 proof needs its FRI section (Proof.fri)")
     out = bytearray(MAGIC)
     out += struct.pack("<HH", proof.version, 0)
-    out += struct.pack("<BBBBHBB", p.log_blowup, p.pow_bits, p.log_final_poly_len,
-                       p.logup_pow_bits, p.num_queries, p.deep_pow_bits, p.commit_pow_bits)
+    out += struct.pack("<BBBBHBBBB", p.log_blowup, p.pow_bits, p.log_final_poly_len,
+                       p.logup_pow_bits, p.num_queries, p.deep_pow_bits, p.commit_pow_bits,
+                       p.log_fri_arity, p.log_cap)
     out += struct.pack("<H", len(proof.tables))
     out += struct.pack("<I", proof.logup_nonce)
     for t in proof.tables:
         sec = encode_section(t)
         out += struct.pack("<I", len(sec))
         out += sec
+    out += encode_fri(proof.fri)
     return bytes(out)
 
 
@@ -162,17 +196,29 @@ def encode_section(t: TableProof) -> bytes:
     sec = bytearray(struct.pack("<B", t.log_n))
     for name, nd in _TABLE_ARRAYS:
         _put_array(sec, getattr(t, name), nd, name)
-    sec += struct.pack("<III", t.pow_nonce, t.zeta_nonce, t.deep_nonce)
-    _put_array(sec, np.asarray(t.fold_nonces, np.uint32), 1, "fold_nonces")
+    sec += struct.pack("<II", t.zeta_nonce, t.deep_nonce)
     for name, nd in _QUERY_ARRAYS:
         _put_array(sec, getattr(t, name), nd, name)
-    if len(t.fri_leaves) != len(t.fri_paths):
-        raise ValueError("fri_leaves and fri_paths differ in length")
-    sec += struct.pack("<B", len(t.fri_leaves))
-    for leaves, paths in zip(t.fri_leaves, t.fri_paths):
-        _put_array(sec, leaves, 2, "fri_leaves")
-        _put_array(sec, paths, 3, "fri_paths")
     return bytes(sec)
+
+
+def encode_fri(f: FriProof) -> bytes:
+    """The FRI section (the proof's last bytes)."""
+    r = len(f.caps)
+    if not (len(f.values) == len(f.nodes) == len(np.asarray(f.fold_nonces)) == r) or r > 255:
+        raise ValueError(f"FRI section: {r} caps, {len(f.values)} value arrays, "
+                         f"{len(f.nodes)} node arrays, {len(np.asarray(f.fold_nonces))} "
+                         "fold nonces (must agree, at most 255)")
+    out = bytearray(struct.pack("<B", r))
+    for c in f.caps:
+        _put_array(out, c, 2, "fri_cap")
+    _put_array(out, np.asarray(f.fold_nonces, np.uint32), 1, "fold_nonces")
+    _put_array(out, f.final_poly, 2, "final_poly")
+    out += struct.pack("<I", f.pow_nonce)
+    for v, n in zip(f.values, f.nodes):
+        _put_array(out, v, 2, "fri_values")
+        _put_array(out, n, 2, "fri_nodes")
+    return bytes(out)
 
 
 # ------------------------------------------------------------------ reader
@@ -229,71 +275,137 @@ def decode(data: bytes) -> Proof:
         raise ShapeError(f"unsupported proof version {version} (this verifier reads {FORMAT_VERSION})")
     if reserved:
         raise ShapeError("reserved header field is not zero")
-    lb, pw, lf, lpw, nq, dpw, cpw = (r.uint("<B"), r.uint("<B"), r.uint("<B"), r.uint("<B"),
-                                     r.uint("<H"), r.uint("<B"), r.uint("<B"))
+    lb, pw, lf, lpw, nq, dpw, cpw, lar, lcap = (
+        r.uint("<B"), r.uint("<B"), r.uint("<B"), r.uint("<B"), r.uint("<H"), r.uint("<B"),
+        r.uint("<B"), r.uint("<B"), r.uint("<B"))
     params = Params(log_blowup=lb, num_queries=nq, pow_bits=pw, log_final_poly_len=lf,
-                    logup_pow_bits=lpw, deep_pow_bits=dpw, commit_pow_bits=cpw)
+                    logup_pow_bits=lpw, deep_pow_bits=dpw, commit_pow_bits=cpw,
+                    log_fri_arity=lar, log_cap=lcap)
     try:
         params.validate()
     except ValueError as e:
         raise ShapeError(f"bad parameters: {e}") from None
     ntables = r.uint("<H")
+    if ntables == 0:
+        raise ShapeError("a proof needs at least one table")
     logup_nonce = r.uint("<I")
     tables = []
     for ti in range(ntables):
         size = r.uint("<I")
-        tables.append(decode_section(bytes(r.take(size)), ti))
+        tables.append(decode_section(bytes(r.take(size)), ti, params))
+    fri = decode_fri(r)
     if r.remaining():
-        raise ShapeError(f"{r.remaining()} trailing bytes after the last table")
-    return Proof(params=params, tables=tables, version=version, logup_nonce=logup_nonce)
+        raise ShapeError(f"{r.remaining()} trailing bytes after the FRI section")
+    return Proof(params=params, tables=tables, fri=fri, version=version, logup_nonce=logup_nonce)
 
 
-def decode_section(raw: bytes, index: int = 0) -> TableProof:
+def _expect(a: np.ndarray, shape: tuple, what: str, name: str) -> None:
+    """Shape check; ``None`` in ``shape`` matches any length."""
+    if len(a.shape) != len(shape) or any(s is not None and s != d for s, d in zip(shape, a.shape)):
+        want = "[" + ", ".join("*" if s is None else str(s) for s in shape) + "]"
+        raise ShapeError(f"{what}: {name} has shape {list(a.shape)}, expected {want}")
+
+
+def decode_section(raw: bytes, index: int = 0, params: Params | None = None) -> TableProof:
     """Parse one table's section (ShapeError on anything malformed); the result keeps
-    ``raw``, the exact bytes it was read from."""
-    sec = _Reader(raw, f"table {index} section")
+    ``raw``, the exact bytes it was read from.  With ``params``, the caps' shapes (which
+    follow from log_n, log_blowup and log_cap) are checked too."""
+    what = f"table {index} section"
+    sec = _Reader(raw, what)
     kw = {"log_n": sec.uint("<B")}
     for name, nd in _TABLE_ARRAYS:
         kw[name] = sec.array(nd, name)
-    kw["pow_nonce"] = sec.uint("<I")
     kw["zeta_nonce"] = sec.uint("<I")
     kw["deep_nonce"] = sec.uint("<I")
-    kw["fold_nonces"] = sec.array(1, "fold_nonces")
     for name, nd in _QUERY_ARRAYS:
         kw[name] = sec.array(nd, name)
-    layers = sec.uint("<B")
-    kw["fri_leaves"], kw["fri_paths"] = [], []
-    for _ in range(layers):
-        kw["fri_leaves"].append(sec.array(2, "fri_leaves"))
-        kw["fri_paths"].append(sec.array(3, "fri_paths"))
     if sec.remaining():
-        raise ShapeError(f"table {index} section has {sec.remaining()} trailing bytes")
+        raise ShapeError(f"{what} has {sec.remaining()} trailing bytes")
     tp = TableProof(**kw)
     tp.raw = raw
+    _check_section(tp, what, params)
     return tp
 
 
+def _check_section(t: TableProof, what: str, params: Params | None) -> None:
+    if not 1 <= t.log_n <= _MAX_LOG_N:
+        raise ShapeError(f"{what}: log_n {t.log_n} is out of range [1, {_MAX_LOG_N}]")
+    caps = None
+    if params is not None:
+        h = t.log_n + params.log_blowup
+        if h > _TWO_ADICITY:
+            raise ShapeError(f"{what}: log_n {t.log_n} with log_blowup {params.log_blowup} "
+                             f"exceeds the field's two-adicity {_TWO_ADICITY}")
+        caps = 1 << min(params.log_cap, h)
+    _expect(t.main_cap, (caps, 8), what, "main_cap")
+    _expect(t.parts_cap, (caps, 8), what, "parts_cap")
+    has_aux = t.aux_cap.shape[0] != 0
+    _expect(t.aux_cap, ((caps if has_aux else 0), 8), what, "aux_cap")
+    _expect(t.terminal, ((4 if has_aux else 0),), what, "terminal")
+    for name in ("ood_main", "ood_main_next", "ood_aux", "ood_aux_next", "ood_parts"):
+        _expect(getattr(t, name), (None, 4), what, name)
+    d = t.main_rows.shape[0]
+    if d == 0 or (params is not None and d > params.num_queries):
+        raise ShapeError(f"{what}: {d} opened rows (expected 1.."
+                         f"{'num_queries' if params is None else params.num_queries})")
+    _expect(t.main_rows, (d, None), what, "main_rows")
+    _expect(t.parts_rows, (d, None), what, "parts_rows")
+    _expect(t.aux_rows, ((d, None) if has_aux else (0, 0)), what, "aux_rows")
+    for name in ("main_nodes", "parts_nodes", "aux_nodes"):
+        _expect(getattr(t, name), (None, 8), what, name)
+    if not has_aux and t.aux_nodes.shape[0]:
+        raise ShapeError(f"{what}: aux_nodes without an aux commitment")
+
+
+def decode_fri(r: "_Reader") -> FriProof:
+    """Parse the FRI section from ``r`` (at its start).  Checks the EF / digest axes and
+    that every per-layer list has r entries; the layer caps, L and the counts are checked
+    by the verifier, which knows the layer heights and the queries."""
+    what = "FRI section"
+    layers = r.uint("<B")
+    caps = [r.array(2, "fri_cap") for _ in range(layers)]
+    for c in caps:
+        _expect(c, (None, 8), what, "fri_cap")
+    fold_nonces = r.array(1, "fold_nonces")
+    _expect(fold_nonces, (layers,), what, "fold_nonces")
+    final_poly = r.array(2, "final_poly")
+    _expect(final_poly, (None, 4), what, "final_poly")
+    L = final_poly.shape[0]
+    if L == 0 or L & (L - 1):
+        raise ShapeError(f"{what}: final_poly has {L} coefficients (expected a power of two)")
+    pow_nonce = r.uint("<I")
+    values, nodes = [], []
+    for _ in range(layers):
+        v = r.array(2, "fri_values")
+        _expect(v, (None, 4), what, "fri_values")
+        n = r.array(2, "fri_nodes")
+        _expect(n, (None, 8), what, "fri_nodes")
+        values.append(v)
+        nodes.append(n)
+    return FriProof(caps, fold_nonces, final_poly, pow_nonce, values, nodes)
+
+
 # ------------------------------------------------------------------ JSON rendering
+
+def _jsonable(v):
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, list):
+        return [_jsonable(x) for x in v]
+    return v
+
 
 def to_json(proof: Proof | bytes, indent: int | None = 1) -> str:
     """A JSON rendering for debugging (not a wire format)."""
     if not isinstance(proof, Proof):
         proof = decode(proof)
-    tables = []
-    for t in proof.tables:
-        d = {}
-        for f in fields(t):
-            if f.name == "raw":
-                continue
-            v = getattr(t, f.name)
-            if isinstance(v, np.ndarray):
-                d[f.name] = v.tolist()
-            elif isinstance(v, list):
-                d[f.name] = [x.tolist() for x in v]
-            else:
-                d[f.name] = v
-        tables.append(d)
+    tables = [{f.name: _jsonable(getattr(t, f.name)) for f in fields(t) if f.name != "raw"}
+              for t in proof.tables]
+    fri = None
+    if proof.fri is not None:
+        fri = {f.name: _jsonable(getattr(proof.fri, f.name)) for f in fields(proof.fri)}
+        fri["num_layers"] = proof.fri.num_layers
     doc = {"magic": MAGIC.decode(), "version": proof.version,
            "params": {f.name: getattr(proof.params, f.name) for f in fields(proof.params)},
-           "logup_nonce": proof.logup_nonce, "tables": tables}
+           "logup_nonce": proof.logup_nonce, "tables": tables, "fri": fri}
     return json.dumps(doc, indent=indent)

@@ -90,7 +90,8 @@ def absorb_statement(tr: Transcript, params: Params, airs: Sequence, shapes: Seq
     public values (everything the verifier relies on, before any challenge)."""
     tr.absorb("params", [FORMAT_VERSION, params.log_blowup, params.num_queries,
                          params.pow_bits, params.log_final_poly_len, params.logup_pow_bits,
-                         params.deep_pow_bits, params.commit_pow_bits])
+                         params.deep_pow_bits, params.commit_pow_bits, params.log_fri_arity,
+                         params.log_cap])
     tr.absorb("num_tables", [len(shapes)])
     for i, (air, shape, pv) in enumerate(zip(airs, shapes, public_values)):
         tr.absorb("table", [i] + shape.statement() + list(air.fingerprint()))
