@@ -225,3 +225,114 @@ def test_device_commit_errors(dev):
     with pytest.raises(ValueError):
         md.commit_device(cuda.to_device(np.zeros((4, 4), np.uint32)),
                          out=cuda.device_array((8, 8), np.uint32))
+
+
+# ---------------------------------------------------------------- v3: caps and multiproofs
+# The verifier's multiproof checker (verifier.merkle) against a naive reference written
+# from the spec: full trees built one node at a time with the prover's hash functions
+# (kernels.poseidon2), node lists produced with Python sets, level by level.
+from steadfast.verifier import merkle as vm
+from steadfast.verifier.errors import MerkleError, ShapeError
+
+
+def naive_levels(rows):
+    """levels[l][j] = node (l, j) of the full tree, built pairwise."""
+    levels = [[p2.sponge_hash(r) for r in rows]]
+    while len(levels[-1]) > 1:
+        lv = levels[-1]
+        levels.append([p2.compress(lv[2 * j][None], lv[2 * j + 1][None])[0]
+                       for j in range(len(lv) // 2)])
+    return levels
+
+
+def naive_multiproof(levels, indices, log_cap):
+    """(cap, S_0, nodes) exactly as the spec states them."""
+    h = len(levels) - 1
+    c = min(log_cap, h)
+    s = sorted(set(int(i) for i in indices))
+    s0 = list(s)
+    nodes = []
+    for lv in range(h - c):
+        for j in s:
+            if j ^ 1 not in s:
+                nodes.append(levels[lv][j ^ 1])
+        s = sorted({j >> 1 for j in s})
+    cap = np.array(levels[h - c], np.uint32).reshape(-1, 8)
+    return cap, s0, np.array(nodes, np.uint32).reshape(-1, 8)
+
+
+@pytest.fixture(scope="module")
+def naive_trees():
+    out = {}
+    for h in range(0, 7):
+        rows = rand_field(np.random.default_rng(100 + h), (1 << h, 5))
+        out[h] = (rows, naive_levels(rows))
+    return out
+
+
+@given(h=st.integers(0, 6), log_cap=st.integers(0, 8),
+       idx=st.lists(st.integers(0, 63), min_size=1, max_size=20))
+def test_multiproof_accepts_the_naive_reference(naive_trees, h, log_cap, idx):
+    rows, levels = naive_trees[h]
+    idx = [i % (1 << h) for i in idx]
+    cap, s0, nodes = naive_multiproof(levels, idx, log_cap)
+    assert np.array_equal(vm.cap_of(rows, log_cap), cap)
+    assert vm.leaf_set(idx).tolist() == s0
+    assert vm.multiproof_size(idx, h, log_cap) == len(nodes)
+    vm.check_opening(cap, rows[s0], s0, nodes, h, log_cap)
+    # every node matters: tampering with any one is a MerkleError
+    for k in range(len(nodes)):
+        bad = nodes.copy()
+        bad[k, k % 8] = (int(bad[k, k % 8]) + 1) % P
+        with pytest.raises(MerkleError):
+            vm.check_opening(cap, rows[s0], s0, bad, h, log_cap)
+    # a wrong node count is a ShapeError (never an IndexError), before any hashing
+    with pytest.raises(ShapeError):
+        vm.check_opening(cap, rows[s0], s0, np.concatenate([nodes, nodes[:1] if len(nodes)
+                                                            else cap[:1]]), h, log_cap)
+    if len(nodes):
+        with pytest.raises(ShapeError):
+            vm.check_opening(cap, rows[s0], s0, nodes[:-1], h, log_cap)
+    # a tampered opened row, or a tampered cap entry the opening reaches
+    bad_rows = rows[s0].copy()
+    bad_rows[-1, 0] = (int(bad_rows[-1, 0]) + 1) % P
+    with pytest.raises(MerkleError):
+        vm.check_opening(cap, bad_rows, s0, nodes, h, log_cap)
+    c = min(log_cap, h)
+    bad_cap = cap.copy()
+    bad_cap[s0[0] >> (h - c), 3] ^= 1
+    with pytest.raises(MerkleError):
+        vm.check_opening(bad_cap, rows[s0], s0, nodes, h, log_cap)
+
+
+def test_multiproof_node_count_by_hand():
+    # h = 6, S_0 = {3, 4, 5, 63}: level 0 supplies nodes 2 and 62 (4, 5 are siblings);
+    # S_1 = {1, 2, 31}: 0, 3, 30; S_2 = {0, 1, 15}: 14; S_3 = {0, 7}: 1, 6; S_4 = {0, 3}:
+    # 1, 2; S_5 = {0, 1}: none -> 10 nodes for caps 2^0 and 2^1, 8 for a cap of 4
+    assert [vm.multiproof_size([63, 3, 4, 5, 4], 6, c) for c in range(8)] == \
+        [10, 10, 8, 6, 5, 2, 0, 0]
+    assert vm.multiproof_size([], 6, 0) == 0
+    assert vm.multiproof_size(range(64), 6, 0) == 0
+
+
+def test_multiproof_shape_errors(naive_trees):
+    rows, levels = naive_trees[5]
+    cap, s0, nodes = naive_multiproof(levels, [1, 9, 30], 2)
+    vm.check_opening(cap, rows[s0], s0, nodes, 5, 2)
+    for bad_cap in (cap[:-1], np.concatenate([cap, cap]), cap[:, :7], cap.reshape(-1)):
+        with pytest.raises(ShapeError):
+            vm.check_opening(bad_cap, rows[s0], s0, nodes, 5, 2)
+    with pytest.raises(ShapeError):                        # a row missing / one too many
+        vm.check_opening(cap, rows[s0[:-1]], s0, nodes, 5, 2)
+    with pytest.raises(ShapeError):
+        vm.check_opening(cap, rows[[1, 9, 30, 30]], s0, nodes, 5, 2)
+    with pytest.raises(ShapeError):                        # node rows of 7 elements
+        vm.check_opening(cap, rows[s0], s0, nodes[:, :7], 5, 2)
+    with pytest.raises(ShapeError):                        # not a field element
+        big = nodes.copy()
+        big[0, 0] = P
+        vm.check_opening(cap, rows[s0], s0, big, 5, 2)
+    with pytest.raises(ValueError):                        # the caller's bug, not the proof's
+        vm.check_opening(cap, rows[s0], [9, 1, 30], nodes, 5, 2)
+    with pytest.raises(ValueError):
+        vm.check_opening(cap, rows[s0], [1, 9, 32], nodes, 5, 2)

@@ -1,19 +1,29 @@
-"""Merkle path verification for the verifier (SPEC §3), batched over queries.
+"""Merkle verification for the verifier (docs/protocol.md), batched: v3 caps and
+multiproofs, plus the v2 per-query paths.
 
 Conventions (shared with the prover's trees, and written in docs/protocol.md):
 
 * leaf i = sponge(row i) (:func:`verifier.poseidon2.hash_rows`);
-* inner node = compress(left, right); the root is the single node of the top level;
-* an opening path for leaf ``i`` lists the siblings bottom-up: ``path[0]`` is the
-  sibling of the leaf (index ``i ^ 1``), ``path[l]`` the sibling at level ``l``; at level
-  ``l`` the current node is the left child iff bit ``l`` of ``i`` is 0.
+* inner node = compress(left, right) (the first 8 lanes of the permutation of
+  left || right); level 0 holds the leaf digests, level h (a tree over 2^h leaves) the root;
+* **cap** (format v3): with c = min(log_cap, h), the commitment is the 2^c nodes of level
+  h - c in index order (uint32[2^c, 8]); c = h commits the leaf digests themselves;
+* **multiproof** (format v3) for a set of leaf indices: S_0 = the sorted distinct indices;
+  for level l = 0 .. h-c-1 and each j in S_l ascending, when j^1 is not in S_l the proof
+  supplies node (l, j^1), next in order; S_(l+1) = the sorted distinct {j >> 1}.  The
+  verifier recomputes level by level and compares the level-(h-c) nodes with the cap
+  entries at S_(h-c).  The node count m is a function of S_0 alone
+  (:func:`multiproof_size`): a nodes array of another length is a ShapeError, checked
+  before any hashing; a node that does not hash to the cap is a MerkleError;
+* v2 opening path for leaf ``i``: the siblings bottom-up (``path[l]`` is node (l, (i>>l)^1)).
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-from .poseidon2 import _from_mont, _permute_lanes, _to_mont, hash_rows
+from .errors import MerkleError, ShapeError
+from .poseidon2 import P, _from_mont, _permute_lanes, _to_mont, hash_rows
 
 
 @njit(cache=True)
@@ -112,5 +122,170 @@ def merkle_root(matrix: np.ndarray) -> np.ndarray:
     return level[0]
 
 
-# Load (or compile, on a cold cache) the path kernel at import, like the permutation.
+
+
+# ---------------------------------------------------------------- v3: caps and multiproofs
+
+@njit(cache=True)
+def _count_kernel(idx, levels):
+    """Nodes a multiproof of the sorted distinct leaf indices ``idx`` carries over
+    ``levels`` levels (index arithmetic only)."""
+    n = idx.shape[0]
+    pos = idx.copy()
+    m = 0
+    for _ in range(levels):
+        a = 0
+        k = 0
+        while a < n:
+            j = pos[a]
+            if (j & 1) == 0 and a + 1 < n and pos[a + 1] == j + 1:
+                a += 2
+            else:
+                m += 1
+                a += 1
+            pos[k] = j >> 1
+            k += 1
+        n = k
+    return m
+
+
+@njit(cache=True)
+def _multiproof_kernel(digests, idx, nodes, levels):
+    """Recompute a multiproof up ``levels`` levels.  digests uint32[k, 8] are the leaf
+    digests at the sorted distinct indices idx int64[k]; nodes uint32[m, 8] the proof's
+    nodes in protocol order (m checked by the caller: exactly what this walk consumes).
+    Each level is one lane-major Poseidon2 batch over its distinct parents.  Returns
+    (the parents' indices at the top level, their digests uint32[k', 8])."""
+    n = idx.shape[0]
+    pos = idx.copy()
+    cur = np.empty((max(n, 1), 8), dtype=np.uint64)
+    for r in range(n):
+        for i in range(8):
+            cur[r, i] = _to_mont(np.uint64(digests[r, i]))       # Montgomery form
+    st = np.empty((16, max(n, 1)), dtype=np.uint64)
+    ptr = 0
+    for _ in range(levels):
+        a = 0
+        nl = 0
+        while a < n:
+            j = pos[a]
+            if (j & 1) == 0 and a + 1 < n and pos[a + 1] == j + 1:
+                for i in range(8):
+                    st[i, nl] = cur[a, i]
+                    st[8 + i, nl] = cur[a + 1, i]
+                a += 2
+            else:
+                off_cur = 8 if (j & 1) else 0
+                off_sib = 8 - off_cur
+                for i in range(8):
+                    st[off_cur + i, nl] = cur[a, i]
+                    st[off_sib + i, nl] = _to_mont(np.uint64(nodes[ptr, i]))
+                ptr += 1
+                a += 1
+            pos[nl] = j >> 1                     # nl <= a: never overwrites an unread index
+            nl += 1
+        _permute_lanes(st, nl)
+        for b in range(nl):
+            for i in range(8):
+                cur[b, i] = st[i, b]
+        n = nl
+    out = np.empty((n, 8), dtype=np.uint32)
+    for r in range(n):
+        for i in range(8):
+            out[r, i] = np.uint32(_from_mont(cur[r, i]))
+    return pos[:n].copy(), out
+
+
+def cap_height(height: int, log_cap: int) -> int:
+    """c = min(log_cap, h): the cap of a tree over 2^h leaves has 2^c nodes."""
+    return min(int(log_cap), int(height))
+
+
+def leaf_set(indices) -> np.ndarray:
+    """S_0: the sorted distinct leaf indices (int64) -- also the order of opened rows."""
+    return np.unique(np.asarray(indices, dtype=np.int64).reshape(-1))
+
+
+def multiproof_size(indices, height: int, log_cap: int) -> int:
+    """m: the number of nodes a multiproof for ``indices`` (any order, repeats allowed)
+    carries in a tree over 2^height leaves with cap parameter ``log_cap``."""
+    s0 = leaf_set(indices)
+    return int(_count_kernel(s0, int(height) - cap_height(height, log_cap)))
+
+
+def _check_u32_matrix(a, cols: int, what: str, table) -> np.ndarray:
+    a = np.asarray(a)
+    if a.ndim != 2 or a.shape[1] != cols:
+        raise ShapeError(f"{what}: shape {a.shape}, expected (*, {cols})", table)
+    if a.size and (a.dtype.kind not in "ui" or int(a.min()) < 0 or int(a.max()) >= P):
+        raise ShapeError(f"{what}: holds a value that is not a field element", table)
+    return np.ascontiguousarray(a, dtype=np.uint32)
+
+
+def verify_multiproof(cap, leaf_digests, indices, nodes, height: int, log_cap: int,
+                      what: str = "tree", table: str | None = None) -> None:
+    """Authenticate the leaf digests uint32[k, 8] at the sorted distinct ``indices``
+    (k of them, :func:`leaf_set`) of a tree over 2^height leaves against its ``cap``
+    (uint32[2^c, 8]) with the multiproof ``nodes`` (uint32[m, 8], protocol order).
+
+    Raises :class:`ShapeError` for a cap, digest or node array of the wrong shape (the
+    node count m follows from the indices: :func:`multiproof_size`) -- before any
+    hashing -- and :class:`MerkleError` when the recomputed level-(h-c) nodes differ from
+    the cap's entries."""
+    height = int(height)
+    idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= (1 << height)):
+        raise ValueError(f"{what}: leaf index out of range for 2^{height} leaves")
+    if idx.size > 1 and not bool(np.all(idx[1:] > idx[:-1])):
+        raise ValueError(f"{what}: indices must be sorted and distinct (leaf_set)")
+    c = cap_height(height, log_cap)
+    cap = _check_u32_matrix(cap, 8, f"{what} cap", table)
+    if cap.shape[0] != 1 << c:
+        raise ShapeError(f"{what} cap: {cap.shape[0]} nodes, expected {1 << c}", table)
+    digests = _check_u32_matrix(leaf_digests, 8, f"{what} leaf digests", table)
+    if digests.shape[0] != idx.size:
+        raise ShapeError(f"{what}: {digests.shape[0]} opened leaves, expected {idx.size}", table)
+    nodes = _check_u32_matrix(nodes, 8, f"{what} multiproof nodes", table)
+    m = int(_count_kernel(idx, height - c))
+    if nodes.shape[0] != m:
+        raise ShapeError(f"{what} multiproof: {nodes.shape[0]} nodes, expected {m}", table)
+    if idx.size == 0:
+        return
+    top, computed = _multiproof_kernel(digests, idx, nodes, height - c)
+    bad = np.flatnonzero(np.any(computed != cap[top], axis=1))
+    if bad.size:
+        raise MerkleError(f"{what}: the opening does not authenticate (cap entry "
+                          f"{int(top[bad[0]])} differs)", table)
+
+
+def check_opening(cap, rows, indices, nodes, height: int, log_cap: int,
+                  what: str = "tree", table: str | None = None) -> None:
+    """Authenticate opened rows uint32[k, w] (one per index of ``indices``, sorted and
+    distinct) against a cap: leaf digests (the sponge of each row), then
+    :func:`verify_multiproof`.  ShapeError / MerkleError as there."""
+    rows = np.asarray(rows)
+    idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+    if rows.ndim != 2 or rows.shape[0] != idx.size or (idx.size and rows.shape[1] == 0):
+        raise ShapeError(f"{what}: opened rows of shape {rows.shape}, expected "
+                         f"({idx.size}, w > 0)", table)
+    if rows.size and (rows.dtype.kind not in "ui" or int(rows.min()) < 0 or int(rows.max()) >= P):
+        raise ShapeError(f"{what}: an opened row holds a value that is not a field element", table)
+    digests = hash_rows(rows) if idx.size else np.zeros((0, 8), np.uint32)
+    verify_multiproof(cap, digests, idx, nodes, height, log_cap, what, table)
+
+
+def cap_of(matrix: np.ndarray, log_cap: int) -> np.ndarray:
+    """Reference cap of a full tree over the rows of ``matrix`` (n a power of two); for
+    tests and small commitments, not the verifier's hot path."""
+    from .poseidon2 import compress
+    level = hash_rows(matrix)
+    h = int(level.shape[0]).bit_length() - 1
+    for _ in range(h - cap_height(h, log_cap)):
+        level = compress(level[0::2], level[1::2])
+    return level
+
+
+# Load (or compile, on a cold cache) the kernels at import, like the permutation.
 roots_from_paths(np.zeros((1, 8), np.uint32), np.zeros(1, np.int64), np.zeros((1, 1, 8), np.uint32))
+_count_kernel(np.zeros(1, np.int64), 1)
+_multiproof_kernel(np.zeros((1, 8), np.uint32), np.zeros(1, np.int64), np.zeros((1, 8), np.uint32), 1)
