@@ -28,6 +28,7 @@ DEVICE_MODULES = (
     "steadfast.kernels.poseidon2_device",
     "steadfast.kernels.merkle_device",
     "steadfast.kernels.stage_device",
+    "steadfast.kernels.fri_device",
     "steadfast.kernels.constraint_device",
 )
 
