@@ -22,6 +22,7 @@ import numpy as np
 
 import steadfast.air as airlib
 from steadfast.air import field as F
+from steadfast.kernels import multiproof as mp
 from steadfast.kernels.hostlib import ef_inverse
 from steadfast.kernels.poseidon2 import poseidon2_permute
 from steadfast.kernels.ntt_host import bit_reverse_permutation, coset_intt, coset_ntt, intt, lde_columns
@@ -71,6 +72,11 @@ class _LdeTree:
 
     def paths(self, indices) -> np.ndarray:
         return self._tree.paths(indices)
+
+    def rows(self, indices) -> np.ndarray:
+        """The committed rows at tree positions ``indices`` (uint32[q, c])."""
+        nat = _bitrev_index(np.asarray(indices, dtype=np.int64), self._tree.log_n)
+        return np.ascontiguousarray(self._lde[:, nat].T)
 
     def open(self, indices) -> tuple[np.ndarray, np.ndarray]:
         paths = self._tree.paths(indices)                 # validates the indices
@@ -221,8 +227,8 @@ class HostStages:
 
     # ------------------------------------------------------------------ R4
     def deep_quotient(self, shape: TableShape, groups: list, z, lam) -> np.ndarray:
-        """DQ(x) = sum_k lam^k (f_k(x) - v_k) / (x - zeta_k) on g<w_N>, returned as
-        uint32[N, 4] in bit-reversed order (FRI layer 0).  ``groups``: list of
+        """(Unchanged in v3: the per-table end of the chain.)  DQ(x) = sum_k lam^k (f_k(x) - v_k) / (x - zeta_k) on g<w_N>, returned as
+        uint32[N, 4] in bit-reversed order (this table's FRI input).  ``groups``: list of
         (Committed, opened values (c, 4), at_next) in the order of deep_groups()."""
         N = 1 << shape.log_lde
         xs = airlib.coset_points(SHIFT, shape.log_lde).astype(np.uint32)
@@ -250,42 +256,124 @@ class HostStages:
                                 points[at_next].reshape(4).astype(np.uint32))
         return bit_reverse_permutation(total, axis=0)
 
-    def fri_commit_layer(self, values: np.ndarray):
-        """Commit a FRI layer (uint32[N_i, 4], bit-reversed): leaf j = (v[2j], v[2j+1])."""
-        return merkle.commit(np.ascontiguousarray(values.reshape(-1, 8)))
+    # ------------------------------------------------------------------ the join (v3)
+    # One FRI for all tables (docs/protocol.md §5).  Layer values are uint32[2^h, 4]
+    # (EF c0..c3 per row) in bit-reversed order on the coset g<w_{2^h}> -- the same shift
+    # g = SHIFT at every height ("rescaled domain"): position p is the point
+    # x_p = g w_{2^h}^bitrev_h(p), so positions 2u, 2u+1 hold x and -x.
 
-    def fri_fold(self, values: np.ndarray, beta, layer: int, shape: TableShape) -> np.ndarray:
-        """f'(x^2) = (f(x) + f(-x))/2 + beta (f(x) - f(-x)) / (2x), pairwise on the
-        bit-reversed layer (pair j = points (x_j, -x_j), x_j = g^(2^i) w_(N_i)^bitrev(j))."""
-        log_ni = shape.log_lde - layer
-        half = 1 << (log_ni - 1)
-        w_inv = pow(F.root_of_unity(log_ni), F.P - 2, F.P)
-        g_inv = pow(pow(SHIFT, 1 << layer, F.P), F.P - 2, F.P)
-        rev = bit_reverse_permutation(np.arange(half, dtype=np.int64))
-        inv_x = F.mul(F.powers(w_inv, half)[rev], g_inv)
-        e0 = _ef_T(values[0::2])
-        e1 = _ef_T(values[1::2])
-        inv2 = (F.P + 1) // 2
-        s = F.ef_mul_base(F.ef_add(e0, e1), inv2)
-        d = F.ef_mul_base(F.ef_sub(e0, e1), F.mul(inv_x, inv2))
-        out = F.ef_add(s, F.ef_mul(np.asarray(beta, np.uint64).reshape(4, 1), d))
-        return np.ascontiguousarray(out.T.astype(np.uint32))
+    def fri_input(self, dqs: list, mu) -> np.ndarray:
+        """F = sum_j mu^j dqs[j] (j = 0, 1, ...): the combined FRI input of one height.
+        ``dqs``: the DEEP quotients (uint32[2^h, 4], bit-reversed, all the same height)
+        of the tables of that height in table order; ``mu``: uint32[4].  Returns a new
+        uint32[2^h, 4] (a single table: a copy of its DQ)."""
+        if not dqs:
+            raise ValueError("fri_input needs at least one DEEP quotient")
+        acc = _ef_T(dqs[0])
+        if len(dqs) > 1:
+            muf = np.asarray(mu, np.uint64).reshape(4, 1)
+            mp = muf
+            for dq in dqs[1:]:
+                if dq.shape != dqs[0].shape:
+                    raise ValueError(f"fri_input: heights differ ({dq.shape} vs {dqs[0].shape})")
+                acc = F.ef_add(acc, F.ef_mul(mp, _ef_T(dq)))
+                mp = F.ef_mul(mp, muf)
+        return np.ascontiguousarray(acc.T.astype(np.uint32))
 
-    def fri_final(self, values: np.ndarray, shape: TableShape) -> np.ndarray:
-        """Coefficients (uint32[L, 4]) of the last layer's polynomial (degree < L)."""
-        r = shape.num_fri_layers
+    def fri_commit_layer(self, values: np.ndarray, log_arity: int):
+        """Commit a FRI layer of height h (uint32[2^h, 4], bit-reversed) with leaf
+        j = positions j*a .. j*a + a - 1 (a = 2^log_arity), i.e. the row
+        values.reshape(2^(h - log_arity), 4a).  Returns the tree (a
+        :class:`kernels.merkle.MerkleTree` over 2^(h - log_arity) leaves; its cap is
+        :meth:`cap`).  The tree keeps a view of ``values``: do not modify them after."""
+        a = 1 << log_arity
+        if values.shape[0] % a or values.shape[0] < a:
+            raise ValueError(f"fri_commit_layer: {values.shape[0]} values for arity {a}")
+        return merkle.commit(np.ascontiguousarray(values).reshape(-1, 4 * a))
+
+    def _inv_half_x(self, log_h: int) -> np.ndarray:
+        """1 / (2 x_{2u}) for u < 2^(h-1) on a layer of height h (uint64[2^(h-1)])."""
+        key = ("inv_half_x", log_h)
+        if key not in self._selector_cache:
+            half = 1 << (log_h - 1)
+            w_inv = pow(F.root_of_unity(log_h), F.P - 2, F.P)
+            c = pow(2 * SHIFT, F.P - 2, F.P)                 # 1 / (2 g)
+            rev = bit_reverse_permutation(np.arange(half, dtype=np.int64))
+            # bitrev_h(2u) = bitrev_{h-1}(u): x_{2u} = g w_{2^h}^bitrev_{h-1}(u)
+            self._selector_cache[key] = F.mul(F.powers(w_inv, half)[rev], c)
+        return self._selector_cache[key]
+
+    def fri_fold(self, values: np.ndarray, beta, log_arity: int, log_height: int,
+                 rollin: np.ndarray | None = None) -> np.ndarray:
+        """Fold a layer of height h = ``log_height`` (uint32[2^h, 4], bit-reversed) by
+        a = 2^k (k = ``log_arity``): k binary folds with b = beta, beta^2, ...,
+        beta^(2^(k-1)), each
+            f'(u) = (f(2u) + f(2u+1)) / 2 + b (f(2u) - f(2u+1)) / (2 x_{2u})
+        (x_{2u} = g w_{2^h}^bitrev_{h-1}(u) at the current height h), then, if ``rollin``
+        (uint32[2^(h-k), 4], bit-reversed: the combined input F of height h - k) is
+        given, f' += beta^a rollin.  Returns a new uint32[2^(h-k), 4]; ``values`` is
+        not modified."""
+        if values.shape != (1 << log_height, 4) or not 1 <= log_arity <= log_height:
+            raise ValueError(f"fri_fold: {values.shape} values, height {log_height}, "
+                             f"log_arity {log_arity}")
+        inv2 = np.uint64((F.P + 1) // 2)
+        b = np.asarray(beta, np.uint64).reshape(4, 1)
+        cur = values
+        f = None
+        h = log_height
+        for _ in range(log_arity):
+            if f is None:
+                e0, e1 = _ef_T(cur[0::2]), _ef_T(cur[1::2])
+            else:
+                e0, e1 = f[:, 0::2], f[:, 1::2]
+            s = F.ef_mul_base(F.ef_add(e0, e1), inv2)
+            d = F.ef_mul_base(F.ef_sub(e0, e1), self._inv_half_x(h))
+            f = F.ef_add(s, F.ef_mul(b, d))
+            b = F.ef_mul(b, b)
+            h -= 1
+        if rollin is not None:
+            if rollin.shape != (1 << h, 4):
+                raise ValueError(f"fri_fold: roll-in of shape {rollin.shape}, expected {(1 << h, 4)}")
+            f = F.ef_add(f, F.ef_mul(b, _ef_T(rollin)))          # b = beta^a now
+        return np.ascontiguousarray(f.T.astype(np.uint32))
+
+    def fri_final(self, values: np.ndarray, log_height: int, length: int) -> np.ndarray:
+        """The final polynomial: interpolate the last layer (uint32[2^h, 4], bit-reversed,
+        on g<w_{2^h}>) and return its first ``length`` coefficients uint32[length, 4]
+        (constant first).  Raises RuntimeError if a higher coefficient is non-zero (the
+        prover's own check: an honest proof's final polynomial has degree < length)."""
+        if values.shape != (1 << log_height, 4) or not 1 <= length <= values.shape[0]:
+            raise ValueError(f"fri_final: {values.shape} values, height {log_height}, "
+                             f"length {length}")
         nat = bit_reverse_permutation(np.ascontiguousarray(values), axis=0)   # natural order
-        shift = pow(SHIFT, 1 << r, F.P)
-        coeffs = coset_intt(np.ascontiguousarray(nat.T), shift)              # (4, N_r)
-        return np.ascontiguousarray(coeffs[:, :shape.final_poly_len].T)
+        coeffs = coset_intt(np.ascontiguousarray(nat.T), SHIFT)              # (4, 2^h)
+        if coeffs[:, length:].any():
+            raise RuntimeError(f"FRI: the final polynomial has degree >= {length} (a table's "
+                               "DEEP quotient is not of low degree)")
+        return np.ascontiguousarray(coeffs[:, :length].T)
+
+    def cap(self, tree, log_cap: int) -> np.ndarray:
+        """The commitment of a tree (any of this class's trees): the 2^c nodes of level
+        h - c, c = min(log_cap, h), uint32[2^c, 8]."""
+        return mp.cap(tree, log_cap)
+
+    def open_batch(self, tree, indices: np.ndarray, log_cap: int) -> tuple[np.ndarray, np.ndarray]:
+        """Open the rows at ``indices`` (int64[d], sorted ascending and distinct: ValueError
+        otherwise) of a committed tree: (rows uint32[d, w] in that order, multiproof nodes
+        uint32[m, 8] against ``cap(tree, log_cap)``, in proof order)."""
+        idx = np.asarray(indices, dtype=np.int64)
+        if idx.ndim != 1 or idx.size == 0 or (idx.size > 1 and not (np.diff(idx) > 0).all()):
+            raise ValueError("open_batch: indices must be a non-empty sorted distinct 1-d array")
+        if idx[0] < 0 or idx[-1] >= (1 << tree.log_n):
+            raise ValueError(f"open_batch: index out of range [0, 2^{tree.log_n})")
+        rows = tree.rows(idx) if hasattr(tree, "rows") else tree.matrix[idx]
+        return (np.ascontiguousarray(rows, np.uint32),
+                mp.multiproof_nodes(tree, idx, log_cap))
 
     def permute(self, states: np.ndarray) -> np.ndarray:
         """Poseidon2 over a batch of states (proof-of-work grinding)."""
         return poseidon2_permute(states)
 
-    def open(self, tree, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        rows, paths = tree.open(np.asarray(indices, dtype=np.int64))
-        return np.ascontiguousarray(rows, np.uint32), np.ascontiguousarray(paths, np.uint32)
 
 
 def _chunk_leaf(main_q, prep_q, aux_q, idx, nidx, pv, chal, term):
