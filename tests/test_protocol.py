@@ -223,24 +223,44 @@ def test_preprocessed_columns_local_and_next_row():
         verify(proof, [rom2], [[]])
 
 
+def _spec_heights(params, log_ns):
+    """The v3 FRI layer heights, step by step from the spec (independent of
+    verifier.protocol.fri_layer_heights)."""
+    table_h = [ln + params.log_blowup for ln in log_ns]
+    h_final = min(params.log_final_poly_len, min(log_ns)) + params.log_blowup
+    hs = [max(table_h)]
+    while hs[-1] > h_final:
+        cand = [hs[-1] - params.log_fri_arity, h_final]
+        lower = [h for h in table_h if h < hs[-1]]
+        if lower:
+            cand.append(max(lower))
+        hs.append(max(cand))
+    return hs
+
+
 def _exact_bits(params, tables):
-    """Independent reference for verifier.security: the same terms as exact rationals
-    (fractions.Fraction over |EF| = p^4), the union over tables, floor(-log2)."""
+    """Independent reference for verifier.security (v3): the same terms as exact rationals
+    (fractions.Fraction over |EF| = p^4) -- per table alpha, ood, deep; once the FRI
+    queries, fri_mu (tables sharing a height), fri_fold (a_i * 2^h_i per layer) and the
+    LogUp term -- and floor(-log2) of the sum."""
     from fractions import Fraction
-    import math
     ef = Fraction(2013265921) ** 4
-    total = Fraction(0)
+    total = Fraction(1, 2 ** (params.log_blowup * params.num_queries + params.pow_bits))
     frac, arity = 0, 0
     for t in tables:
         n = 2 ** t["log_n"]
         big = n * 2 ** params.log_blowup
-        total += Fraction(1, 2 ** (params.log_blowup * params.num_queries + params.pow_bits))
         total += Fraction(t["constraints"] - 1) / ef
         total += Fraction(t["max_degree"] * n) / ef / 2 ** params.commit_pow_bits
         total += Fraction((t["deep_columns"] - 1) * big) / ef / 2 ** params.deep_pow_bits
-        total += Fraction(sum(big // 2 ** i for i in range(t["folds"]))) / ef / 2 ** params.commit_pow_bits
         frac += n * t["interactions"]
         arity = max(arity, t["max_arity"])
+    heights = [t["log_n"] + params.log_blowup for t in tables]
+    for h in set(heights):
+        total += Fraction((heights.count(h) - 1) * 2 ** h) / ef
+    hs = _spec_heights(params, [t["log_n"] for t in tables])
+    for i in range(len(hs) - 1):
+        total += Fraction(2 ** (hs[i] - hs[i + 1]) * 2 ** hs[i]) / ef / 2 ** params.commit_pow_bits
     total += Fraction(frac * (arity + 1)) / ef / 2 ** params.logup_pow_bits
     bits = 0
     while Fraction(1, 2 ** (bits + 1)) >= total:        # largest b with total <= 2^-b
@@ -248,10 +268,39 @@ def _exact_bits(params, tables):
     return bits
 
 
+def test_fri_layer_heights_by_hand():
+    from steadfast.verifier.protocol import fri_layer_heights
+    # arity 4, blowup 2, final 2^2: tables at LDE heights 20, 18, 11, 5 (h_final = 5)
+    p = Params(log_blowup=1, log_fri_arity=2, log_final_poly_len=2)
+    assert fri_layer_heights(p, [18, 16, 9, 3]) == [19, 17, 15, 13, 11, 10, 8, 6, 4, 3]
+    assert fri_layer_heights(Params(log_fri_arity=3, log_final_poly_len=5),
+                             [18, 16, 9, 6]) == [19, 17, 14, 11, 10, 7, 6]
+    assert fri_layer_heights(Params(log_final_poly_len=4), [3, 3]) == [4]      # r = 0
+    assert fri_layer_heights(Params(log_fri_arity=1, log_final_poly_len=0), [2]) == [3, 2, 1]
+
+
+@pytest.mark.parametrize("arity", [1, 2, 3, 4])
+@pytest.mark.parametrize("final", [0, 2, 5])
+def test_fri_layer_heights_against_the_spec(arity, final):
+    from steadfast.verifier.protocol import fri_layer_heights
+    rng = np.random.default_rng(arity * 10 + final)
+    for _ in range(30):
+        lb = int(rng.integers(1, 4))
+        log_ns = [int(v) for v in rng.integers(1, 25 - lb, int(rng.integers(1, 6)))]
+        p = Params(log_blowup=lb, log_fri_arity=arity, log_final_poly_len=final)
+        hs = fri_layer_heights(p, log_ns)
+        assert hs == _spec_heights(p, log_ns)
+        # every table height is a layer height; each step folds by 2..2^arity
+        assert {ln + lb for ln in log_ns} <= set(hs)
+        assert all(1 <= a - b <= arity for a, b in zip(hs, hs[1:]))
+
+
 @pytest.mark.parametrize("params", [Params(), Params(num_queries=8, pow_bits=2),
                                     Params(log_blowup=2, num_queries=50, pow_bits=20,
                                            logup_pow_bits=0, deep_pow_bits=0,
-                                           commit_pow_bits=0),
+                                           commit_pow_bits=0, log_fri_arity=3, log_cap=4),
+                                    Params(log_blowup=3, num_queries=34, log_fri_arity=1,
+                                           log_final_poly_len=0),
                                     Params(num_queries=2, pow_bits=0)])
 def test_security_figure_against_exact_rationals(params):
     """The reported figure is floor(-log2(sum of every term over every table)), checked
@@ -260,11 +309,14 @@ def test_security_figure_against_exact_rationals(params):
     from steadfast.verifier.security import air_facts, proof_security
     airs = [ex.fibonacci_air()] + list(ex.lookup_block()[0])
     assert sum(len(a.interactions) for a in airs) >= 2
-    for log_n in (3, 10, 20, 24):
-        log_ns = [log_n] * len(airs)
+    for log_ns in ([3] * len(airs), [10] * len(airs), [20] * len(airs), [24] * len(airs),
+                   [24, 20, 20, 3], [3, 10, 17, 24], [5, 5, 9, 1]):
+        log_ns = log_ns[:len(airs)]
         rep = proof_security(params, airs, log_ns)
         ref = _exact_bits(params, [air_facts(a, ln, params) for a, ln in zip(airs, log_ns)])
         assert rep.bits == ref, (rep.describe(), ref)
         assert rep.bits <= min(rep.terms.values())
+    # the query term counts once (v3: one FRI): 2 queries at blowup 2 are 2^-2 -> 1 bit
     weak = proof_security(Params(num_queries=2, pow_bits=0), airs, [3] * len(airs))
-    assert weak.bits == 0 and weak.limiting == "fri_queries"
+    assert weak.bits == 1 and weak.limiting == "fri_queries"
+    assert proof_security(Params(num_queries=1, pow_bits=0), airs, [3] * len(airs)).bits == 0

@@ -110,6 +110,25 @@ def deep_groups(shape: TableShape) -> list[tuple[str, bool]]:
     return groups
 
 
+def fri_layer_heights(params: Params, log_ns: Sequence[int]) -> list[int]:
+    """The one FRI's layer heights [h_0, ..., h_r] (docs/protocol.md, the join): h_0 =
+    the largest table LDE height, h_r = h_final = min(log_final_poly_len, min log_n) +
+    log_blowup; h_(i+1) = max(h_i - log_fri_arity, the largest table height below h_i (if
+    any), h_final).  Layer i (0 <= i < r) folds by a_i = 2^(h_i - h_(i+1)); r = 0 when
+    every table has height h_final.  The verifier computes this from the proof's table
+    heights and parameters alone."""
+    hts = sorted({int(ln) + params.log_blowup for ln in log_ns}, reverse=True)
+    if not hts:
+        raise ValueError("no tables")
+    h_final = min(params.log_final_poly_len, min(int(ln) for ln in log_ns)) + params.log_blowup
+    out = [hts[0]]
+    while out[-1] > h_final:
+        h = out[-1]
+        below = [t for t in hts if t < h]
+        out.append(max(h - params.log_fri_arity, below[0] if below else h_final, h_final))
+    return out
+
+
 def johnson_queries(log_blowup: int, target_bits: float, pow_bits: int = 0,
                     eta: float = 2.0 ** -5) -> int:
     """Queries a provable (Johnson-bound) estimate needs for ``target_bits`` of query-phase
