@@ -5,14 +5,17 @@
     R2  (per table) alpha; constraints on the quotient domain; fold; / Z_H; decompose
         into num_parts parts; LDE + commit the parts
     R3  (per table) z; open every column at z (z*w for next-row reads); absorb
-    R4  (per table) DEEP quotient; FRI (arity 2, final polynomial in clear); proof of
-        work; queries with Merkle openings
+    R4  (per table) DEEP quotient, table digest; then the join (once): mu, one FRI for
+        all tables (layers of arity up to 2^log_fri_arity, tables rolled in at their
+        height, final polynomial in clear); proof of work; queries; openings as Merkle
+        multiproofs against caps
 
 Soundness notes: every value the verifier uses is absorbed before the challenges that
 depend on it (statement first, no "frozen heart"); the LogUp challenges come after all
 main commitments; each table's alpha comes after its aux commitment and claimed terminal;
-z after the parts commitment; lambda after all openings; each FRI beta after its layer
-root; the queries after the proof of work.
+z after the parts commitment; lambda after all openings; mu after every table's digest
+(every fork's whole transcript); each FRI beta after its layer cap; the queries after the
+proof of work.
 """
 from __future__ import annotations
 
@@ -21,10 +24,10 @@ from typing import Sequence
 import numpy as np
 
 from steadfast.air import check_buses, check_shapes, check_traces
-from steadfast.verifier.proof_format import Params, Proof, encode
+from steadfast.verifier.proof_format import Params, encode
 from steadfast.verifier.protocol import table_shape
 
-from .rounds import prove_table, r1_challenges, r1_main, statement
+from .rounds import prove_table, r1_challenges, r1_main, r4_join, statement
 from .spans import NullSpans, Spans
 from .stages import HostStages
 
@@ -84,11 +87,11 @@ def prove(tables: Sequence[np.ndarray], airs: Sequence, public_values=None,
 
     r1 = r1_main(st, stages, spans)
     ch = r1_challenges(st, r1, spans, stages.permute)
-    sections = []
+    deeps = []
     for i in range(len(st.airs)):                   # independent after the fork
         with spans.span("table", st.airs[i].name):
-            sections.append(prove_table(i, st, r1, ch, stages, spans))
-    proof = encode(Proof(params=st.params, tables=sections, logup_nonce=ch.logup_nonce))
+            deeps.append(prove_table(i, st, r1, ch, stages, spans))
+    proof = encode(r4_join(st, r1, ch, deeps, stages, spans))   # one FRI for all tables
     spans.count("proof_bytes", len(proof))
     if logs is not None:
         logs.append(r1.transcript.log)

@@ -1,18 +1,21 @@
 """The prover's rounds (SPEC §5), each returning a small frozen record.
 
 The driver is backend-agnostic: all heavy work goes through ``stages`` (a
-:class:`prover.stages.HostStages` or a device replacement), one table at a time, and the
-transcript order is fixed by table order -- never by completion order.  After
-``r1_challenges`` every table works on its own transcript fork and touches nothing of
-the other tables, so the per-table chains r1_aux -> r4_open may later run concurrently.
+:class:`prover.stages.HostStages` or a device replacement), and the transcript order is
+fixed by table order -- never by completion order.  After ``r1_challenges`` every table
+works on its own transcript fork and touches nothing of the other tables, so the
+per-table chains r1_aux -> r4_deep (:func:`prove_table`) may run concurrently; the join
+(:func:`r4_join`: one FRI for all tables, the queries and every opening) runs once, on the
+main transcript, after all of them.
 
-Transcript (exact order in docs/protocol.md):
+Transcript (proof format 3; exact order in docs/protocol.md §4):
   main:  params, num_tables, per table (shape + AIR fingerprint, public values),
-         per table main_root, then logup_pow, logup_beta, logup_gamma, then fork(i)
+         per table main_cap, then logup_pow, logup_beta, logup_gamma, then fork(i)
          per table;
-  fork:  [aux_root, logup_terminal], alpha, parts_root, zeta_pow, zeta, ood_* values,
-         deep_pow, deep_lambda, per FRI layer (fri_root, fold_pow, fri_beta), fri_final,
-         pow, queries.
+  fork:  [aux_cap, logup_terminal], alpha, parts_cap, zeta_pow, zeta, ood_* values,
+         deep_pow, deep_lambda, table_digest (8 base elements, sampled);
+  main (the join, after every fork):  table_digest per table (absorbed, table order),
+         fri_mu, per FRI layer (fri_cap, fold_pow, fri_beta), fri_final, pow, queries.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from typing import Sequence
 import numpy as np
 
 from steadfast.air import field as F
-from steadfast.verifier.proof_format import Params, TableProof
+from steadfast.verifier.proof_format import FriProof, Params, Proof, TableProof
 from steadfast.verifier.protocol import absorb_statement, deep_groups
 from steadfast.verifier.transcript import Transcript
 
@@ -75,15 +78,25 @@ class R3Ood:
 
 
 @dataclass(frozen=True)
-class R4Open:
-    table: TableProof
+class R4Deep:
+    """Table i's chain up to its DEEP quotient (everything of its section but the
+    openings, which the join adds once the queries are known)."""
+    index: int
+    dq: np.ndarray               # uint32[N_t, 4]: DQ_t on g<w_N_t>, bit-reversed
+    digest: tuple                # table_digest: 8 base elements sampled on the fork
+    deep_nonce: int
+    z: np.ndarray
+    ood: dict                    # (matrix, at_next) -> uint32[c, 4]
+    zeta_nonce: int
+    terminal: np.ndarray | None
+    trees: dict                  # "main" / "aux" (or None) / "parts" -> committed tree
 
 
 # ---------------------------------------------------------------------------- R1
 
 def r1_main(st: Statement, stages, spans: Spans) -> R1Main:
     """Commit every table's main trace (and LDE its preprocessed columns); absorb the
-    statement, then the main roots in table order."""
+    statement, then the main caps in table order."""
     tr = Transcript()
     absorb_statement(tr, st.params, st.airs, st.shapes, st.public_values)
     mains, preps = [], []
@@ -92,7 +105,7 @@ def r1_main(st: Statement, stages, spans: Spans) -> R1Main:
             mains.append(stages.main_commit(trace, shape))
             preps.append(stages.prep_lde(air, shape))
     for com in mains:                     # table order, whatever the completion order
-        tr.absorb("main_root", com.root)
+        tr.absorb("main_cap", stages.cap(com.tree, st.params.log_cap))
     return R1Main(tr, tuple(mains), tuple(preps))
 
 
@@ -112,7 +125,7 @@ def r1_challenges(st: Statement, r1: R1Main, spans: Spans | None = None,
 
 def r1_aux(i: int, st: Statement, ch: R1Challenges, stages, spans: Spans) -> R1Aux:
     """Table i, on its fork: build, LDE and commit the LogUp running sums; absorb the
-    root and the claimed terminal."""
+    cap and the claimed terminal."""
     air, shape, tr = st.airs[i], st.shapes[i], ch.forks[i]
     if not shape.aux_cols:
         return R1Aux(None, None)
@@ -120,7 +133,7 @@ def r1_aux(i: int, st: Statement, ch: R1Challenges, stages, spans: Spans) -> R1A
         aux, terminal = stages.aux_build(air, shape, st.traces[i], st.public_values[i],
                                          ch.challenges)
         com = stages.aux_commit(aux, shape)
-    tr.absorb("aux_root", com.root)
+    tr.absorb("aux_cap", stages.cap(com.tree, st.params.log_cap))
     tr.absorb("logup_terminal", terminal)
     return R1Aux(com, terminal)
 
@@ -137,7 +150,7 @@ def r2_quotient(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux,
         q = stages.quotient(air, shape, r1.main[i], r1.prep[i], aux.aux, st.public_values[i],
                             ch.challenges, alpha, aux.terminal)
         parts = stages.parts_commit(q, shape)
-    tr.absorb("parts_root", parts.root)
+    tr.absorb("parts_cap", stages.cap(parts.tree, st.params.log_cap))
     return R2Quotient(alpha, parts)
 
 
@@ -173,10 +186,10 @@ def r3_ood(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux, r2: 
 
 # ---------------------------------------------------------------------------- R4
 
-def r4_open(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux, r2: R2Quotient,
-            r3: R3Ood, stages, spans: Spans) -> R4Open:
-    """DEEP quotient, FRI commit phase (arity 2), final polynomial, proof of work,
-    query openings; returns the table's proof section."""
+def r4_deep(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux, r2: R2Quotient,
+            r3: R3Ood, stages, spans: Spans) -> R4Deep:
+    """Table i, on its fork: deep_pow, lambda, the DEEP quotient DQ_t, then sample the
+    table's digest (binds the whole fork into the main transcript at the join)."""
     air, shape, tr, params = st.airs[i], st.shapes[i], ch.forks[i], st.params
     with spans.span("grind", air.name):
         deep_nonce = tr.prove_work("deep_pow", params.deep_pow_bits, stages.permute)
@@ -184,73 +197,142 @@ def r4_open(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux, r2:
     mats = _committed(r1, i, aux, r2)
     groups = [(mats[m], r3.values[(m, nx)], nx) for m, nx in deep_groups(shape)]
     with spans.span("r4_deep", air.name):
-        values = stages.deep_quotient(shape, groups, r3.z, lam)
-    trees, roots, fold_nonces = [], [], []
-    with spans.span("r4_fri", air.name):
-        for layer in range(shape.num_fri_layers):
-            tree = stages.fri_commit_layer(values)
-            tr.absorb("fri_root", tree.root)
-            with spans.span("grind", air.name):          # (also counted in r4_fri)
-                fold_nonces.append(tr.prove_work("fold_pow", params.commit_pow_bits,
-                                                 stages.permute))
-            beta = tr.sample_ef("fri_beta")
-            values = stages.fri_fold(values, beta, layer, shape)
-            trees.append(tree)
-            roots.append(np.asarray(tree.root, np.uint32))
-        final = stages.fri_final(values, shape)
-    tr.absorb("fri_final", final)
-    with spans.span("r4_pow", air.name):
-        nonce = tr.grind("pow", params.pow_bits, batch=1 << 13, permute_batch=stages.permute)
-    if not tr.check_pow("pow", nonce, params.pow_bits):      # advances the transcript
-        raise RuntimeError("proof-of-work grinding returned a bad nonce")  # pragma: no cover
-    queries = tr.sample_bits("queries", shape.log_lde, params.num_queries)
-    with spans.span("r4_open", air.name):
-        main_rows, main_paths = stages.open(r1.main[i].tree, queries)
-        if aux.aux is not None:
-            aux_rows, aux_paths = stages.open(aux.aux.tree, queries)
-        else:
-            aux_rows = np.zeros((0, 0), np.uint32)
-            aux_paths = np.zeros((0, 0, 8), np.uint32)
-        parts_rows, parts_paths = stages.open(r2.parts.tree, queries)
-        fri_leaves, fri_paths = [], []
-        for layer, tree in enumerate(trees):
-            lv, pth = stages.open(tree, queries >> (layer + 1))
-            fri_leaves.append(lv)
-            fri_paths.append(pth)
-    empty4 = np.zeros((0, 4), np.uint32)
-    ood = r3.values
-    table = TableProof(
-        log_n=shape.log_n,
-        public_values=np.asarray([int(v) for v in st.public_values[i]], dtype=np.uint32),
-        main_root=r1.main[i].root,
-        aux_root=aux.aux.root if aux.aux is not None else np.zeros(0, np.uint32),
-        terminal=aux.terminal if aux.terminal is not None else np.zeros(0, np.uint32),
-        parts_root=r2.parts.root,
-        ood_main=ood[("main", False)],
-        ood_main_next=ood.get(("main", True), empty4),
-        ood_aux=ood.get(("aux", False), empty4),
-        ood_aux_next=ood.get(("aux", True), empty4),
-        ood_parts=ood[("parts", False)],
-        fri_roots=np.asarray(roots, np.uint32).reshape(-1, 8),
-        final_poly=final,
-        pow_nonce=nonce,
-        zeta_nonce=r3.zeta_nonce, deep_nonce=deep_nonce,
-        fold_nonces=np.asarray(fold_nonces, np.uint32),
-        main_rows=main_rows, main_paths=main_paths,
-        aux_rows=aux_rows, aux_paths=aux_paths,
-        parts_rows=parts_rows, parts_paths=parts_paths,
-        fri_leaves=fri_leaves, fri_paths=fri_paths,
-    )
-    return R4Open(table)
+        dq = stages.deep_quotient(shape, groups, r3.z, lam)
+    digest = tuple(int(v) for v in tr.sample_base("table_digest", 8))
+    trees = {"main": r1.main[i].tree, "aux": None if aux.aux is None else aux.aux.tree,
+             "parts": r2.parts.tree}
+    return R4Deep(i, dq, digest, deep_nonce, r3.z, r3.values, r3.zeta_nonce, aux.terminal, trees)
 
 
 def prove_table(i: int, st: Statement, r1: R1Main, ch: R1Challenges, stages,
-                spans: Spans) -> TableProof:
-    """Table i's whole chain after the fork (independent of every other table)."""
+                spans: Spans) -> R4Deep:
+    """Table i's whole chain after the fork, up to its DEEP quotient (independent of
+    every other table)."""
     aux = r1_aux(i, st, ch, stages, spans)
     r2 = r2_quotient(i, st, r1, ch, aux, stages, spans)
     r3 = r3_ood(i, st, r1, ch, aux, r2, stages, spans)
-    return r4_open(i, st, r1, ch, aux, r2, r3, stages, spans).table
+    return r4_deep(i, st, r1, ch, aux, r2, r3, stages, spans)
+
+
+def fri_layer_heights(log_ldes: Sequence[int], log_blowup: int, log_final_poly_len: int,
+                      log_fri_arity: int) -> list[int]:
+    """The FRI layer heights h_0 > h_1 > ... > h_r (docs/protocol.md §5): h_0 = the
+    largest table LDE height, h_r = h_final = min(log_final_poly_len, min log_n) +
+    log_blowup, and h_{i+1} = max(h_i - log_fri_arity, the largest table height below
+    h_i (if any), h_final), so every table height is a layer height (its roll-in point).
+    Layer i (i < r) folds by a_i = 2^(h_i - h_{i+1})."""
+    heights = sorted({int(h) for h in log_ldes})
+    h_final = min(log_final_poly_len, heights[0] - log_blowup) + log_blowup
+    out = [heights[-1]]
+    while out[-1] > h_final:
+        h = out[-1]
+        below = [t for t in heights if t < h]
+        out.append(max(h - log_fri_arity, below[-1] if below else h_final, h_final))
+    return out
+
+
+def _fri_openings(tree, positions: np.ndarray, log_arity: int, stages, log_cap: int):
+    """A FRI layer's opening: for each distinct leaf of ``positions`` (ascending) the
+    values of the leaf's positions not in ``positions`` (position order), uint32[v, 4],
+    and the multiproof nodes."""
+    a = 1 << log_arity
+    pos = np.unique(positions)
+    leaves = np.unique(pos >> log_arity)
+    rows, nodes = stages.open_batch(tree, leaves, log_cap)            # (nl, 4a)
+    all_pos = (leaves[:, None] * a + np.arange(a)[None, :]).reshape(-1)
+    keep = ~np.isin(all_pos, pos)
+    values = np.ascontiguousarray(rows.reshape(-1, 4)[keep], np.uint32)
+    return values, nodes
+
+
+def r4_join(st: Statement, r1: R1Main, ch: R1Challenges, deeps: Sequence[R4Deep], stages,
+            spans: Spans) -> Proof:
+    """The join, on the main transcript after every table's chain: absorb the table
+    digests (table order), mu, one FRI over the tables' DEEP quotients (combined per
+    height with powers of mu, rolled in at their height), final polynomial, proof of work,
+    queries, and every opening.  Returns the whole :class:`Proof`."""
+    params, tr = st.params, r1.transcript
+    deeps = sorted(deeps, key=lambda d: d.index)
+    if [d.index for d in deeps] != list(range(len(st.airs))):
+        raise ValueError("r4_join needs exactly one R4Deep per table")
+    for d in deeps:
+        tr.absorb("table_digest", list(d.digest))
+    mu = tr.sample_ef("fri_mu")
+    log_ldes = [s.log_lde for s in st.shapes]
+    heights = fri_layer_heights(log_ldes, params.log_blowup, params.log_final_poly_len,
+                                params.log_fri_arity)
+    h_max, h_final = heights[0], heights[-1]
+    L = 1 << (h_final - params.log_blowup)
+
+    def combined(h: int):
+        dqs = [d.dq for d, lh in zip(deeps, log_ldes) if lh == h]
+        return stages.fri_input(dqs, mu) if dqs else None
+
+    trees, caps, fold_nonces = [], [], []
+    with spans.span("r4_fri"):
+        f = combined(h_max)
+        for h, h_next in zip(heights, heights[1:]):
+            k = h - h_next
+            tree = stages.fri_commit_layer(f, k)
+            cap = stages.cap(tree, params.log_cap)
+            tr.absorb("fri_cap", cap)
+            with spans.span("grind"):                    # (also counted in r4_fri)
+                fold_nonces.append(tr.prove_work("fold_pow", params.commit_pow_bits,
+                                                 stages.permute))
+            beta = tr.sample_ef("fri_beta")
+            f = stages.fri_fold(f, beta, k, h, combined(h_next))
+            trees.append(tree)
+            caps.append(np.asarray(cap, np.uint32))
+        final = stages.fri_final(f, h_final, L)
+    tr.absorb("fri_final", final)
+    with spans.span("r4_pow"):
+        nonce = tr.grind("pow", params.pow_bits, batch=1 << 13, permute_batch=stages.permute)
+    if not tr.check_pow("pow", nonce, params.pow_bits):      # advances the transcript
+        raise RuntimeError("proof-of-work grinding returned a bad nonce")  # pragma: no cover
+    queries = tr.sample_bits("queries", h_max, params.num_queries).astype(np.int64)
+
+    empty4 = np.zeros((0, 4), np.uint32)
+    sections = []
+    with spans.span("r4_open"):
+        for d, shape in zip(deeps, st.shapes):
+            idx = np.unique(queries >> (h_max - shape.log_lde))
+            opened = {}
+            for name in ("main", "aux", "parts"):
+                tree = d.trees[name]
+                if tree is None:
+                    opened[name] = (np.zeros((0, 0), np.uint32), np.zeros((0, 8), np.uint32))
+                else:
+                    opened[name] = stages.open_batch(tree, idx, params.log_cap)
+            ood = d.ood
+            sections.append(TableProof(
+                log_n=shape.log_n,
+                public_values=np.asarray([int(v) for v in st.public_values[d.index]],
+                                         dtype=np.uint32),
+                main_cap=stages.cap(d.trees["main"], params.log_cap),
+                aux_cap=(stages.cap(d.trees["aux"], params.log_cap) if d.trees["aux"] is not None
+                         else np.zeros((0, 8), np.uint32)),
+                terminal=(np.asarray(d.terminal, np.uint32) if d.terminal is not None
+                          else np.zeros(0, np.uint32)),
+                parts_cap=stages.cap(d.trees["parts"], params.log_cap),
+                ood_main=ood[("main", False)],
+                ood_main_next=ood.get(("main", True), empty4),
+                ood_aux=ood.get(("aux", False), empty4),
+                ood_aux_next=ood.get(("aux", True), empty4),
+                ood_parts=ood[("parts", False)],
+                zeta_nonce=d.zeta_nonce, deep_nonce=d.deep_nonce,
+                main_rows=opened["main"][0], main_nodes=opened["main"][1],
+                aux_rows=opened["aux"][0], aux_nodes=opened["aux"][1],
+                parts_rows=opened["parts"][0], parts_nodes=opened["parts"][1]))
+        values, nodes = [], []
+        for tree, h, h_next in zip(trees, heights, heights[1:]):
+            v, n = _fri_openings(tree, queries >> (h_max - h), h - h_next, stages,
+                                 params.log_cap)
+            values.append(v)
+            nodes.append(n)
+    fri = FriProof(caps=caps, fold_nonces=np.asarray(fold_nonces, np.uint32),
+                   final_poly=np.ascontiguousarray(final, np.uint32), pow_nonce=int(nonce),
+                   values=values, nodes=nodes)
+    return Proof(params=params, tables=sections, fri=fri, logup_nonce=ch.logup_nonce)
 
 
 def statement(airs: Sequence, traces: Sequence, public_values, params: Params, shapes) -> Statement:
