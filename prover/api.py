@@ -90,7 +90,8 @@ class DevProofRefused(VerificationError):
 
 
 _FIELD_TYPES = {"log_blowup": int, "num_queries": int, "pow_bits": int, "logup_pow_bits": int,
-                "deep_pow_bits": int, "commit_pow_bits": int, "threads": (int, type(None)),
+                "deep_pow_bits": int, "commit_pow_bits": int, "log_fri_arity": int,
+                "log_cap": int, "threads": (int, type(None)),
                 "check": bool, "self_check": bool, "dev_mode": (bool, type(None)),
                 "backend": str, "postmortem_dir": (str, os.PathLike),
                 "vram_budget": (int, str, type(None))}
@@ -149,7 +150,10 @@ class ProverConfig:
     about a quarter of the proving time on large blocks -- false claims and execution
     failures are reported without it).  ``logup_pow_bits``/``deep_pow_bits``/
     ``commit_pow_bits``: grinding before the LogUp, DEEP and z / FRI-fold challenges
-    (docs/protocol.md section 7).  ``self_check``: verify every proof with the verifier's
+    (docs/protocol.md section 7).  ``log_fri_arity``: FRI folds by up to 2^log_fri_arity
+    per layer (1..4); ``log_cap``: every Merkle commitment is a cap of up to 2^log_cap
+    nodes (0..8) -- both trade proof size against prove time (docs/protocol.md section 7,
+    proof format 3).  ``self_check``: verify every proof with the verifier's
     own code before returning it (on by default: a proof that fails is never returned --
     :class:`ProofSelfCheckFailure` and a post-mortem instead).  Turning it off saves a
     few percent of the proving time and removes the last guard against a device fault
@@ -165,6 +169,8 @@ class ProverConfig:
     logup_pow_bits: int = 16
     deep_pow_bits: int = 12
     commit_pow_bits: int = 8
+    log_fri_arity: int = Params.log_fri_arity
+    log_cap: int = Params.log_cap
     self_check: bool = True
     dev_mode: bool | None = None
 
@@ -183,7 +189,8 @@ class ProverConfig:
     def params(self) -> Params:
         return Params(log_blowup=self.log_blowup, num_queries=self.num_queries,
                       pow_bits=self.pow_bits, logup_pow_bits=self.logup_pow_bits,
-                      deep_pow_bits=self.deep_pow_bits, commit_pow_bits=self.commit_pow_bits)
+                      deep_pow_bits=self.deep_pow_bits, commit_pow_bits=self.commit_pow_bits,
+                      log_fri_arity=self.log_fri_arity, log_cap=self.log_cap)
 
     def resolve(self) -> tuple[str, int | None]:
         """Validate everything; return (backend, vram budget in bytes or None)."""

@@ -91,6 +91,7 @@ def _warn(msg: str) -> None:
 
 # ProverConfig field (as ConfigError messages name it) -> the prove option that sets it
 _FLAG_OF = {"num_queries": "--queries", "log_blowup": "--log-blowup", "pow_bits": "--pow-bits",
+            "log_cap": "--cap-height",
             "threads": "--threads", "vram budget": "--vram-budget",
             "postmortem_dir": "--postmortem-dir"}
 
@@ -197,6 +198,7 @@ class _Progress:
 # --------------------------------------------------------------------------- prove
 
 def _prove_parser() -> argparse.ArgumentParser:
+    from steadfast.verifier.proof_format import Params     # the defaults (light import)
     ap = _Parser(prog="prove", description="Prove a Steadfast block (docs/api.md).",
                  epilog=_EPILOG)
     ap.add_argument("block", nargs="*", help="the block JSON file (docs/block-format.md); "
@@ -220,6 +222,13 @@ def _prove_parser() -> argparse.ArgumentParser:
     ap.add_argument("--queries", type=int, default=100, help="FRI queries")
     ap.add_argument("--pow-bits", type=int, default=16,
                     help="proof-of-work bits before the queries")
+    ap.add_argument("--fri-arity", type=int, default=None, metavar="A",
+                    help="FRI folding arity: 2, 4, 8 or 16 (default: the protocol's, "
+                         f"{1 << Params.log_fri_arity}); larger: fewer layers, smaller proofs")
+    ap.add_argument("--cap-height", type=int, default=None, metavar="C",
+                    help="Merkle cap height: every commitment is 2^C nodes, 0..8 (default: "
+                         f"the protocol's, {Params.log_cap}); openings stop C levels below "
+                         "the root")
     ap.add_argument("--threads", type=int, default=None,
                     help="host threads for the numba kernels (default: numba's, all cores)")
     ap.add_argument("--execute-only", action="store_true",
@@ -252,6 +261,19 @@ def _prove_parser() -> argparse.ArgumentParser:
     g.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     g.add_argument("-v", "--verbose", action="store_true", help="more detail")
     return ap
+
+
+def _fri_options(args) -> dict:
+    """ProverConfig fields of --fri-arity / --cap-height (only those given)."""
+    kw = {}
+    if args.fri_arity is not None:
+        a = args.fri_arity
+        if a not in (2, 4, 8, 16):
+            raise _Fail(EXIT_USAGE, f"--fri-arity must be 2, 4, 8 or 16, got {a}")
+        kw["log_fri_arity"] = a.bit_length() - 1
+    if args.cap_height is not None:
+        kw["log_cap"] = args.cap_height          # range: Params.validate -> ConfigError
+    return kw
 
 
 def _default_output(block_path: str) -> str:
@@ -414,6 +436,7 @@ def _run_prove(argv) -> int:
         cfg = ProverConfig(backend=args.backend, vram_budget=args.vram_budget,
                            log_blowup=args.log_blowup, num_queries=args.queries,
                            pow_bits=args.pow_bits, threads=args.threads, check=args.check,
+                           **_fri_options(args),
                            postmortem_dir=args.postmortem_dir,
                            self_check=not args.no_self_check)
         dev = cfg.dev()
