@@ -31,7 +31,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from steadfast.kernels import multiproof as mp
 from steadfast.kernels.backend import DeviceArray, DeviceMemory
+from steadfast.kernels.merkle import level_offsets
 from steadfast.kernels.ntt_host import bit_reverse_permutation
 from steadfast.verifier.protocol import TableShape
 
@@ -67,7 +69,7 @@ DISPATCH_CHECKS = {
     "r2.tree": lambda s: 1 <= s.num_parts <= (1 << s.log_blowup),
     "r3": lambda s: s.log_n >= 1,
     "r4.deep": lambda s: s.log_lde <= MAX_DEVICE_LOG_LDE,
-    "r4.fri": lambda s: s.num_fri_layers <= s.log_lde - 1,
+    "r4.fri": lambda s: s.log_lde <= MAX_DEVICE_LOG_LDE,       # the join's fold kernel
     "r4.open": lambda s: s.log_lde <= 62,
 }
 
@@ -539,78 +541,148 @@ class DeviceStages(HostStages):
                 raise DeviceOOM(0, 0, None, "an opened matrix is host-only")
             self._inject_input("r4.deep", t, inputs[-1], axis=1)     # the parts LDE
             vals_d = self.engine.deep_quotient(self, shape, groups, z, lam)
-            h = self._handle(t, "fri_0", vals_d, seal=False)
+            h = self._handle(t, "dq", vals_d, seal=False)
             self._inject_output("r4.deep", t, h, axis=0)
-            return _Layer(h, 0)
+            return _Layer(h, shape.log_lde)
         return self._run("r4.deep", t, dev,
                          lambda: HostStages.deep_quotient(self, shape, groups, z, lam), inputs)
 
-    def fri_commit_layer(self, values):
+    # ------------------------------------------------------------------ the join (v3)
+    # One FRI for all tables (docs/protocol.md §5), on the main thread after every
+    # table's chain.  Its buffers (combined inputs F_h, FRI layers and their trees) belong
+    # to the pseudo-table JOIN; a downgrade of the join moves the rest of the FRI to the
+    # host.  Table trees and DQs stay resident (or spilled to the host) until then.
+    def fri_input(self, dqs, mu):
+        t = JOIN
+        inputs = [d.h for d in dqs if isinstance(d, _Layer)]
+        n = dqs[0].h.shape[0] if isinstance(dqs[0], _Layer) else np.shape(dqs[0])[0]
+        log_h = int(n).bit_length() - 1
+
+        def dev():
+            devs = []
+            for j, d in enumerate(dqs):
+                if isinstance(d, _Layer):
+                    devs.append(d.h.device())          # uploads a spilled DQ again
+                else:                                  # a downgraded table's DQ
+                    devs.append(self._put(t, f"dq_upload_{log_h}_{j}", np.asarray(d),
+                                          seal=False).device())
+            out = self.engine.fri_input(self, devs, mu, tag=f"{t}/F_{log_h}")
+            h = self._handle(t, f"F_{log_h}", out, seal=False)
+            self._inject_output("r4.fri", t, h, axis=0)
+            for d in dqs:                      # nothing reads a DQ after its combination
+                if isinstance(d, _Layer):
+                    d.h.release()
+            for hh in self.table(t).handles:
+                if hh.stage.startswith(f"dq_upload_{log_h}_"):
+                    hh.release()
+            return _Layer(h, log_h)
+
+        def host():
+            return HostStages.fri_input(self, [_host_of(d) for d in dqs], mu)
+        return self._run("r4.fri", t, dev, host, inputs)
+
+    def fri_commit_layer(self, values, log_arity: int):
+        t = JOIN
         if not isinstance(values, _Layer):
-            return self._run("r4.fri", self._table_of(None), self._declined("the layer is host-only"),
-                             lambda: HostStages.fri_commit_layer(self, values))
-        t = values.h.table
+            return self._run("r4.fri", t, self._declined("the layer is host-only"),
+                             lambda: HostStages.fri_commit_layer(self, values, log_arity))
+        width = 4 << log_arity
 
         def dev():
             self._inject_input("r4.fri", t, values.h, axis=0)
-            nodes_d, root = self.engine.commit_rows(self.mem, values.h.device(), 8,
-                                                    tag=f"{t}/fri_{values.layer}")
-            nodes_h = self._handle(t, f"fri_{values.layer}_tree", nodes_d, seal=False)
-            n_leaves = values.h.shape[0] // 2
+            nodes_d, root = self.engine.commit_rows(self.mem, values.h.device(), width,
+                                                    tag=f"{t}/fri_{values.log_h}")
+            nodes_h = self._handle(t, f"fri_{values.log_h}_tree", nodes_d, seal=False)
+            n_leaves = values.h.shape[0] >> log_arity
 
-            def rows_of(idx, on_device, vh=values.h):
+            def rows_of(idx, on_device, vh=values.h, width=width):
                 if on_device and vh.on_device:
-                    return self.engine.gather_pairs(vh.device(), idx)
-                return vh.host().reshape(-1, 8)[idx]
+                    return self.engine.gather_rows(vh.device(), idx, width)
+                return np.ascontiguousarray(vh.host().reshape(-1, width)[idx])
             return DevTree(nodes_h, n_leaves.bit_length() - 1, rows_of, root, rows_h=values.h)
 
         def host():
-            return HostStages.fri_commit_layer(self, values.h.host())
+            return HostStages.fri_commit_layer(self, values.h.host(), log_arity)
         return self._run("r4.fri", t, dev, host, [values.h])
 
-    def fri_fold(self, values, beta, layer, shape):
+    def fri_fold(self, values, beta, log_arity: int, log_height: int, rollin=None):
+        t = JOIN
         if not isinstance(values, _Layer):
-            return self._run("r4.fri", shape.name, self._declined("the layer is host-only"),
-                             lambda: HostStages.fri_fold(self, values, beta, layer, shape))
-        t = shape.name
+            return self._run("r4.fri", t, self._declined("the layer is host-only"),
+                             lambda: HostStages.fri_fold(self, values, beta, log_arity, log_height,
+                                                         _host_of(rollin)))
+        inputs = [values.h] + ([rollin.h] if isinstance(rollin, _Layer) else [])
+        nxt = log_height - log_arity
 
         def dev():
-            out_d = self.engine.fri_fold(self, values.h.device(), beta, layer, shape)
-            h = self._handle(t, f"fri_{layer + 1}", out_d, seal=False)
+            if rollin is None or isinstance(rollin, _Layer):
+                roll_d = None if rollin is None else rollin.h.device()
+            else:
+                roll_d = self._put(t, f"roll_upload_{nxt}", np.asarray(rollin), seal=False).device()
+            out_d = self.engine.fold_layer(self, values.h.device(), beta, log_arity, log_height,
+                                           roll_d, tag=f"{t}/fri_{nxt}")
+            h = self._handle(t, f"fri_{nxt}", out_d, seal=False)
             self._inject_output("r4.fri", t, h, axis=0)
-            return _Layer(h, layer + 1)
+            if isinstance(rollin, _Layer):
+                rollin.h.release()             # rolled in: F_h is not read again
+            return _Layer(h, nxt)
 
         def host():
-            return HostStages.fri_fold(self, values.h.host(), beta, layer, shape)
-        return self._run("r4.fri", t, dev, host, [values.h])
+            return HostStages.fri_fold(self, values.h.host(), beta, log_arity, log_height,
+                                       _host_of(rollin))
+        return self._run("r4.fri", t, dev, host, inputs)
 
-    def fri_final(self, values, shape):
+    def fri_final(self, values, log_height: int, length: int):
         if isinstance(values, _Layer):
             arr = values.h.host() if not values.h.on_device else \
                 self.engine.download_view(values.h.device())
-            return HostStages.fri_final(self, np.array(arr), shape)
-        return HostStages.fri_final(self, values, shape)
+            return HostStages.fri_final(self, np.array(arr), log_height, length)
+        return HostStages.fri_final(self, values, log_height, length)
 
-    def open(self, tree, indices):
+    def cap(self, tree, log_cap: int) -> np.ndarray:
+        """The tree's cap: a host copy of level h - c (no device allocation; a spilled or
+        downgraded tree reads its host copy)."""
         if not isinstance(tree, DevTree):
-            return self._run("r4.open", self._table_of(None), self._declined("the tree is host-only"),
-                             lambda: HostStages.open(self, tree, indices))
+            return HostStages.cap(self, tree, log_cap)
+        c = mp.cap_height(tree.log_n, log_cap)
+        off = int(level_offsets(tree.log_n)[tree.log_n - c])
+        if tree.nodes.on_device:
+            with self.submission_lock():
+                return self.engine.slice_rows(tree.nodes.device(), off, off + (1 << c))
+        return np.array(tree.nodes.host()[off:off + (1 << c)], dtype=np.uint32)
+
+    def open_batch(self, tree, indices, log_cap: int):
+        idx = np.asarray(indices, dtype=np.int64)
+        if not isinstance(tree, DevTree):
+            return self._run("r4.open", self.bound_table() or JOIN,
+                             self._declined("the tree is host-only"),
+                             lambda: HostStages.open_batch(self, tree, idx, log_cap))
+        if idx.ndim != 1 or idx.size == 0 or (idx.size > 1 and not (np.diff(idx) > 0).all()):
+            raise ValueError("open_batch: indices must be a non-empty sorted distinct 1-d array")
+        if idx[0] < 0 or idx[-1] >= (1 << tree.log_n):
+            raise ValueError(f"open_batch: index out of range [0, 2^{tree.log_n})")
         t = tree.table
+        levels, pos = mp.multiproof_plan(idx, tree.log_n, log_cap)
+        node_rows = level_offsets(tree.log_n)[levels] + pos
 
         def dev():
             self._inject_input("r4.open", t, tree.nodes, axis=0)
-            rows, paths = tree.open(indices, self.engine)
+            rows = tree._rows_of(idx, True)
+            nodes = self.engine.gather_rows(tree.nodes.device(), node_rows) if tree.nodes.on_device \
+                else np.asarray(tree.nodes.host())[node_rows]
             if self.inject and self.faults.fires("corrupt", "r4.open", t, 0, self.proof_id) \
                     and rows.size:
-                rows = rows.copy()
+                rows = np.array(rows)
                 rows[0, 0] = (int(rows[0, 0]) + 1) % P
                 self.timeline.instant("inject:corrupt", t, site="r4.open", buffer="openings")
-            return rows, paths
+            return np.ascontiguousarray(rows, np.uint32), np.ascontiguousarray(nodes, np.uint32)
 
         def host():
             # host copies only (the recovery materialised the missing sides): a device
             # gather here would be a device allocation outside any recovery site
-            return tree.open(indices)
+            rows = tree._rows_of(idx, False)
+            nodes = np.asarray(tree.nodes.host())[node_rows]
+            return np.ascontiguousarray(rows, np.uint32), np.ascontiguousarray(nodes, np.uint32)
         return self._run("r4.open", t, dev, host, tree.handles())
 
     # ------------------------------------------------------------------ lifecycle
@@ -670,9 +742,22 @@ _NULL_LOCK = _NullLock()
 
 @dataclass(frozen=True)
 class _Layer:
-    """A FRI layer (uint32[N_i, 4], bit-reversed) resident on the device."""
+    """A DEEP quotient, combined FRI input or FRI layer (uint32[2^log_h, 4], bit-reversed
+    on g<w_{2^log_h}>) held by a resident handle."""
     h: ResidentHandle
-    layer: int
+    log_h: int
+
+
+def _host_of(v):
+    """A layer argument on the host (None stays None)."""
+    if v is None:
+        return None
+    return v.h.host() if isinstance(v, _Layer) else np.asarray(v)
+
+
+#: the pseudo-table that owns the join's buffers (F_h, FRI layers and trees) and names
+#: the join in recovery counters, fault rules and timelines
+JOIN = "<join>"
 
 
 def _bitrev_idx(idx: np.ndarray, bits: int) -> np.ndarray:
@@ -683,5 +768,5 @@ def _bitrev_idx(idx: np.ndarray, bits: int) -> np.ndarray:
     return out
 
 
-__all__ = ["DeviceStages", "DevCommitted", "DevTree", "R2_LOCK", "R2Windows",
+__all__ = ["DeviceStages", "DevCommitted", "DevTree", "R2_LOCK", "R2Windows", "JOIN",
            "Committed", "bit_reverse_permutation"]

@@ -178,6 +178,37 @@ class EmuEngine:
     def gather_columns(self, lde_dev, nat_idx) -> np.ndarray:
         return np.ascontiguousarray(self.download_view(lde_dev)[:, nat_idx].T)
 
+    # -- the v3 join (one FRI for all tables) ----------------------------------------
+    def fri_input(self, stages, dq_devs, mu, tag: str):
+        """F = sum_j mu^j dq_j of device DEEP quotients uint32[N, 4] (one height)."""
+        n = dq_devs[0].shape[0]
+        out = self._alloc(stages.mem, {"fold": (n, 4)}, tag)["fold"]
+        self.upload_into(out, HostStages.fri_input(
+            stages, [np.ascontiguousarray(self.download_view(d)) for d in dq_devs], mu))
+        return out
+
+    def fold_layer(self, stages, values_dev, beta, log_arity: int, log_height: int, roll_dev,
+                   tag: str):
+        """One layer's fold by 2^log_arity (+ beta^a roll-in) -> a new device buffer."""
+        out = self._alloc(stages.mem, {"fold": (values_dev.shape[0] >> log_arity, 4)}, tag)["fold"]
+        roll = None if roll_dev is None else np.ascontiguousarray(self.download_view(roll_dev))
+        self.upload_into(out, HostStages.fri_fold(
+            stages, np.ascontiguousarray(self.download_view(values_dev)), beta, log_arity,
+            log_height, roll))
+        return out
+
+    def gather_rows(self, dev, idx, width: int | None = None) -> np.ndarray:
+        """Rows ``idx`` of a device uint32[n, w] (viewed as [-1, width] when given) on the
+        host; multiproof nodes, opened FRI leaves."""
+        v = self.download_view(dev)
+        if width is not None:
+            v = v.reshape(-1, width)
+        return np.ascontiguousarray(v[np.asarray(idx, dtype=np.int64)])
+
+    def slice_rows(self, dev, lo: int, hi: int) -> np.ndarray:
+        """A host copy of rows lo..hi of a device array (a cap: no device allocation)."""
+        return np.array(self.download_view(dev)[lo:hi])
+
     def gather_paths(self, nodes_dev, log_n: int, idx) -> np.ndarray:
         return kmerkle.MerkleTree(self.download_view(nodes_dev), log_n, None).paths(idx)
 
@@ -214,8 +245,8 @@ class CudaEngine(EmuEngine):
 
     def __init__(self, kind: str):
         from numba import cuda
-        from steadfast.kernels import (constraint_device, layout_device, merkle_device, ntt_device,
-                             stage_device)
+        from steadfast.kernels import (constraint_device, fri_device, layout_device, merkle_device,
+                                       ntt_device, stage_device)
         self.name = kind
         self.kind = kind
         self._cuda = cuda
@@ -224,6 +255,7 @@ class CudaEngine(EmuEngine):
         self._layout = layout_device
         self._stage = stage_device
         self._constraint = constraint_device
+        self._fri = fri_device
         self._selectors: dict = {}
         self.mem: DeviceMemory | None = None     # set by make_stages (scratch booking)
 
@@ -379,6 +411,45 @@ class CudaEngine(EmuEngine):
         return self._merkle.DeviceMerkleTree(nodes_dev.data, log_n, None, None).paths(
             idx, stream=self._s())
 
+    def fri_input(self, stages, dq_devs, mu, tag: str):
+        n = dq_devs[0].shape[0]
+        out = self._alloc(stages.mem, {"fold": (n, 4)}, tag)["fold"]
+        try:
+            self._fri.mu_combine_device([self._live(d) for d in dq_devs], mu, out=out.data,
+                                        stream=self._s())
+        except BaseException:
+            stages.mem.free(out)
+            raise
+        return out
+
+    def fold_layer(self, stages, values_dev, beta, log_arity: int, log_height: int, roll_dev,
+                   tag: str):
+        out = self._alloc(stages.mem, {"fold": (values_dev.shape[0] >> log_arity, 4)}, tag)["fold"]
+        try:
+            if values_dev.shape[0] != 1 << log_height:
+                raise ValueError(f"fold_layer: {values_dev.shape[0]} values, height {log_height}")
+            self._fri.fri_fold_arity_device(
+                self._live(values_dev), beta, log_arity,
+                roll=None if roll_dev is None else self._live(roll_dev), out=out.data,
+                stream=self._s())
+        except BaseException:
+            stages.mem.free(out)
+            raise
+        return out
+
+    def gather_rows(self, dev, idx, width: int | None = None) -> np.ndarray:
+        data = self._live(dev)
+        if width is not None:
+            data = data.reshape(-1, width)
+        return self._fri.gather_node_rows_device(data, np.asarray(idx, dtype=np.int64),
+                                                 stream=self._s())
+
+    def slice_rows(self, dev, lo: int, hi: int) -> np.ndarray:
+        part = self._live(dev)[lo:hi]
+        if self.kind == "sim":
+            return part.copy_to_host(stream=self._s())
+        return part.get(stream=self._s()) if self._s() else part.get()
+
     @staticmethod
     def _live(dev: DeviceArray):
         if dev.freed or dev.data is None:
@@ -441,6 +512,10 @@ def _scratch_estimates():
         "parts_lde_commit": lambda self, mem, blocks_dev, shape, tag: (
             mem, 4 * 8 * n_lde(shape) + _SLACK),
         "commit_rows": lambda self, mem, *a, **k: (mem, _SLACK),
+        "fri_input": lambda self, stages, *a, **k: (stages.mem, _SLACK),
+        "fold_layer": lambda self, stages, *a, **k: (stages.mem, _SLACK),
+        "gather_rows": lambda self, dev, idx, width=None: (
+            self.mem, (8 + 4 * (width or tuple(dev.shape)[-1])) * len(idx) + _SLACK),
         "gather_columns": lambda self, lde_dev, nat_idx: (
             self.mem, (4 * tuple(lde_dev.shape)[0] + 8) * len(nat_idx) + _SLACK),
         "gather_paths": lambda self, nodes_dev, log_n, idx: (

@@ -1,9 +1,16 @@
 """The device pipeline: tables run concurrently, admitted against the VRAM budget.
 
-    R1 main   every table on a worker (admitted heaviest first), roots absorbed in
+    R1 main   every table on a worker (admitted heaviest first), caps absorbed in
               table order once all are done (never in completion order)
     barrier   LogUp challenges, one transcript fork per table
-    chains    every table's r1_aux -> r2 -> r3 -> [XCHECK] -> r4 on a worker, admitted again
+    chains    every table's r1_aux -> r2 -> r3 -> [XCHECK] -> DEEP quotient on a worker,
+              admitted again; the table's trees and DQ stay resident (or are spilled to
+              the host under pressure) until the join's openings
+    join      (proof format 3) on the calling thread, admitted as the pseudo-table
+              ``<join>``: table digests, mu, one FRI over every table's DQ (on the device:
+              combine, commit layers, fold with roll-in; site ``r4.fri``), final
+              polynomial, proof of work, queries, every opening (site ``r4.open``); then
+              [XCHECK of every section and the FRI] and every table is released
 
 Admission: each table's device bytes are estimated from its shape
 (:func:`estimate_bytes`).  A table starts only when its estimate fits in what the budget
@@ -34,11 +41,11 @@ from steadfast.verifier.proof_format import Proof, encode
 from steadfast.verifier.protocol import TableShape, absorb_statement
 from steadfast.verifier.transcript import Transcript
 
-from .device_stages import DeviceStages, device_gate
+from .device_stages import JOIN, DeviceStages, device_gate
 from .engines import CudaEngine, EmuEngine
 from .faults import FaultPlan, faults_from_env
 from .recovery import RecoveryCounters
-from .rounds import R1Main, r1_aux, r1_challenges, r2_quotient, r3_ood, r4_open
+from .rounds import R1Main, fri_layer_heights, r1_aux, r1_challenges, r2_quotient, r3_ood, r4_deep, r4_join
 from .spans import NullSpans, Spans
 from .timeline import Timeline
 
@@ -108,6 +115,7 @@ class PipelineStats:
     backend: str
     budget: int | None
     tables: dict = field(default_factory=dict)
+    join: TableStats = field(default_factory=lambda: TableStats(JOIN))   # the one FRI
     counters: RecoveryCounters = field(default_factory=RecoveryCounters)
     r2_windows: list = field(default_factory=list)       # (table, start, end) seconds
     peak_device_bytes: int = 0
@@ -130,7 +138,8 @@ class PipelineStats:
                 "precheck_failed": list(self.precheck_failed),
                 "recovery": self.counters.as_dict(),
                 "r2_windows": [list(w) for w in self.r2_windows],
-                "tables": {k: vars(v) for k, v in self.tables.items()}}
+                "tables": {k: vars(v) for k, v in self.tables.items()},
+                "join": vars(self.join)}
 
 
 class _Prechecker:
@@ -155,7 +164,7 @@ class _Prechecker:
         chal = {k: np.asarray(v, np.uint64) for k, v in self.ch.challenges.items()}
         try:
             raw = encode_section(section)
-            tp = decode_section(raw, i)
+            tp = decode_section(raw, i, params)
             fork = copy.deepcopy(self.forks[i])
             key = table_check_key(fork, air, raw, params, chal)
             verify_table(fork, air, shape, tp, params, chal)
@@ -200,8 +209,9 @@ def estimate_bytes(shape: TableShape, num_queries: int | None = None) -> int:
     * plus the largest of what comes and goes (a table's calls run one at a time): before
       R4 one call's transient (a commit's row-major copy, the padded parts, the R2
       coefficients and preprocessed LDE, each with its scratch booking,
-      engines.SCRATCH_ESTIMATES); at DEEP the first FRI layer and the DEEP scratch; after
-      it every FRI layer and its tree;
+      engines.SCRATCH_ESTIMATES); at DEEP its quotient DQ (resident until the join
+      combines it) and the DEEP scratch; at the join the gathers of its openings (the
+      FRI itself is booked by :func:`estimate_join_bytes`);
     * plus the process-wide device tables the table may grow (NTT twiddles in both
       directions, a few coset/scale tables, the quotient selectors): shared, so a block's
       sum counts them more than once.
@@ -221,11 +231,6 @@ def estimate_bytes(shape: TableShape, num_queries: int | None = None) -> int:
         base += 2 * _blk(W * a * n) + _blk(W * a * N) + tree(N)      # aux trace + aux
     base += _blk(W * 4 * M) + _blk(W * c * n)                        # quotient, parts
     base += _blk(W * c * N) + tree(N)                                # parts LDE + tree
-    fri = 0
-    size = N
-    while size >= 2:                                                 # FRI layers (bound)
-        fri += _blk(W * 4 * size) + tree(max(1, size // 2))
-        size //= 2
     groups = 4                                                       # main, aux, parts, prep
     before_fri = max(                       # R1..R3: one call's transient on top of base
         _blk(W * N * max(w, a)) + W * (max(w, a) * n + 8 * N),              # lde_commit
@@ -234,16 +239,38 @@ def estimate_bytes(shape: TableShape, num_queries: int | None = None) -> int:
         W * n * (a + w),                                                     # aux build
         W * max(w, a, c) * (n + n // 16 + 4),                                # OOD
     )
-    deep = _blk(W * 4 * N) + W * N * (8 * groups + 8)               # fri_0 + DEEP scratch
+    deep = _blk(W * 4 * N) + W * N * (8 * groups + 8)               # DQ + DEEP scratch
     # openings gather rows and paths for every query (``num_queries``; unknown: 1000,
     # the parameters' cap)
     q = min(N, 1000 if num_queries is None else int(num_queries))
-    opening = (W * max(w, a, c) + 8 + 32 * (shape.log_lde + 1) + 16) * q
-    peak = base + _CALL_SLACK + max(before_fri, deep, fri + opening)
+    opening = _blk(W * 4 * N) + (W * max(w, a, c) + 8 + 32 * (shape.log_lde + 1) + 16) * q
+    peak = base + _CALL_SLACK + max(before_fri, deep, opening)
     shared = 2 * _blk(W * 2 * max(N, 8))                                 # twiddles
     shared += 4 * _blk(W * N)                                            # coset tables
     shared += _blk(W * 3 * M) + 2 * _blk(W * 2 * M)                      # selectors
     return peak + shared
+
+
+def estimate_join_bytes(shapes, params) -> int:
+    """Device bytes the join (one FRI for all tables) holds at its peak, on top of the
+    tables' resident buffers (booked by :func:`estimate_bytes`): every combined input F_h
+    (at most one per table height; each F_h below the top is released once rolled in,
+    bounded here by all of them), every FRI layer f_i with its tree (kept for the
+    openings), the roll-in upload of a downgraded table's DQ, and the openings' gathers
+    (rows, multiproof nodes, indices) for ``params.num_queries`` queries."""
+    W = 4
+    heights = fri_layer_heights([s.log_lde for s in shapes], params.log_blowup,
+                                params.log_final_poly_len, params.log_fri_arity)
+    inputs = sum(_blk(W * 4 * (1 << h)) for h in {s.log_lde for s in shapes})
+    layers = 0
+    for h, h_next in zip(heights, heights[1:]):
+        leaves = 1 << h_next
+        layers += _blk(W * 4 * (1 << h_next)) + _blk(W * (2 * leaves - 1) * 8)
+        layers += _CALL_SLACK                                  # fold / commit slack
+    q = int(params.num_queries)
+    a = 1 << params.log_fri_arity
+    gathers = q * (8 + W * 4 * a + 32 * (heights[0] + 1)) + _CALL_SLACK
+    return inputs + _blk(W * 4 * (1 << heights[0])) + layers + gathers
 
 
 def device_memory(kind: str, budget: int | None) -> DeviceMemory:
@@ -355,7 +382,7 @@ class StageClock(Spans):
                 ev[1].record(ev[2])
             dt = time.perf_counter() - t0
             with self._lock:
-                ts = self._stats.tables.get(key)
+                ts = self._stats.tables.get(key) or (self._stats.join if key == JOIN else None)
                 if ts is not None:
                     ts.stage_s[name] = ts.stage_s.get(name, 0.0) + dt
                     if ev is not None:
@@ -365,7 +392,7 @@ class StageClock(Spans):
         """Turn the table's recorded event pairs into device milliseconds."""
         with self._lock:
             pending = self._pending.pop(table, [])
-        ts = self._stats.tables.get(table)
+        ts = self._stats.tables.get(table) or (self._stats.join if table == JOIN else None)
         for name, start, end in pending:
             end.synchronize()
             ms = float(start.elapsed_time(end))
@@ -385,7 +412,7 @@ def make_stages(cfg: PipelineConfig, mem: DeviceMemory, counters, proof_id: int)
 def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list | None = None,
                  proof_id: int = 0) -> tuple[bytes, PipelineStats]:
     """Prove a prepared :class:`prover.rounds.Statement` on a device backend."""
-    from .xcheck import check_section, cross_check
+    from .xcheck import check_proof, cross_check
     timeline = cfg.timeline or Timeline(enabled=False)
     cfg.timeline = timeline
     mem = device_memory(cfg.backend, cfg.budget)
@@ -456,7 +483,7 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
 
         _run_all(workers, order, lambda i: guarded(i, r1_main_table, keep_resident=True), failure)
         for com in mains:                                  # table order, not completion order
-            tr.absorb("main_root", com.root)
+            tr.absorb("main_cap", stages.cap(com.tree, st.params.log_cap))
         r1 = R1Main(tr, tuple(mains), tuple(preps))
         ch = r1_challenges(st, r1, spans, stages.permute)
         # XCHECK replays each finished section on a pristine copy of its table's fork; so
@@ -464,7 +491,7 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
         # tables still run on the device
         pristine = ([copy.deepcopy(f) for f in ch.forks] if cfg.xcheck or cfg.precheck
                     else None)
-        sections = [None] * k
+        deeps = [None] * k
         checker = _Prechecker(st, ch, pristine, stats) if cfg.precheck else None
 
         def chain(i):
@@ -480,24 +507,41 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
                     stats.xcheck_s += time.perf_counter() - t0
                 if failure:
                     raise ProofCancelled(f"{name}: cancelled after another table failed")
-                section = r4_open(i, st, r1, ch, aux, r2, r3, stages, spans).table
-                if cfg.xcheck:      # R4 checked while the table's buffers are still resident
-                    t0 = time.perf_counter()
-                    check_section(stages, st, i, pristine[i], ch.challenges, section, cfg)
-                    stats.xcheck_s += time.perf_counter() - t0
-                sections[i] = section
-                if checker is not None:
-                    checker.submit(i, section)
+                deeps[i] = r4_deep(i, st, r1, ch, aux, r2, r3, stages, spans)
             stats.tables[name].downgraded = stages.table(name).downgraded
-            stages.release_table(name)
             spans.resolve(name)
 
+        # every chain keeps its trees and DQ resident for the join (spillable while idle)
+        _run_all(workers, order, lambda i: guarded(i, chain, keep_resident=True), failure)
+        if failure:                                             # pragma: no cover
+            raise failure[0]
+        stats.join.est_bytes = estimate_join_bytes(shapes, st.params)
+        wait = adm.acquire(JOIN, stats.join.est_bytes)       # may spill idle tables
+        stats.join.admission_wait_s += wait
+        stages.bind(JOIN)
         try:
-            _run_all(workers, order, lambda i: guarded(i, chain), failure)
+            with mem.stream_scope(), timeline.span("join", JOIN):
+                proof_obj = r4_join(st, r1, ch, deeps, stages, spans)
+            stats.join.downgraded = stages.table(JOIN).downgraded
+            for name in names_unique(shapes):
+                stats.tables[name].peak_device_bytes = max(stats.tables[name].peak_device_bytes,
+                                                           stages.device_bytes(name))
+            stats.join.peak_device_bytes = stages.device_bytes(JOIN)
+            if cfg.xcheck:          # checked while the trees and layers are still resident
+                t0 = time.perf_counter()
+                check_proof(stages, st, ch, pristine, proof_obj, cfg)
+                stats.xcheck_s += time.perf_counter() - t0
+            if checker is not None:
+                for i, section in enumerate(proof_obj.tables):
+                    checker.submit(i, section)
         finally:
             if checker is not None:
                 checker.finish()
-        proof = encode(Proof(params=st.params, tables=sections, logup_nonce=ch.logup_nonce))
+            adm.release(JOIN, stats.join.est_bytes)
+            for name in names_unique(shapes) + [JOIN]:
+                stages.release_table(name)
+            spans.resolve(JOIN)
+        proof = encode(proof_obj)
         spans.count("proof_bytes", len(proof))
         if logs is not None:
             logs.append(r1.transcript.log)
@@ -516,6 +560,10 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
     return proof, stats
 
 
+def names_unique(shapes) -> list:
+    return [s.name for s in shapes]
+
+
 def _run_all(workers: int, order, fn, failure: list) -> None:
     """Run fn(i) for i in order on a pool; re-raise the first failure after all stop."""
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="table") as pool:
@@ -529,5 +577,6 @@ def _run_all(workers: int, order, fn, failure: list) -> None:
         raise failure[0]
 
 
-__all__ = ["PipelineConfig", "PipelineStats", "run_pipeline", "estimate_bytes", "Admission",
+__all__ = ["PipelineConfig", "PipelineStats", "run_pipeline", "estimate_bytes",
+           "estimate_join_bytes", "Admission",
            "ProofCancelled", "device_memory", "env_flag", "StageClock"]

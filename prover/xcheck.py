@@ -268,6 +268,45 @@ def check_section(stages, st, i, fork, challenges, section, cfg) -> None:
                         f"verdict: {report['verdict']}; post-mortem: {path}", path, report)
 
 
+def check_proof(stages, st, ch, forks, proof, cfg) -> None:
+    """XCHECK for R4 (proof format 3), after the join and before any resident buffer is
+    released: the verifier's checks of the whole finished proof (every section's
+    openings and DEEP values at the queries, the one FRI, every multiproof, proofs of
+    work), on its encoded bytes.  The composition at z of every table was checked after
+    its R3 (:func:`cross_check`) on these same opened values.
+
+    On a rejection the tables' trees and the join's layers are still resident, so the
+    post-mortem tells a buffer corrupted while resident (``corrupted resident input``)
+    from a wrong R4 result (``transient race``); the proof fails.  The post-mortem is
+    filed under the table the verifier names, else under the join."""
+    from steadfast.verifier.errors import VerificationError
+    from steadfast.verifier.proof_format import encode
+    from steadfast.verifier.verify import verify
+    from .device_stages import JOIN
+    try:
+        verify(encode(proof), st.airs, [list(pv) for pv in st.public_values],
+               min_security_bits=0)
+        return
+    except VerificationError as exc:
+        err = exc
+    t0 = time.perf_counter()
+    names = [s.name for s in st.shapes]
+    named = getattr(err, "table", None)
+    name = next((n for n, a in zip(names, st.airs) if named in (n, a.name)), "join")
+    bad = [f"{n}/{h.stage}" for n in names + [JOIN] for h in stages.integrity(n)]
+    check = f"self-verification of R4 ({type(err).__name__}: {err})"
+    report = {**_report_head(stages, name, check),
+              "diverged_stage": "r4 (" + {"FriError": "deep/fri", "MerkleError": "openings"}.get(
+                  type(err).__name__, type(err).__name__) + ")",
+              "resident_inputs_corrupted": bad,
+              "verdict": "corrupted resident input" if bad else "transient race"}
+    report["postmortem_s"] = round(time.perf_counter() - t0, 3)
+    path = write_postmortem(report, cfg.postmortem_dir)
+    stages.timeline.instant("xcheck:verdict", name, cat="xcheck", verdict=report["verdict"])
+    raise XcheckFailure(f"XCHECK: the finished proof does not verify at table {name} ({err}); "
+                        f"verdict: {report['verdict']}; post-mortem: {path}", path, report)
+
+
 # ------------------------------------------------------- integrity by recomputation
 # (DeviceStages.integrity: the untagged buffers, checked only in a post-mortem)
 def tree_consistent(nodes: np.ndarray) -> bool:
@@ -324,5 +363,5 @@ def write_postmortem(report: dict, directory: str) -> str:
     return path
 
 
-__all__ = ["XcheckFailure", "cross_check", "check_section", "composition_ok", "corruption_shape",
+__all__ = ["XcheckFailure", "cross_check", "check_section", "check_proof", "composition_ok", "corruption_shape",
            "lde_matches_leaves", "tree_consistent", "SHIFT"]
