@@ -1,6 +1,22 @@
-"""The verifier: parse and shape-check, replay the transcript, then check per table the
-composition at z, proof-of-work, every Merkle path, DEEP and FRI; finally the LogUp
-terminals.  Mirrors the prover's rounds step for step (docs/protocol.md)."""
+"""The verifier (proof format v3): parse and shape-check, replay the transcript; per
+table (on its fork) the composition at z and the table digest; then the join -- one FRI
+for all tables: mu, the layer caps and challenges, the final polynomial, the queries;
+every opening (deduplicated rows, Merkle multiproofs against caps), the DEEP quotients,
+the folds with their roll-ins, the final polynomial.  Mirrors the prover's rounds step
+for step (docs/protocol.md).
+
+Public entry points besides :func:`verify` (the prover's self-check uses them):
+
+* :func:`verify_table` ``(fork, air, shape, section, params, challenges, composition=True)
+  -> TableState``: one table's fork replayed up to its ``table_digest`` (proof-of-work
+  checks, the composition check at z unless ``composition=False``);
+* :func:`composition_check`: the composition identity at z alone;
+* :func:`check_table_shape` ``(section, shape, params)``: a section's shapes that follow
+  from the AIR, its height and the parameters (no hashing);
+* :func:`verify_join` ``(tr, params, shapes, sections, states, fri)``: the join on the main
+  transcript (after every fork): the one FRI, the openings of every table, the final
+  polynomial.
+"""
 from __future__ import annotations
 
 import hashlib
@@ -18,15 +34,15 @@ from steadfast.air.builder import AirError
 from . import merkle
 from .errors import (CompositionError, FriError, LogUpError, MerkleError, ParameterError,
                      PowError, PublicValuesError, ShapeError)
-from .field import F, P, bitrev, ef_col, barycentric_at, pow_scalar_arr
-from .proof_format import Params, Proof, TableProof, decode
-from .protocol import SHIFT, TableShape, absorb_statement, deep_groups, table_shape
+from .field import F, P, ef_col, barycentric_at
+from .proof_format import FriProof, Params, Proof, TableProof, decode
+from .protocol import SHIFT, TableShape, absorb_statement, deep_groups, fri_layer_heights, table_shape
 from .security import SecurityReport, proof_security
+from .transcript import Transcript
 
 #: the security minimum every verification requires unless told otherwise (conjectured
 #: bits, docs/protocol.md section 7); the ``verify`` command and the library share it
 DEFAULT_MIN_SECURITY_BITS = 100
-from .transcript import Transcript
 
 
 @dataclass
@@ -36,46 +52,77 @@ class VerifyResult:
     logs: list = field(default_factory=list)       # [main log, table 0 log, ...]
     seconds: float = 0.0
     security: SecurityReport | None = None         # the proof's security figure
-    tables_prechecked: int = 0                     # tables skipped via verified_tables
+    tables_prechecked: int = 0                     # tables whose composition check was skipped
 
 
-def _expect(cond: bool, what: str, table: str, got, expected) -> None:
+@dataclass
+class TableState:
+    """What one table's fork hands to the join: its challenges z and lambda (uint64[4])
+    and its ``table_digest`` (8 base elements)."""
+    z: np.ndarray
+    lam: np.ndarray
+    digest: list
+
+
+def _expect(cond: bool, what: str, table: str | None, got, expected) -> None:
     if not cond:
         raise ShapeError(f"{what}: got {got}, expected {expected}", table)
 
 
-def _check_table_shape(tp: TableProof, sh: TableShape, q: int) -> None:
+def _check_table_shape(tp: TableProof, sh: TableShape, params: Params) -> None:
+    """Every shape of a section that follows from the AIR, the table height and the
+    parameters (the opened-row and node counts need the queries: :func:`verify_join`)."""
+    if not isinstance(params, Params):
+        raise TypeError("check_table_shape(section, shape, params): params must be a "
+                        f"verifier.proof_format.Params (v3), got {type(params).__name__}")
     name = sh.name
-    a = lambda arr: tuple(arr.shape)  # noqa: E731
-    _expect(a(tp.public_values) == (sh.num_public,), "public_values shape", name,
-            a(tp.public_values), (sh.num_public,))
-    _expect(a(tp.main_root) == (8,), "main_root shape", name, a(tp.main_root), (8,))
+    a = lambda arr: tuple(np.shape(arr))  # noqa: E731
+    _expect(tp.log_n == sh.log_n, "log_n", name, tp.log_n, sh.log_n)
+    caps = 1 << merkle.cap_height(sh.log_lde, params.log_cap)
     has_aux = sh.aux_cols > 0
-    _expect(a(tp.aux_root) == ((8,) if has_aux else (0,)), "aux_root shape", name,
-            a(tp.aux_root), (8,) if has_aux else (0,))
-    _expect(a(tp.terminal) == ((4,) if has_aux else (0,)), "terminal shape", name,
-            a(tp.terminal), (4,) if has_aux else (0,))
-    _expect(a(tp.parts_root) == (8,), "parts_root shape", name, a(tp.parts_root), (8,))
     w, aw, pw = sh.main_width, sh.aux_width, sh.parts_width
     wn = w if sh.uses_next_main else 0
-    for nm, shape in (("ood_main", (w, 4)), ("ood_main_next", (wn, 4)),
-                      ("ood_aux", (aw, 4)), ("ood_aux_next", (aw, 4)),
-                      ("ood_parts", (pw, 4)), ("fri_roots", (sh.num_fri_layers, 8)),
-                      ("final_poly", (sh.final_poly_len, 4)),
-                      ("fold_nonces", (sh.num_fri_layers,)),
-                      ("main_rows", (q, w)), ("main_paths", (q, sh.log_lde, 8)),
-                      ("parts_rows", (q, pw)), ("parts_paths", (q, sh.log_lde, 8))):
+    expected = [("public_values", (sh.num_public,)), ("main_cap", (caps, 8)),
+                ("aux_cap", (caps if has_aux else 0, 8)), ("terminal", (4,) if has_aux else (0,)),
+                ("parts_cap", (caps, 8)), ("ood_main", (w, 4)), ("ood_main_next", (wn, 4)),
+                ("ood_aux", (aw, 4)), ("ood_aux_next", (aw, 4)), ("ood_parts", (pw, 4))]
+    for nm, shape in expected:
         _expect(a(getattr(tp, nm)) == shape, f"{nm} shape", name, a(getattr(tp, nm)), shape)
-    aux_rows = (q, aw) if has_aux else (0, 0)
-    aux_paths = (q, sh.log_lde, 8) if has_aux else (0, 0, 8)
-    _expect(a(tp.aux_rows) == aux_rows, "aux_rows shape", name, a(tp.aux_rows), aux_rows)
-    _expect(a(tp.aux_paths) == aux_paths, "aux_paths shape", name, a(tp.aux_paths), aux_paths)
-    _expect(len(tp.fri_leaves) == sh.num_fri_layers, "FRI layer count", name,
-            len(tp.fri_leaves), sh.num_fri_layers)
-    for i, (lv, pth) in enumerate(zip(tp.fri_leaves, tp.fri_paths)):
-        depth = sh.log_lde - 1 - i
-        _expect(a(lv) == (q, 8), f"fri_leaves[{i}] shape", name, a(lv), (q, 8))
-        _expect(a(pth) == (q, depth, 8), f"fri_paths[{i}] shape", name, a(pth), (q, depth, 8))
+    d = a(tp.main_rows)[0] if len(a(tp.main_rows)) == 2 else -1
+    _expect(1 <= d <= params.num_queries, "opened rows", name, d, f"1..{params.num_queries}")
+    rows = [("main_rows", (d, w)), ("parts_rows", (d, pw)),
+            ("aux_rows", (d, aw) if has_aux else (0, 0))]
+    for nm, shape in rows:
+        _expect(a(getattr(tp, nm)) == shape, f"{nm} shape", name, a(getattr(tp, nm)), shape)
+    for nm in ("main_nodes", "aux_nodes", "parts_nodes"):
+        s = a(getattr(tp, nm))
+        _expect(len(s) == 2 and s[1] == 8, f"{nm} shape", name, s, "(m, 8)")
+    _expect(has_aux or a(tp.aux_nodes)[0] == 0, "aux_nodes shape", name, a(tp.aux_nodes), (0, 8))
+
+
+def _check_fri_shape(fri: FriProof, params: Params, heights: list) -> None:
+    """The FRI section's shapes that follow from the parameters and the table heights:
+    the layer count r, each layer's cap (its tree has 2^(h_i - log a_i) leaves), the fold
+    nonces and the final polynomial's length L = 2^(h_final - log_blowup)."""
+    if fri is None:
+        raise ShapeError("the proof has no FRI section")
+    r = len(heights) - 1
+    a = lambda arr: tuple(np.shape(arr))  # noqa: E731
+    _expect(len(fri.caps) == r, "FRI layer count", None, len(fri.caps), r)
+    _expect(len(fri.values) == r and len(fri.nodes) == r, "FRI layer openings", None,
+            (len(fri.values), len(fri.nodes)), (r, r))
+    _expect(a(fri.fold_nonces) == (r,), "fold_nonces shape", None, a(fri.fold_nonces), (r,))
+    for i in range(r):
+        leaves_log = heights[i + 1]           # 2^(h_i - k_i) leaves, k_i = h_i - h_(i+1)
+        caps = 1 << merkle.cap_height(leaves_log, params.log_cap)
+        _expect(a(fri.caps[i]) == (caps, 8), f"fri_cap[{i}] shape", None, a(fri.caps[i]),
+                (caps, 8))
+        _expect(len(a(fri.values[i])) == 2 and a(fri.values[i])[1] == 4,
+                f"fri values[{i}] shape", None, a(fri.values[i]), "(v, 4)")
+        _expect(len(a(fri.nodes[i])) == 2 and a(fri.nodes[i])[1] == 8,
+                f"fri nodes[{i}] shape", None, a(fri.nodes[i]), "(m, 8)")
+    L = 1 << (heights[-1] - params.log_blowup)
+    _expect(a(fri.final_poly) == (L, 4), "final_poly shape", None, a(fri.final_poly), (L, 4))
 
 
 def check_shapes(proof: Proof, airs: Sequence) -> list[TableShape]:
@@ -88,8 +135,10 @@ def check_shapes(proof: Proof, airs: Sequence) -> list[TableShape]:
             sh = table_shape(air, tp.log_n, proof.params)
         except (ValueError, AirError) as e:
             raise ShapeError(str(e), air.name) from None
-        _check_table_shape(tp, sh, proof.params.num_queries)
+        _check_table_shape(tp, sh, proof.params)
         shapes.append(sh)
+    _check_fri_shape(proof.fri, proof.params, fri_layer_heights(proof.params,
+                                                                [sh.log_n for sh in shapes]))
     return shapes
 
 
@@ -207,68 +256,133 @@ def _deep_kernel(vals, lam, ood, nxt, x, pts):
     return out
 
 
+@njit(inline="always")
+def _pow(b, e):
+    r = _ONE
+    b = b % _P64
+    while e:
+        if e & 1:
+            r = _mul(r, b)
+        b = _mul(b, b)
+        e >>= 1
+    return r
+
+
+@njit(inline="always")
+def _bitrev(v, bits):
+    r = 0
+    for _ in range(bits):
+        r = (r << 1) | (v & 1)
+        v >>= 1
+    return r
+
+
 @njit(cache=True)
-def _fri_kernel(leaves, s, x, values, betas, final):
-    """All FRI folds of one table at once.  leaves (L, q, 8) opened pairs e0 | e1, s (q,)
-    query indices, x (q,) points, values (4, q) layer-0 values, betas (L, 4), final
-    (F, 4) final polynomial.  Returns (mismatch (L,) first query whose opened value differs
-    from the folded value, or -1; the folded values (4, q); the final check).  The fold:
-    v' = (e0 + e1)/2 + beta (e0 - e1) / (2 x_even), x_even = x if s is even else -x; then
-    x <- x^2, s <- s >> 1.  Computed for every layer regardless of earlier failures (pure
-    arithmetic), so the caller reports failures in protocol order."""
-    nl = leaves.shape[0]
-    q = s.shape[0]
+def _coset_points(idx, h, w):
+    """x_p = g w^bitrev_h(p) for every position p of ``idx`` (w = omega_(2^h))."""
+    out = np.empty(idx.shape[0], dtype=np.uint64)
+    g = np.uint64(SHIFT)
+    for r in range(idx.shape[0]):
+        out[r] = _mul(g, _pow(w, _bitrev(idx[r], h)))
+    return out
+
+
+@njit(cache=True)
+def _layer_kernel(pos, vals, proof_vals, k, h, w, beta, invw):
+    """One FRI layer of height h and arity a = 2^k, batched over its touched leaves.
+
+    pos int64[n]: the sorted distinct positions the verifier knows, vals uint64[4, n]
+    their values; proof_vals uint32[nv, 4]: every other position of every touched leaf,
+    leaf by leaf ascending, in position order (nv = leaves * a - n, checked by the
+    caller).  w = omega_(2^h); beta uint64[4]; invw[kk, u] = omega_(2^kk)^-bitrev_(kk-1)(u).
+
+    Returns (leaf ids int64[nl], leaf rows uint32[nl, 4a] -- the committed leaves, EF
+    values c0..c3 in position order --, folded uint64[4, nl]: each leaf folded to its
+    value at position (leaf id) of height h - k).  Leaf l holds the points
+    x_(l a + e) = Y omega_(2^k)^bitrev_k(e), Y = g w^bitrev_(h-k)(l); the k binary folds
+    use b = beta^(2^j); after each, Y <- Y^2 / g (the rescaled domain)."""
+    n = pos.shape[0]
+    a = 1 << k
+    nl = 0
+    for r in range(n):
+        if r == 0 or (pos[r] >> k) != (pos[r - 1] >> k):
+            nl += 1
+    ids = np.empty(nl, dtype=np.int64)
+    rows = np.empty((nl, 4 * a), dtype=np.uint32)
+    folded = np.empty((4, nl), dtype=np.uint64)
+    cur = np.empty((a, 4), dtype=np.uint64)
     inv2 = np.uint64((P + 1) // 2)
-    mismatch = np.full(nl, -1, dtype=np.int64)
-    cur = values.copy()
-    xs = np.empty(q, dtype=np.uint64)
-    for r in range(q):
-        sr = s[r]
-        xr = x[r] % _P64
-        ix = _inv(xr)
-        v0, v1, v2, v3 = cur[0, r], cur[1, r], cur[2, r], cur[3, r]
-        for i in range(nl):
-            odd = sr & 1
-            o = 4 if odd else 0
-            if mismatch[i] < 0 and (np.uint64(leaves[i, r, o]) != v0 or
-                                    np.uint64(leaves[i, r, o + 1]) != v1 or
-                                    np.uint64(leaves[i, r, o + 2]) != v2 or
-                                    np.uint64(leaves[i, r, o + 3]) != v3):
-                mismatch[i] = r
-            ixe = _mul(_sub(_ZERO, ix) if odd else ix, inv2)
-            b0, b1, b2, b3 = betas[i, 0], betas[i, 1], betas[i, 2], betas[i, 3]
-            # (e0 + e1) / 2 and (e0 - e1) / (2 x_even), coefficientwise
-            e0 = np.uint64(leaves[i, r, 0]) % _P64
-            e1 = np.uint64(leaves[i, r, 4]) % _P64
-            h0, d0 = _mul(_add(e0, e1), inv2), _mul(_sub(e0, e1), ixe)
-            e0 = np.uint64(leaves[i, r, 1]) % _P64
-            e1 = np.uint64(leaves[i, r, 5]) % _P64
-            h1, d1 = _mul(_add(e0, e1), inv2), _mul(_sub(e0, e1), ixe)
-            e0 = np.uint64(leaves[i, r, 2]) % _P64
-            e1 = np.uint64(leaves[i, r, 6]) % _P64
-            h2, d2 = _mul(_add(e0, e1), inv2), _mul(_sub(e0, e1), ixe)
-            e0 = np.uint64(leaves[i, r, 3]) % _P64
-            e1 = np.uint64(leaves[i, r, 7]) % _P64
-            h3, d3 = _mul(_add(e0, e1), inv2), _mul(_sub(e0, e1), ixe)
-            m0, m1, m2, m3 = _ef_mul(b0, b1, b2, b3, d0, d1, d2, d3)
-            v0, v1, v2, v3 = _add(h0, m0), _add(h1, m1), _add(h2, m2), _add(h3, m3)
-            xr = _mul(xr, xr)
-            ix = _mul(ix, ix)
-            sr = sr >> 1
-        cur[0, r], cur[1, r], cur[2, r], cur[3, r] = v0, v1, v2, v3
-        xs[r] = xr
-    # final polynomial, Horner at x
-    ok = True
-    for r in range(q):
+    g = np.uint64(SHIFT)
+    r = 0
+    ptr = 0
+    for li in range(nl):
+        leaf = pos[r] >> k
+        ids[li] = leaf
+        base = leaf << k
+        for e in range(a):
+            if r < n and pos[r] == base + e:
+                for c in range(4):
+                    cur[e, c] = vals[c, r]
+                r += 1
+            else:
+                for c in range(4):
+                    cur[e, c] = np.uint64(proof_vals[ptr, c])
+                ptr += 1
+            for c in range(4):
+                rows[li, 4 * e + c] = np.uint32(cur[e, c])
+        iy = _inv(_mul(g, _pow(w, _bitrev(leaf, h - k))))        # 1 / Y
+        b0, b1, b2, b3 = beta[0], beta[1], beta[2], beta[3]
+        for j in range(k):
+            kk = k - j
+            for u in range(1 << (kk - 1)):
+                ix = _mul(_mul(iy, invw[kk, u]), inv2)          # 1 / (2 x_2u)
+                p0, q0 = cur[2 * u, 0], cur[2 * u + 1, 0]
+                p1, q1 = cur[2 * u, 1], cur[2 * u + 1, 1]
+                p2, q2 = cur[2 * u, 2], cur[2 * u + 1, 2]
+                p3, q3 = cur[2 * u, 3], cur[2 * u + 1, 3]
+                m0, m1, m2, m3 = _ef_mul(b0, b1, b2, b3, _mul(_sub(p0, q0), ix),
+                                         _mul(_sub(p1, q1), ix), _mul(_sub(p2, q2), ix),
+                                         _mul(_sub(p3, q3), ix))
+                cur[u, 0] = _add(_mul(_add(p0, q0), inv2), m0)
+                cur[u, 1] = _add(_mul(_add(p1, q1), inv2), m1)
+                cur[u, 2] = _add(_mul(_add(p2, q2), inv2), m2)
+                cur[u, 3] = _add(_mul(_add(p3, q3), inv2), m3)
+            b0, b1, b2, b3 = _ef_mul(b0, b1, b2, b3, b0, b1, b2, b3)
+            iy = _mul(_mul(iy, iy), g)
+        for c in range(4):
+            folded[c, li] = cur[0, c]
+    return ids, rows, folded
+
+
+@njit(cache=True)
+def _final_kernel(pos, vals, final, h, w):
+    """The first index r whose value vals[:, r] differs from the final polynomial
+    (uint32[L, 4], constant first) at x = g w^bitrev_h(pos[r]), or -1."""
+    for r in range(pos.shape[0]):
+        x = _mul(np.uint64(SHIFT), _pow(w, _bitrev(pos[r], h)))
         a0, a1, a2, a3 = _ZERO, _ZERO, _ZERO, _ZERO
         for j in range(final.shape[0] - 1, -1, -1):
-            a0 = _add(_mul(a0, xs[r]), final[j, 0])
-            a1 = _add(_mul(a1, xs[r]), final[j, 1])
-            a2 = _add(_mul(a2, xs[r]), final[j, 2])
-            a3 = _add(_mul(a3, xs[r]), final[j, 3])
-        if a0 != cur[0, r] or a1 != cur[1, r] or a2 != cur[2, r] or a3 != cur[3, r]:
-            ok = False
-    return mismatch, cur, ok
+            a0 = _add(_mul(a0, x), np.uint64(final[j, 0]))
+            a1 = _add(_mul(a1, x), np.uint64(final[j, 1]))
+            a2 = _add(_mul(a2, x), np.uint64(final[j, 2]))
+            a3 = _add(_mul(a3, x), np.uint64(final[j, 3]))
+        if a0 != vals[0, r] or a1 != vals[1, r] or a2 != vals[2, r] or a3 != vals[3, r]:
+            return r
+    return -1
+
+
+def _inv_twiddles() -> np.ndarray:
+    """invw[kk, u] = omega_(2^kk)^-bitrev_(kk-1)(u) for kk = 1..4, u < 2^(kk-1)."""
+    out = np.zeros((5, 8), dtype=np.uint64)
+    for kk in range(1, 5):
+        wi = pow(F.root_of_unity(kk), P - 2, P)
+        for u in range(1 << (kk - 1)):
+            rev = int(format(u, f"0{kk - 1}b")[::-1], 2) if kk > 1 else 0
+            out[kk, u] = pow(wi, rev, P)
+    return out
+
+
+_INVW = _inv_twiddles()
 
 
 @njit(cache=True)
@@ -401,8 +515,9 @@ def _composition(air, sh: TableShape, tp: TableProof, pv, chal, alpha, z) -> Non
         raise CompositionError("constraints at z do not match the quotient parts", sh.name)
 
 
-def _deep_at_queries(sh: TableShape, tp: TableProof, rows: dict, x, z, lam) -> np.ndarray:
-    """DEEP quotient at the queried points x (base, (q,)): (4, q) EF values,
+
+def _deep_at_rows(sh: TableShape, tp: TableProof, x, z, lam) -> np.ndarray:
+    """DEEP quotient at the opened positions (points x, base, (d,)): (4, d) EF values,
     sum_j lam^j (f_j(x) - v_j) / (x - zeta_j) over the opened columns in DEEP order
     (one compiled call, :func:`_deep_kernel`)."""
     zf = np.asarray(z, np.uint64).reshape(4)
@@ -410,6 +525,7 @@ def _deep_at_queries(sh: TableShape, tp: TableProof, rows: dict, x, z, lam) -> n
     ood = {("main", False): tp.ood_main, ("main", True): tp.ood_main_next,
            ("aux", False): tp.ood_aux, ("aux", True): tp.ood_aux_next,
            ("parts", False): tp.ood_parts}
+    rows = {"main": tp.main_rows, "aux": tp.aux_rows, "parts": tp.parts_rows}
     groups = deep_groups(sh)
     vals = np.ascontiguousarray(np.concatenate([np.asarray(rows[m], np.uint32)
                                                 for m, _ in groups], axis=1))
@@ -422,51 +538,23 @@ def _deep_at_queries(sh: TableShape, tp: TableProof, rows: dict, x, z, lam) -> n
                         pts)
 
 
-def _fri(sh: TableShape, tp: TableProof, queries, x, values, betas) -> None:
-    """Check every FRI layer: the opened pair holds the current value, authenticate it,
-    fold; finally compare with the final polynomial.  The folds of all layers are one
-    compiled call (:func:`_fri_kernel`); failures are then reported in protocol order
-    (layer by layer: value, then path; the final polynomial last)."""
+def _verify_table(tr: Transcript, air, sh: TableShape, tp: TableProof, params: Params, chal,
+                  composition: bool = True) -> TableState:
+    """One table's fork, replayed up to its ``table_digest``: the proof-of-work checks
+    before z and lambda (PowError) and -- unless ``composition=False`` -- the composition
+    check at z (CompositionError).  Returns the :class:`TableState` the join needs.  The
+    openings are checked by :func:`verify_join` (the queries come from the join).
+    ``composition=False`` is for a caller that ran :func:`composition_check` on the same
+    opened values already (the prover's self-check); :func:`verify` skips it only for
+    tables whose :func:`table_check_key` is among ``verified_tables``."""
     name = sh.name
-    q = queries.shape[0]
-    nl = sh.num_fri_layers
-    leaves = (np.ascontiguousarray(np.stack([np.asarray(lv, np.uint32) for lv in tp.fri_leaves]))
-              if nl else np.zeros((0, q, 8), np.uint32))
-    bet = (np.ascontiguousarray(np.stack([np.asarray(b, np.uint64).reshape(4) for b in betas]))
-           if nl else np.zeros((0, 4), np.uint64))
-    mismatch, _, final_ok = _fri_kernel(
-        leaves, np.ascontiguousarray(queries, dtype=np.int64),
-        np.ascontiguousarray(x, dtype=np.uint64), np.ascontiguousarray(values, dtype=np.uint64),
-        bet, np.ascontiguousarray(np.asarray(tp.final_poly, np.uint64).reshape(-1, 4)))
-    s = queries.copy()
-    for i in range(nl):
-        if mismatch[i] >= 0:
-            raise FriError(f"layer {i}: opened value differs from the folded value "
-                           f"(query {int(mismatch[i])})", name)
-        ok = merkle.check_rows(tp.fri_roots[i], tp.fri_leaves[i], s >> 1, tp.fri_paths[i])
-        if not ok.all():
-            raise MerkleError(f"FRI layer {i}: path of query {int(np.argmin(ok))} does not "
-                              "authenticate", name)
-        s = s >> 1
-    if not final_ok:
-        raise FriError("final polynomial disagrees with the folded values", name)
-
-
-def _verify_table(tr: Transcript, air, sh: TableShape, tp: TableProof, params, chal,
-                  composition: bool = True) -> None:
-    """One table's checks on its transcript fork.  ``composition=False`` leaves out the
-    composition at z: only for the prover's XCHECK (prover/xcheck.py check_section), which
-    ran that same check on the same opened values after R3; :func:`verify` always checks
-    it."""
-    name = sh.name
-    pv = tp.public_values
     # ---- R1 (fork): aux commitment and claimed LogUp terminal
     if sh.aux_cols:
-        tr.absorb("aux_root", tp.aux_root)
+        tr.absorb("aux_cap", tp.aux_cap)
         tr.absorb("logup_terminal", tp.terminal)
     # ---- R2: alpha, quotient parts
     alpha = tr.sample_ef("alpha")
-    tr.absorb("parts_root", tp.parts_root)
+    tr.absorb("parts_cap", tp.parts_cap)
     # ---- R3: z (after a proof of work) and the opened values
     if not tr.check_pow("zeta_pow", tp.zeta_nonce, params.commit_pow_bits):
         raise PowError(f"zeta nonce {tp.zeta_nonce} does not give {params.commit_pow_bits} "
@@ -480,43 +568,119 @@ def _verify_table(tr: Transcript, air, sh: TableShape, tp: TableProof, params, c
         tr.absorb("ood_aux_next", tp.ood_aux_next)
     tr.absorb("ood_parts", tp.ood_parts)
     if composition:
-        _composition(air, sh, tp, pv, chal, alpha, z)
-    # ---- R4: DEEP, FRI commitments, final polynomial, proof of work, queries
+        _composition(air, sh, tp, tp.public_values, chal, alpha, z)
+    # ---- R4: lambda (after a proof of work), then the table's digest for the join
     if not tr.check_pow("deep_pow", tp.deep_nonce, params.deep_pow_bits):
         raise PowError(f"DEEP nonce {tp.deep_nonce} does not give {params.deep_pow_bits} "
                        "zero bits", name)
     lam = tr.sample_ef("deep_lambda")
+    digest = tr.sample_base("table_digest", 8)
+    return TableState(z=np.asarray(z, np.uint64), lam=np.asarray(lam, np.uint64),
+                      digest=[int(v) for v in digest])
+
+
+def _ef_scale(v: np.ndarray, c) -> np.ndarray:
+    """c * v for an EF scalar c (4,) and EF values v (4, n)."""
+    return F.ef_mul(np.asarray(c, np.uint64).reshape(4, 1), v)
+
+
+def _ef_power(c, e: int) -> np.ndarray:
+    return F.ef_pow(np.asarray(c, np.uint64).reshape(4, 1), e).reshape(4)
+
+
+def verify_join(tr: Transcript, params: Params, shapes: Sequence[TableShape],
+                tables: Sequence[TableProof], states: Sequence[TableState],
+                fri: FriProof) -> None:
+    """The join on the main transcript (after every fork), docs/protocol.md: absorb the
+    table digests, sample mu; per FRI layer absorb its cap, check its proof of work,
+    sample beta_i; absorb the final polynomial; proof of work; the queries.  Then every
+    count that follows from the queries (ShapeError), every table's openings against its
+    caps (MerkleError) and DEEP quotients at them, the FRI layers (leaves rebuilt from the
+    verifier's own values and the proof's others: MerkleError; folded with roll-ins) and
+    the final polynomial (FriError).  Shapes that follow from the parameters are
+    :func:`check_shapes`' (run it first)."""
+    heights = fri_layer_heights(params, [sh.log_n for sh in shapes])
+    r = len(heights) - 1
+    h_max = heights[0]
+    # ---- transcript
+    for st in states:
+        tr.absorb("table_digest", st.digest)
+    mu = np.asarray(tr.sample_ef("fri_mu"), np.uint64)
     betas = []
-    for i in range(sh.num_fri_layers):
-        tr.absorb("fri_root", tp.fri_roots[i])
-        if not tr.check_pow("fold_pow", int(tp.fold_nonces[i]), params.commit_pow_bits):
-            raise PowError(f"FRI layer {i} nonce {int(tp.fold_nonces[i])} does not give "
-                           f"{params.commit_pow_bits} zero bits", name)
-        betas.append(tr.sample_ef("fri_beta"))
-    tr.absorb("fri_final", tp.final_poly)
-    if not tr.check_pow("pow", tp.pow_nonce, params.pow_bits):
-        raise PowError(f"nonce {tp.pow_nonce} does not give {params.pow_bits} zero bits", name)
-    queries = tr.sample_bits("queries", sh.log_lde, params.num_queries)
-    # trace openings
-    rows = {"main": tp.main_rows, "parts": tp.parts_rows}
-    checks = [("main", tp.main_root, tp.main_rows, tp.main_paths),
-              ("parts", tp.parts_root, tp.parts_rows, tp.parts_paths)]
-    if sh.aux_cols:
-        rows["aux"] = tp.aux_rows
-        checks.insert(1, ("aux", tp.aux_root, tp.aux_rows, tp.aux_paths))
-    for what, root, r, paths in checks:
-        ok = merkle.check_rows(root, r, queries, paths)
-        if not ok.all():
-            raise MerkleError(f"{what} opening of query {int(np.argmin(ok))} does not "
-                              "authenticate", name)
-    # x_s = g * w_N^bitrev(s)
-    x = F.mul(pow_scalar_arr(F.root_of_unity(sh.log_lde), bitrev(queries, sh.log_lde)), SHIFT)
-    values = _deep_at_queries(sh, tp, rows, x, z, lam)
-    _fri(sh, tp, queries, x, values, betas)
+    for i in range(r):
+        tr.absorb("fri_cap", fri.caps[i])
+        if not tr.check_pow("fold_pow", int(fri.fold_nonces[i]), params.commit_pow_bits):
+            raise PowError(f"FRI layer {i} nonce {int(fri.fold_nonces[i])} does not give "
+                           f"{params.commit_pow_bits} zero bits")
+        betas.append(np.asarray(tr.sample_ef("fri_beta"), np.uint64))
+    tr.absorb("fri_final", fri.final_poly)
+    if not tr.check_pow("pow", fri.pow_nonce, params.pow_bits):
+        raise PowError(f"nonce {fri.pow_nonce} does not give {params.pow_bits} zero bits")
+    queries = tr.sample_bits("queries", h_max, params.num_queries)
+    # ---- every count the queries determine, before any hashing
+    at = {h: merkle.leaf_set(queries >> (h_max - h)) for h in heights}   # positions per height
+    for sh, tp in zip(shapes, tables):
+        idx = at[sh.log_lde]
+        _expect(tp.main_rows.shape[0] == idx.size, "opened rows", sh.name,
+                tp.main_rows.shape[0], idx.size)
+        m = merkle.multiproof_size(idx, sh.log_lde, params.log_cap)
+        for nm in ("main_nodes", "aux_nodes", "parts_nodes"):
+            if nm == "aux_nodes" and not sh.aux_cols:
+                continue
+            got = np.shape(getattr(tp, nm))[0]
+            _expect(got == m, f"{nm} count", sh.name, got, m)
+    for i in range(r):
+        k = heights[i] - heights[i + 1]
+        leaves = at[heights[i + 1]]                  # leaf ids = positions one layer down
+        nv = leaves.size * (1 << k) - at[heights[i]].size
+        _expect(fri.values[i].shape[0] == nv, f"FRI layer {i} values count", None,
+                fri.values[i].shape[0], nv)
+        m = merkle.multiproof_size(leaves, heights[i + 1], params.log_cap)
+        _expect(fri.nodes[i].shape[0] == m, f"FRI layer {i} nodes count", None,
+                fri.nodes[i].shape[0], m)
+    # ---- the tables' openings and their DEEP quotients, combined per height with mu
+    combined: dict = {}
+    counts: dict = {}
+    for sh, tp, st in zip(shapes, tables, states):
+        h = sh.log_lde
+        idx = at[h]
+        merkle.check_opening(tp.main_cap, tp.main_rows, idx, tp.main_nodes, h,
+                             params.log_cap, "main opening", sh.name)
+        if sh.aux_cols:
+            merkle.check_opening(tp.aux_cap, tp.aux_rows, idx, tp.aux_nodes, h,
+                                 params.log_cap, "aux opening", sh.name)
+        merkle.check_opening(tp.parts_cap, tp.parts_rows, idx, tp.parts_nodes, h,
+                             params.log_cap, "parts opening", sh.name)
+        x = _coset_points(idx, h, np.uint64(F.root_of_unity(h)))
+        dq = _deep_at_rows(sh, tp, x, st.z, st.lam)
+        j = counts.get(h, 0)
+        counts[h] = j + 1
+        term = dq if j == 0 else _ef_scale(dq, _ef_power(mu, j))
+        combined[h] = term if h not in combined else F.ef_add(combined[h], term)
+    # ---- FRI: layer by layer over the distinct positions (queries sharing a position
+    # share its value, so a position never receives two values)
+    vals = np.ascontiguousarray(combined[h_max], dtype=np.uint64)
+    for i in range(r):
+        h, k = heights[i], heights[i] - heights[i + 1]
+        ids, rows, folded = _layer_kernel(at[h], vals,
+                                          np.ascontiguousarray(fri.values[i], np.uint32), k, h,
+                                          np.uint64(F.root_of_unity(h)), betas[i], _INVW)
+        merkle.check_opening(fri.caps[i], rows, ids, fri.nodes[i], heights[i + 1],
+                             params.log_cap, f"FRI layer {i}")
+        if heights[i + 1] in combined:                # roll-in of the tables of that height
+            folded = F.ef_add(folded, _ef_scale(combined[heights[i + 1]],
+                                                _ef_power(betas[i], 1 << k)))
+        vals = np.ascontiguousarray(folded, dtype=np.uint64)
+    h = heights[-1]
+    bad = _final_kernel(at[h], vals, np.ascontiguousarray(fri.final_poly, np.uint32), h,
+                        np.uint64(F.root_of_unity(h)))
+    if bad >= 0:
+        raise FriError(f"final polynomial disagrees with the folded value at position "
+                       f"{int(at[h][bad])}")
 
 
-# Public per-table entry points (the prover's XCHECK runs them on a table's finished
-# section and on its opened values; docs/diagnostics.md)
+# Public per-table entry points (the prover's self-check runs them on a table's finished
+# fork and on its opened values; docs/diagnostics.md)
 verify_table = _verify_table
 composition_check = _composition
 check_table_shape = _check_table_shape
@@ -568,7 +732,7 @@ def table_check_key(fork: Transcript, air, section: bytes, params: Params, chal:
     LogUp challenges.  Two checks with the same key are the same computation, so a key
     recorded after a passing check lets :func:`verify` skip that table (the prover checks
     tables as they finish, overlapped with device work, docs/diagnostics.md)."""
-    h = hashlib.sha256(b"steadfast/table-check/v2")
+    h = hashlib.sha256(b"steadfast/table-check/v3")
     h.update(np.ascontiguousarray(fork.state, np.uint64).tobytes())
     h.update(np.asarray(list(fork.inbuf), np.uint64).tobytes() + b"|")
     h.update(np.asarray(list(fork.outbuf), np.uint64).tobytes() + b"|")
@@ -578,6 +742,7 @@ def table_check_key(fork: Transcript, air, section: bytes, params: Params, chal:
         h.update(name.encode() + np.ascontiguousarray(chal[name], np.uint64).tobytes())
     h.update(len(section).to_bytes(8, "little") + bytes(section))
     return h.digest()
+
 
 
 def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = None,
@@ -596,9 +761,15 @@ def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = 
     subclass on rejection; returns a :class:`VerifyResult` on success.
 
     ``verified_tables``: keys (:func:`table_check_key`) of per-table checks that already
-    passed on identical inputs; a table whose key is among them is not checked again
-    (the prover's overlapped self-check).  Everything else -- parsing, shapes, the
-    statement, the main transcript, the LogUp sum -- always runs.
+    passed on identical inputs; a table whose key is among them skips its composition
+    check (the prover's overlapped self-check).  Everything else -- parsing, shapes, the
+    statement, every transcript and proof of work, the LogUp sum, the join with every
+    opening -- always runs.
+
+    Order (docs/protocol.md section 6): decode, shapes (ShapeError) -> security minimum
+    (ParameterError) -> public values -> main transcript, LogUp proof of work -> per table
+    its fork (proofs of work, composition at z) -> LogUp terminals (LogUpError) -> the
+    join (:func:`verify_join`).
     """
     t0 = time.perf_counter()
     min_security_bits = validate_min_security_bits(min_security_bits)   # before the proof
@@ -621,7 +792,7 @@ def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = 
     tr = Transcript()
     absorb_statement(tr, proof.params, airs, shapes, pvs)
     for tp in proof.tables:
-        tr.absorb("main_root", tp.main_root)
+        tr.absorb("main_cap", tp.main_cap)
     if not tr.check_pow("logup_pow", proof.logup_nonce, proof.params.logup_pow_bits):
         raise PowError(f"LogUp nonce {proof.logup_nonce} does not give "
                        f"{proof.params.logup_pow_bits} zero bits")
@@ -629,14 +800,14 @@ def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = 
             CHALLENGE_NAMES[1]: ef_col(tr.sample_ef("logup_gamma"))}
     logs = [tr.log]
     skipped = 0
+    states = []
     for i, (air, sh, tp) in enumerate(zip(airs, shapes, proof.tables)):
         fork = tr.fork(i)
-        if verified_tables and table_check_key(fork, air, tp.raw, proof.params,
-                                               chal) in verified_tables:
-            skipped += 1
-            logs.append(None)           # (the check ran earlier, on this exact state)
-            continue
-        _verify_table(fork, air, sh, tp, proof.params, chal)
+        pre = bool(verified_tables) and table_check_key(fork, air, tp.raw, proof.params,
+                                                        chal) in verified_tables
+        skipped += pre
+        states.append(_verify_table(fork, air, sh, tp, proof.params, chal,
+                                    composition=not pre))
         logs.append(fork.log)
     # LogUp: the terminals of all tables must cancel
     total = np.zeros((4, 1), dtype=np.uint64)
@@ -645,6 +816,7 @@ def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = 
             total = F.ef_add(total, ef_col(tp.terminal).reshape(4, 1))
     if np.any(total):
         raise LogUpError("the LogUp terminal sums of the tables do not add up to zero")
+    verify_join(tr, proof.params, shapes, proof.tables, states, proof.fri)
     return VerifyResult(public_values=pvs, logs=logs, seconds=time.perf_counter() - t0,
                         security=security, tables_prechecked=skipped)
 
@@ -652,12 +824,15 @@ def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = 
 def _warm_kernels() -> None:
     """Load (or compile, on a cold cache) the compiled helpers at import, with exactly
     the argument types the verifier passes, like verifier.poseidon2 does."""
-    u64, u32 = np.uint64, np.uint32
+    u64, u32, i64 = np.uint64, np.uint32, np.int64
     _bary_kernel(np.zeros((2, 1), u32), np.array([5, 1, 0, 0], u64), u64(P - 1))
     _deep_kernel(np.zeros((1, 1), u32), np.array([1, 0, 0, 0], u64), np.zeros((1, 4), u64),
                  np.zeros(1, np.bool_), np.ones(1, u64), np.array([[5, 1, 0, 0]] * 2, u64))
-    _fri_kernel(np.zeros((1, 1, 8), u32), np.zeros(1, np.int64), np.ones(1, u64),
-                np.zeros((4, 1), u64), np.zeros((1, 4), u64), np.zeros((1, 4), u64))
+    _coset_points(np.zeros(1, i64), 2, u64(F.root_of_unity(2)))
+    _layer_kernel(np.zeros(1, i64), np.zeros((4, 1), u64), np.zeros((1, 4), u32), 1, 2,
+                  u64(F.root_of_unity(2)), np.zeros(4, u64), _INVW)
+    _final_kernel(np.zeros(1, i64), np.zeros((4, 1), u64), np.zeros((1, 4), u32), 1,
+                  u64(F.root_of_unity(1)))
 
 
 _warm_kernels()
