@@ -1,0 +1,127 @@
+"""Compact proofs (proof format 3, issue #13): proof size, prove time and security figure
+per parameter set, against the format-2 prover measured in the same run
+(docs/benchmarks.md, "Compact proofs (v3)"; docs/protocol.md section 7).
+
+    PYTHONPATH=. python bench/compact_bench.py [--sizes 12 14 16] [--base /work/base]
+        [--sets 1,100,2,2 1,100,3,2 2,50,2,2 ...] [--repeat 1] [--json out.json]
+
+A set is ``log_blowup,num_queries,log_fri_arity,log_cap``.  Every (tree, set, block) runs
+in a fresh subprocess that first proves a tiny block (loads the compiled kernels), then
+proves the block on the host backend without the self-check (the prove time is the
+proof's own ``phases["prove"]``, the CPU time user+system seconds of the process during
+the proof -- steadier than wall time on a shared machine).  ``--base``: a checkout of
+the format-2 prover (its default parameters) run the same way with PYTHONPATH=BASE; the
+ratio column is v3 / v2 prove seconds of the same block.  Blocks: ``examples/block.json``
+and ``vm.programs.sized_block(k, 0.25, seed=0)`` (2^k cycles).  Security: the figure of
+``verifier.security.proof_security`` for the block's tables, and at the 2^24-row limit
+(CPU, MEMORY, POSEIDON2 at 2^24; PROGRAM and RANGE at their fixed heights).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def worker(kind: str, pset: str) -> dict:
+    """Runs inside the subprocess (PYTHONPATH = the tree under test)."""
+    from steadfast.prover.api import Prover, ProverConfig
+    from steadfast.vm.programs import sized_block
+    kw = {}
+    if pset != "v2":
+        lb, q, la, lc = (int(x) for x in pset.split(","))
+        kw = dict(log_blowup=lb, num_queries=q, log_fri_arity=la, log_cap=lc)
+    prover = Prover(ProverConfig(backend="host", self_check=False, **kw))
+    prover.prove_block(sized_block(8, 0.25, memory_size=64, table_size=16, n_tx=1))  # warm-up
+    if kind == "example":
+        from steadfast.vm.block import loads_block
+        with open(os.path.join(ROOT, "examples", "block.json")) as f:
+            block = loads_block(f.read())
+    else:
+        block = sized_block(int(kind), 0.25, seed=0)
+    sec = prover.execute(block).security_bits
+    c0 = _cpu()
+    proof = prover.prove_block(block)
+    cpu = _cpu() - c0
+    out = {"kind": kind, "set": pset, "file_bytes": len(proof.to_bytes()),
+           "proof_bytes": len(proof.proof), "prove_s": proof.stats.phases["prove"],
+           "cpu_s": cpu, "security_bits": int(sec)}
+    if pset != "v2":
+        out["limit_bits"] = limit_bits(prover.config.params(), block)
+    return out
+
+
+def limit_bits(params, block) -> int:
+    """The security figure with CPU, MEMORY and POSEIDON2 at 2^24 rows (PROGRAM and
+    RANGE keep their fixed heights)."""
+    from steadfast.verifier.security import proof_security
+    from steadfast.vm.interpreter import execute
+    from steadfast.vm.traces import build_traces
+    bt = build_traces(execute(block))
+    log_ns = [(t.shape[0].bit_length() - 1) if a.fixed_height else 24
+              for a, t in zip(bt.airs, bt.traces)]
+    return int(proof_security(params, bt.airs, log_ns).bits)
+
+
+def run(tree: str, kind: str, pset: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=tree)
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", kind, pset]
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tree)
+    if res.returncode:
+        raise RuntimeError(f"{tree} {kind} {pset}: {res.stderr[-2000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", nargs="+", default=["example", "12", "14", "16"])
+    ap.add_argument("--sets", nargs="+", default=["1,100,2,2"])
+    ap.add_argument("--base", default=None, help="checkout of the format-2 prover")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--json")
+    ap.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(*args.worker)))
+        return 0
+    rows = []
+    for _ in range(args.repeat):
+        for kind in args.sizes:
+            base = run(args.base, kind, "v2") if args.base else None
+            if base:
+                rows.append(base)
+                print(json.dumps(base), flush=True)
+            for pset in args.sets:
+                r = run(ROOT, kind, pset)
+                if base:
+                    r["ratio_prove_s"] = r["prove_s"] / base["prove_s"]
+                    r["ratio_cpu_s"] = r["cpu_s"] / base["cpu_s"]
+                    r["ratio_bytes"] = r["file_bytes"] / base["file_bytes"]
+                rows.append(r)
+                print(json.dumps(r), flush=True)
+    print("| block | set (lb,q,arity,cap) | file KB | prove s | CPU s | v3/v2 prove | "
+          "v3/v2 size | bits (block / 2^24 limit) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['kind']} | {r['set']} | {r['file_bytes'] / 1000:.1f} | {r['prove_s']:.2f} | "
+              f"{r['cpu_s']:.2f} | {r.get('ratio_prove_s', float('nan')):.2f} | "
+              f"{r.get('ratio_bytes', float('nan')):.2f} | {r['security_bits']} / "
+              f"{r.get('limit_bits', '-')} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
