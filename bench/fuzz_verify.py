@@ -16,21 +16,22 @@ proof) or only the inner STARK proof (wrapped back into a BlockProof with its RO
 * u32 overwrites with 0, p-1, p, p+1, 2^31, 2^32-1 at an element's own offset, at a
   4-byte-aligned offset of the buffer, and at an arbitrary (unaligned) offset;
 * header fields (magic, version, reserved, the parameters, table count, section lengths,
-  log_n, array ranks and dimensions, the nonce, the FRI layer count; the block proof's own
+  log_n, array ranks and dimensions, the nonces, the FRI layer count; the block proof's own
   header) set to boundary values;
 * truncations (random lengths, 0, len-1, at field boundaries), extensions (random bytes,
   zeros, a copy of a table section), insertions/deletions of a few bytes;
 * two tables' sections swapped, or one table's section over another;
-* a query duplicated (all its per-query openings copied over another query's, or one array's);
+* an opened row duplicated (every opened matrix's row copied over another row, or one array's);
 * structure-aware re-encodings (decode with the library, change a parameter, a table's
-  height, one array's shape, the FRI layer list, the table list or a nonce, encode again):
+  height, one array's shape (a table's or the FRI section's), the FRI layer list, the table
+  list or a nonce, encode again):
   lengths stay consistent, so these get past the decoder to the shape checks and beyond;
 * ROM rows changed (dropped, duplicated, appended, reordered, a cell or opcode changed)
   with the block proof's row count and length rewritten to match.
 
 Positions are biased towards the small areas that matter most: the header, the per-table
-headers (section lengths, ranks, dimensions) and the roots / public values / OOD values /
-FRI roots / final polynomial get most of the draws, the large row and path arrays the rest.
+headers (section lengths, ranks, dimensions) and the caps / public values / OOD values /
+FRI caps / final polynomial get most of the draws, the row and multiproof arrays the rest.
 A draw that leaves the bytes unchanged is re-drawn.
 
 Outcomes: **accepted** (verify returned: a forged proof; the bytes are saved to
@@ -71,10 +72,10 @@ U32_VALUES = (0, P - 1, P, P + 1, 1 << 31, (1 << 32) - 1)
 DEFAULT_BLOCK = os.path.join(ROOT, "examples", "block.json")
 _CODE_DIRS = ("prover", "verifier", "air", "vm", "kernels")
 
-# Categories of array data by name (anything else is "small": public values, roots, OOD
-# values, FRI roots, final polynomial, nonces).
-_ROWS = ("main_rows", "aux_rows", "parts_rows", "fri_leaves")
-_PATHS = ("main_paths", "aux_paths", "parts_paths", "fri_paths")
+# Categories of array data by name (anything else is "small": public values, caps, OOD
+# values, FRI caps, final polynomial, nonces); "paths" are the Merkle multiproof nodes.
+_ROWS = ("main_rows", "aux_rows", "parts_rows", "fri_values")
+_PATHS = ("main_nodes", "aux_nodes", "parts_nodes", "fri_nodes")
 
 
 def _array_cat(name: str) -> str:
@@ -374,6 +375,8 @@ def _mutate(rng: random.Random, buf: bytes, lay: Layout, weights: dict, kind: st
         arrays = [(nm, s, sh) for nm, s, sh in lay.queries[t] if sh and sh[0] > 1]
         if rng.random() < 0.3:
             arrays = [rng.choice(arrays)]
+        else:                       # every opened matrix (their rows: one per distinct index)
+            arrays = [a for a in arrays if a[0].endswith("_rows")] or arrays[:1]
         q = arrays[0][2][0]
         src, dst = rng.sample(range(q), 2)
         for nm, s, sh in arrays:
@@ -453,8 +456,14 @@ def _reencode(rng: random.Random, data: bytes) -> tuple[bytes, str]:
         desc = f"table {t} log_n := {val} (was {tp.log_n})"
         tp.log_n = max(0, min(255, val))
     elif what == "reshape":
-        name = rng.choice([k for k, v in tf.items() if isinstance(v, np.ndarray)]
-                          + ["fri_leaves", "fri_paths"])
+        ff = {f.name: getattr(pr.fri, f.name) for f in dataclasses.fields(pr.fri)}
+        names = ([k for k, v in tf.items() if isinstance(v, np.ndarray)]
+                 + [f"fri.{k}" for k, v in ff.items() if isinstance(v, (np.ndarray, list))])
+        name = rng.choice(names)
+        owner = tp
+        if name.startswith("fri."):
+            owner, name = pr.fri, name[4:]
+            tf = ff
         arr, idx = tf[name], None
         if isinstance(arr, list):
             if not arr:
@@ -475,23 +484,25 @@ def _reencode(rng: random.Random, data: bytes) -> tuple[bytes, str]:
         keep = tuple(slice(0, min(a, b)) for a, b in zip(arr.shape, shape))
         new[keep] = arr[keep]
         if idx is None:
-            setattr(tp, name, new)
+            setattr(owner, name, new)
         else:
-            getattr(tp, name)[idx] = new
-        desc = (f"table {t} {name}{'' if idx is None else f'[{idx}]'} reshaped "
-                f"{tuple(arr.shape)} -> {tuple(shape)}")
+            getattr(owner, name)[idx] = new
+        desc = (f"{'FRI' if owner is pr.fri else f'table {t}'} {name}"
+                f"{'' if idx is None else f'[{idx}]'} reshaped {tuple(arr.shape)} -> {tuple(shape)}")
     elif what == "fri_layers":
-        op = rng.choice(("drop last", "drop first", "repeat last"))
-        if not tp.fri_leaves:
+        op = rng.choice(("drop last", "drop first", "repeat last", "swap two"))
+        fr = pr.fri
+        r = fr.num_layers
+        if not r or (op == "swap two" and r < 2):
             return _reencode(rng, data)
-        if op == "drop last":
-            tp.fri_leaves, tp.fri_paths = tp.fri_leaves[:-1], tp.fri_paths[:-1]
-        elif op == "drop first":
-            tp.fri_leaves, tp.fri_paths = tp.fri_leaves[1:], tp.fri_paths[1:]
-        else:
-            tp.fri_leaves = tp.fri_leaves + tp.fri_leaves[-1:]
-            tp.fri_paths = tp.fri_paths + tp.fri_paths[-1:]
-        desc = f"table {t} FRI layers: {op}"
+        sel = {"drop last": list(range(r - 1)), "drop first": list(range(1, r)),
+               "repeat last": list(range(r)) + [r - 1],
+               "swap two": [1, 0] + list(range(2, r))}[op]
+        fr.caps = [fr.caps[i] for i in sel]
+        fr.values = [fr.values[i] for i in sel]
+        fr.nodes = [fr.nodes[i] for i in sel]
+        fr.fold_nonces = np.asarray(fr.fold_nonces, np.uint32)[sel]
+        desc = f"FRI layers: {op}"
     elif what == "tables":
         op = rng.choice(("drop", "duplicate", "reverse", "drop all"))
         if op == "drop":
@@ -507,6 +518,8 @@ def _reencode(rng: random.Random, data: bytes) -> tuple[bytes, str]:
         owners = [(tp, k) for k, v in tf.items() if isinstance(v, int) and k != "log_n"]
         owners += [(pr, f.name) for f in dataclasses.fields(pr)
                    if isinstance(getattr(pr, f.name), int) and f.name != "version"]
+        owners += [(pr.fri, f.name) for f in dataclasses.fields(pr.fri)
+                   if isinstance(getattr(pr.fri, f.name), int)]
         obj, k = rng.choice(owners)
         old = getattr(obj, k)
         val = rng.choice((0, 1, old + 1, old - 1 if old else 2, P - 1, rng.randrange(P)))
