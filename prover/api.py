@@ -865,6 +865,26 @@ class Prover:
                                     f"({type(err).__name__}: {err}); no proof emitted; "
                                     f"post-mortem {path}", path, report)
 
+    def _refuse_device_result(self, err) -> None:
+        """The self-check's refusal of a proof the device pipeline could not finish
+        because one of its results failed the prover's own check
+        (:class:`prover.device_stages.DeviceResultError`): post-mortem, then
+        :class:`ProofSelfCheckFailure`."""
+        self.self_check_failures += 1
+        from .xcheck import write_postmortem
+        report = {"table": "join", "check": "self_check", "backend": self.backend,
+                  "error": type(err).__name__, "message": str(err),
+                  "faults": os.environ.get("PROVER_FAULTS", ""),
+                  "xcheck": os.environ.get("PROVER_GPU_XCHECK", ""),
+                  "params": dict(vars(self.config.params())),
+                  "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        path = write_postmortem(report, self.config.postmortem_dir)
+        log.error("self-check: a device result failed the prover's check (%s); no proof "
+                  "emitted; post-mortem %s", err, path)
+        raise ProofSelfCheckFailure(f"self-check: the device proof failed the prover's own "
+                                    f"check ({err}); no proof emitted; post-mortem {path}",
+                                    path, report) from err
+
     @contextmanager
     def _phase(self, name: str, phases: dict):
         """Time a phase outside the protocol (execute, traces, check) and report it."""
@@ -898,6 +918,13 @@ class Prover:
             try:
                 proof = _prove(tables, airs, table_pv, cfg.params(), spans=spans, check=False,
                                device=device, device_stats=device_stats)
+            except Exception as exc:
+                # a device result the join's own check refused (v3: the final
+                # polynomial's degree) is the self-check's failure: no proof emitted
+                from .device_stages import DeviceResultError
+                if isinstance(exc, DeviceResultError) and cfg.self_check:
+                    self._refuse_device_result(exc)
+                raise
             finally:
                 _release_memory()
             phases["prove"] = time.perf_counter() - t1

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from steadfast.errors import SteadfastError
 from steadfast.kernels import multiproof as mp
 from steadfast.kernels.backend import DeviceArray, DeviceMemory
 from steadfast.kernels.merkle import level_offsets
@@ -633,11 +634,19 @@ class DeviceStages(HostStages):
         return self._run("r4.fri", t, dev, host, inputs)
 
     def fri_final(self, values, log_height: int, length: int):
+        """The final polynomial (on the host: 2^h_final values).  Its degree check failing
+        here means a wrong device result upstream (the statement was checked before
+        proving): :class:`DeviceResultError`, never a wrong proof."""
         if isinstance(values, _Layer):
             arr = values.h.host() if not values.h.on_device else \
                 self.engine.download_view(values.h.device())
-            return HostStages.fri_final(self, np.array(arr), log_height, length)
-        return HostStages.fri_final(self, values, log_height, length)
+            values = np.array(arr)
+        try:
+            return HostStages.fri_final(self, values, log_height, length)
+        except RuntimeError as exc:
+            raise DeviceResultError(f"the join's {exc}; on backend {self.name} this is a "
+                                    "device fault (the statement was checked before proving)",
+                                    "final polynomial") from exc
 
     def cap(self, tree, log_cap: int) -> np.ndarray:
         """The tree's cap: a host copy of level h - c (no device allocation; a spilled or
@@ -755,6 +764,17 @@ def _host_of(v):
     return v.h.host() if isinstance(v, _Layer) else np.asarray(v)
 
 
+class DeviceResultError(SteadfastError, RuntimeError):
+    """A device result failed one of the prover's own checks before the proof was
+    finished (``check``: e.g. the final polynomial's degree): the proof is not emitted.
+    With XCHECK on the pipeline turns it into an :class:`prover.xcheck.XcheckFailure`
+    with a post-mortem."""
+
+    def __init__(self, message: str, check: str):
+        super().__init__(message)
+        self.check = check
+
+
 #: the pseudo-table that owns the join's buffers (F_h, FRI layers and trees) and names
 #: the join in recovery counters, fault rules and timelines
 JOIN = "<join>"
@@ -769,4 +789,5 @@ def _bitrev_idx(idx: np.ndarray, bits: int) -> np.ndarray:
 
 
 __all__ = ["DeviceStages", "DevCommitted", "DevTree", "R2_LOCK", "R2Windows", "JOIN",
+           "DeviceResultError",
            "Committed", "bit_reverse_permutation"]

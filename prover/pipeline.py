@@ -41,7 +41,7 @@ from steadfast.verifier.proof_format import Proof, encode
 from steadfast.verifier.protocol import TableShape, absorb_statement
 from steadfast.verifier.transcript import Transcript
 
-from .device_stages import JOIN, DeviceStages, device_gate
+from .device_stages import JOIN, DeviceResultError, DeviceStages, device_gate
 from .engines import CudaEngine, EmuEngine
 from .faults import FaultPlan, faults_from_env
 from .recovery import RecoveryCounters
@@ -412,7 +412,7 @@ def make_stages(cfg: PipelineConfig, mem: DeviceMemory, counters, proof_id: int)
 def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list | None = None,
                  proof_id: int = 0) -> tuple[bytes, PipelineStats]:
     """Prove a prepared :class:`prover.rounds.Statement` on a device backend."""
-    from .xcheck import check_proof, cross_check
+    from .xcheck import check_proof, cross_check, join_failure
     timeline = cfg.timeline or Timeline(enabled=False)
     cfg.timeline = timeline
     mem = device_memory(cfg.backend, cfg.budget)
@@ -520,8 +520,13 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
         stats.join.admission_wait_s += wait
         stages.bind(JOIN)
         try:
-            with mem.stream_scope(), timeline.span("join", JOIN):
-                proof_obj = r4_join(st, r1, ch, deeps, stages, spans)
+            try:
+                with mem.stream_scope(), timeline.span("join", JOIN):
+                    proof_obj = r4_join(st, r1, ch, deeps, stages, spans)
+            except DeviceResultError as exc:
+                if cfg.xcheck:      # the post-mortem, while everything is still resident
+                    join_failure(stages, st, exc, cfg)
+                raise
             stats.join.downgraded = stages.table(JOIN).downgraded
             for name in names_unique(shapes):
                 stats.tables[name].peak_device_bytes = max(stats.tables[name].peak_device_bytes,

@@ -268,6 +268,23 @@ def check_section(stages, st, i, fork, challenges, section, cfg) -> None:
                         f"verdict: {report['verdict']}; post-mortem: {path}", path, report)
 
 
+def join_failure(stages, st, err, cfg) -> None:
+    """XCHECK post-mortem of a device result the join's own check refused (e.g. a final
+    polynomial of too high a degree: a wrong DQ, F or fold upstream); raises
+    :class:`XcheckFailure`."""
+    from .device_stages import JOIN
+    names = [s.name for s in st.shapes]
+    bad = [f"{n}/{h.stage}" for n in names + [JOIN] for h in stages.integrity(n)]
+    report = {**_report_head(stages, "join", f"self-verification of R4 ({err.check}: {err})"),
+              "diverged_stage": f"r4 ({err.check})",
+              "resident_inputs_corrupted": bad,
+              "verdict": "corrupted resident input" if bad else "transient race"}
+    path = write_postmortem(report, cfg.postmortem_dir)
+    stages.timeline.instant("xcheck:verdict", "join", cat="xcheck", verdict=report["verdict"])
+    raise XcheckFailure(f"XCHECK: the join refused a device result ({err}); verdict: "
+                        f"{report['verdict']}; post-mortem: {path}", path, report) from err
+
+
 def check_proof(stages, st, ch, forks, proof, cfg) -> None:
     """XCHECK for R4 (proof format 3), after the join and before any resident buffer is
     released: the verifier's checks of the whole finished proof (every section's
@@ -363,5 +380,5 @@ def write_postmortem(report: dict, directory: str) -> str:
     return path
 
 
-__all__ = ["XcheckFailure", "cross_check", "check_section", "check_proof", "composition_ok", "corruption_shape",
+__all__ = ["XcheckFailure", "cross_check", "check_section", "check_proof", "join_failure", "composition_ok", "corruption_shape",
            "lde_matches_leaves", "tree_consistent", "SHIFT"]

@@ -61,10 +61,14 @@ def _assert_happy_path(stats):
     assert stats.peak_device_bytes > 0 and stats.stale_frees_dropped == 0
     assert not any(t.downgraded for t in stats.tables.values())
     for ts in stats.tables.values():            # time per stage, per table
-        assert {"r1_main", "r1_aux", "r2_quotient", "r3_ood", "r4_deep", "r4_fri",
-                "r4_open"} <= set(ts.stage_s), ts.stage_s
+        assert {"r1_main", "r1_aux", "r2_quotient", "r3_ood", "r4_deep"} <= set(ts.stage_s), \
+            ts.stage_s
         assert all(v > 0 for v in ts.stage_s.values())
         assert ts.device_stage_ms == {}         # CUDA events only on backend cuda
+    # the join (one FRI for all tables): its own stages, never downgraded on a happy path
+    assert {"r4_fri", "r4_open"} <= set(stats.join.stage_s), stats.join.stage_s
+    assert not stats.join.downgraded and stats.join.est_bytes > 0
+    assert 0 < stats.join.peak_device_bytes <= stats.join.est_bytes
 
 
 @pytest.mark.timeout(900)
@@ -153,6 +157,7 @@ def test_r2_windows_overlap_only_without_serialisation(block):
     ("corrupt@r4.fri:1", "transient race"),
     ("corrupt-input@r4.deep:1", "corrupted resident input"),
     ("corrupt-input@r4.open:1", "corrupted resident input"),
+    ("corrupt@r4.open:1", "transient race"),
 ])
 def test_xcheck_catches_corruption_with_the_right_verdict(block, tmp_path, spec, verdict):
     with pytest.raises(XcheckFailure) as err:
@@ -197,7 +202,7 @@ def test_xcheck_happy_path_passes(block, monkeypatch):
     monkeypatch.setattr(DeviceStages, "release_table", release)
     proof, stats = _run(block, backend="emu", xcheck=True)
     assert proof == block[3] and stats.counters.total() == 0
-    assert len(checked) == 3
+    assert checked == ["adder", "range8", "pairs6", "<join>"]     # every table, then the join
 
 
 @pytest.mark.timeout(60)
@@ -371,9 +376,14 @@ def test_sim_kernel_temporaries_stay_within_their_booked_scratch(monkeypatch):
     assert all(isinstance(st, sim_stream) and st is held for st, held in worker), \
         [(st, held) for st, held in worker if not (isinstance(st, sim_stream) and st is held)][:5]
     assert len({id(st) for st, _ in worker}) == 2 == mems[0].streams_created   # one per worker
+    # the join runs on the calling thread, on a stream of the same pool
+    join = [(st, held) for name, st, held in launches
+            if not name.startswith("table") and held is not None]
+    assert len(join) > 10 and all(st is held for st, held in join)
     seen = {tag for tag, _, _ in calls}
     assert {"aux_build", "quotient_decompose", "ood", "deep_quotient", "lde_commit",
-            "parts_lde_commit", "gather_columns", "gather_paths"} <= seen, seen
+            "parts_lde_commit", "gather_columns", "gather_rows", "fri_input", "fold_layer"} \
+        <= seen, seen
     # the bounds' size-proportional part must cover what was allocated (the production
     # slack is not counted; 1 KiB of fixed per-call overhead is allowed at these sizes)
     from steadfast.prover.engines import _SLACK
@@ -392,12 +402,14 @@ def test_host_paths_never_touch_device_memory(block, monkeypatch):
 
     def no_room(self, *a, **k):
         raise DeviceOOM(64, 0, None, "scratch gather (no room)")
-    for name in ("gather_columns", "gather_paths", "gather_pairs"):
+    for name in ("gather_columns", "gather_paths", "gather_pairs", "gather_rows"):
         monkeypatch.setattr(EmuEngine, name, no_room)
-    proof, stats = _run(block, backend="emu", faults=parse_faults("oom@r4.deep:1"))
+    # (and the join at its first r4.fri site: then nothing is opened on the device)
+    proof, stats = _run(block, backend="emu", faults=parse_faults("oom@r4.deep:1,oom@r4.fri:1"))
     assert proof == block[3]
     c = stats.counters.as_dict()
     assert c["r4.deep"]["downgrades"] == len(stats.tables)
+    assert c["r4.fri"]["downgrades"] == 1 and stats.join.downgraded
     # the downgraded tables' openings downloaded what they read, counted at r4.open
     assert c["r4.open"]["host_materialisations"] > 0
     assert c["r4.open"]["retries"] == c["r4.open"]["downgrades"] == 0
@@ -427,4 +439,71 @@ def test_estimate_bounds_one_tables_booked_peak_on_emu(case, monkeypatch):
     assert proof == prove([trace], [air], [pv], params)
     est = estimate_bytes(st.shapes[0], params.num_queries)
     assert stats.tables[st.shapes[0].name].est_bytes == est        # what admission used
-    assert 0 < stats.peak_device_bytes <= est <= estimate_bytes(st.shapes[0])
+    assert est <= estimate_bytes(st.shapes[0])
+    # the table's chain and openings, plus the join (booked separately, estimate_join_bytes)
+    assert 0 < stats.peak_device_bytes <= est + stats.join.est_bytes
+    assert stats.join.est_bytes == pl.estimate_join_bytes(st.shapes, params)
+
+
+# ------------------------------------------------------------------ the join (format 3)
+
+def test_join_oom_downgrades_the_rest_of_the_fri_once_and_stays_identical(block):
+    """oom@r4.fri: the join (pseudo-table <join>) retries once, then moves the rest of the
+    FRI to the host -- counted once at r4.fri; the tables' chains are untouched."""
+    proof, stats = _run(block, backend="emu", faults=parse_faults("oom@r4.fri:1"))
+    assert proof == block[3]
+    c = stats.counters.as_dict()
+    assert c["r4.fri"]["retries"] == 1 and c["r4.fri"]["downgrades"] == 1
+    assert stats.join.downgraded and not any(t.downgraded for t in stats.tables.values())
+    assert all(c[s]["downgrades"] == 0 for s in SITES if s not in ("r4.fri", "r4.open"))
+
+
+def test_join_with_host_dqs_uploads_them_and_stays_on_the_device(block):
+    # every table downgraded at its DQ: the join combines host DQs on the device
+    proof, stats = _run(block, backend="emu", faults=parse_faults("oom@r4.deep:1"))
+    assert proof == block[3]
+    c = stats.counters.as_dict()
+    assert c["r4.deep"]["downgrades"] == 3
+    assert c["r4.fri"]["retries"] == c["r4.fri"]["downgrades"] == 0 and not stats.join.downgraded
+
+
+def test_openings_oom_everywhere_recovers_identically(block):
+    proof, stats = _run(block, backend="emu", faults=parse_faults("oom@r4.open:1"))
+    assert proof == block[3]
+    c = stats.counters.as_dict()
+    assert c["r4.open"]["downgrades"] >= 3            # each table (and the join) once
+
+
+def test_join_admission_spills_idle_tables_under_a_tight_budget(block):
+    """Every chain keeps its trees and DQ resident; a budget that holds one table's
+    estimate but not the join on top of the resident tables spills idle tables to the
+    host, and the openings read the spilled copies: same bytes, no recovery."""
+    from steadfast.prover.pipeline import estimate_join_bytes
+    airs, traces, pvs, ref = block
+    st = _statement(airs, traces, pvs)
+    budget = max(max(estimate_bytes(s, FAST.num_queries) for s in st.shapes),
+                 estimate_join_bytes(st.shapes, FAST)) + 1000
+    proof, stats = run_pipeline(st, PipelineConfig(backend="emu", budget=budget))
+    assert proof == ref
+    assert stats.spilled_bytes > 0
+    assert stats.counters.total() == 0 or all(
+        v["downgrades"] == 0 for v in stats.counters.as_dict().values())
+
+
+def test_join_corruption_never_ends_in_a_wrong_proof(block):
+    """corrupt@r4.fri without XCHECK: a wrong F_h or layer makes the final polynomial's
+    degree check refuse it (typed DeviceResultError), never a proof; corrupt@r4.open
+    changes an opened row: the proof's bytes differ and the verifier rejects them (the
+    self-check's job, tests/test_cli.py)."""
+    from steadfast.prover.device_stages import DeviceResultError
+    from steadfast.verifier.errors import VerificationError
+    from steadfast.verifier.verify import verify
+    from steadfast import SteadfastError
+    with pytest.raises(DeviceResultError) as err:
+        _run(block, backend="emu", faults=parse_faults("corrupt@r4.fri:1,seed=2"))
+    assert isinstance(err.value, SteadfastError) and err.value.check == "final polynomial"
+    proof, _ = _run(block, backend="emu", faults=parse_faults("corrupt@r4.open:1,seed=2"))
+    assert proof != block[3]
+    airs, _, pvs, _ = block
+    with pytest.raises(VerificationError):
+        verify(proof, airs, pvs, min_security_bits=0)
