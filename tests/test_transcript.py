@@ -7,7 +7,7 @@ from steadfast.air import examples as ex
 from steadfast.prover import Params, prove
 import functools
 
-from steadfast.verifier import verify as _verify
+from steadfast.verifier import decode, verify as _verify
 
 # These tests prove with weak parameters on purpose (few queries, little grinding):
 # their verifications say so explicitly by requiring no security minimum.
@@ -93,8 +93,27 @@ def test_prover_and_verifier_label_logs_are_equal():
     assert res.logs == logs
     main = [entry[:2] for entry in logs[0]]
     assert main[:2] == [("absorb", "domain:steadfast/stark/v1"), ("absorb", "params")]
-    assert main[-5:] == [("sample_ef", "logup_beta"), ("sample_ef", "logup_gamma"),
-                         ("fork", "table"), ("fork", "table"), ("fork", "table")]
+    labels = [m[1] for m in main]
+    k = labels.index("logup_beta")
+    assert main[k - 1:k + 5] == [("pow", "logup_pow"), ("sample_ef", "logup_beta"),
+                                 ("sample_ef", "logup_gamma"), ("fork", "table"),
+                                 ("fork", "table"), ("fork", "table")]
+    assert labels[2:k - 1].count("main_cap") == 3
+    # the join (format 3): after every fork, on the main transcript
+    join = main[k + 5:]
+    assert join[:4] == [("absorb", "table_digest")] * 3 + [("sample_ef", "fri_mu")]
+    layers = join[4:-3]
+    assert layers and len(layers) % 3 == 0
+    assert layers == [("absorb", "fri_cap"), ("pow", "fold_pow"),
+                      ("sample_ef", "fri_beta")] * (len(layers) // 3)
+    assert join[-3:] == [("absorb", "fri_final"), ("pow", "pow"), ("sample_bits", "queries")]
+    assert len(layers) // 3 == decode(proof).fri.num_layers
+    for fork in logs[1:]:
+        fl = [entry[1] for entry in fork]
+        assert fl[0] == "table"
+        assert ("aux_cap" in fl) == ("logup_terminal" in fl)
+        assert fl[-3:] == ["deep_pow", "deep_lambda", "table_digest"]
+        assert "parts_cap" in fl and "fri_cap" not in fl and "queries" not in fl
     fork0 = [entry[1] for entry in logs[1]]
-    assert fork0[:5] == ["table", "aux_root", "logup_terminal", "alpha", "parts_root"]
-    assert fork0[-3:] == ["fri_final", "pow", "queries"]
+    assert fork0[:5] == ["table", "aux_cap", "logup_terminal", "alpha", "parts_cap"]
+    assert logs[1][-1] == ("sample", "table_digest", 8)           # sample_base x 8
