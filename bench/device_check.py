@@ -276,40 +276,50 @@ def check_merkle(ctx: Ctx) -> None:
 
 
 def _stage_api():
-    """kernels.stage_device if it has the wrappers this check knows, else a reason."""
+    """(kernels.stage_device, kernels.fri_device) if they have the wrappers this check
+    knows, else a reason."""
     import inspect
+    from steadfast.kernels import fri_device as fd
     from steadfast.kernels import stage_device as sd
-    want = {"fri_fold_device": ("values", "beta", "layer", "shape"),
-            "ood_device": ("coeffs", "point")}
-    for fn, params in want.items():
-        if not hasattr(sd, fn):
-            return None, f"kernels.stage_device has no {fn}"
-        got = tuple(inspect.signature(getattr(sd, fn)).parameters)[:len(params)]
+    want = {(sd, "ood_device"): ("coeffs", "point"),
+            (fd, "fri_fold_arity_device"): ("values", "beta", "log_arity", "roll")}
+    for (mod, fn), params in want.items():
+        if not hasattr(mod, fn):
+            return None, f"{mod.__name__} has no {fn}"
+        got = tuple(inspect.signature(getattr(mod, fn)).parameters)[:len(params)]
         if got != params:
             return None, f"{fn}{got} differs from the expected {params}"
-    return sd, ""
+    return (sd, fd), ""
 
 
 def check_fri_fold(ctx: Ctx) -> None:
-    sd, why = _stage_api()
+    """The v3 join's fold: arity 2^log_fri_arity (the default parameters') on the rescaled
+    domain, with a roll-in, vs HostStages.fri_fold."""
+    mods, why = _stage_api()
     log_n = ctx.S["stage"]
-    if sd is None:
+    if mods is None:
         ctx.report.add("FRI fold", f"2^{log_n}", "skipped", note=why)
         return
+    _, fd = mods
     from steadfast.prover.stages import HostStages
+    from steadfast.verifier.proof_format import Params
+    k = Params().log_fri_arity
     vals = ctx.rand((1 << log_n, 4))
-    beta = ctx.rand(4).tolist()
-    shape = SimpleNamespace(log_n=log_n - 1, log_blowup=1, log_lde=log_n)
-    ref, host_s = _host(HostStages().fri_fold, vals, beta, 0, shape)
+    roll = ctx.rand((1 << (log_n - k), 4))
+    beta = ctx.rand(4)
+    ref, host_s = _host(HostStages().fri_fold, vals, beta, k, log_n, roll)
     cuda = ctx.dev.cuda
     d_v = cuda.to_device(vals)
-    d_o = cuda.device_array(((1 << log_n) // 2, 4), dtype=np.uint32)
+    d_r = cuda.to_device(roll)
+    d_o = cuda.device_array(((1 << log_n) >> k, 4), dtype=np.uint32)
     ok, first, ts = _identity_and_time(
-        ctx, lambda: sd.fri_fold_device(d_v, beta, 0, shape, out=d_o), d_o.copy_to_host, ref)
+        ctx, lambda: fd.fri_fold_arity_device(d_v, beta, k, roll=d_r, out=d_o), d_o.copy_to_host,
+        ref)
     t = _med(ts)
-    bw = (vals.nbytes + ref.nbytes) / t
+    bw = (vals.nbytes + roll.nbytes + ref.nbytes) / t
     ctx.report.add("FRI fold", f"2^{log_n} EF", yn(ok), t, f"{fmt_bw(bw)} eff",
-                   ctx.vs_copy(bw), f"layer 0; {ctx.timing(first, t, host_s)}", first_s=first, times_s=ts, host_s=host_s)
+                   ctx.vs_copy(bw), f"arity {1 << k} + roll-in; {ctx.timing(first, t, host_s)}",
+                   first_s=first, times_s=ts, host_s=host_s)
 
 
 def check_checksum(ctx: Ctx) -> None:
@@ -333,7 +343,8 @@ def check_checksum(ctx: Ctx) -> None:
 
 
 def check_ood(ctx: Ctx) -> None:
-    sd, why = _stage_api()
+    mods, why = _stage_api()
+    sd = mods[0] if mods is not None else None
     log_n, c = ctx.S["stage"], ctx.S["ood_cols"]
     if sd is None:
         ctx.report.add("OOD reduction", f"{c}x2^{log_n}", "skipped", note=why)

@@ -32,7 +32,7 @@ from .merkle import level_offsets
 from .stage_device import (DEFAULT_BLOCK, SHIFT, _out, _u32s, bitrev, check_device_array,
                            ef_scalar)
 
-__all__ = ["ef_axpy_device", "mu_combine_device", "fri_fold_arity_device", "fold_arity_host",
+__all__ = ["ef_axpy_device", "mu_combine_device", "fri_fold_arity_device",
            "multiproof_rows", "gather_node_rows_device", "cap_device", "MAX_LOG_ARITY"]
 
 MAX_LOG_ARITY = 4            # log_fri_arity is 1..4 (spec header)
@@ -206,35 +206,6 @@ def fri_fold_arity_device(values, beta, log_arity: int, roll=None, out=None, str
                                           np.uint32(w_inv_h), np.uint32(wk_inv), roll_arg,
                                           *_u32s(rb), has_roll)
     return out
-
-
-def fold_arity_host(values: np.ndarray, beta, log_arity: int, roll=None) -> np.ndarray:
-    """Host twin of :func:`fri_fold_arity_device` (numpy over air.field; the emu engine
-    and the downgrade path use it): k binary folds, then the roll-in."""
-    v = np.asarray(values, np.uint64)
-    b = np.asarray(beta, np.uint64).reshape(4, 1)
-    inv2 = (P + 1) // 2
-    g_inv = pow(SHIFT, P - 2, P)
-    for _ in range(int(log_arity)):
-        n = v.shape[0]
-        h = n.bit_length() - 1
-        half = n >> 1
-        w_inv = pow(AF.root_of_unity(h), P - 2, P)
-        u = np.arange(half, dtype=np.int64)
-        rev = np.zeros_like(u)
-        for bit in range(h - 1):
-            rev |= ((u >> bit) & 1) << (h - 2 - bit)
-        inv_x = AF.mul(AF.powers(w_inv, max(half, 1))[rev], g_inv)
-        e0 = np.ascontiguousarray(v[0::2].T)
-        e1 = np.ascontiguousarray(v[1::2].T)
-        s = AF.ef_mul_base(AF.ef_add(e0, e1), inv2)
-        d = AF.ef_mul_base(AF.ef_sub(e0, e1), AF.mul(inv_x, inv2))
-        v = np.ascontiguousarray(AF.ef_add(s, AF.ef_mul(b, d)).T)
-        b = AF.ef_mul(b, b)
-    if roll is not None:
-        r = AF.ef_mul(b, np.ascontiguousarray(np.asarray(roll, np.uint64).T))    # b = beta^a
-        v = np.ascontiguousarray(AF.ef_add(np.ascontiguousarray(v.T), r).T)
-    return v.astype(np.uint32)
 
 
 def multiproof_rows(indices, log_n: int, cap_height: int) -> np.ndarray:

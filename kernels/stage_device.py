@@ -9,7 +9,7 @@
   then added back).  EF addition is coefficient-wise, so it is 4 exact scans mod p.
 * :func:`ood_device` (R3) -- every column's polynomial at an EF point from its coefficients.
 * :func:`deep_quotient_device` (R4) -- the DEEP quotient, bit-reversed (FRI layer 0).
-* :func:`fri_fold_device` (R4) -- one arity-2 FRI fold on a bit-reversed layer.
+* (the FRI of proof format 3 -- one for all tables -- is in :mod:`kernels.fri_device`)
 * :func:`bit_reverse_device` -- bit-reversal permutation of the rows / columns of a matrix.
 
 Arrays are numba device arrays (``cuda.to_device`` under the simulator; objects with
@@ -33,7 +33,7 @@ from .devicelib import DF, device_function, fetch, grid_1d, kernel
 from .field import P, to_mont_host
 
 __all__ = ["ef_batch_inverse_device", "ef_prefix_sum_device", "ood_device",
-           "deep_quotient_device", "fri_fold_device", "bit_reverse_device", "bitrev",
+           "deep_quotient_device", "bit_reverse_device", "bitrev",
            "check_device_array", "device_empty", "matrix_geometry", "ef_scalar", "fetch",
            "SHIFT", "DEFAULT_BLOCK", "MAX_SHARED_BLOCK"]
 
@@ -296,28 +296,6 @@ def _deep_combine_kernel(mat, c, cs, ps, lpm, cst, inv, off0, off1, mode, total)
         total[x, 3] = _add(total[x, 3], q3)
 
 
-@kernel(f"void({_SIG2}, uint32, uint32, uint32, uint32, uint32, uint32, int64, {_SIG2})")
-def _fri_fold_kernel(vals, b0, b1, b2, b3, w_inv, g_inv, log_half, out):
-    # pair j = (x_j, -x_j), x_j = g^(2^layer) w^bitrev(j):
-    # out[j] = (e0 + e1)/2 + beta (e0 - e1) / (2 x_j)
-    j = cuda.grid(1)
-    if j < out.shape[0]:
-        inv_x = _mul(_pow(w_inv, bitrev(j, log_half)), g_inv)
-        k = 2 * j
-        s0, s1, s2, s3 = _ef_add(vals[k, 0], vals[k, 1], vals[k, 2], vals[k, 3],
-                                 vals[k + 1, 0], vals[k + 1, 1], vals[k + 1, 2], vals[k + 1, 3])
-        s0, s1, s2, s3 = _ef_mul_base(s0, s1, s2, s3, _INV2)
-        d0, d1, d2, d3 = _ef_sub(vals[k, 0], vals[k, 1], vals[k, 2], vals[k, 3],
-                                 vals[k + 1, 0], vals[k + 1, 1], vals[k + 1, 2], vals[k + 1, 3])
-        d0, d1, d2, d3 = _ef_mul_base(d0, d1, d2, d3, _mul(inv_x, _INV2))
-        t0, t1, t2, t3 = _ef_mul(b0, b1, b2, b3, d0, d1, d2, d3)
-        r0, r1, r2, r3 = _ef_add(s0, s1, s2, s3, t0, t1, t2, t3)
-        out[j, 0] = r0
-        out[j, 1] = r1
-        out[j, 2] = r2
-        out[j, 3] = r3
-
-
 @kernel(f"void({_SIG2}, {_SIG2}, int64, int64)")
 def _bitrev_kernel(src, dst, log_n, axis):
     # one thread per element; axis 0 permutes rows, axis 1 permutes columns
@@ -572,28 +550,6 @@ def deep_quotient_device(shape, groups, z, lam, layout: str = "cols", out=None, 
     if layout == "rows":
         return total
     return bit_reverse_device(total, axis=0, out=out, stream=s, block=block, alloc=alloc)
-
-
-def fri_fold_device(values, beta, layer: int, shape, out=None, stream=None,
-                    block: int = DEFAULT_BLOCK, alloc=None):
-    """R4 (HostStages.fri_fold): device uint32[N_i, 4] (bit-reversed layer ``layer``,
-    N_i = 2^(log_lde - layer)) -> device uint32[N_i / 2, 4]:
-    f'(x^2) = (f(x) + f(-x))/2 + beta (f(x) - f(-x)) / (2x) on the pairs (2j, 2j+1),
-    x_j = g^(2^layer) w_(N_i)^bitrev(j) (1/x_j by one pow per thread, no table)."""
-    values = check_device_array(values, "values", 2, 4)
-    bf = ef_scalar(beta, "beta")
-    log_ni = int(shape.log_lde) - int(layer)
-    if layer < 0 or log_ni < 1 or values.shape[0] != 1 << log_ni:
-        raise ValueError(f"fri_fold_device: layer {layer} of a 2^{shape.log_lde} LDE has "
-                         f"{1 << max(log_ni, 0)} points, got {values.shape[0]}")
-    half = 1 << (log_ni - 1)
-    out = _out(out, (half, 4), stream, alloc=alloc)
-    w_inv = pow(AF.root_of_unity(log_ni), P - 2, P)
-    g_inv = pow(pow(SHIFT, 1 << layer, P), P - 2, P)
-    g, b = grid_1d(half, block)
-    _fri_fold_kernel[g, b, stream or 0](values, *_u32s(bf), np.uint32(w_inv), np.uint32(g_inv),
-                                        log_ni - 1, out)
-    return out
 
 
 def bit_reverse_device(a, axis: int = 0, out=None, stream=None, block: int = DEFAULT_BLOCK,

@@ -168,13 +168,6 @@ class EmuEngine:
         self.upload_into(out, tree.nodes)
         return out, np.asarray(tree.root, np.uint32)
 
-    def fri_fold(self, stages, values_dev, beta, layer, shape):
-        half = values_dev.shape[0] // 2
-        out = self._alloc(stages.mem, {"fold": (half, 4)}, f"{shape.name}/fri{layer + 1}")["fold"]
-        self.upload_into(out, HostStages.fri_fold(stages, np.ascontiguousarray(
-            self.download_view(values_dev)), beta, layer, shape))
-        return out
-
     def gather_columns(self, lde_dev, nat_idx) -> np.ndarray:
         return np.ascontiguousarray(self.download_view(lde_dev)[:, nat_idx].T)
 
@@ -211,9 +204,6 @@ class EmuEngine:
 
     def gather_paths(self, nodes_dev, log_n: int, idx) -> np.ndarray:
         return kmerkle.MerkleTree(self.download_view(nodes_dev), log_n, None).paths(idx)
-
-    def gather_pairs(self, values_dev, idx) -> np.ndarray:
-        return np.ascontiguousarray(self.download_view(values_dev).reshape(-1, 8)[idx])
 
 
 def decompose(q_values: np.ndarray, shape: TableShape) -> np.ndarray:
@@ -350,17 +340,6 @@ class CudaEngine(EmuEngine):
             dev_groups = [(c.lde_h.device().data, np.asarray(v, np.uint32), nx) for c, v, nx in groups]
             self._stage.deep_quotient_device(shape, dev_groups, z, lam, layout="cols", out=out.data,
                                              stream=self._s())
-        except BaseException:
-            stages.mem.free(out)
-            raise
-        return out
-
-    def fri_fold(self, stages, values_dev, beta, layer, shape):
-        half = values_dev.shape[0] // 2
-        out = self._alloc(stages.mem, {"fold": (half, 4)}, f"{shape.name}/fri{layer + 1}")["fold"]
-        try:
-            self._stage.fri_fold_device(values_dev.data, beta, layer, shape, out=out.data,
-                                        stream=self._s())
         except BaseException:
             stages.mem.free(out)
             raise
@@ -506,7 +485,6 @@ def _scratch_estimates():
         "ood": lambda self, coeffs_dev, point: _ood_scratch(self.mem, *tuple(coeffs_dev.shape)),
         "deep_quotient": lambda self, stages, shape, groups, z, lam: (
             stages.mem, 4 * n_lde(shape) * (8 * len(groups) + 8) + _SLACK),
-        "fri_fold": lambda self, stages, *a, **k: (stages.mem, _SLACK),
         "lde_commit": lambda self, mem, evals_T_dev, shape, tag: (
             mem, 4 * (int(np.prod(tuple(evals_T_dev.shape))) + 8 * n_lde(shape)) + _SLACK),
         "parts_lde_commit": lambda self, mem, blocks_dev, shape, tag: (

@@ -309,21 +309,27 @@ def test_deep_quotient_matches_host(uses_next):
         assert np.array_equal(got.copy_to_host(), want), layout
 
 
-def test_fri_fold_matches_host():
+def test_fri_fold_arity_matches_host():
+    # the v3 fold (kernels/fri_device.py) against HostStages.fri_fold, every arity, with
+    # and without roll-in, outputs from a caller's allocator (naive references from the
+    # spec: tests/test_fri_device.py)
+    from steadfast.kernels import fri_device as FD
     rng = np.random.default_rng(5)
-    shape = shape_of(ex.fibonacci_air(), 4)
-    values = rnd(rng, 1 << shape.log_lde, 4)
     made = []
 
     def alloc(shape):                   # e.g. a budgeted pool: the outputs come from here
         made.append(cuda.device_array(shape, np.uint32))
         return made[-1]
-    for layer in range(3):
+    h = 5
+    values = rnd(rng, 1 << h, 4)
+    for k in (1, 2, 3, 4):
         beta = rnd(rng, 4)
-        want = HOST.fri_fold(values, beta, layer, shape)
-        got = SD.fri_fold_device(cuda.to_device(values), beta, layer, shape, block=4, alloc=alloc)
+        roll = rnd(rng, 1 << (h - k), 4) if k % 2 else None
+        want = HOST.fri_fold(values, beta, k, h, roll)
+        got = FD.fri_fold_arity_device(cuda.to_device(values), beta, k,
+                                       roll=None if roll is None else cuda.to_device(roll),
+                                       block=4, alloc=alloc)
         assert got is made[-1] and np.array_equal(got.copy_to_host(), want)
-        values = want
 
 
 # ----------------------------------------------------------------------------- validation
@@ -354,8 +360,9 @@ def test_wrappers_validate_inputs():
         CD.quotient_device(air, shape, dev(rnd(rng, 2, 8)), None, None, [1, 2], {}, a[0], None)
     with pytest.raises(ValueError, match="no interactions"):
         CD.aux_build_device(air, shape, dev(rnd(rng, 2, 4)), [1, 2, 3], {})
-    with pytest.raises(ValueError, match="layer"):
-        SD.fri_fold_device(cuda.to_device(a), a[0], 1, shape)     # layer 1 has 4 points
+    from steadfast.kernels.fri_device import fri_fold_arity_device
+    with pytest.raises(ValueError, match="cannot fold"):
+        fri_fold_arity_device(cuda.to_device(a), a[0], 4)        # 8 points, arity 16
     empty = SD.ef_prefix_sum_device(cuda.to_device(np.zeros((0, 4), np.uint32)))
     assert empty.shape == (0, 4)
 
