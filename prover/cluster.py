@@ -823,7 +823,9 @@ def run_cli(args, fail) -> int:
         if args.timeline:
             from .timeline import Timeline
             timeline = Timeline()
-        cp = ClusterProver(address, cfg, workers=workers, timeline=timeline)
+        # the PROVER_* switches of this command's environment apply in the workers
+        env = {k: v for k, v in os.environ.items() if k.startswith("PROVER_")}
+        cp = ClusterProver(address, cfg, workers=workers, timeline=timeline, worker_env=env)
     except ConfigError as exc:
         raise fail(EXIT_USAGE, str(exc)) from None
     except ClusterError as exc:
