@@ -3,6 +3,10 @@ block sharded vs unsharded -- wall time, scheduling/transfer overhead as a share
 proof, bytes moved through the object store.
 
     PYTHONPATH=. .venv/bin/python bench/cluster_bench.py [--blocks 4] [--log-cycles 10]
+        [--backend host|emu|sim|cuda]
+
+``--backend``: the workers' backend (and the one-machine run's); every proof is compared
+with the host backend's bytes of the same block.
 
 Every figure is a same-run comparison.  The overhead is what the cluster adds around the
 proving itself: for N blocks on one worker (one block in flight, so nothing overlaps),
@@ -42,15 +46,16 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--queries", type=int, default=8)
     ap.add_argument("--pow-bits", type=int, default=2)
+    ap.add_argument("--backend", default="host", help="the workers' backend (default host)")
     args = ap.parse_args(argv)
     import ray
     from steadfast.prover.cluster import ClusterProver
-    cfg = ProverConfig(backend="host", num_queries=args.queries, pow_bits=args.pow_bits,
+    cfg = ProverConfig(backend=args.backend, num_queries=args.queries, pow_bits=args.pow_bits,
                        logup_pow_bits=0, deep_pow_bits=0, commit_pow_bits=0)
     blocks = [sized_block(args.log_cycles, 0.25, seed=s, memory_size=256) for s in range(args.blocks)]
     W = args.workers
     print(f"cluster bench: {args.blocks} blocks of ~2^{args.log_cycles} cycles, {W} workers, "
-          f"{os.cpu_count()} cores, WEAK parameters ({args.queries} queries, pow {args.pow_bits})")
+          f"{os.cpu_count()} cores, backend {args.backend}, WEAK parameters ({args.queries} queries, pow {args.pow_bits})")
 
     # one machine, in this process: the reference bytes and the proof time
     local = Prover(cfg)
@@ -58,6 +63,11 @@ def main(argv=None) -> int:
     t = time.perf_counter()
     ref = [local.prove_block(b) for b in blocks]
     local_wall = time.perf_counter() - t
+    if args.backend != "host":               # the bytes every backend must give
+        import dataclasses
+        host = Prover(dataclasses.replace(cfg, backend="host"))
+        for b, r in zip(blocks, ref):
+            assert host.prove_block(b).to_bytes() == r.to_bytes(), "backend bytes differ"
     print(f"local       : {args.blocks} blocks in {local_wall:7.2f}s "
           f"({local_wall / args.blocks:.2f}s per block)")
 

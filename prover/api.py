@@ -32,7 +32,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
@@ -47,6 +47,7 @@ from steadfast.verifier.verify import (DEFAULT_MIN_SECURITY_BITS, check_security
 
 from . import spans as _spans
 from .prove import prove as _prove
+from .timeline import Timeline
 
 from steadfast.vm import isa
 from steadfast.vm.airs import CPU_LAYOUT, SELECTORS, TABLES, block_airs
@@ -56,6 +57,13 @@ from steadfast.vm.rom import build_rom
 from steadfast.vm.statement import (NUM_PUBLIC_VALUES, PV_FINAL, PV_MAX_CYCLES, PV_PROGRAMS,
                                     block_public_values, describe_mismatch, program_digest)
 from steadfast.vm.traces import build_traces
+
+#: What a block argument may be: a parsed Block, its JSON object as a dict, JSON text
+#: (str starting with "{", or bytes), or a path to a JSON file.
+BlockLike = Union[Block, dict, str, bytes, os.PathLike[str]]
+#: ``progress(table, stage, event, seconds)``: table None for whole-proof stages,
+#: event "start" or "end" (seconds 0.0 at the start).
+ProgressCallback = Callable[[Union[str, None], str, str, float], None]
 
 log = logging.getLogger("steadfast.prover")
 _PROVE_LOCK = threading.Lock()      # one proof at a time per process (see module docstring)
@@ -97,15 +105,24 @@ _FIELD_TYPES = {"log_blowup": int, "num_queries": int, "pow_bits": int, "logup_p
                 "vram_budget": (int, str, type(None))}
 
 
+class ConfigTypeError(ConfigError, TypeError):
+    """A :class:`ProverConfig` field of the wrong type: a :class:`ConfigError` that is also
+    a :class:`TypeError` (``except TypeError`` catches it, as Python's own would)."""
+
+
 def _check_types(cfg) -> None:
-    """Every field of a :class:`ProverConfig` has its declared type (bool is not an int)."""
+    """Every field of a :class:`ProverConfig` has its declared type (bool is not an int;
+    a numpy integer is, and is stored as a Python int so the parameters stay plain)."""
     for name, want in _FIELD_TYPES.items():
         v = getattr(cfg, name)
         kinds = want if isinstance(want, tuple) else (want,)
+        if int in kinds and isinstance(v, np.integer):
+            v = int(v)
+            object.__setattr__(cfg, name, v)        # frozen dataclass: normalise in place
         bad = isinstance(v, bool) and bool not in kinds
         if bad or not isinstance(v, kinds):
             names = " or ".join("None" if k is type(None) else k.__name__ for k in kinds)
-            raise ConfigError(f"{name} must be {names}, got {type(v).__name__} {v!r}", name)
+            raise ConfigTypeError(f"{name} must be {names}, got {type(v).__name__} {v!r}", name)
 
 
 class ProofSelfCheckFailure(SteadfastError, RuntimeError):
@@ -165,7 +182,7 @@ class ProverConfig:
     pow_bits: int = 16
     threads: int | None = None
     check: bool = False
-    postmortem_dir: str = "."
+    postmortem_dir: str | os.PathLike[str] = "."
     logup_pow_bits: int = 16
     deep_pow_bits: int = 12
     commit_pow_bits: int = 8
@@ -218,8 +235,9 @@ class ProverConfig:
                 raise ConfigError(f"vram budget: {exc}") from None
         if self.threads is not None:
             import numba
-            if not isinstance(self.threads, int) or not 1 <= self.threads <= numba.config.NUMBA_NUM_THREADS:
-                raise ConfigError(f"threads must be in [1, {numba.config.NUMBA_NUM_THREADS}], "
+            most = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]  # set at import
+            if not isinstance(self.threads, int) or not 1 <= self.threads <= most:
+                raise ConfigError(f"threads must be in [1, {most}], "
                                   f"got {self.threads!r}")
         try:
             self.params().validate()
@@ -267,7 +285,7 @@ def _use_simulator() -> None:
     if "numba" not in sys.modules:
         return                      # numba will read the variable itself
     from numba.core import config as numba_config
-    if numba_config.ENABLE_CUDASIM:
+    if numba_config.ENABLE_CUDASIM:  # type: ignore[attr-defined]  # numba sets it at import
         return
     if "numba.cuda" in sys.modules and "numba.cuda.simulator_init" not in sys.modules:
         raise ConfigError("backend 'sim' must be chosen before numba.cuda is imported "
@@ -286,7 +304,7 @@ class TableStats:
     main_width: int
     aux_width: int                   # EF columns (LogUp)
     parts: int
-    seconds: dict                    # round -> seconds
+    seconds: dict[str, float]        # round -> seconds
 
     @property
     def total(self) -> float:
@@ -302,16 +320,16 @@ class ProofStats(_spans.ProofStats):
     ran (in ``phases["total"]``, never in ``phases["prove"]``)."""
     backend: str = "host"
     cycles: int = 0
-    tables: list = field(default_factory=list)
-    phases: dict = field(default_factory=dict)
+    tables: list[TableStats] = field(default_factory=list)
+    phases: dict[str, float] = field(default_factory=dict)
     proof_bytes: int = 0
     peak_rss_bytes: int = 0
     lock_wait_s: float = 0.0         # waiting for the process lock (another proof ran)
 
-    def rounds(self) -> dict:
+    def rounds(self) -> dict[str, float]:
         """Wall seconds per protocol round (a round's whole-proof span when there is one,
         else the sum over tables)."""
-        out: dict = {}
+        out: dict[str, float] = {}
         for name in self.names():
             if name == "table":
                 continue
@@ -319,7 +337,7 @@ class ProofStats(_spans.ProofStats):
             out[name] = sum(whole) if whole else self.total(name)
         return out
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"backend": self.backend, "cycles": self.cycles, "proof_bytes": self.proof_bytes,
                 "peak_rss_bytes": self.peak_rss_bytes, "phases": dict(self.phases),
                 "lock_wait_s": self.lock_wait_s,
@@ -512,7 +530,7 @@ class BlockProof:
             return cls.from_bytes(fh.read())
 
 
-def _as_block(block) -> Block:
+def _as_block(block: BlockLike) -> Block:
     if isinstance(block, Block):
         return block
     if isinstance(block, dict):
@@ -576,10 +594,10 @@ class ExecutionReport:
     measurements.  ``security_bits``: the conjectured security the configured parameters
     give these shapes (docs/protocol.md section 7)."""
     cycles: int
-    tables: tuple
+    tables: tuple[TableEstimate, ...]
     claims_ok: bool
-    mismatches: tuple
-    final_digest: tuple
+    mismatches: tuple[str, ...]
+    final_digest: tuple[int, ...]
     log_blowup: int
     committed_cells: int
     host_bytes: int
@@ -588,7 +606,7 @@ class ExecutionReport:
     security_bits: int
     seconds: float
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in ("cycles", "claims_ok", "log_blowup",
                                            "committed_cells", "host_bytes", "device_bytes",
                                            "device_bytes_min", "security_bits", "seconds")}
@@ -617,7 +635,7 @@ class ExecutionReport:
         return "\n".join(lines)
 
 
-def digest_hex(words) -> str:
+def digest_hex(words: Sequence[int] | np.ndarray) -> str:
     """The one digest notation of the CLI, the stats and the reports: the 8 u32 words of a
     state digest, each as 8 lowercase hex digits, in order (word 0 first)."""
     return "".join(f"{int(x):08x}" for x in words)
@@ -631,8 +649,8 @@ class Prover:
     (:class:`ConfigError`) and builds the block-independent AIRs once."""
 
     def __init__(self, config: ProverConfig | None = None,
-                 progress: Callable[[str | None, str, str, float], None] | None = None,
-                 timeline=None):
+                 progress: ProgressCallback | None = None,
+                 timeline: Timeline | None = None) -> None:
         self.config = config or ProverConfig()
         self.backend, self.vram_budget = self.config.resolve()
         self.dev_mode = self.config.dev()
@@ -661,7 +679,7 @@ class Prover:
             raise ConfigError(str(exc)) from None
 
     # -- public API ----------------------------------------------------------------
-    def prove_block(self, block, *, timeout: float | None = None,
+    def prove_block(self, block: BlockLike, *, timeout: float | None = None,
                     cancel: threading.Event | None = None) -> BlockProof:
         """Execute and prove ``block`` (see :meth:`_prove_block`).  ``timeout`` (seconds)
         and ``cancel`` (a :class:`threading.Event` another thread may set) stop the proof
@@ -677,7 +695,7 @@ class Prover:
         finally:
             _CALL.abort = None
 
-    def _prove_block(self, block) -> BlockProof:
+    def _prove_block(self, block: BlockLike) -> BlockProof:
         """Execute ``block`` (a :class:`vm.block.Block`, dict, JSON text or path) and prove
         it.  Raises :class:`vm.block.BlockError` for a malformed block and
         :class:`UnprovableBlock` when it cannot be proven.  In development mode
@@ -747,7 +765,7 @@ class Prover:
         cycles = int(np.count_nonzero(np.asarray(tables[0])[:, sel].sum(axis=1)))
         return self._prove(airs, tables, table_pv, rom.astype(np.int64), cycles, {}, t0)
 
-    def execute(self, block) -> ExecutionReport:
+    def execute(self, block: BlockLike) -> ExecutionReport:
         """Run the VM on ``block`` and size its proof without proving it: cycles, every
         table's rows, padded height and committed cells, the host and device bytes a proof
         would need, the conjectured security of this configuration for those heights, and
@@ -810,7 +828,8 @@ class Prover:
                            peak_rss_bytes=_rss_bytes())
         return BlockProof(np.asarray(rec.rom.rows, dtype=np.int64), body, stats, dev=True)
 
-    def precompile(self, block=None, progress=None) -> list[dict]:
+    def precompile(self, block: BlockLike | None = None,
+                   progress: Callable[[dict], None] | None = None) -> list[dict]:
         """Compile the device kernels ``block`` needs (its five AIRs' generated kernels and
         the stage kernels) for this prover's backend ahead of proving, through the on-disk
         kernel cache (``PROVER_KERNEL_CACHE``, :mod:`kernels.kernel_cache`): a later process
@@ -858,7 +877,7 @@ class Prover:
                   "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         if device_stats:
             report["device"] = device_stats[0].as_dict()
-        path = write_postmortem(report, self.config.postmortem_dir)
+        path = write_postmortem(report, os.fspath(self.config.postmortem_dir))
         log.error("self-check: the proof does not verify (%s: %s); not emitted; post-mortem %s",
                   type(err).__name__, err, path)
         raise ProofSelfCheckFailure(f"self-check: the finished proof does not verify "
@@ -912,7 +931,7 @@ class Prover:
             if cfg.check:
                 self._check_tables(airs, tables, table_pv, phases)
             t1 = time.perf_counter()
-            device, device_stats = None, []
+            device, device_stats = None, []  # type: Any, list[Any]
             if self.backend != "host":
                 device = self._device_config()
             try:
@@ -950,7 +969,7 @@ class Prover:
                            proof_bytes=len(proof), peak_rss_bytes=_rss_bytes(),
                            lock_wait_s=lock_wait)
         for air, t in zip(airs, tables):
-            per = {}
+            per: dict[str, float] = {}
             for n, tab, s in raw.records:
                 if tab == air.name and n != "table":
                     per[n] = per.get(n, 0.0) + s
@@ -968,7 +987,7 @@ class Prover:
 @dataclass(frozen=True)
 class VerifiedBlock:
     """What a successful :func:`verify` establishes, and the parameters it rests on."""
-    public_values: list
+    public_values: list[int]
     seconds: float
     params: Params = field(default_factory=Params)
     security: SecurityReport | None = None
@@ -989,7 +1008,7 @@ class VerifiedBlock:
         return self.security.bits if self.security is not None else 0
 
 
-def verify(proof: BlockProof | bytes | str | os.PathLike, block=None, *,
+def verify(proof: BlockProof | bytes | str | os.PathLike[str], block: BlockLike | None = None, *,
            min_security_bits: int | None = DEFAULT_MIN_SECURITY_BITS,
            accept_dev: bool = False) -> VerifiedBlock:
     """Verify a block proof (a :class:`BlockProof`, its bytes, or a path); with ``block``

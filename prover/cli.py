@@ -28,7 +28,6 @@ import os
 import re
 import sys
 import tempfile
-import threading
 import time
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL, EXIT_XCHECK, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -108,92 +107,8 @@ def _flagify(message: str) -> str:
 
 # --------------------------------------------------------------------------- progress
 
-# the per-table protocol rounds the overall progress counts (tables x rounds)
-_ROUNDS = ("r1_main", "r1_aux", "r2_quotient", "r3_ood", "r4_deep", "r4_fri", "r4_pow", "r4_open")
-
-
-class _Progress:
-    """Per-table, per-stage progress: a live display when stderr is a terminal, plain log
-    lines otherwise (nothing with -q).  The live display's last line is the overall
-    progress -- table-rounds done of tables x rounds -- with the elapsed time and, once a
-    round is done, a rough estimate of the time left (proportional to the rounds left)."""
-
-    def __init__(self, live: bool, stream=None, tables: int = 5):
-        self.total_rounds = tables * len(_ROUNDS)
-        self.done: set = set()
-        self.t_first = None                # when the first protocol round started
-        self.live = live
-        self.stream = stream if stream is not None else sys.stderr
-        self.t0 = time.perf_counter()
-        self.state: dict = {}              # row -> (stage, started or None, seconds)
-        self.order: list = []
-        self.drawn = 0
-        self.lock = threading.Lock()
-        self._stop = threading.Event()
-        self._ticker = None
-        if live:
-            self._ticker = threading.Thread(target=self._tick, daemon=True)
-            self._ticker.start()
-
-    def __call__(self, table, stage, event, seconds):
-        row = table or "block"
-        stage = "all stages" if stage == "table" else stage
-        with self.lock:
-            if row not in self.state:
-                self.order.append(row)
-            if event == "start":
-                self.state[row] = (stage, time.perf_counter(), 0.0)
-                if self.t_first is None and stage in _ROUNDS:
-                    self.t_first = time.perf_counter()
-            else:
-                self.state[row] = (stage, None, seconds)
-                if table is not None and stage in _ROUNDS:
-                    self.done.add((table, stage))
-                if not self.live:
-                    self.stream.write(f"[{time.perf_counter() - self.t0:8.2f}s] {row:<10} "
-                                      f"{stage:<12} {seconds:7.2f}s   "
-                                      f"{len(self.done)}/{self.total_rounds}\n")
-                    self.stream.flush()
-            if self.live:
-                self._draw()
-
-    def _draw(self):
-        now = time.perf_counter()
-        out = []
-        if self.drawn:
-            out.append(f"\x1b[{self.drawn}F")
-        for row in self.order:
-            stage, started, secs = self.state[row]
-            if started is not None:
-                status = f"{stage:<12} running {now - started:6.1f}s"
-            else:
-                status = f"{stage:<12} done    {secs:6.2f}s"
-            out.append(f"\x1b[2K  {row:<10} {status}\n")
-        out.append(f"\x1b[2K  {self.overall(now)}\n")
-        self.drawn = len(self.order) + 1
-        self.stream.write("".join(out))
-        self.stream.flush()
-
-    def overall(self, now: float) -> str:
-        """``12/40 table-rounds (30%), elapsed 4.1s, about 9s left``."""
-        k, n = len(self.done), self.total_rounds
-        text = f"{k}/{n} table-rounds ({100 * k // n}%), elapsed {now - self.t0:.1f}s"
-        if 0 < k < n and self.t_first is not None:
-            left = (now - self.t_first) * (n - k) / k
-            text += f", about {left:.0f}s left"
-        return text
-
-    def _tick(self):
-        while not self._stop.wait(0.25):
-            with self.lock:
-                if self.order:
-                    self._draw()
-
-    def close(self):
-        self._stop.set()
-        if self._ticker is not None:
-            self._ticker.join()
-
+# The display itself is prover/display.py: a live rich display on a terminal, plain
+# deterministic lines otherwise (logs, CI, pipes); nothing with -q or --json.
 
 # --------------------------------------------------------------------------- prove
 
@@ -446,7 +361,8 @@ def _run_prove(argv) -> int:
         sys.stderr.write("warning: DEVELOPMENT MODE (PROVER_DEV_MODE=1): the proof will be a "
                          "marked fake, no STARK\n")
     quiet = args.quiet or args.json
-    progress = None if (quiet or args.execute_only) else _Progress(sys.stderr.isatty())
+    from .display import make_progress
+    progress = None if (quiet or args.execute_only) else make_progress(sys.stderr.isatty())
     timeline = None
     if args.timeline and out is not None:
         from .timeline import Timeline

@@ -22,18 +22,23 @@ machine:
   table's trace in Ray's object store; the workers commit the main traces (R1) and keep
   each table's committed state; the coordinator absorbs the roots in table order and draws
   the LogUp challenges (with their proof of work); each worker then finishes its tables on
-  their own transcript forks (``rounds.prove_table``) and returns the table's proof
-  section; the coordinator encodes the proof and runs the prover's self-check.  Host
-  stages only for now (a device backend raises :class:`prover.api.ConfigError`).
+  their own transcript forks (:func:`_table_step`) and returns the table's part of the
+  proof; the coordinator joins the parts (:func:`_join`) and runs the prover's
+  self-check.  Each worker runs its pieces on the configured backend: host stages, or
+  on a device backend one :class:`prover.device_stages.DeviceStages` per table (its
+  buffers resident from R1 to the end of its chain; recovery and downgrades as in the
+  pipeline, counted per table).
 
 Faults: a worker that dies (its process killed, its node gone) is restarted by Ray
-(``max_restarts``, unlimited by default) and the coordinator re-runs its piece, at most
-``max_retries`` times per piece (:class:`ClusterError` beyond); a restarted worker that lost a table's committed
-state recomputes it from the trace still in the object store (same root, checked).  Pieces
-are deterministic, so the bytes do not depend on where or how often a piece ran; every
-re-run is counted in ``stats.counters["cluster"]``.  A worker's own error (e.g.
-:class:`prover.api.UnprovableBlock`) is re-raised as the same exception type; every wait
-has a timeout.
+(``max_restarts``, unlimited by default) and the coordinator re-runs its pieces on the
+least busy live worker, at most ``max_retries`` times per piece (:class:`ClusterError`
+beyond); a worker that does not hold a table's committed state (restarted, or another
+worker) recomputes it from the trace still in the object store (same root, checked).
+Pieces are deterministic, so the bytes do not depend on where or how often a piece ran;
+every re-run, death and device downgrade is counted in ``stats.counters["cluster"]``
+(and on the timeline).  A worker's own error (e.g. :class:`prover.api.UnprovableBlock`,
+:class:`prover.api.ProofSelfCheckFailure`) is re-raised as the same exception type, not
+retried; every wait has a timeout.
 """
 from __future__ import annotations
 
@@ -80,16 +85,25 @@ def _ray():
 
 def _maybe_die(fault: str | None, fault_dir: str | None, key: str) -> None:
     """Test hook: ``fault`` = "kill@KEY" kills this worker's process (SIGKILL, mid-proof)
-    the first time it reaches piece KEY (once per fault_dir, across restarts); several
-    terms separated by commas."""
-    if not fault or not fault_dir or f"kill@{key}" not in fault.split(","):
+    the first time it reaches piece KEY (once per fault_dir, across restarts);
+    "stall@KEY" writes the marker file ``stall_KEY`` there and sleeps (at most 120 s) the
+    first time, so that a test can take the worker's node away mid-piece.  Several terms
+    separated by commas."""
+    if not fault or not fault_dir:
         return
-    try:
-        fd = os.open(os.path.join(fault_dir, key.replace(":", "_")), os.O_CREAT | os.O_EXCL)
-    except FileExistsError:
-        return
-    os.close(fd)
-    os.kill(os.getpid(), signal.SIGKILL)
+    terms = fault.split(",")
+    for kind in ("kill", "stall"):
+        if f"{kind}@{key}" not in terms:
+            continue
+        name = key.replace(":", "_") if kind == "kill" else "stall_" + key.replace(":", "_")
+        try:
+            fd = os.open(os.path.join(fault_dir, name), os.O_CREAT | os.O_EXCL)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        if kind == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(120.0)
 
 
 def _writable(a) -> np.ndarray:
@@ -101,9 +115,15 @@ def _writable(a) -> np.ndarray:
 
 class _Worker:
     """One Ray actor: a warm Prover for whole blocks, and per-table state for sharded
-    proofs (``state[(job, table)]`` = the table's main commitment and preprocessed LDE)."""
+    proofs (``state[(job, table)]`` = the table's main commitment, preprocessed LDE and
+    its stages: host, or one :class:`prover.device_stages.DeviceStages` per table on a
+    device backend, holding the table's resident buffers between R1 and its chain).
+    ``env``: environment variables set in this worker's process before its Prover is
+    made (the PROVER_* switches of docs/diagnostics.md, e.g. PROVER_FAULTS)."""
 
-    def __init__(self, config: ProverConfig, fault: str | None = None, fault_dir: str | None = None):
+    def __init__(self, config: ProverConfig, fault: str | None = None,
+                 fault_dir: str | None = None, env: dict | None = None):
+        os.environ.update(env or {})
         self.prover = Prover(config)
         self.fault, self.fault_dir = fault, fault_dir
         self.state: dict = {}
@@ -111,49 +131,105 @@ class _Worker:
     def ping(self) -> int:
         return os.getpid()
 
-    def prove(self, block: dict, key: str):
-        """A whole block -> (BlockProof bytes, ProofStats)."""
+    def where(self) -> tuple:
+        """(process id, Ray node id) of this worker."""
+        import ray
+        return os.getpid(), ray.get_runtime_context().get_node_id()
+
+    def arm(self, fault: str | None, fault_dir: str | None) -> None:
+        """Test hook: this worker's fault terms (see :func:`_maybe_die`)."""
+        self.fault, self.fault_dir = fault, fault_dir
+
+    def prove(self, block: dict, key: str, timeline: bool = False):
+        """A whole block -> (BlockProof bytes, ProofStats, timeline events or None)."""
         _maybe_die(self.fault, self.fault_dir, key)
-        proof = self.prover.prove_block(block)
-        return proof.to_bytes(), proof.stats
+        tl = None
+        if timeline:
+            from .timeline import Timeline
+            tl = Timeline()
+        self.prover.timeline = tl
+        try:
+            proof = self.prover.prove_block(block)
+        finally:
+            self.prover.timeline = None
+        return proof.to_bytes(), proof.stats, (tl.to_json()["traceEvents"] if tl else None)
 
     # -- sharded: R1 main commit, then the table's chain after the fork ---------------
-    def _commit(self, i: int, rom, trace, params, shapes):
+    def _stages(self, shape, params, tl):
+        """The stages of one table of a sharded proof: host stages, or on a device backend
+        a DeviceStages of its own (its recovery counters and transfers are the table's)
+        over this process's device memory and budget (the PROVER_* switches apply)."""
+        from .stages import HostStages
+        if self.prover.backend == "host":
+            return HostStages()
+        from steadfast.prover.device_stages import device_gate
+        from .pipeline import device_memory, estimate_bytes, make_stages
+        from .recovery import RecoveryCounters
+        pcfg = self.prover._device_config()
+        pcfg.timeline = tl
+        stages = make_stages(pcfg, device_memory(pcfg.backend, pcfg.budget),
+                             RecoveryCounters(), proof_id=0)
+        stages.shapes[shape.name] = shape
+        stages.gate[shape.name] = device_gate(shape, pcfg.budget,
+                                              estimate_bytes(shape, params.num_queries))
+        return stages
+
+    def _commit(self, i: int, rom, trace, params, shapes, tl=None):
+        from contextlib import nullcontext
         from steadfast.vm.airs import block_airs
         from .spans import Spans
-        from .stages import HostStages
         air = block_airs(rom)[i]
-        stages, spans = HostStages(), Spans()
-        with spans.span("r1_main", air.name):
-            com = stages.main_commit(np.asarray(trace), shapes[i])
-            prep = stages.prep_lde(air, shapes[i])
+        stages, spans = self._stages(shapes[i], params, tl), Spans()
+        device = getattr(stages, "mem", None)
+        with (device.stream_scope() if device is not None else nullcontext()):
+            if device is not None:
+                stages.bind(shapes[i].name)
+            with spans.span("r1_main", air.name):
+                com = stages.main_commit(np.asarray(trace), shapes[i])
+                prep = stages.prep_lde(air, shapes[i])
         return stages, com, prep, spans.stats.records
 
-    def main_commit(self, job: str, i: int, rom, trace, params, shapes):
+    @staticmethod
+    def _timeline(on: bool):
+        if not on:
+            return None
+        from .timeline import Timeline
+        return Timeline()
+
+    def main_commit(self, job: str, i: int, rom, trace, params, shapes, timeline: bool = False):
+        """R1 of table i -> (main root, span records, timeline events or None)."""
         _maybe_die(self.fault, self.fault_dir, f"main_commit:{i}")
         rom, trace = _writable(rom), _writable(trace)
-        stages, com, prep, records = self._commit(i, rom, trace, params, shapes)
-        self.state[(job, i)] = (com, prep)
-        return np.asarray(com.root, np.uint32), records
+        tl = self._timeline(timeline)
+        stages, com, prep, records = self._commit(i, rom, trace, params, shapes, tl)
+        if tl is not None and hasattr(stages, "timeline"):     # this piece's events end here
+            from .timeline import Timeline
+            stages.timeline = stages.recovery.timeline = Timeline(enabled=False)
+        self.state[(job, i)] = (com, prep, stages)
+        return (np.asarray(com.root, np.uint32), records,
+                tl.to_json()["traceEvents"] if tl else None)
 
     def prove_table(self, job: str, i: int, rom, trace, public_values, params, shapes,
-                    root, ch):
-        """Finish table i on its fork -> (TableProof, span records, recomputed?)."""
+                    root, ch, timeline: bool = False):
+        """Finish table i on its fork -> (its part of the proof, span records, recomputed?,
+        device record or None, timeline events or None)."""
+        from contextlib import nullcontext
         from steadfast.vm.airs import block_airs
-        from .rounds import R1Main, Statement, prove_table
+        from .rounds import R1Main, Statement
         from .spans import Spans
-        from .stages import HostStages
+        from .timeline import Timeline
         _maybe_die(self.fault, self.fault_dir, f"prove_table:{i}")
         rom, trace = _writable(rom), _writable(trace)
+        tl = self._timeline(timeline)
         records: list = []
         held = self.state.pop((job, i), None)
         recomputed = held is None
-        if recomputed:                   # this worker restarted: redo the main commit
-            _, com, prep, records = self._commit(i, rom, trace, params, shapes)
+        if recomputed:       # this worker restarted, or the table's worker is gone: redo R1
+            stages, com, prep, records = self._commit(i, rom, trace, params, shapes, tl)
             if not np.array_equal(np.asarray(com.root, np.uint32), np.asarray(root, np.uint32)):
                 raise ClusterError(f"table {i}: the recomputed main root differs")  # pragma: no cover
         else:
-            com, prep = held
+            com, prep, stages = held
         airs = tuple(block_airs(rom))
         n = len(airs)
         st = Statement(airs, tuple(trace if j == i else None for j in range(n)),
@@ -162,13 +238,50 @@ class _Worker:
         r1 = R1Main(None, tuple(com if j == i else None for j in range(n)),
                     tuple(prep if j == i else None for j in range(n)))
         spans = Spans()
-        with spans.span("table", airs[i].name):
-            section = prove_table(i, st, r1, ch, HostStages(), spans)
-        return section, records + spans.stats.records, recomputed
+        device = getattr(stages, "mem", None)
+        name = shapes[i].name
+        if device is not None:
+            stages.timeline = stages.recovery.timeline = tl or Timeline(enabled=False)
+        try:
+            with (device.stream_scope() if device is not None else nullcontext()):
+                if device is not None:
+                    stages.bind(name)
+                with spans.span("table", airs[i].name):
+                    part = _table_step(i, st, r1, ch, stages, spans)
+        finally:
+            if device is not None:
+                stages.release_table(name)
+        dev = None
+        if device is not None:
+            ts = stages.table(name)
+            dev = {"backend": self.prover.backend, "downgraded": bool(ts.downgraded),
+                   "recovery": stages.counters.as_dict(),
+                   "h2d_bytes": int(ts.transfers.h2d_bytes),
+                   "d2h_bytes": int(ts.transfers.d2h_bytes)}
+        return (part, records + spans.stats.records, recomputed, dev,
+                tl.to_json()["traceEvents"] if tl else None)
 
     def drop(self, job: str) -> None:
         for k in [k for k in self.state if k[0] == job]:
-            del self.state[k]
+            stages = self.state.pop(k)[2]
+            for name in list(getattr(stages, "shapes", ())):   # device stages: one table
+                stages.release_table(name)
+
+
+def _table_step(i: int, st, r1, ch, stages, spans):
+    """The per-table work of a sharded proof, on a worker, after the fork: today (proof
+    format v2) the table's whole chain, R1 aux to R4 openings -> its TableProof section.
+    (With one FRI for all tables, v3, this ends at the table's DEEP quotient and the FRI
+    moves to :func:`_join` on the coordinator -- docs/design.md, cluster mode.)"""
+    from .rounds import prove_table
+    return prove_table(i, st, r1, ch, stages, spans)
+
+
+def _join(params, parts, ch) -> bytes:
+    """The coordinator's join of a sharded proof: the tables' parts (in table order) and
+    the LogUp nonce -> the encoded proof (v2: the sections side by side)."""
+    from steadfast.verifier.proof_format import Proof, encode
+    return encode(Proof(params=params, tables=list(parts), logup_nonce=ch.logup_nonce))
 
 
 # --------------------------------------------------------------------------- coordinator
@@ -211,22 +324,31 @@ class ClusterProver:
     """Proves blocks on a Ray cluster: ``workers`` actors, each with a warm Prover.
 
     ``address``: None starts (or joins) a local Ray instance with ``workers`` CPUs; else a
-    Ray address.  ``config``: the :class:`prover.api.ProverConfig` every worker uses.
+    Ray address.  ``config``: the :class:`prover.api.ProverConfig` every worker uses (its
+    backend runs the worker's pieces: whole blocks through the device pipeline, sharded
+    tables through per-table device stages).  ``worker_env``: environment variables set
+    in every worker's process before its Prover is made (the PROVER_* switches of
+    docs/diagnostics.md, e.g. ``{"PROVER_FAULTS": "oom@r2:1"}``; the coordinator's own
+    environment is not changed).
     ``max_retries``: re-runs of one piece after its worker died.  ``max_restarts``: Ray
     restarts of one worker over its lifetime (-1: no limit -- a long-lived node survives
     occasional deaths; each piece stays bounded by ``max_retries`` and each wait for a
     restart by ``start_timeout``; a worker out of restarts is a ClusterError at once).
+    A dead worker's pieces re-run on the least busy live worker (its node may be gone);
+    it takes new pieces again once Ray has restarted it.
     ``timeline``: a
     :class:`prover.timeline.Timeline` that gets one complete event per piece (launch to
-    result, as the coordinator saw it) and an instant ``cluster:rerun`` per re-run.
+    result, as the coordinator saw it), an instant ``cluster:rerun`` per re-run, and the
+    workers' own events (retries, downgrades, device stages) as process "worker W".
     ``fault``: test hook
     ("kill@block:INDEX", "kill@main_commit:TABLE", "kill@prove_table:TABLE": the worker
-    kills its own process the first time it reaches that piece)."""
+    kills its own process the first time it reaches that piece; "stall@...": it sleeps
+    there, see :meth:`arm`)."""
 
     def __init__(self, address: str | None = None, config: ProverConfig | None = None,
                  workers: int = 2, *, max_retries: int = DEFAULT_MAX_RETRIES,
                  start_timeout: float = DEFAULT_START_TIMEOUT, fault: str | None = None,
-                 timeline=None, max_restarts: int = -1):
+                 timeline=None, max_restarts: int = -1, worker_env: dict | None = None):
         ray = self._ray = _ray()
         self.timeline = timeline          # a prover.timeline.Timeline, or None
         self.config = config or ProverConfig()
@@ -234,6 +356,16 @@ class ClusterProver:
             raise ConfigError(f"workers must be a positive integer, got {workers!r}")
         if not isinstance(max_retries, int) or max_retries < 0:
             raise ConfigError(f"max_retries must be >= 0, got {max_retries!r}")
+        env = dict(worker_env or {})
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+            raise ConfigError("worker_env maps names to strings")
+        if env.get("PROVER_FAULTS"):
+            from .faults import FaultSpecError, parse_faults
+            try:
+                parse_faults(env["PROVER_FAULTS"])
+            except FaultSpecError as exc:
+                raise ConfigError(str(exc)) from None
+        self.worker_env = env
         self.local = Prover(self.config)      # validates the config; executes blocks here
         self.workers, self.max_retries, self.start_timeout = workers, max_retries, start_timeout
         self.retries = 0                 # pieces re-run after their worker died
@@ -264,14 +396,19 @@ class ClusterProver:
                               f"cluster has {res.get(kind, 0):g}, {free.get(kind, 0):g} free")
         self._fault_dir = tempfile.mkdtemp(prefix="steadfast-fault-") if fault else None
         actor = ray.remote(max_restarts=max_restarts, max_task_retries=0, **opts)(_Worker)
-        self._actors = [actor.remote(self.config, fault, self._fault_dir) for _ in range(workers)]
+        self._actors = [actor.remote(self.config, fault, self._fault_dir, env)
+                        for _ in range(workers)]
         self._inflight = [0] * workers
         self._gen = [0] * workers         # deaths seen per worker
+        self._down: dict = {}             # worker -> its pending ping (dead, maybe restarting)
+        self._named: set = set()          # workers named on the timeline
         try:
-            self.pids = list(ray.get([a.ping.remote() for a in self._actors], timeout=start_timeout))
+            where = ray.get([a.where.remote() for a in self._actors], timeout=start_timeout)
         except Exception as exc:
             self.shutdown()
             raise ClusterError(f"the workers did not start within {start_timeout:g}s: {exc}") from None
+        self.pids = [pid for pid, _ in where]
+        self.nodes = [node for _, node in where]     # Ray node id per worker
 
     # -- context manager ------------------------------------------------------------
     def __enter__(self) -> "ClusterProver":
@@ -293,6 +430,16 @@ class ClusterProver:
             ray.shutdown()
         self._owns_ray = False
 
+    def arm(self, worker: int, fault: str) -> str:
+        """Test hook: set worker ``worker``'s fault terms (see ``fault``; a worker that
+        reaches a "stall@KEY" piece writes ``stall_KEY`` into the returned folder and
+        sleeps, so that a test can remove its node mid-piece)."""
+        if self._fault_dir is None:
+            self._fault_dir = tempfile.mkdtemp(prefix="steadfast-fault-")
+        self._ray.get(self._actors[worker].arm.remote(fault, self._fault_dir),
+                      timeout=self.start_timeout)
+        return self._fault_dir
+
     # -- pieces: launch, wait, re-run ------------------------------------------------
     def _await_worker(self, w: int) -> None:
         """Wait until Ray has restarted worker ``w`` (bounded by ``start_timeout``); a
@@ -303,6 +450,7 @@ class ClusterProver:
             try:
                 self.pids[w] = self._ray.get(self._actors[w].ping.remote(),
                                              timeout=max(0.1, deadline - time.monotonic()))
+                self._down.pop(w, None)
                 return
             except ActorDiedError as exc:
                 raise ClusterError(f"worker {w} died and cannot be restarted: {exc}") from None
@@ -312,19 +460,84 @@ class ClusterProver:
                                        f"{self.start_timeout:g}s") from None
                 time.sleep(0.2)
 
+    def _refresh_down(self) -> None:
+        """Take back the dead workers that Ray has restarted (a ping answered); never
+        waits."""
+        from ray.exceptions import ActorDiedError, RayActorError
+        for w, ref in list(self._down.items()):
+            if ref is _GONE:
+                continue
+            if ref is None:
+                self._down[w] = self._actors[w].ping.remote()
+                continue
+            ready, _ = self._ray.wait([ref], timeout=0)
+            if not ready:
+                continue
+            try:
+                self.pids[w] = self._ray.get(ref)
+                del self._down[w]
+            except ActorDiedError:
+                self._down[w] = _GONE            # out of restarts: never again
+            except RayActorError:
+                self._down[w] = None             # still coming back: ask again
+
+    def _live(self) -> list:
+        self._refresh_down()
+        return [w for w in range(self.workers) if w not in self._down]
+
+    def _least_busy(self, avoid: int | None = None) -> int:
+        """The least busy live worker (not ``avoid`` when another is live); with every
+        worker dead, wait for ``avoid`` (or the first) to restart (ClusterError if it
+        cannot)."""
+        live = self._live()
+        others = [w for w in live if w != avoid]
+        if others or live:
+            return min(others or live, key=lambda w: self._inflight[w])
+        w = avoid if avoid is not None else min(self._down)
+        if self._down.get(w) is _GONE:
+            gone = [v for v in self._down if self._down[v] is not _GONE]
+            if not gone:
+                raise ClusterError("every worker died and none can be restarted")
+            w = gone[0]
+        self._await_worker(w)
+        return w
+
     def _launch(self, p: _Piece) -> None:
         p.gen = self._gen[p.worker]
         p.start = time.perf_counter()
-        p.ref = getattr(self._actors[p.worker], p.method).remote(*p.args)
+        p.ref = getattr(self._actors[p.worker], p.method).remote(
+            *p.args, timeline=self.timeline is not None)
         self._inflight[p.worker] += 1
 
+    def _merge_events(self, p: _Piece, events) -> None:
+        """A worker's timeline events onto the coordinator's: process "worker W", its
+        clock aligned at the piece's launch."""
+        tl = self.timeline
+        if tl is None or not events:
+            return
+        pid, base = 2 + p.worker, tl._us(p.start)
+        out = []
+        if p.worker not in self._named:
+            self._named.add(p.worker)
+            out.append({"ph": "M", "name": "process_name", "pid": pid,
+                        "args": {"name": f"worker {p.worker}"}})
+        for ev in events:
+            ev = dict(ev, pid=pid)
+            if "ts" in ev:
+                ev["ts"] = round(ev["ts"] + base, 1)
+            ev.setdefault("args", {})["piece"] = f"{p.method}:{p.tag}"
+            out.append(ev)
+        with tl._lock:
+            tl.events.extend(out)
+
     def _gather(self, pieces, timeout: float | None, feed=None):
-        """Yield (piece, value) as pieces finish.  A piece whose worker died is re-run on
-        the restarted worker (at most ``max_retries`` times; counted); a worker's exception
-        is re-raised as itself.  ``feed()``: called after each finished piece, may return
-        more pieces to launch."""
+        """Yield (piece, value) as pieces finish.  A piece whose worker died (its process
+        killed, its node gone) is re-run on the least busy live worker (at most
+        ``max_retries`` times; counted); a worker's exception is re-raised as itself.
+        ``feed()``: called after each finished piece, may return more pieces to launch."""
         ray = self._ray
-        from ray.exceptions import RayActorError, RayTaskError, WorkerCrashedError
+        from ray.exceptions import (ObjectLostError, RayActorError, RayTaskError,
+                                    WorkerCrashedError)
         deadline = None if timeout is None else time.monotonic() + timeout
         pending = {}
         for p in pieces:
@@ -340,20 +553,22 @@ class ClusterProver:
             self._inflight[p.worker] -= 1
             try:
                 value = ray.get(p.ref)
-            except (RayActorError, WorkerCrashedError) as exc:
+            except (RayActorError, WorkerCrashedError, ObjectLostError) as exc:
                 p.attempts += 1
                 self.retries += 1
                 if self.timeline is not None:
                     self.timeline.instant("cluster:rerun", cat="recovery", worker=p.worker,
                                           piece=f"{p.method}:{p.tag}", attempt=p.attempts,
                                           error=type(exc).__name__)
-                if p.gen == self._gen[p.worker]:     # a new death of this worker
-                    self._gen[p.worker] += 1
+                dead = p.worker
+                if p.gen == self._gen[dead] and not isinstance(exc, ObjectLostError):
+                    self._gen[dead] += 1                 # a new death of this worker
                     self.worker_deaths += 1
+                    self._down.setdefault(dead, None)
                 if p.attempts > self.max_retries:
                     raise ClusterError(f"{p.method} {p.tag}: the worker died {p.attempts} "
                                        f"times (max_retries {self.max_retries})") from exc
-                self._await_worker(p.worker)     # Ray restarts it (max_restarts)
+                p.worker = self._least_busy(avoid=dead)  # elsewhere if any worker lives
                 self._launch(p)
                 pending[p.ref] = p
                 continue
@@ -370,13 +585,11 @@ class ClusterProver:
                 self.timeline.complete(f"cluster:{p.method}", p.start, time.perf_counter(),
                                        cat="cluster", worker=p.worker, piece=str(p.tag),
                                        attempts=p.attempts + 1)
+                self._merge_events(p, value[-1])
             yield p, value
             for q in (feed() if feed else ()):
                 self._launch(q)
                 pending[q.ref] = q
-
-    def _least_busy(self) -> int:
-        return min(range(self.workers), key=lambda w: self._inflight[w])
 
     # -- many blocks --------------------------------------------------------------
     def _block_piece(self, block, index) -> tuple[_Piece, object]:
@@ -385,11 +598,12 @@ class ClusterProver:
         return _Piece(self._least_busy(), "prove", (blk.to_json(), f"block:{index}"), index), blk
 
     def _block_result(self, piece: _Piece, value, t0: float) -> BlockProof:
-        data, stats = value
+        data, stats, _ = value
         bp = BlockProof.from_bytes(data)
         stats.counters["cluster"] = {
             "mode": "blocks", "workers": self.workers, "worker": piece.worker,
-            "retries": piece.attempts, "gpus": self.gpus,
+            "retries": piece.attempts, "gpus": self.gpus, "backend": stats.backend,
+            "device_downgrades": _downgrades(stats.counters.get("device", {}).get("recovery")),
             "worker_deaths_total": self.worker_deaths,
             "bytes_through_object_store": len(data) + len(pickle.dumps(piece.args)),
             "seconds": round(time.perf_counter() - t0, 4)}
@@ -424,7 +638,7 @@ class ClusterProver:
             return out
 
         def feed():
-            free = self.workers * per_worker - sum(self._inflight)
+            free = len(self._live()) * per_worker - sum(self._inflight)
             return take(max(0, free))
 
         first = take(self.workers * per_worker)
@@ -433,9 +647,9 @@ class ClusterProver:
 
     # -- one block, tables sharded ------------------------------------------------------
     def prove_sharded(self, block, timeout: float | None = None) -> BlockProof:
-        """Prove one block with its tables spread over the workers; the same bytes as
+        """Prove one block with its tables spread over the workers (each on the configured
+        backend: host stages, or per-table device stages); the same bytes as
         ``Prover.prove_block`` on one machine; the proof is self-checked here."""
-        from steadfast.verifier.proof_format import Proof, encode
         from steadfast.verifier.protocol import absorb_statement
         from steadfast.verifier.transcript import Transcript
         from .api import _rss_bytes
@@ -444,9 +658,6 @@ class ClusterProver:
         from .spans import Spans
         from .stages import HostStages
         ray = self._ray
-        if self.local.backend != "host":
-            raise ConfigError(f"sharded tables run the host stages; backend "
-                              f"{self.local.backend!r} is not wired per table yet")
         t0 = time.perf_counter()
         cfg = self.config
         phases: dict = {}
@@ -467,13 +678,16 @@ class ClusterProver:
         records: list = []
         retries0, deaths0 = self.retries, self.worker_deaths
         recomputed = 0
+        devs: list = []
+        live = self._live() or [self._least_busy()]
         try:
             # R1 on the workers: main commits, state kept per table
-            pieces = [_Piece(i % self.workers, "main_commit",
+            pieces = [_Piece(live[i % len(live)], "main_commit",
                              (job, i, rom_ref, refs[i], params, shapes), i) for i in range(n)]
             roots = [None] * n
-            for p, (root, rec_) in self._gather(pieces, timeout):
-                roots[p.tag] = root
+            where = [None] * n
+            for p, (root, rec_, _) in self._gather(pieces, timeout):
+                roots[p.tag], where[p.tag] = root, p.worker
                 records.extend(rec_)
             # the coordinator: statement, roots in table order, LogUp challenges, forks
             spans = Spans()
@@ -484,22 +698,27 @@ class ClusterProver:
             ch = r1_challenges(st, R1Main(tr, (), ()), spans, HostStages().permute)
             records.extend(spans.stats.records)
             pieces = []
+            live = set(self._live())
             for i in range(n):
                 chi = R1Challenges(ch.challenges,
                                    tuple(f if j == i else None for j, f in enumerate(ch.forks)),
                                    ch.logup_nonce)
-                pieces.append(_Piece(i % self.workers, "prove_table",
+                # the worker that holds table i's commitment, else the least busy one
+                w = where[i] if where[i] in live else self._least_busy()
+                pieces.append(_Piece(w, "prove_table",
                                      (job, i, rom_ref, refs[i], pv, params, shapes, roots[i], chi), i))
-            sections = [None] * n
-            for p, (section, rec_, redo) in self._gather(pieces, timeout):
-                sections[p.tag] = section
+            parts = [None] * n
+            for p, (part, rec_, redo, dev, _) in self._gather(pieces, timeout):
+                parts[p.tag] = part
                 records.extend(rec_)
                 recomputed += int(redo)
+                if dev is not None:
+                    devs.append(dev)
         finally:
             for a in self._actors:
                 a.drop.remote(job)
             del refs
-        proof = encode(Proof(params=params, tables=sections, logup_nonce=ch.logup_nonce))
+        proof = _join(params, parts, ch)
         moved += len(proof)              # the sections coming back (their encoded size)
         phases["prove"] = time.perf_counter() - t1
         self_check = {"enabled": bool(cfg.self_check), "checked": 0, "failed": 0, "seconds": 0.0}
@@ -509,14 +728,22 @@ class ClusterProver:
             self_check.update(checked=1, seconds=round(phases["self_check"], 4))
         phases["total"] = time.perf_counter() - t0
         work = sum(s for name, t, s in records if name in ("r1_main", "table"))
-        counters = {"proof_bytes": len(proof), "self_check": self_check,
-                    "cluster": {"mode": "sharded", "workers": self.workers, "gpus": self.gpus,
-                                "retries": self.retries - retries0, "recomputed": recomputed,
-                                "worker_deaths": self.worker_deaths - deaths0,
-                                "bytes_through_object_store": moved,
-                                "worker_seconds": round(work, 4),
-                                "seconds": round(phases["prove"], 4)}}
-        stats = ProofStats(records=records, counters=counters, backend="host",
+        cluster = {"mode": "sharded", "workers": self.workers, "gpus": self.gpus,
+                   "backend": self.local.backend,
+                   "retries": self.retries - retries0, "recomputed": recomputed,
+                   "worker_deaths": self.worker_deaths - deaths0,
+                   "device_downgrades": sum(_downgrades(d["recovery"]) for d in devs),
+                   "bytes_through_object_store": moved,
+                   "worker_seconds": round(work, 4),
+                   "seconds": round(phases["prove"], 4)}
+        if devs:
+            cluster["device"] = {
+                "downgraded_tables": sum(int(d["downgraded"]) for d in devs),
+                "h2d_bytes": sum(d["h2d_bytes"] for d in devs),
+                "d2h_bytes": sum(d["d2h_bytes"] for d in devs),
+                "recovery": _sum_recovery([d["recovery"] for d in devs])}
+        counters = {"proof_bytes": len(proof), "self_check": self_check, "cluster": cluster}
+        stats = ProofStats(records=records, counters=counters, backend=self.local.backend,
                            cycles=rec.cycles, phases=phases, proof_bytes=len(proof),
                            peak_rss_bytes=_rss_bytes())
         for air, t in zip(airs, traces):
@@ -527,6 +754,24 @@ class ClusterProver:
             stats.tables.append(TableStats(air.name, int(t.shape[0]), air.main_width,
                                            air.aux_width, air.num_parts, per))
         return BlockProof(rom, proof, stats)
+
+
+_GONE = object()      # _down marker: a worker out of restarts
+
+
+def _downgrades(recovery: dict | None) -> int:
+    """Tables downgraded to the host, summed over the recovery sites."""
+    return sum(int(c.get("downgrades", 0)) for c in (recovery or {}).values())
+
+
+def _sum_recovery(items: list) -> dict:
+    out: dict = {}
+    for rec in items:
+        for site, c in rec.items():
+            o = out.setdefault(site, {})
+            for k, v in c.items():
+                o[k] = o.get(k, 0) + int(v)
+    return out
 
 
 # --------------------------------------------------------------------------- CLI
@@ -578,7 +823,9 @@ def run_cli(args, fail) -> int:
         if args.timeline:
             from .timeline import Timeline
             timeline = Timeline()
-        cp = ClusterProver(address, cfg, workers=workers, timeline=timeline)
+        # the PROVER_* switches of this command's environment apply in the workers
+        env = {k: v for k, v in os.environ.items() if k.startswith("PROVER_")}
+        cp = ClusterProver(address, cfg, workers=workers, timeline=timeline, worker_env=env)
     except ConfigError as exc:
         raise fail(EXIT_USAGE, str(exc)) from None
     except ClusterError as exc:

@@ -299,6 +299,59 @@ def test_one_base_exception_and_typed_config():
         verify(b"nonsense")
 
 
+def test_config_type_errors_are_type_errors_and_numpy_integers_are_ints():
+    """A field of the wrong type is a ConfigTypeError: a ConfigError (a SteadfastError,
+    naming the field) and a TypeError; numpy integers are integers and are stored as
+    Python ints (the parameters stay plain, JSON-ready); bools and floats are not."""
+    import steadfast
+    from steadfast.prover.api import ConfigTypeError
+    with pytest.raises(TypeError, match=r"num_queries must be int, got str '100'") as ei:
+        ProverConfig(num_queries="100")
+    assert isinstance(ei.value, (ConfigError, steadfast.SteadfastError, ConfigTypeError))
+    assert isinstance(ei.value, ConfigError) and ei.value.field == "num_queries"
+    cfg = ProverConfig(num_queries=np.int64(8), pow_bits=np.uint8(2), threads=np.int32(1),
+                       vram_budget=np.int64(1 << 20), backend="host")
+    for name, want in (("num_queries", 8), ("pow_bits", 2), ("threads", 1),
+                       ("vram_budget", 1 << 20)):
+        v = getattr(cfg, name)
+        assert type(v) is int and v == want, (name, type(v))
+    assert json.loads(json.dumps(vars(cfg.params())))["num_queries"] == 8
+    assert cfg == ProverConfig(num_queries=8, pow_bits=2, threads=1, vram_budget=1 << 20,
+                               backend="host")
+    for kw in ({"num_queries": np.float64(8.0)}, {"log_blowup": np.bool_(True)},
+               {"check": np.int64(1)}, {"pow_bits": 8.0}):
+        with pytest.raises(ConfigTypeError):
+            ProverConfig(**kw)
+
+
+def test_public_api_is_annotated():
+    """Type hints on the public API: every parameter and return of the entry points, every
+    field of the public records, resolvable at run time (typing.get_type_hints), and no
+    bare container where the element type is known."""
+    import importlib
+    import inspect
+    import typing
+    from steadfast.prover import api
+    core_verify = importlib.import_module("steadfast.verifier.verify").verify
+    funcs = [api.Prover.__init__, api.Prover.prove_block, api.Prover.prove_tables,
+             api.Prover.execute, api.Prover.precompile, api.verify, core_verify,
+             api.ProverConfig.params, api.ProverConfig.resolve, api.ProverConfig.dev,
+             api.BlockProof.to_bytes, api.BlockProof.from_bytes, api.BlockProof.save,
+             api.BlockProof.load, api.ProofStats.to_json, api.ProofStats.summary,
+             api.ProofStats.rounds, api.ExecutionReport.to_json, api.digest_hex]
+    for f in funcs:
+        hints = typing.get_type_hints(f)
+        params = [p for p in inspect.signature(f).parameters if p not in ("self", "cls")]
+        missing = [p for p in params + ["return"] if p not in hints]
+        assert not missing, (f.__qualname__, missing)
+    assert typing.get_type_hints(api.Prover.prove_block)["block"] == api.BlockLike
+    for cls in (api.ProverConfig, api.ProofStats, api.TableStats, api.BlockProof,
+                api.ExecutionReport, api.TableEstimate, api.VerifiedBlock):
+        hints = typing.get_type_hints(cls)
+        bare = [k for k in cls.__annotations__ if hints[k] in (list, dict, tuple)]
+        assert not bare, (cls.__name__, bare)
+
+
 def test_py_typed_and_version():
     import os
     import steadfast

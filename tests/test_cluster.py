@@ -1,25 +1,34 @@
 """Cluster mode (prover/cluster.py) on a local two-node Ray cluster: a head and a second
 node, each a separate raylet with one CPU (ray.cluster_utils.Cluster), so the two workers
-run in different processes on different Ray nodes.
+run in different processes on different Ray nodes.  Faults: a worker process killed
+mid-proof (blocks and sharded), an injected OOM that downgrades inside device (emu)
+workers, the second node removed mid-proof, a worker that cannot produce a valid proof,
+a block that cannot be proven; every test carries a timeout.
 
 WEAK PARAMETERS: every proof here uses 8 queries and almost no grinding (CFG), so it is
 verified with min_security_bits=0 -- these tests check byte identity, faults and errors,
 not security.  Each proof is also compared byte for byte with Prover.prove_block on one
 machine (the independent reference)."""
+import dataclasses
 import os
-import sys
+import threading
+import time
 
 import pytest
 
 ray = pytest.importorskip("ray")
 
-from steadfast.prover.api import Prover, ProverConfig, UnprovableBlock, verify  # noqa: E402
+from steadfast.prover.api import (Prover, ProofSelfCheckFailure, ProverConfig,  # noqa: E402
+                                  UnprovableBlock, verify)
 from steadfast.prover.cluster import ClusterProver  # noqa: E402
+from steadfast.prover.timeline import Timeline  # noqa: E402
 
 from vm_blocks import empty_block, one_tx_block  # noqa: E402
 
 CFG = ProverConfig(backend="host", num_queries=8, pow_bits=2, logup_pow_bits=0,
                    deep_pow_bits=0, commit_pow_bits=0)
+EMU = dataclasses.replace(CFG, backend="emu")
+TABLES = {"cpu", "program", "memory", "range", "poseidon2"}
 # the workers kill their own process (SIGKILL) once at each of these pieces
 FAULTS = "kill@block:0,kill@main_commit:3,kill@prove_table:1"
 
@@ -89,11 +98,110 @@ def test_worker_out_of_restarts_is_an_error_not_a_hang(cluster):
 
 
 @pytest.mark.timeout(300)
+def test_device_workers_downgrade_same_bytes(cluster, reference):
+    """Device stages in the workers (emu) and an injected OOM inside them: PROVER_FAULTS
+    =oom@r2:1 in the workers' environment only, so every table's R2 declines, retries
+    once and downgrades to the host.  Many-blocks mode (the workers' device pipeline)
+    and sharded mode (per-table device stages) both give the bytes of a host proof on
+    one machine; the downgrades come back in the stats and on the coordinator's timeline."""
+    tl = Timeline()
+    with ClusterProver(config=EMU, workers=2, timeline=tl,
+                       worker_env={"PROVER_FAULTS": "oom@r2:1"}) as p:
+        assert "PROVER_FAULTS" not in os.environ          # the coordinator is untouched
+        ((_, bp),) = list(p.prove_many([one_tx_block()], timeout=240))
+        assert bp.to_bytes() == reference
+        c = bp.stats.counters
+        assert c["cluster"]["backend"] == "emu" and c["cluster"]["device_downgrades"] == 5
+        assert c["device"]["recovery"]["r2"]["retries"] == 5
+        assert c["device"]["recovery"]["r1.main"]["downgrades"] == 0
+        sh = p.prove_sharded(one_tx_block(), timeout=240)
+        assert sh.to_bytes() == reference
+        cs = sh.stats.counters["cluster"]
+        assert (cs["mode"], cs["backend"], cs["device_downgrades"]) == ("sharded", "emu", 5)
+        assert cs["device"]["downgraded_tables"] == 5 and cs["device"]["h2d_bytes"] > 0
+        assert cs["device"]["recovery"]["r2"]["retries"] == 5
+        assert cs["device"]["recovery"]["r1.main"] == {"retries": 0, "downgrades": 0,
+                                                       "host_materialisations": 0}
+        assert cs["retries"] == 0 and cs["recomputed"] == 0
+    ev = tl.to_json()["traceEvents"]
+    down = [e for e in ev if e["name"] == "downgrade"]
+    assert len(down) == 10 and all(e["pid"] >= 2 for e in down)      # workers' events
+    assert {e["args"]["table"] for e in down} == TABLES
+    assert {e["args"]["piece"] for e in down} >= {"prove:0", "prove_table:0"}
+    names = [e["args"]["name"] for e in ev if e["name"] == "process_name"]
+    assert sorted(names) == ["worker 0", "worker 1"]
+
+
+@pytest.mark.timeout(240)
+def test_worker_that_cannot_prove_fails_cleanly(cluster, tmp_path):
+    """A worker whose device corrupts every FRI layer (PROVER_FAULTS=corrupt@r4.fri:1)
+    never returns a proof: its self-check fails and the coordinator re-raises the
+    worker's ProofSelfCheckFailure (with its post-mortem) at once -- not retried, no
+    hang; in sharded mode the coordinator's own self-check refuses the joined proof."""
+    cfg = dataclasses.replace(EMU, postmortem_dir=str(tmp_path))
+    with ClusterProver(config=cfg, workers=2,
+                       worker_env={"PROVER_FAULTS": "corrupt@r4.fri:1"}) as p:
+        t0 = time.monotonic()
+        with pytest.raises(ProofSelfCheckFailure) as ei:
+            list(p.prove_many([one_tx_block()], timeout=180))
+        assert ei.value.cluster_piece == 0 and "FriError" in str(ei.value)
+        assert os.path.exists(ei.value.postmortem)
+        with pytest.raises(ProofSelfCheckFailure):
+            p.prove_sharded(one_tx_block(), timeout=180)
+        assert p.retries == 0 and p.worker_deaths == 0
+        assert time.monotonic() - t0 < 200
+
+
+@pytest.mark.timeout(300)
+def test_node_leaves_mid_proof(cluster, reference):
+    """The second node leaves while its worker is inside a table's chain (sharded): the
+    worker's pieces re-run on the head's worker, which recomputes their main commits from
+    the traces in the object store; same bytes, each piece in the output once, the
+    death and the re-runs counted.  The node is added back for the tests after."""
+    second = next(iter(cluster.worker_nodes))
+    tl = Timeline()
+    try:
+        with ClusterProver(config=CFG, workers=2, timeline=tl) as p:
+            w = p.nodes.index(second.node_id)
+            mine = list(range(w, 5, 2))          # table i starts on worker i mod 2
+            marker = os.path.join(p.arm(w, f"stall@prove_table:{w}"), f"stall_prove_table_{w}")
+            removed = []
+
+            def remove_when_stalled():
+                deadline = time.monotonic() + 200
+                while not os.path.exists(marker) and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                cluster.remove_node(second, allow_graceful=False)
+                removed.append(time.monotonic())
+
+            th = threading.Thread(target=remove_when_stalled, daemon=True)
+            th.start()
+            bp = p.prove_sharded(one_tx_block(), timeout=240)
+            th.join(10)
+            assert removed and os.path.exists(marker)
+            assert bp.to_bytes() == reference
+            c = bp.stats.counters["cluster"]
+            assert c["worker_deaths"] == 1
+            assert c["retries"] == len(mine) and c["recomputed"] == len(mine)
+            ev = tl.to_json()["traceEvents"]
+            done = [(e["name"], e["args"]["piece"]) for e in ev if e.get("cat") == "cluster"]
+            assert sorted(done) == sorted([("cluster:main_commit", str(i)) for i in range(5)]
+                                          + [("cluster:prove_table", str(i)) for i in range(5)])
+            reruns = [e for e in ev if e["name"] == "cluster:rerun"]
+            assert sorted(e["args"]["piece"] for e in reruns) == [f"prove_table:{i}" for i in mine]
+    finally:
+        if second in cluster.worker_nodes:   # pragma: no cover - the removal did not run
+            cluster.remove_node(second)
+        cluster.add_node(num_cpus=1, object_store_memory=128 << 20)
+        cluster.wait_for_nodes()
+
+
+@pytest.mark.timeout(300)
 def test_many_blocks_worker_killed(cp, reference):
     """Two blocks on two workers; the worker proving block 0 is killed mid-proof: the
     block is re-run on the restarted worker, same bytes, the re-run counted."""
-    assert len(set(cp.pids)) == 2
-    assert len(ray.nodes()) == 2
+    assert len(set(cp.pids)) == 2 and len(set(cp.nodes)) == 2
+    assert sum(n["Alive"] for n in ray.nodes()) == 2
     blocks = [one_tx_block(), empty_block()]
     got = dict(cp.prove_many(blocks, timeout=240))
     assert sorted(got) == [0, 1]
@@ -111,7 +219,6 @@ def test_sharded_tables_same_bytes_despite_kills(cp, reference):
     """One block, its five tables over two workers; a worker dies in a main commit (R1)
     and another in a table's chain (after the fork, losing its committed state): the
     pieces are re-run, the lost state recomputed, and the bytes equal one machine's."""
-    from steadfast.prover.timeline import Timeline
     cp.timeline = Timeline()
     bp = cp.prove_sharded(one_tx_block(), timeout=240)
     assert bp.to_bytes() == reference

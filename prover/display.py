@@ -1,0 +1,204 @@
+"""Progress of a running proof, for ``prove`` (prover/cli.py).
+
+Two renderers of the same callback ``progress(table, stage, event, seconds)`` (the
+``Prover(progress=...)`` hook; ``table`` is None for whole-block stages such as execute):
+
+* :class:`LineProgress` -- one plain line per finished stage, for logs, CI, pipes:
+  ``[   1.23s] cpu        r2_quotient     0.41s   12/40`` (elapsed since start, table,
+  stage, its seconds, table-rounds done of tables x rounds).  No escape codes, no redraw.
+* :class:`LiveProgress` -- a live terminal display drawn with ``rich`` (only on a TTY):
+  one row per table with a bar of its rounds and the stage running now, a block row for
+  the whole-block stages, and a last ``overall`` row: table-rounds done of tables x
+  rounds, the elapsed time and an estimate of the time left.  rich does the drawing,
+  terminal width, redraw in place, and keeps lines written to stdout/stderr while the
+  display is up (warnings, log records) above it.
+
+The time-left estimate is ours, not rich's ``TimeRemainingColumn``: rich's speed is taken
+between the first and the last completion and so freezes while a long round runs; here
+the rounds left are charged at the average pace since the first round started, up to now,
+so the estimate grows while a round stalls (``Board.time_left``).
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Callable, TextIO
+
+# the per-table protocol rounds the overall progress counts (tables x rounds)
+ROUNDS = ("r1_main", "r1_aux", "r2_quotient", "r3_ood", "r4_deep", "r4_fri", "r4_pow", "r4_open")
+
+
+class Board:
+    """What has run: per row (a table, or "block" for whole-block stages) the current
+    stage, when it started (None once done) and its seconds; the table-rounds done."""
+
+    def __init__(self, tables: int = 5, clock: Callable[[], float] = time.perf_counter):
+        self.clock = clock
+        self.total_rounds = tables * len(ROUNDS)
+        self.done: set = set()
+        self.t0 = clock()
+        self.t_first: float | None = None     # when the first protocol round started
+        self.state: dict = {}                 # row -> (stage, started or None, seconds)
+        self.order: list = []
+        self.lock = threading.Lock()
+
+    def record(self, table: str | None, stage: str, event: str, seconds: float) -> tuple[str, str]:
+        """Book one event (call under ``self.lock``); returns (row, stage) as displayed."""
+        row = table or "block"
+        stage = "all stages" if stage == "table" else stage
+        if row not in self.state:
+            self.order.append(row)
+        if event == "start":
+            now = self.clock()
+            self.state[row] = (stage, now, 0.0)
+            if self.t_first is None and stage in ROUNDS:
+                self.t_first = now
+        else:
+            self.state[row] = (stage, None, seconds)
+            if table is not None and stage in ROUNDS:
+                self.done.add((table, stage))
+        return row, stage
+
+    def rounds_of(self, row: str) -> int:
+        return sum(1 for t, _ in self.done if t == row)
+
+    def time_left(self, now: float) -> float | None:
+        """Rounds left at the average pace since the first round started (None before the
+        first round is done, 0 when all are)."""
+        k, n = len(self.done), self.total_rounds
+        if k >= n:
+            return 0.0
+        if k == 0 or self.t_first is None:
+            return None
+        return (now - self.t_first) * (n - k) / k
+
+    def overall(self, now: float) -> str:
+        """``12/40 table-rounds (30%), elapsed 4.1s, about 9s left``."""
+        k, n = len(self.done), self.total_rounds
+        text = f"{k}/{n} table-rounds ({100 * k // n}%), elapsed {now - self.t0:.1f}s"
+        left = self.time_left(now)
+        if left is not None and k < n:
+            text += f", about {left:.0f}s left"
+        return text
+
+
+class LineProgress:
+    """Plain log lines, one per finished stage (deterministic layout, no escape codes)."""
+
+    live = False
+
+    def __init__(self, stream: TextIO | None = None, tables: int = 5,
+                 clock: Callable[[], float] = time.perf_counter):
+        self.board = Board(tables, clock)
+        self.stream = stream if stream is not None else sys.stderr
+
+    def __call__(self, table, stage, event, seconds):
+        b = self.board
+        with b.lock:
+            row, stage = b.record(table, stage, event, seconds)
+            if event != "start":
+                self.stream.write(f"[{b.clock() - b.t0:8.2f}s] {row:<10} {stage:<12} "
+                                  f"{seconds:7.2f}s   {len(b.done)}/{b.total_rounds}\n")
+                self.stream.flush()
+
+    def close(self):
+        pass
+
+
+class LiveProgress:
+    """The live display (rich).  Started by the first event (nothing is drawn for a run
+    that never proves, e.g. ``--precompile``); :meth:`close` draws the final frame and
+    leaves it on the screen."""
+
+    live = True
+
+    def __init__(self, stream: TextIO | None = None, tables: int = 5,
+                 clock: Callable[[], float] = time.perf_counter, *,
+                 console=None, refresh_per_second: float = 4):
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, ProgressColumn
+        from rich.text import Text
+
+        self.board = board = Board(tables, clock)
+        self.stream = stream if stream is not None else sys.stderr
+        if console is None:
+            console = Console(file=self.stream, highlight=False)
+
+        class _Bar(BarColumn):
+            def render(self, task):
+                return Text("") if task.fields.get("kind") == "block" else super().render(task)
+
+        class _Count(ProgressColumn):
+            def render(self, task):
+                if task.fields.get("kind") == "block":
+                    return Text("")
+                w = len(str(board.total_rounds))
+                return Text(f"{int(task.completed):>{w}}/{int(task.total):<{w}}")
+
+        class _Status(ProgressColumn):
+            """The stage running or done (tables, block); the overall time line."""
+
+            def render(self, task):
+                now = board.clock()
+                if task.fields.get("kind") == "overall":
+                    return Text(board.overall(now).split(" ", 1)[1], style="bold")
+                stage, started, secs = board.state.get(task.description, ("", None, 0.0))
+                if started is not None:
+                    return Text(f"{stage:<12} running {now - started:6.1f}s", style="cyan")
+                return Text(f"{stage:<12} done    {secs:6.2f}s", style="dim")
+
+        class _Board(Progress):
+            def get_renderables(self_):
+                # tables in the order they appeared, the overall row last
+                tasks = sorted(self_.tasks, key=lambda t: t.fields.get("kind") == "overall")
+                yield self_.make_tasks_table(tasks)
+
+        self.progress = _Board("{task.description:<10}", _Bar(bar_width=16), _Count(), _Status(),
+                               console=console, get_time=clock,
+                               refresh_per_second=refresh_per_second)
+        self._tasks: dict = {}
+        self._overall = self.progress.add_task("overall", total=board.total_rounds,
+                                               kind="overall")
+        self._started = False
+        self._closed = False
+
+    def __call__(self, table, stage, event, seconds):
+        b = self.board
+        with b.lock:
+            if self._closed:
+                return
+            row, _ = b.record(table, stage, event, seconds)
+            if row not in self._tasks:
+                kind = "block" if table is None else "table"
+                self._tasks[row] = self.progress.add_task(row, total=len(ROUNDS), kind=kind)
+            if table is not None:
+                self.progress.update(self._tasks[row], completed=b.rounds_of(row))
+            self.progress.update(self._overall, completed=len(b.done))
+            if not self._started:
+                self._started = True
+                self.progress.start()
+
+    def renderable(self):
+        """The current frame (what the terminal shows), for tests and for print."""
+        from rich.console import Group
+        return Group(*self.progress.get_renderables())
+
+    def close(self):
+        with self.board.lock:
+            if self._closed:
+                return
+            self._closed = True
+            started = self._started
+        if started:
+            self.progress.stop()
+
+
+def make_progress(live: bool, stream: TextIO | None = None, tables: int = 5):
+    """The live display when ``live`` (stderr is a terminal), plain lines otherwise."""
+    if live:
+        try:
+            return LiveProgress(stream, tables)
+        except ImportError:      # rich is a dependency; a stripped install still gets lines
+            pass
+    return LineProgress(stream, tables)
