@@ -143,48 +143,90 @@ class PipelineStats:
 
 
 class _Prechecker:
-    """The self-check's per-table part, overlapped with device work: each finished section
-    is encoded, decoded back and checked by the verifier's ``verify_table`` on a pristine
-    copy of its fork, on one CPU thread.  A pass records the verifier's
-    ``table_check_key``; the prover's final check (the whole ``verify`` of the proof
-    bytes) then skips exactly those tables whose key it recomputes identically.  A
-    failure records nothing here: the final check re-runs that table and reports it."""
+    """The self-check's per-table part, overlapped with device work (proof format 3).
+
+    The verifier's per-table check (``verify_table``: the fork replayed to the table's
+    digest, its proofs of work and the composition at z) reads only what a table's chain
+    produces -- caps, terminal, opened values at z, nonces -- not its openings, which the
+    join adds.  So each table is checked on a CPU thread as soon as its chain ends
+    (:meth:`submit`), on a pristine copy of its fork, while the other tables still run on
+    the device.  After the join (:meth:`finish`) a table whose early check passed and
+    whose finished section carries exactly the checked values gets its
+    ``table_check_key`` (over the section's final bytes) recorded; the prover's final
+    check (``verify`` of the proof bytes) then skips exactly those tables' composition
+    check.  A failure records nothing here: the final check re-runs that table."""
+
+    FIELDS = ("public_values", "aux_cap", "terminal", "parts_cap", "ood_main", "ood_main_next",
+              "ood_aux", "ood_aux_next", "ood_parts", "zeta_nonce", "deep_nonce")
 
     def __init__(self, st, ch, forks, stats: "PipelineStats"):
         self.st, self.ch, self.forks, self.stats = st, ch, forks, stats
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="steadfast-precheck")
-        self.futures = []
+        self.futures = {}
+        self.checked: dict = {}            # table index -> the TableProof fields checked
         self.lock = threading.Lock()
 
-    def _check(self, i: int, section) -> None:
-        from steadfast.verifier.proof_format import decode_section, encode_section
-        from steadfast.verifier.verify import table_check_key, verify_table
+    def _chal(self) -> dict:
+        return {k: np.asarray(v, np.uint64) for k, v in self.ch.challenges.items()}
+
+    def _check(self, i: int, tp) -> None:
+        from steadfast.verifier.verify import verify_table
         t0 = time.perf_counter()
         air, shape, params = self.st.airs[i], self.st.shapes[i], self.st.params
-        chal = {k: np.asarray(v, np.uint64) for k, v in self.ch.challenges.items()}
         try:
-            raw = encode_section(section)
-            tp = decode_section(raw, i, params)
-            fork = copy.deepcopy(self.forks[i])
-            key = table_check_key(fork, air, raw, params, chal)
-            verify_table(fork, air, shape, tp, params, chal)
+            verify_table(copy.deepcopy(self.forks[i]), air, shape, tp, params, self._chal())
             ok = True
         except Exception:             # noqa: BLE001 -- any failure: the final check redoes it
             ok = False
         with self.lock:
             if ok:
-                self.stats.precheck_keys.add(key)
+                self.checked[i] = tp
             else:
                 self.stats.precheck_failed.append(shape.name)
             self.stats.precheck_s += time.perf_counter() - t0
 
-    def submit(self, i: int, section) -> None:
-        self.futures.append(self.pool.submit(self._check, i, section))
+    def submit(self, i: int, deep, caps: dict) -> None:
+        """Table i's chain ended (``deep``: its R4Deep; ``caps``: main/aux/parts caps)."""
+        from steadfast.verifier.proof_format import TableProof
+        empty4 = np.zeros((0, 4), np.uint32)
+        none = np.zeros((0, 0), np.uint32)
+        nodes = np.zeros((0, 8), np.uint32)
+        ood = deep.ood
+        tp = TableProof(
+            log_n=self.st.shapes[i].log_n,
+            public_values=np.asarray([int(v) for v in self.st.public_values[i]], np.uint32),
+            main_cap=caps["main"], aux_cap=caps["aux"],
+            terminal=(np.asarray(deep.terminal, np.uint32) if deep.terminal is not None
+                      else np.zeros(0, np.uint32)),
+            parts_cap=caps["parts"], ood_main=ood[("main", False)],
+            ood_main_next=ood.get(("main", True), empty4), ood_aux=ood.get(("aux", False), empty4),
+            ood_aux_next=ood.get(("aux", True), empty4), ood_parts=ood[("parts", False)],
+            zeta_nonce=int(deep.zeta_nonce), deep_nonce=int(deep.deep_nonce),
+            main_rows=none, main_nodes=nodes, aux_rows=none, aux_nodes=nodes, parts_rows=none,
+            parts_nodes=nodes)
+        self.futures[i] = self.pool.submit(self._check, i, tp)
 
-    def finish(self) -> None:
-        for f in self.futures:
+    def finish(self, proof=None) -> None:
+        """Wait for the checks; with the finished ``proof``, record the keys of the tables
+        whose checked values are exactly those of their final section."""
+        for f in self.futures.values():
             f.exception()                 # wait; _check records, never raises
         self.pool.shutdown(wait=True)
+        if proof is None:
+            return
+        from steadfast.verifier.proof_format import encode_section
+        from steadfast.verifier.verify import table_check_key
+        t0 = time.perf_counter()
+        for i, tp in sorted(self.checked.items()):
+            section = proof.tables[i]
+            if not all(np.array_equal(np.asarray(getattr(tp, f)), np.asarray(getattr(section, f)))
+                       for f in self.FIELDS):
+                self.stats.precheck_failed.append(self.st.shapes[i].name)
+                continue
+            key = table_check_key(copy.deepcopy(self.forks[i]), self.st.airs[i],
+                                  encode_section(section), self.st.params, self._chal())
+            self.stats.precheck_keys.add(key)
+        self.stats.precheck_s += time.perf_counter() - t0
 
 
 #: cupy's pool hands out blocks in multiples of 512 bytes (and never less): a buffer
@@ -508,13 +550,21 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
                 if failure:
                     raise ProofCancelled(f"{name}: cancelled after another table failed")
                 deeps[i] = r4_deep(i, st, r1, ch, aux, r2, r3, stages, spans)
+                if checker is not None:         # the per-table check, overlapped
+                    lc = st.params.log_cap
+                    caps = {m: (stages.cap(tr_, lc) if tr_ is not None else np.zeros((0, 8), np.uint32))
+                            for m, tr_ in deeps[i].trees.items()}
+                    checker.submit(i, deeps[i], caps)
             stats.tables[name].downgraded = stages.table(name).downgraded
             spans.resolve(name)
 
         # every chain keeps its trees and DQ resident for the join (spillable while idle)
-        _run_all(workers, order, lambda i: guarded(i, chain, keep_resident=True), failure)
-        if failure:                                             # pragma: no cover
-            raise failure[0]
+        try:
+            _run_all(workers, order, lambda i: guarded(i, chain, keep_resident=True), failure)
+        except BaseException:
+            if checker is not None:
+                checker.finish()
+            raise
         stats.join.est_bytes = estimate_join_bytes(shapes, st.params)
         wait = adm.acquire(JOIN, stats.join.est_bytes)       # may spill idle tables
         stats.join.admission_wait_s += wait
@@ -537,8 +587,8 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
                 check_proof(stages, st, ch, pristine, proof_obj, cfg)
                 stats.xcheck_s += time.perf_counter() - t0
             if checker is not None:
-                for i, section in enumerate(proof_obj.tables):
-                    checker.submit(i, section)
+                checker.finish(proof_obj)
+                checker = None
         finally:
             if checker is not None:
                 checker.finish()

@@ -39,7 +39,7 @@ def _keys(airs, pvs, proof_bytes):
     tr = Transcript()
     absorb_statement(tr, p.params, airs, shapes, pvs)
     for t in p.tables:
-        tr.absorb("main_root", t.main_root)
+        tr.absorb("main_cap", t.main_cap)
     assert tr.check_pow("logup_pow", p.logup_nonce, p.params.logup_pow_bits)
     chal = {"logup_beta": np.asarray(tr.sample_ef("logup_beta"), np.uint64),
             "logup_gamma": np.asarray(tr.sample_ef("logup_gamma"), np.uint64)}
@@ -48,7 +48,7 @@ def _keys(airs, pvs, proof_bytes):
         fork = tr.fork(i)
         raw = encode_section(t)
         keys.append(table_check_key(copy.deepcopy(fork), air, raw, p.params, chal))
-        verify_table(fork, air, sh, decode_section(raw, i), p.params, chal)   # passes
+        verify_table(fork, air, sh, decode_section(raw, i, p.params), p.params, chal)   # passes
     return keys
 
 
@@ -57,7 +57,7 @@ def test_section_round_trip(lookup):
     p = decode(proof)
     for i, t in enumerate(p.tables):
         assert t.raw == encode_section(t)
-        assert decode_section(t.raw, i).raw == t.raw
+        assert decode_section(t.raw, i, p.params).raw == t.raw
     assert encode(p) == proof
 
 
@@ -73,9 +73,9 @@ def test_prechecked_tables_are_skipped_only_on_identical_inputs(lookup):
                            verified_tables={b"\0" * 32}).tables_prechecked == 0
     # a tampered section never matches an honest key: the verifier checks it and rejects
     p = decode(proof)
-    paths = p.tables[0].main_paths.copy()
-    paths[0, 0, 0] = (int(paths[0, 0, 0]) + 1) % 2013265921
-    p.tables[0].main_paths = paths
+    nodes = p.tables[0].main_nodes.copy()
+    nodes[0, 0] = (int(nodes[0, 0]) + 1) % 2013265921
+    p.tables[0].main_nodes = nodes
     with pytest.raises(MerkleError):
         verify_protocol(encode(p), airs, pvs, min_security_bits=0, verified_tables=set(keys))
     # nor does an honest section under another statement (its public values differ)
