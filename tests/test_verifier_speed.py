@@ -12,7 +12,8 @@ from steadfast.verifier import poseidon2 as vp
 from steadfast.verifier.field import barycentric_at, ef_col, inv2
 from steadfast.verifier.protocol import TableShape, deep_groups
 from steadfast.verifier.transcript import Transcript
-from steadfast.verifier.verify import _barycentric, _deep_at_queries, _fri_kernel
+from steadfast.verifier.verify import (_INVW, _barycentric, _coset_points, _deep_at_rows,
+                                       _final_kernel, _layer_kernel)
 from tests.kat import KAT_IN, KAT_OUT
 
 P = vp.P
@@ -239,7 +240,7 @@ def _rand_ef(rng, shape=()):
 
 
 def _deep_old(sh, tp, rows, x, z, lam):
-    """The numpy formula _deep_at_queries replaced (one EF division per group)."""
+    """The numpy formula _deep_at_rows replaced (one EF division per group)."""
     zf = ef_col(z).reshape(4, 1)
     points = {False: zf, True: F.ef_mul_base(zf, F.root_of_unity(sh.log_n))}
     ood = {("main", False): tp.ood_main, ("main", True): tp.ood_main_next,
@@ -276,58 +277,78 @@ def test_deep_matches_numpy_formula(nxt_main, aux):
     tp.ood_aux, tp.ood_aux_next = u32(4 * aux, 4), u32(4 * aux, 4)
     tp.ood_parts = u32(4 * parts, 4)
     rows = {"main": u32(q, w), "parts": u32(q, 4 * parts), "aux": u32(q, 4 * aux)}
+    tp.main_rows, tp.parts_rows, tp.aux_rows = rows["main"], rows["parts"], rows["aux"]
     z, lam = u32(4), u32(4)
     x = rng.integers(1, P, q).astype(np.uint64)
     x[0] = z[0]                                 # x - z vanishes where z is in the base field
     for zz in (z, np.array([z[0], 0, 0, 0], np.uint32)):
-        assert np.array_equal(_deep_at_queries(sh, tp, rows, x, zz, lam),
+        assert np.array_equal(_deep_at_rows(sh, tp, x, zz, lam),
                               _deep_old(sh, tp, rows, x, zz, lam))
 
 
-def _fri_old(leaves, s, x, values, betas, final):
-    inv_x = F.inv(x)
-    mismatch = []
-    for i in range(leaves.shape[0]):
-        lv = leaves[i]
-        odd = (s & 1).astype(bool)
-        mine = np.where(odd[None, :], lv[:, 4:].T, lv[:, :4].T).astype(np.uint64)
-        bad = np.nonzero(np.any(mine != values, axis=0))[0]
-        mismatch.append(int(bad[0]) if bad.size else -1)
-        e0, e1 = lv[:, :4].T.astype(np.uint64), lv[:, 4:].T.astype(np.uint64)
-        inv_xe = np.where(odd, F.neg(inv_x), inv_x)
-        half_sum = F.ef_mul_base(F.ef_add(e0, e1), inv2)
-        half_diff = F.ef_mul_base(F.ef_sub(e0, e1), F.mul(inv_xe, inv2))
-        values = F.ef_add(half_sum, F.ef_mul(betas[i].reshape(4, 1), half_diff))
-        x, inv_x, s = F.mul(x, x), F.mul(inv_x, inv_x), s >> 1
-    coeffs = final.T
-    acc = np.zeros_like(values)
-    for j in range(coeffs.shape[1] - 1, -1, -1):
-        acc = F.ef_add(F.ef_mul_base(acc, x), coeffs[:, j:j + 1])
-    return mismatch, values, bool(np.array_equal(acc, values))
+def _point(p, h):
+    """x_p = g w_(2^h)^bitrev_h(p), from the spec (Python ints)."""
+    rev = int(format(p, f"0{h}b")[::-1], 2) if h else 0
+    return 31 * pow(F.root_of_unity(h), rev, P) % P
 
 
-@pytest.mark.parametrize("layers, q, flen", [(0, 5, 1), (1, 1, 2), (4, 9, 4), (6, 20, 1)])
-def test_fri_kernel_matches_numpy_formula(layers, q, flen):
-    rng = np.random.default_rng(layers * 7 + q)
-    leaves = rng.integers(0, P, (layers, q, 8), dtype=np.uint32)
-    s = rng.integers(0, 1 << 12, q)
-    x = rng.integers(1, P, q).astype(np.uint64)
-    values = rng.integers(0, P, (4, q)).astype(np.uint64)
-    if layers:                                   # make layer 0 consistent for some queries
-        odd = s & 1
-        for r in range(0, q, 2):
-            o = 4 * int(odd[r])
-            leaves[0, r, o:o + 4] = values[:, r]
-    betas = rng.integers(0, P, (layers, 4)).astype(np.uint64)
-    final = rng.integers(0, P, (flen, 4)).astype(np.uint64)
-    old = _fri_old(leaves, s, x, values, betas, final)
-    # a final polynomial that matches: the constant = the folded value of query 0, q = 1
-    mm, cur, ok = _fri_kernel(leaves, s, x, values, betas, final)
-    assert mm.tolist() == old[0] and np.array_equal(cur, old[1]) and ok == old[2]
-    fin1 = np.ascontiguousarray(cur[:, :1].T)
-    mm, cur1, ok = _fri_kernel(np.ascontiguousarray(leaves[:, :1]), s[:1], x[:1],
-                               np.ascontiguousarray(values[:, :1]), betas, fin1)
-    assert ok and np.array_equal(cur1, cur[:, :1])
+def _fold_ref(values, beta, k, h):
+    """The spec's fold of a whole layer (dict position -> EF column (4, 1)) by 2^k: k
+    binary folds f'(u) = (f(2u) + f(2u+1))/2 + b (f(2u) - f(2u+1)) / (2 x_2u), b = beta^(2^j)."""
+    b = beta.reshape(4, 1)
+    for _ in range(k):
+        out = {}
+        for u in range(len(values) // 2):
+            e0, e1 = values[2 * u], values[2 * u + 1]
+            inv = pow(2 * _point(2 * u, h), P - 2, P)
+            out[u] = F.ef_add(F.ef_mul_base(F.ef_add(e0, e1), inv2),
+                              F.ef_mul(b, F.ef_mul_base(F.ef_sub(e0, e1), inv)))
+        values, b, h = out, F.ef_mul(b, b), h - 1
+    return values
+
+
+@pytest.mark.parametrize("k, h, q", [(1, 1, 1), (1, 5, 7), (2, 6, 9), (3, 7, 12), (4, 8, 20),
+                                     (4, 4, 3)])
+def test_layer_kernel_matches_the_spec_fold(k, h, q):
+    """The batched leaf rebuild and fold against a whole-layer fold written from the spec:
+    every touched leaf's committed row, and its folded value at the next height."""
+    rng = np.random.default_rng(k * 100 + h)
+    layer = {p: _rand_ef(rng, (1,)) for p in range(1 << h)}
+    beta = _rand_ef(rng)
+    folded = _fold_ref(dict(layer), beta, k, h)
+    pos = np.unique(rng.integers(0, 1 << h, q))
+    vals = np.concatenate([layer[int(p)] for p in pos], axis=1)
+    a = 1 << k
+    leaves = np.unique(pos >> k)
+    others = [layer[p] for l in leaves for p in range(l * a, l * a + a) if p not in set(pos.tolist())]
+    proof_vals = (np.concatenate(others, axis=1).T.astype(np.uint32) if others
+                  else np.zeros((0, 4), np.uint32))
+    ids, rows, out = _layer_kernel(pos.astype(np.int64), np.ascontiguousarray(vals),
+                                   np.ascontiguousarray(proof_vals), k, h,
+                                   np.uint64(F.root_of_unity(h)), beta.astype(np.uint64), _INVW)
+    assert ids.tolist() == leaves.tolist()
+    for j, l in enumerate(leaves):
+        want = np.concatenate([layer[p].reshape(4) for p in range(l * a, l * a + a)])
+        assert rows[j].tolist() == want.tolist()
+        assert out[:, j].tolist() == folded[int(l)].reshape(4).tolist()
+
+
+def test_final_kernel_and_coset_points():
+    rng = np.random.default_rng(3)
+    h = 5
+    pos = np.array([0, 3, 17, 31], np.int64)
+    assert _coset_points(pos, h, np.uint64(F.root_of_unity(h))).tolist() == \
+        [_point(int(p), h) for p in pos]
+    coeffs = rng.integers(0, P, (4, 4), dtype=np.uint32)          # L = 4, (L, 4)
+    vals = np.zeros((4, pos.size), np.uint64)
+    for r, p in enumerate(pos):
+        x = _point(int(p), h)
+        for c in range(4):
+            vals[c, r] = sum(int(coeffs[j, c]) * pow(x, j, P) for j in range(4)) % P
+    w = np.uint64(F.root_of_unity(h))
+    assert _final_kernel(pos, vals, coeffs, h, w) == -1
+    vals[2, 2] = (vals[2, 2] + 1) % P
+    assert _final_kernel(pos, vals, coeffs, h, w) == 2
 
 
 @pytest.mark.parametrize("log_n, k", [(1, 1), (4, 3), (10, 2)])
