@@ -70,8 +70,9 @@ class Params:
     logup_pow_bits: int = 16     # grinding before the LogUp challenges (beta, gamma)
     deep_pow_bits: int = 12      # grinding before each table's DEEP batching challenge lambda
     commit_pow_bits: int = 8     # grinding before z and before each FRI folding challenge
-    log_fri_arity: int = 2       # FRI folds by up to 2^log_fri_arity per layer (1..4)
-    log_cap: int = 2             # Merkle commitments are caps of 2^log_cap nodes (0..8)
+    log_fri_arity: int = 3       # FRI folds by up to 2^log_fri_arity per layer (1..4)
+    log_cap: int = 0             # Merkle commitments are caps of 2^log_cap nodes (0..8)
+    # (defaults measured: docs/protocol.md section 7, docs/benchmarks.md "Compact proofs")
 
     def validate(self) -> None:
         """Raise ValueError for parameters the protocol does not support."""
