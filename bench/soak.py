@@ -11,7 +11,8 @@ Scenarios (each runs ``--cycles`` proofs with a different fault seed per cycle):
 * ``race``            ``race@r2:0.5``, SERIALIZE_R2=0, XCHECK=1: every injected corruption
                       caught (XCHECK failure, no proof), never an invalid proof;
 * ``race-serialized`` the same with SERIALIZE_R2=1: no corruption at all;
-* ``corrupt``         ``corrupt@SITE:1`` (site cycling through r1.main..r3), XCHECK=1:
+* ``corrupt``         ``corrupt@SITE:1`` (site cycling through every recovery site, the
+                      join's r4.fri and r4.open included), XCHECK=1:
                       caught, verdict ``transient race``;
 * ``corrupt-input``   ``corrupt-input@SITE:1``, XCHECK=1: caught, verdict
                       ``corrupted resident input``.
@@ -75,7 +76,9 @@ def run(args) -> dict:
                 cfg.faults = parse_faults(f"race@r2:0.5,seed={seed}")
                 cfg.serialize_r2, cfg.xcheck = sc == "race-serialized", True
             else:
-                site = XSITES[c % len(XSITES)]
+                # 3 c + offset: five cycles visit r4.deep and r4.fri (corrupt), r4.open and
+                # r4.deep (corrupt-input) besides the earlier sites
+                site = XSITES[(3 * c + (2 if sc == "corrupt" else 7)) % len(XSITES)]
                 cfg.faults = parse_faults(f"{sc}@{site}:1,seed={seed}")
                 cfg.xcheck = True
                 expect_verdict = "transient race" if sc == "corrupt" else "corrupted resident input"

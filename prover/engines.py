@@ -427,7 +427,7 @@ class CudaEngine(EmuEngine):
         part = self._live(dev)[lo:hi]
         if self.kind == "sim":
             return part.copy_to_host(stream=self._s())
-        return part.get(stream=self._s()) if self._s() else part.get()
+        return part.get()           # cupy: on the thread's current (the worker's) stream
 
     @staticmethod
     def _live(dev: DeviceArray):

@@ -33,7 +33,8 @@ _MARK = "RESULT "
 _CLEARED = ("PROVER_FAULTS", "PROVER_GPU_STREAMS", "PROVER_ARENA_POISON", "PROVER_GPU_XCHECK",
             "PROVER_VRAM_BUDGET", "PROVER_BACKEND", "PROVER_GPU_SERIALIZE_R2",
             "PROVER_GPU_FORCE_DOWNGRADE")
-STAGES = {"r1_main", "r1_aux", "r2_quotient", "r3_ood", "r4_deep", "r4_fri", "r4_open"}
+STAGES = {"r1_main", "r1_aux", "r2_quotient", "r3_ood", "r4_deep"}     # per table
+JOIN_STAGES = {"r4_fri", "r4_open"}                                      # the one FRI
 
 
 # ------------------------------------------------------------------------- the subprocess
@@ -81,9 +82,13 @@ def _stream_report(stream_uses: list) -> dict:
     worker = [u for u in stream_uses if u[1].startswith("table")]
     launches = [u for u in worker if u[0] == "launch"]
     transfers = [u for u in worker if u[0] != "launch"]
+    # the join runs on the calling thread inside a stream scope (held stream set)
+    join = [u for u in stream_uses if not u[1].startswith("table") and u[0] == "launch" and u[3]]
     return dict(worker_launches=len(launches),
                 worker_launch_streams=len({u[2] for u in launches}),
                 bad_launch_streams=[u for u in launches if not (u[2] and u[2] == u[3])][:10],
+                join_launches=len(join),
+                bad_join_launch_streams=[u for u in join if u[2] != u[3]][:10],
                 worker_transfers=len(transfers),
                 bad_transfer_streams=[u for u in transfers if u[2] != 0 and u[2] != u[3]][:10])
 
@@ -97,14 +102,17 @@ def _child(cfg: dict) -> dict:
     fake_cupy.DEFER[0] = cfg.get("defer", True)
     data_types = _probe_and_adapt(fake_cupy)
     if cfg.get("drop_sync"):
-        # a deliberately missing synchronisation: the Merkle commit copies its root to
-        # the host on the worker's stream and reads it without waiting for the stream
-        from steadfast.kernels import merkle_device
+        # a deliberately missing synchronisation: the Merkle commit copies its root, and
+        # the openings their gathered rows and multiproof nodes (proof format 3: the
+        # root is no longer in the proof, the caps and openings are), to the host on the
+        # worker's stream and read them without waiting for the stream
+        from steadfast.kernels import fri_device, merkle_device
 
         def fetch_without_sync(dev, stream=None, out=None):
             return dev.copy_to_host(out, stream=stream or 0) if out is not None \
                 else dev.copy_to_host(stream=stream or 0)
         merkle_device.fetch = fetch_without_sync
+        fri_device.fetch = fetch_without_sync
 
     from steadfast.prover.faults import parse_faults
     from steadfast.prover.pipeline import PipelineConfig, run_pipeline
@@ -131,12 +139,16 @@ def _child(cfg: dict) -> dict:
             _statement(airs, traces, pvs, params)
         proof, stats = run_pipeline(stmt, PipelineConfig(**kw))
         out.update(identical=proof == ref, backend=stats.backend,
-                   est_bytes={n: t.est_bytes for n, t in stats.tables.items()},
+                   est_bytes={**{n: t.est_bytes for n, t in stats.tables.items()},
+                              "<join>": stats.join.est_bytes},
                    counters=stats.counters.as_dict(),
                    stale_frees_dropped=stats.stale_frees_dropped,
                    downgraded=[n for n, t in stats.tables.items() if t.downgraded],
                    stage_s={n: sorted(t.stage_s) for n, t in stats.tables.items()},
-                   device_stage_ms={n: sorted(t.device_stage_ms) for n, t in stats.tables.items()})
+                   device_stage_ms={n: sorted(t.device_stage_ms) for n, t in stats.tables.items()},
+                   join_stage_s=sorted(stats.join.stage_s),
+                   join_device_stage_ms=sorted(stats.join.device_stage_ms),
+                   join_downgraded=stats.join.downgraded)
     except Exception as exc:                 # the xcheck scenario expects one
         traceback.print_exc()
         out.update(error=type(exc).__name__, message=str(exc),
@@ -264,6 +276,12 @@ def test_cuda_backend_proves_identical_bytes_on_cupy_arrays_and_worker_streams()
             assert STAGES <= set(stages), (table, stages)
             # a CUDA event pair was recorded on the worker's stream around every stage
             assert STAGES <= set(r["device_stage_ms"][table]), (table, r["device_stage_ms"])
+        # the join: its stages timed on the host clock and by CUDA events on its stream
+        assert JOIN_STAGES <= set(r["join_stage_s"]), r["join_stage_s"]
+        assert JOIN_STAGES <= set(r["join_device_stage_ms"]), r["join_device_stage_ms"]
+        assert r["join_downgraded"] is False
+        assert r["join_launches"] > 0 and r["bad_join_launch_streams"] == [], \
+            r["bad_join_launch_streams"]
         _assert_cuda_types_and_streams(r)
         calls = r["calls"]
         # cupy arrays reach kernels as numba views taken with sync=False, never directly
