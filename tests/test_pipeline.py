@@ -507,3 +507,32 @@ def test_join_corruption_never_ends_in_a_wrong_proof(block):
     airs, _, pvs, _ = block
     with pytest.raises(VerificationError):
         verify(proof, airs, pvs, min_security_bits=0)
+
+
+@pytest.mark.parametrize("log_fri_arity,log_cap,log_blowup", [(1, 0, 1), (3, 3, 1), (4, 8, 2),
+                                                              (2, 1, 3)])
+def test_join_parameters_identical_on_emu(block, log_fri_arity, log_cap, log_blowup):
+    """Arity 2..16, caps from the root to whole levels, blowups 2..8 (mixed table
+    heights: roll-ins): the device stages' layer widths, caps and multiproofs give the
+    host's bytes."""
+    import dataclasses
+    airs, traces, pvs, _ = block
+    params = dataclasses.replace(FAST, log_fri_arity=log_fri_arity, log_cap=log_cap,
+                                 log_blowup=log_blowup)
+    ref = prove(traces, airs, pvs, params)
+    proof, stats = run_pipeline(_statement(airs, traces, pvs, params), PipelineConfig(backend="emu"))
+    assert proof == ref
+    _assert_happy_path(stats)
+
+
+@pytest.mark.timeout(900)
+def test_sim_join_arity8_with_caps_identical():
+    """The join's kernels (mu-combine, arity-8 fold with roll-in, node gathers, caps)
+    under the simulator: the tiny block (heights 2^4 and 2^5) at arity 8, cap height 1."""
+    import dataclasses
+    airs, traces, pvs, _ = tiny_lookup_block()
+    params = dataclasses.replace(FAST, log_fri_arity=3, log_cap=1)
+    ref = prove(traces, airs, pvs, params)
+    proof, stats = run_pipeline(_statement(airs, traces, pvs, params), PipelineConfig(backend="sim"))
+    assert proof == ref
+    _assert_happy_path(stats)
