@@ -43,6 +43,7 @@ retried; every wait has a timeout.
 from __future__ import annotations
 
 import copyreg
+import dataclasses
 import os
 import pickle
 import signal
@@ -175,6 +176,8 @@ class _Worker:
         return stages
 
     def _commit(self, i: int, rom, trace, params, shapes, tl=None):
+        """R1 of table i on new stages -> (stages, Committed, preprocessed LDE, span
+        records, main cap)."""
         from contextlib import nullcontext
         from steadfast.vm.airs import block_airs
         from .spans import Spans
@@ -187,7 +190,8 @@ class _Worker:
             with spans.span("r1_main", air.name):
                 com = stages.main_commit(np.asarray(trace), shapes[i])
                 prep = stages.prep_lde(air, shapes[i])
-        return stages, com, prep, spans.stats.records
+            cap = np.asarray(stages.cap(com.tree, params.log_cap), np.uint32)
+        return stages, com, prep, spans.stats.records, cap
 
     @staticmethod
     def _timeline(on: bool):
@@ -196,40 +200,52 @@ class _Worker:
         from .timeline import Timeline
         return Timeline()
 
+    @staticmethod
+    def _piece_timeline(stages, tl) -> None:
+        """Device stages log this piece's events into ``tl`` (none once it is None)."""
+        if hasattr(stages, "timeline"):
+            from .timeline import Timeline
+            stages.timeline = stages.recovery.timeline = tl or Timeline(enabled=False)
+
     def main_commit(self, job: str, i: int, rom, trace, params, shapes, timeline: bool = False):
-        """R1 of table i -> (main root, span records, timeline events or None)."""
+        """R1 of table i -> (main cap, span records, timeline events or None)."""
         _maybe_die(self.fault, self.fault_dir, f"main_commit:{i}")
         rom, trace = _writable(rom), _writable(trace)
         tl = self._timeline(timeline)
-        stages, com, prep, records = self._commit(i, rom, trace, params, shapes, tl)
-        if tl is not None and hasattr(stages, "timeline"):     # this piece's events end here
-            from .timeline import Timeline
-            stages.timeline = stages.recovery.timeline = Timeline(enabled=False)
-        self.state[(job, i)] = (com, prep, stages)
-        return (np.asarray(com.root, np.uint32), records,
-                tl.to_json()["traceEvents"] if tl else None)
+        stages, com, prep, records, cap = self._commit(i, rom, trace, params, shapes, tl)
+        self._piece_timeline(stages, None)                     # this piece's events end here
+        self.state[(job, i)] = ("r1", com, prep, stages)
+        return cap, records, tl.to_json()["traceEvents"] if tl else None
 
-    def prove_table(self, job: str, i: int, rom, trace, public_values, params, shapes,
-                    root, ch, timeline: bool = False):
-        """Finish table i on its fork -> (its part of the proof, span records, recomputed?,
-        device record or None, timeline events or None)."""
+    def _chain(self, job: str, i: int, rom, trace, public_values, params, shapes, main_cap,
+               ch, tl, held_chain: bool = True):
+        """Table i's chain after the fork up to its DEEP quotient, from the R1 state this
+        worker holds, else recomputed from the trace (a restarted worker, or not the
+        table's worker) -> (stages, R4Deep, span records, recomputed?).  A table whose
+        chain this worker already ran is returned as held (its DQ already sent: None)
+        if ``held_chain``, else recomputed."""
         from contextlib import nullcontext
         from steadfast.vm.airs import block_airs
         from .rounds import R1Main, Statement
         from .spans import Spans
-        from .timeline import Timeline
-        _maybe_die(self.fault, self.fault_dir, f"prove_table:{i}")
-        rom, trace = _writable(rom), _writable(trace)
-        tl = self._timeline(timeline)
-        records: list = []
         held = self.state.pop((job, i), None)
+        if held is not None and held[0] == "deep":
+            if held_chain:
+                self._piece_timeline(held[1], tl)
+                return held[1], held[2], [], False
+            if hasattr(held[1], "mem"):              # the chain again (its DQ is gone)
+                held[1].release_table(shapes[i].name)
+            held = None
+        records: list = []
         recomputed = held is None
-        if recomputed:       # this worker restarted, or the table's worker is gone: redo R1
-            stages, com, prep, records = self._commit(i, rom, trace, params, shapes, tl)
-            if not np.array_equal(np.asarray(com.root, np.uint32), np.asarray(root, np.uint32)):
-                raise ClusterError(f"table {i}: the recomputed main root differs")  # pragma: no cover
+        if recomputed:      # this worker restarted, or the table's worker is gone: redo R1
+            stages, com, prep, records, cap = self._commit(i, rom, trace, params, shapes, tl)
+            if not np.array_equal(cap, np.asarray(main_cap, np.uint32)):
+                if hasattr(stages, "mem"):
+                    stages.release_table(shapes[i].name)
+                raise ClusterError(f"table {i}: the recomputed main cap differs")  # pragma: no cover
         else:
-            com, prep, stages = held
+            _, com, prep, stages = held
         airs = tuple(block_airs(rom))
         n = len(airs)
         st = Statement(airs, tuple(trace if j == i else None for j in range(n)),
@@ -239,49 +255,190 @@ class _Worker:
                     tuple(prep if j == i else None for j in range(n)))
         spans = Spans()
         device = getattr(stages, "mem", None)
-        name = shapes[i].name
-        if device is not None:
-            stages.timeline = stages.recovery.timeline = tl or Timeline(enabled=False)
+        self._piece_timeline(stages, tl)
         try:
             with (device.stream_scope() if device is not None else nullcontext()):
                 if device is not None:
-                    stages.bind(name)
+                    stages.bind(shapes[i].name)
                 with spans.span("table", airs[i].name):
-                    part = _table_step(i, st, r1, ch, stages, spans)
+                    deep = _table_step(i, st, r1, ch, stages, spans)
+        except BaseException:
+            if device is not None:
+                stages.release_table(shapes[i].name)
+            raise
+        return stages, deep, records + spans.stats.records, recomputed
+
+    def prove_table(self, job: str, i: int, rom, trace, public_values, params, shapes,
+                    main_cap, ch, timeline: bool = False):
+        """Table i's chain on its fork, up to its DEEP quotient -> (the table's R4Deep with
+        its DQ as a host array and its trees replaced by :class:`_TreeRef` proxies that
+        carry their caps, span records, recomputed?, timeline events or None).  The
+        trees (resident on a device backend) stay here for :meth:`open_table`."""
+        _maybe_die(self.fault, self.fault_dir, f"prove_table:{i}")
+        rom, trace = _writable(rom), _writable(trace)
+        tl = self._timeline(timeline)
+        stages, deep, records, recomputed = self._chain(job, i, rom, trace, public_values,
+                                                        params, shapes, main_cap, ch, tl,
+                                                        held_chain=False)
+        dq = deep.dq
+        if not isinstance(dq, np.ndarray):     # a device DQ: to the host, then released
+            from .device_stages import _host_of
+            host = np.array(_host_of(dq), dtype=np.uint32)
+            dq.h.release()
+            dq = host
+        deep = dataclasses.replace(deep, dq=None)
+        self.state[(job, i)] = ("deep", stages, deep)
+        self._piece_timeline(stages, None)
+        refs = {name: (None if tree is None else
+                       _TreeRef(i, name, params.log_cap,
+                                np.asarray(stages.cap(tree, params.log_cap), np.uint32)))
+                for name, tree in deep.trees.items()}
+        out = dataclasses.replace(deep, dq=np.ascontiguousarray(dq, np.uint32), trees=refs)
+        return out, records, recomputed, tl.to_json()["traceEvents"] if tl else None
+
+    def open_table(self, job: str, i: int, indices, rom, trace, public_values, params,
+                   shapes, caps, ch, timeline: bool = False):
+        """Open table i's trees at ``indices`` (the join's query positions at its height)
+        -> ({"main"/"aux"/"parts": (rows, multiproof nodes) or None}, span records,
+        recomputed?, device record or None, timeline events or None).  Without the
+        table's trees here (this worker restarted, or the table's worker is gone) the
+        whole chain is recomputed first from the trace (deterministic: the caps are
+        checked against ``caps``, the ones the proof carries).  The table's state is
+        released afterwards."""
+        from contextlib import nullcontext
+        from .spans import Spans
+        from steadfast.vm.airs import block_airs
+        _maybe_die(self.fault, self.fault_dir, f"open_table:{i}")
+        rom, trace = _writable(rom), _writable(trace)
+        tl = self._timeline(timeline)
+        stages, deep, records, recomputed = self._chain(
+            job, i, rom, trace, public_values, params, shapes, caps["main"], ch, tl)
+        device = getattr(stages, "mem", None)
+        name = shapes[i].name
+        spans = Spans()
+        try:
+            if recomputed:
+                if not isinstance(deep.dq, np.ndarray):
+                    deep.dq.h.release()
+                for m, tree in deep.trees.items():
+                    cap = None if tree is None else np.asarray(stages.cap(tree, params.log_cap))
+                    want = caps.get(m)
+                    if (cap is None) != (want is None) or (
+                            cap is not None and not np.array_equal(cap, want)):
+                        raise ClusterError(f"table {i}: the recomputed {m} cap differs")  # pragma: no cover
+            idx = np.asarray(indices, dtype=np.int64)
+            opened = {}
+            with (device.stream_scope() if device is not None else nullcontext()):
+                if device is not None:
+                    stages.bind(name)
+                with spans.span("table_open", block_airs(rom)[i].name):
+                    for m, tree in deep.trees.items():
+                        opened[m] = (None if tree is None
+                                     else stages.open_batch(tree, idx, params.log_cap))
+            dev = None
+            if device is not None:
+                ts = stages.table(name)
+                dev = {"backend": self.prover.backend, "downgraded": bool(ts.downgraded),
+                       "recovery": stages.counters.as_dict(),
+                       "h2d_bytes": int(ts.transfers.h2d_bytes),
+                       "d2h_bytes": int(ts.transfers.d2h_bytes)}
         finally:
             if device is not None:
                 stages.release_table(name)
-        dev = None
-        if device is not None:
-            ts = stages.table(name)
-            dev = {"backend": self.prover.backend, "downgraded": bool(ts.downgraded),
-                   "recovery": stages.counters.as_dict(),
-                   "h2d_bytes": int(ts.transfers.h2d_bytes),
-                   "d2h_bytes": int(ts.transfers.d2h_bytes)}
-        return (part, records + spans.stats.records, recomputed, dev,
+        return (opened, records + spans.stats.records, recomputed, dev,
                 tl.to_json()["traceEvents"] if tl else None)
 
     def drop(self, job: str) -> None:
         for k in [k for k in self.state if k[0] == job]:
-            stages = self.state.pop(k)[2]
+            held = self.state.pop(k)
+            stages = held[3] if held[0] == "r1" else held[1]
             for name in list(getattr(stages, "shapes", ())):   # device stages: one table
                 stages.release_table(name)
 
 
+@dataclass(frozen=True)
+class _TreeRef:
+    """A table tree held by a worker, as the coordinator's join sees it: which table and
+    tree, and its cap (computed in the worker when its chain ended)."""
+    table: int
+    name: str
+    log_cap: int
+    cap: np.ndarray
+
+
 def _table_step(i: int, st, r1, ch, stages, spans):
-    """The per-table work of a sharded proof, on a worker, after the fork: today (proof
-    format v2) the table's whole chain, R1 aux to R4 openings -> its TableProof section.
-    (With one FRI for all tables, v3, this ends at the table's DEEP quotient and the FRI
-    moves to :func:`_join` on the coordinator -- docs/design.md, cluster mode.)"""
+    """The per-table work of a sharded proof, on a worker, after the fork (proof format
+    v3): the table's chain R1 aux .. its DEEP quotient -> its :class:`prover.rounds.R4Deep`
+    (the trees stay on the worker; the FRI and the queries are the join's)."""
     from .rounds import prove_table
     return prove_table(i, st, r1, ch, stages, spans)
 
 
-def _join(params, parts, ch) -> bytes:
-    """The coordinator's join of a sharded proof: the tables' parts (in table order) and
-    the LogUp nonce -> the encoded proof (v2: the sections side by side)."""
-    from steadfast.verifier.proof_format import Proof, encode
-    return encode(Proof(params=params, tables=list(parts), logup_nonce=ch.logup_nonce))
+class _JoinStages:
+    """The coordinator's stages for the join (:func:`prover.rounds.r4_join`): host stages
+    for the FRI over the tables' DQs, except that ``cap`` / ``open_batch`` on a
+    :class:`_TreeRef` answer from the worker that holds the tree: the cap it sent, and
+    the openings of ``opener(table, indices)`` (one piece per table opening all its
+    trees; :meth:`prefetch` launches every table's at once when the queries are drawn)."""
+
+    def __init__(self, opener):
+        from .stages import HostStages
+        self._host = HostStages()
+        self._opener = opener              # {table: indices} -> {table: {tree: (rows, nodes)}}
+        self._opened: dict = {}            # table -> (indices, {tree: (rows, nodes)})
+
+    def __getattr__(self, name):           # fri_input, fri_commit_layer, fri_fold, permute ...
+        return getattr(self._host, name)
+
+    def prefetch(self, wanted: dict) -> None:
+        for t, (idx, opened) in self._opener(wanted).items():
+            self._opened[t] = (idx, opened)
+
+    def cap(self, tree, log_cap: int) -> np.ndarray:
+        if isinstance(tree, _TreeRef):
+            if log_cap != tree.log_cap:
+                raise ValueError(f"table {tree.table} {tree.name}: cap of log {tree.log_cap}, "
+                                 f"asked for {log_cap}")
+            return tree.cap
+        return self._host.cap(tree, log_cap)
+
+    def open_batch(self, tree, indices, log_cap: int):
+        if not isinstance(tree, _TreeRef):
+            return self._host.open_batch(tree, indices, log_cap)
+        if log_cap != tree.log_cap:
+            raise ValueError(f"table {tree.table}: opened with log_cap {log_cap}, "
+                             f"its caps have {tree.log_cap}")
+        idx = np.asarray(indices, dtype=np.int64)
+        held = self._opened.get(tree.table)
+        if held is None or not np.array_equal(held[0], idx):    # not prefetched: this table now
+            self.prefetch({tree.table: idx})
+            held = self._opened[tree.table]
+        return held[1][tree.name]
+
+
+def _join(st, ch, tr, deeps, stages, spans) -> bytes:
+    """The coordinator's join of a sharded proof: the main transcript ``tr`` (after the
+    LogUp challenges), the tables' R4Deep (DQs from the object store, trees as
+    :class:`_TreeRef`) -> the encoded proof: one FRI over all tables, the queries, every
+    opening (through ``stages``, a :class:`_JoinStages`; the queries are tapped off the
+    transcript so that every table's openings start at once)."""
+    from steadfast.verifier.proof_format import encode
+    from .rounds import R1Main, r4_join
+    h_of = [s.log_lde for s in st.shapes]
+    sample_bits = tr.sample_bits
+
+    def tap(label, bits, count):          # the join draws its queries: open every table
+        q = sample_bits(label, bits, count)
+        if label == "queries":
+            qq = np.asarray(q, dtype=np.int64)
+            stages.prefetch({i: np.unique(qq >> (bits - h)) for i, h in enumerate(h_of)})
+        return q
+
+    tr.sample_bits = tap                  # this transcript only (an instance attribute)
+    try:
+        return encode(r4_join(st, R1Main(tr, (), ()), ch, deeps, stages, spans))
+    finally:
+        del tr.sample_bits
 
 
 # --------------------------------------------------------------------------- coordinator
@@ -684,42 +841,66 @@ class ClusterProver:
             # R1 on the workers: main commits, state kept per table
             pieces = [_Piece(live[i % len(live)], "main_commit",
                              (job, i, rom_ref, refs[i], params, shapes), i) for i in range(n)]
-            roots = [None] * n
+            caps = [None] * n
             where = [None] * n
-            for p, (root, rec_, _) in self._gather(pieces, timeout):
-                roots[p.tag], where[p.tag] = root, p.worker
+            for p, (cap, rec_, _) in self._gather(pieces, timeout):
+                caps[p.tag], where[p.tag] = cap, p.worker
                 records.extend(rec_)
-            # the coordinator: statement, roots in table order, LogUp challenges, forks
+            # the coordinator: statement, caps in table order, LogUp challenges, forks
             spans = Spans()
             tr = Transcript()
             absorb_statement(tr, st.params, st.airs, st.shapes, st.public_values)
-            for root in roots:
-                tr.absorb("main_root", root)
+            for cap in caps:
+                tr.absorb("main_cap", cap)
             ch = r1_challenges(st, R1Main(tr, (), ()), spans, HostStages().permute)
-            records.extend(spans.stats.records)
-            pieces = []
+            chis = [R1Challenges(ch.challenges,
+                                 tuple(f if j == i else None for j, f in enumerate(ch.forks)),
+                                 ch.logup_nonce) for i in range(n)]
+            # every table's chain to its DEEP quotient, on the worker holding its R1 state
+            # (else the least busy one); the DQs come back through the object store
             live = set(self._live())
-            for i in range(n):
-                chi = R1Challenges(ch.challenges,
-                                   tuple(f if j == i else None for j, f in enumerate(ch.forks)),
-                                   ch.logup_nonce)
-                # the worker that holds table i's commitment, else the least busy one
-                w = where[i] if where[i] in live else self._least_busy()
-                pieces.append(_Piece(w, "prove_table",
-                                     (job, i, rom_ref, refs[i], pv, params, shapes, roots[i], chi), i))
-            parts = [None] * n
-            for p, (part, rec_, redo, dev, _) in self._gather(pieces, timeout):
-                parts[p.tag] = part
+            pieces = [_Piece(where[i] if where[i] in live else self._least_busy(), "prove_table",
+                             (job, i, rom_ref, refs[i], pv, params, shapes, caps[i], chis[i]), i)
+                      for i in range(n)]
+            deeps = [None] * n
+            for p, (deep, rec_, redo, _) in self._gather(pieces, timeout):
+                deeps[p.tag], where[p.tag] = deep, p.worker
                 records.extend(rec_)
                 recomputed += int(redo)
-                if dev is not None:
-                    devs.append(dev)
+                moved += int(deep.dq.nbytes)
+            tree_caps = [{m: (None if r is None else r.cap) for m, r in d.trees.items()}
+                         for d in deeps]
+
+            def opener(wanted: dict) -> dict:
+                """Open the tables of ``wanted`` ({table: indices}) on the workers that
+                hold their trees (a dead one's tables recomputed elsewhere)."""
+                nonlocal recomputed, moved
+                live = set(self._live())
+                ps = [_Piece(where[i] if where[i] in live else self._least_busy(), "open_table",
+                             (job, i, idx, rom_ref, refs[i], pv, params, shapes, tree_caps[i],
+                              chis[i]), i) for i, idx in wanted.items()]
+                out = {}
+                for p, (opened, rec_, redo, dev, _) in self._gather(ps, timeout):
+                    out[p.tag] = (wanted[p.tag], opened)
+                    where[p.tag] = p.worker
+                    records.extend(rec_)
+                    recomputed += int(redo)
+                    moved += sum(int(a.nbytes) for o in opened.values() if o is not None
+                                 for a in o)
+                    if dev is not None:
+                        devs.append(dev)
+                return out
+
+            # the join on the coordinator: one FRI over every table's DQ, the queries, the
+            # openings (by the workers holding the trees)
+            with self.local._phase("join", phases):
+                proof = _join(st, ch, tr, deeps, _JoinStages(opener), spans)
+            records.extend(spans.stats.records)
+            del deeps
         finally:
             for a in self._actors:
                 a.drop.remote(job)
             del refs
-        proof = _join(params, parts, ch)
-        moved += len(proof)              # the sections coming back (their encoded size)
         phases["prove"] = time.perf_counter() - t1
         self_check = {"enabled": bool(cfg.self_check), "checked": 0, "failed": 0, "seconds": 0.0}
         if cfg.self_check:
@@ -727,7 +908,7 @@ class ClusterProver:
                 self.local._self_check(proof, airs, pvs, [])
             self_check.update(checked=1, seconds=round(phases["self_check"], 4))
         phases["total"] = time.perf_counter() - t0
-        work = sum(s for name, t, s in records if name in ("r1_main", "table"))
+        work = sum(s for name, t, s in records if name in ("r1_main", "table", "table_open"))
         cluster = {"mode": "sharded", "workers": self.workers, "gpus": self.gpus,
                    "backend": self.local.backend,
                    "retries": self.retries - retries0, "recomputed": recomputed,
