@@ -663,9 +663,15 @@ class DeviceStages(HostStages):
     def open_batch(self, tree, indices, log_cap: int):
         idx = np.asarray(indices, dtype=np.int64)
         if not isinstance(tree, DevTree):
-            return self._run("r4.open", self.bound_table() or JOIN,
-                             self._declined("the tree is host-only"),
-                             lambda: HostStages.open_batch(self, tree, idx, log_cap))
+            # a host tree (a table downgraded before its commit, or the FRI after the
+            # join's downgrade): host memory only, nothing to decline -- and no recovery
+            # event charged to whichever table the calling thread is bound to (the join),
+            # except under FORCE_DOWNGRADE, where every site takes the recovery path
+            if self.force_downgrade:
+                return self._run("r4.open", self.bound_table() or JOIN,
+                                 self._declined("the tree is host-only"),
+                                 lambda: HostStages.open_batch(self, tree, idx, log_cap))
+            return HostStages.open_batch(self, tree, idx, log_cap)
         if idx.ndim != 1 or idx.size == 0 or (idx.size > 1 and not (np.diff(idx) > 0).all()):
             raise ValueError("open_batch: indices must be a non-empty sorted distinct 1-d array")
         if idx[0] < 0 or idx[-1] >= (1 << tree.log_n):

@@ -402,7 +402,7 @@ def test_host_paths_never_touch_device_memory(block, monkeypatch):
 
     def no_room(self, *a, **k):
         raise DeviceOOM(64, 0, None, "scratch gather (no room)")
-    for name in ("gather_columns", "gather_paths", "gather_pairs", "gather_rows"):
+    for name in ("gather_columns", "gather_paths", "gather_rows"):
         monkeypatch.setattr(EmuEngine, name, no_room)
     # (and the join at its first r4.fri site: then nothing is opened on the device)
     proof, stats = _run(block, backend="emu", faults=parse_faults("oom@r4.deep:1,oom@r4.fri:1"))
@@ -511,11 +511,14 @@ def test_join_corruption_never_ends_in_a_wrong_proof(block):
 
 @pytest.mark.parametrize("log_fri_arity,log_cap,log_blowup", [(1, 0, 1), (3, 3, 1), (4, 8, 2),
                                                               (2, 1, 3)])
-def test_join_parameters_identical_on_emu(block, log_fri_arity, log_cap, log_blowup):
+def test_join_parameters_identical_on_emu(block, log_fri_arity, log_cap, log_blowup,
+                                         monkeypatch):
     """Arity 2..16, caps from the root to whole levels, blowups 2..8 (mixed table
     heights: roll-ins): the device stages' layer widths, caps and multiproofs give the
     host's bytes."""
     import dataclasses
+    import steadfast.prover.pipeline as pl
+    monkeypatch.setattr(pl, "_MEMORIES", {})     # a fresh memory: no earlier stale frees
     airs, traces, pvs, _ = block
     params = dataclasses.replace(FAST, log_fri_arity=log_fri_arity, log_cap=log_cap,
                                  log_blowup=log_blowup)
@@ -536,3 +539,15 @@ def test_sim_join_arity8_with_caps_identical():
     proof, stats = run_pipeline(_statement(airs, traces, pvs, params), PipelineConfig(backend="sim"))
     assert proof == ref
     _assert_happy_path(stats)
+
+
+def test_tables_downgraded_at_r1_do_not_downgrade_the_join(block):
+    """A table downgraded at its first commit has host trees; the join opens them on the
+    host without charging a recovery event to the join, which stays on the device."""
+    proof, stats = _run(block, backend="emu", faults=parse_faults("oom@r1.main:1"))
+    assert proof == block[3]
+    c = stats.counters.as_dict()
+    assert c["r1.main"]["downgrades"] == 3
+    assert c["r4.fri"] == {"retries": 0, "downgrades": 0, "host_materialisations": 0}
+    assert c["r4.open"]["retries"] == c["r4.open"]["downgrades"] == 0
+    assert not stats.join.downgraded
