@@ -29,8 +29,10 @@ CFG = ProverConfig(backend="host", num_queries=8, pow_bits=2, logup_pow_bits=0,
                    deep_pow_bits=0, commit_pow_bits=0)
 EMU = dataclasses.replace(CFG, backend="emu")
 TABLES = {"cpu", "program", "memory", "range", "poseidon2"}
-# the workers kill their own process (SIGKILL) once at each of these pieces
-FAULTS = "kill@block:0,kill@main_commit:3,kill@prove_table:1"
+# the workers kill their own process (SIGKILL) once at each of these pieces (sharded:
+# R1 of table 3, the chain of table 1, the openings of table 2 -- its worker holds the
+# trees of table 2 and of its other tables when it dies, after the join's FRI)
+FAULTS = "kill@block:0,kill@main_commit:3,kill@prove_table:1,kill@open_table:2"
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +58,53 @@ def reference():
 def cp(cluster):
     with ClusterProver(config=CFG, workers=2, fault=FAULTS) as p:
         yield p
+
+
+def test_join_over_tree_refs_is_the_one_machine_proof():
+    """The coordinator's join without Ray: every table's chain on host stages, its trees
+    replaced by _TreeRef proxies (caps only), the openings from an opener standing in for
+    the workers -> the bytes of prove() on one machine; every table's openings asked for
+    once, all together, when the queries are drawn; a request the prefetch did not cover
+    asks for that table alone; a cap of another height is refused."""
+    import numpy as np
+    from steadfast.prover.cluster import _join, _JoinStages, _TreeRef
+    from steadfast.prover.prove import prepare, prove
+    from steadfast.prover.rounds import prove_table, r1_challenges, r1_main
+    from steadfast.prover.spans import Spans
+    from steadfast.prover.stages import HostStages
+    _, bt = Prover(CFG)._build(one_tx_block(), {})
+    params = CFG.params()
+    args = (list(bt.traces), list(bt.airs), bt.table_public_values, params)
+    ref = prove(*args, check=False)
+    st = prepare(*args, check=False)
+    hs, sp = HostStages(), Spans()
+    r1 = r1_main(st, hs, sp)
+    ch = r1_challenges(st, r1, sp, hs.permute)
+    deeps = [prove_table(i, st, r1, ch, hs, sp) for i in range(len(st.airs))]
+    trees = [d.trees for d in deeps]
+    lc = params.log_cap
+    proxied = [dataclasses.replace(d, trees={m: None if t is None else _TreeRef(d.index, m, lc,
+                                                                                hs.cap(t, lc))
+                                             for m, t in d.trees.items()}) for d in deeps]
+    calls = []
+
+    def opener(wanted):
+        calls.append(sorted(wanted))
+        return {i: (idx, {m: None if t is None else hs.open_batch(t, idx, lc)
+                          for m, t in trees[i].items()}) for i, idx in wanted.items()}
+
+    js = _JoinStages(opener)
+    data = _join(st, ch, r1.transcript, proxied, js, sp)
+    assert data == ref
+    assert calls == [list(range(len(st.airs)))]
+    assert "sample_bits" not in vars(r1.transcript)        # the tap is gone
+    other = np.array([0, 1], np.int64)
+    rows, nodes = js.open_batch(proxied[1].trees["main"], other, lc)
+    assert calls[-1] == [1]
+    want_rows, want_nodes = hs.open_batch(trees[1]["main"], other, lc)
+    assert np.array_equal(rows, want_rows) and np.array_equal(nodes, want_nodes)
+    with pytest.raises(ValueError):
+        js.cap(proxied[0].trees["main"], lc + 1)
 
 
 @pytest.mark.timeout(300)
@@ -97,11 +146,11 @@ def test_worker_out_of_restarts_is_an_error_not_a_hang(cluster):
         assert p.worker_deaths == 1
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(360)
 def test_device_workers_downgrade_same_bytes(cluster, reference):
     """Device stages in the workers (emu) and an injected OOM inside them: PROVER_FAULTS
     =oom@r2:1 in the workers' environment only, so every table's R2 declines, retries
-    once and downgrades to the host.  Many-blocks mode (the workers' device pipeline)
+    once and downgrades to the host (then oom@r4.open:1: the workers' openings).  Many-blocks mode (the workers' device pipeline)
     and sharded mode (per-table device stages) both give the bytes of a host proof on
     one machine; the downgrades come back in the stats and on the coordinator's timeline."""
     tl = Timeline()
@@ -124,47 +173,66 @@ def test_device_workers_downgrade_same_bytes(cluster, reference):
                                                        "host_materialisations": 0}
         assert cs["retries"] == 0 and cs["recomputed"] == 0
     ev = tl.to_json()["traceEvents"]
+    # each table's trees were opened by the worker whose chain made them
+    ran = {(e["name"], e["args"]["piece"]): e["args"]["worker"] for e in ev
+           if e.get("cat") == "cluster" and e["ph"] == "X"}
+    for i in range(5):
+        assert ran[("cluster:open_table", str(i))] == ran[("cluster:prove_table", str(i))]
     down = [e for e in ev if e["name"] == "downgrade"]
     assert len(down) == 10 and all(e["pid"] >= 2 for e in down)      # workers' events
     assert {e["args"]["table"] for e in down} == TABLES
     assert {e["args"]["piece"] for e in down} >= {"prove:0", "prove_table:0"}
     names = [e["args"]["name"] for e in ev if e["name"] == "process_name"]
     assert sorted(names) == ["worker 0", "worker 1"]
+    # an OOM in the openings, the piece the workers run for the join after its FRI
+    # (v3): every table's trees are opened from their host copies, same bytes
+    with ClusterProver(config=EMU, workers=2,
+                       worker_env={"PROVER_FAULTS": "oom@r4.open:1"}) as p:
+        sh = p.prove_sharded(one_tx_block(), timeout=240)
+    assert sh.to_bytes() == reference
+    rec = sh.stats.counters["cluster"]["device"]["recovery"]
+    assert rec["r4.open"]["retries"] == 5 and rec["r4.open"]["downgrades"] == 5
+    assert rec["r2"] == {"retries": 0, "downgrades": 0, "host_materialisations": 0}
 
 
 @pytest.mark.timeout(240)
 def test_worker_that_cannot_prove_fails_cleanly(cluster, tmp_path):
-    """A worker whose device corrupts every FRI layer (PROVER_FAULTS=corrupt@r4.fri:1)
-    never returns a proof: its self-check fails and the coordinator re-raises the
-    worker's ProofSelfCheckFailure (with its post-mortem) at once -- not retried, no
-    hang; in sharded mode the coordinator's own self-check refuses the joined proof."""
+    """A worker whose device corrupts every FRI layer and every opening
+    (PROVER_FAULTS=corrupt@r4.fri:1,corrupt@r4.open:1) never returns a proof: in
+    many-blocks mode its own check of the join's final polynomial fails and the
+    coordinator re-raises the worker's ProofSelfCheckFailure (with its post-mortem) at
+    once -- not retried, no hang; in sharded mode (the FRI runs on the coordinator, the
+    openings on the workers) the coordinator's self-check refuses the joined proof."""
     cfg = dataclasses.replace(EMU, postmortem_dir=str(tmp_path))
     with ClusterProver(config=cfg, workers=2,
-                       worker_env={"PROVER_FAULTS": "corrupt@r4.fri:1"}) as p:
+                       worker_env={"PROVER_FAULTS": "corrupt@r4.fri:1,corrupt@r4.open:1"}) as p:
         t0 = time.monotonic()
         with pytest.raises(ProofSelfCheckFailure) as ei:
             list(p.prove_many([one_tx_block()], timeout=180))
-        assert ei.value.cluster_piece == 0 and "FriError" in str(ei.value)
+        assert ei.value.cluster_piece == 0 and "final polynomial" in str(ei.value)
         assert os.path.exists(ei.value.postmortem)
-        with pytest.raises(ProofSelfCheckFailure):
+        with pytest.raises(ProofSelfCheckFailure) as es:
             p.prove_sharded(one_tx_block(), timeout=180)
+        assert "MerkleError" in str(es.value)
         assert p.retries == 0 and p.worker_deaths == 0
         assert time.monotonic() - t0 < 200
 
 
 @pytest.mark.timeout(300)
 def test_node_leaves_mid_proof(cluster, reference):
-    """The second node leaves while its worker is inside a table's chain (sharded): the
-    worker's pieces re-run on the head's worker, which recomputes their main commits from
-    the traces in the object store; same bytes, each piece in the output once, the
-    death and the re-runs counted.  The node is added back for the tests after."""
+    """The second node leaves while its worker holds its tables' trees, after the
+    coordinator has their DQs and is inside the join (its worker stalls in the first
+    opening): the openings re-run on the head's worker, which recomputes those tables'
+    whole chains from the traces in the object store (caps checked); same bytes, each
+    piece in the output once, the death, re-runs and recomputations counted.  The node
+    is added back for the tests after."""
     second = next(iter(cluster.worker_nodes))
     tl = Timeline()
     try:
         with ClusterProver(config=CFG, workers=2, timeline=tl) as p:
             w = p.nodes.index(second.node_id)
             mine = list(range(w, 5, 2))          # table i starts on worker i mod 2
-            marker = os.path.join(p.arm(w, f"stall@prove_table:{w}"), f"stall_prove_table_{w}")
+            marker = os.path.join(p.arm(w, f"stall@open_table:{w}"), f"stall_open_table_{w}")
             removed = []
 
             def remove_when_stalled():
@@ -185,10 +253,11 @@ def test_node_leaves_mid_proof(cluster, reference):
             assert c["retries"] == len(mine) and c["recomputed"] == len(mine)
             ev = tl.to_json()["traceEvents"]
             done = [(e["name"], e["args"]["piece"]) for e in ev if e.get("cat") == "cluster"]
-            assert sorted(done) == sorted([("cluster:main_commit", str(i)) for i in range(5)]
-                                          + [("cluster:prove_table", str(i)) for i in range(5)])
+            assert sorted(done) == sorted([(f"cluster:{m}", str(i)) for i in range(5)
+                                           for m in ("main_commit", "prove_table", "open_table")])
             reruns = [e for e in ev if e["name"] == "cluster:rerun"]
-            assert sorted(e["args"]["piece"] for e in reruns) == [f"prove_table:{i}" for i in mine]
+            assert sorted(e["args"]["piece"] for e in reruns) == [f"open_table:{i}" for i in mine]
+            assert bp.stats.phases["join"] > 0
     finally:
         if second in cluster.worker_nodes:   # pragma: no cover - the removal did not run
             cluster.remove_node(second)
@@ -216,23 +285,25 @@ def test_many_blocks_worker_killed(cp, reference):
 
 @pytest.mark.timeout(300)
 def test_sharded_tables_same_bytes_despite_kills(cp, reference):
-    """One block, its five tables over two workers; a worker dies in a main commit (R1)
-    and another in a table's chain (after the fork, losing its committed state): the
-    pieces are re-run, the lost state recomputed, and the bytes equal one machine's."""
+    """One block, its five tables over two workers; a worker dies in a main commit (R1),
+    one in a table's chain (after the fork, losing its committed state) and one in the
+    openings after the join's FRI (losing the trees it holds): the pieces are re-run, the
+    lost chains recomputed elsewhere, and the bytes equal one machine's."""
     cp.timeline = Timeline()
     bp = cp.prove_sharded(one_tx_block(), timeout=240)
     assert bp.to_bytes() == reference
     verify(bp, block=one_tx_block(), min_security_bits=0)    # weak parameters (CFG)
     c = bp.stats.counters["cluster"]
-    # two deaths; every piece queued on a dying worker is re-run (>= 2), and the worker
-    # that died after R1 recomputes the main commit of table 1 (its state was lost)
-    assert c["mode"] == "sharded" and c["worker_deaths"] == 2
-    assert c["retries"] >= 2 and c["recomputed"] >= 1
+    # three deaths; every piece queued on a dying worker is re-run (>= 3); table 1's
+    # chain (its R1 state lost) and table 2's openings (its trees lost) are recomputed
+    assert c["mode"] == "sharded" and c["worker_deaths"] == 3
+    assert c["retries"] >= 3 and c["recomputed"] >= 2
     ev = cp.timeline.to_json()["traceEvents"]
     reruns = [e for e in ev if e["name"] == "cluster:rerun"]
     assert len(reruns) == c["retries"]
+    assert {"main_commit:3", "prove_table:1", "open_table:2"} <= {e["args"]["piece"] for e in reruns}
     done = [e["args"]["piece"] for e in ev if e["ph"] == "X"]
-    assert sorted(done) == sorted([str(i) for i in range(5)] * 2)   # each piece once
+    assert sorted(done) == sorted([str(i) for i in range(5)] * 3)   # each piece once
     cp.timeline = None
     assert c["bytes_through_object_store"] > sum(t.rows * t.main_width * 4
                                                 for t in bp.stats.tables)
