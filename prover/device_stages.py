@@ -269,7 +269,7 @@ class DeviceStages(HostStages):
             return checksum_words(np.asarray(self.engine.download_view(h.device())))
 
     def _xcheck_time(self, dt: float) -> None:
-        """XCHECK's own work outside cross_check/check_section (integrity tags), for the stats."""
+        """XCHECK's own work outside cross_check/check_proof (integrity tags), for the stats."""
         with self._tlock:
             self.xcheck_s += dt
 

@@ -3,8 +3,9 @@
 With ``PROVER_GPU_XCHECK=1``, after R3 of every table the prover checks what the verifier
 will check at z: the constraints evaluated from the opened values, folded with alpha,
 equal Z_H(z) * sum_i z^(i n) q_i(z).  It costs one EF evaluation of the constraints per
-table.  After R4, before the table's buffers are released, the verifier's per-table
-checks run on the finished section (:func:`check_section`).  On a failure it writes a
+table.  After the join (proof format 3: one FRI for all tables), before any buffer is
+released, the verifier checks the whole finished proof (:func:`check_proof`); a final
+polynomial the join refused is reported by :func:`join_failure`.  On a failure it writes a
 post-mortem (JSON) and fails the proof (:class:`XcheckFailure`; the CLI exits with
 status 4 and writes no proof file).
 
@@ -233,41 +234,6 @@ def cross_check(stages, st, i, r1, ch, aux, r2, r3, cfg) -> None:
                         f"post-mortem: {path}", path, report)
 
 
-def check_section(stages, st, i, fork, challenges, section, cfg) -> None:
-    """XCHECK for R4, per table, before its resident buffers are released: the
-    verifier's own checks of the table's finished section (shape, DEEP at the queries,
-    FRI, every Merkle path, proof of work) replayed on a pristine copy of the table's
-    transcript fork.  The composition at z was checked after R3 (:func:`cross_check`)
-    on these same opened values, so it is not repeated.
-
-    On a rejection the table's buffers are still resident, so their integrity tags tell
-    a buffer corrupted while resident (``corrupted resident input``) from a wrong R4
-    result (``transient race``); the post-mortem is written and the proof fails."""
-    from steadfast.verifier.errors import VerificationError
-    from steadfast.verifier.verify import check_table_shape, verify_table
-    air, shape = st.airs[i], st.shapes[i]
-    try:
-        check_table_shape(section, shape, st.params.num_queries)
-        verify_table(fork, air, shape, section, st.params, challenges, composition=False)
-        return
-    except VerificationError as exc:
-        err = exc
-    t0 = time.perf_counter()
-    name = shape.name
-    bad = [h.stage for h in stages.integrity(name)]
-    check = f"self-verification of R4 ({type(err).__name__}: {err})"
-    report = {**_report_head(stages, name, check),
-              "diverged_stage": "r4 (" + {"FriError": "deep/fri", "MerkleError": "openings"}.get(
-                  type(err).__name__, type(err).__name__) + ")",
-              "resident_inputs_corrupted": bad,
-              "verdict": "corrupted resident input" if bad else "transient race"}
-    report["postmortem_s"] = round(time.perf_counter() - t0, 3)
-    path = write_postmortem(report, cfg.postmortem_dir)
-    stages.timeline.instant("xcheck:verdict", name, cat="xcheck", verdict=report["verdict"])
-    raise XcheckFailure(f"XCHECK: table {name}: its finished section does not verify ({err}); "
-                        f"verdict: {report['verdict']}; post-mortem: {path}", path, report)
-
-
 def join_failure(stages, st, err, cfg) -> None:
     """XCHECK post-mortem of a device result the join's own check refused (e.g. a final
     polynomial of too high a degree: a wrong DQ, F or fold upstream); raises
@@ -380,5 +346,5 @@ def write_postmortem(report: dict, directory: str) -> str:
     return path
 
 
-__all__ = ["XcheckFailure", "cross_check", "check_section", "check_proof", "join_failure", "composition_ok", "corruption_shape",
+__all__ = ["XcheckFailure", "cross_check", "check_proof", "join_failure", "composition_ok", "corruption_shape",
            "lde_matches_leaves", "tree_consistent", "SHIFT"]
