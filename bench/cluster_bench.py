@@ -11,7 +11,9 @@ with the host backend's bytes of the same block.
 Every figure is a same-run comparison.  The overhead is what the cluster adds around the
 proving itself: for N blocks on one worker (one block in flight, so nothing overlaps),
 (wall - sum of the workers' own proof times) / that sum; for the sharded block, (wall -
-the coordinator's share - the slowest worker's pieces) / the one-machine proof.  On a
+the coordinator's share (execute, traces, the join's FRI over the tables' DEEP
+quotients, self-check) - the slowest worker's pieces: main commits, chains, openings) /
+the one-machine proof.  On a
 machine with few cores shared with other work the speed-up is not meaningful (two
 workers on two busy cores); the overhead is.  Parameters are WEAK by default (8 queries,
 little grinding: --queries / --pow-bits to change) -- the bench measures the cluster,
@@ -99,11 +101,11 @@ def main(argv=None) -> int:
                 per_worker: dict = {}
                 tables = [tb.name for tb in sp.stats.tables]
                 for name, tab, s in sp.stats.records:
-                    if name in ("r1_main", "table") and tab in tables:
+                    if name in ("r1_main", "table", "table_open") and tab in tables:
                         k = tables.index(tab) % W
                         per_worker[k] = per_worker.get(k, 0.0) + s
                 coord = sum(v for k, v in sp.stats.phases.items()
-                            if k in ("execute", "traces", "self_check"))
+                            if k in ("execute", "traces", "join", "self_check"))
                 one = ref[0].stats.phases["total"]
                 s_over = (s_wall - coord - max(per_worker.values())) / one
                 print(f"sharded     : 1 block in {s_wall:7.2f}s vs {one:.2f}s on one machine "
