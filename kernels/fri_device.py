@@ -29,6 +29,7 @@ from steadfast.air import field as AF
 from .devicelib import DF, fetch, grid_1d, kernel
 from .field import P
 from .merkle import level_offsets
+from .merkle_device import _gather_rows_kernel      # dst[q, c] = src[idx[q], c]
 from .stage_device import (DEFAULT_BLOCK, SHIFT, _out, _u32s, bitrev, check_device_array,
                            ef_scalar)
 
@@ -115,17 +116,6 @@ def _fold_arity_kernel(vals, out, b0, b1, b2, b3, k, log_h, g_inv, w_inv_h, wk_i
     out[u, 1] = f1
     out[u, 2] = f2
     out[u, 3] = f3
-
-
-@kernel(f"void({_SIG2}, int64[::1], {_SIG2})")
-def _gather_rows_kernel(src, idx, dst):
-    # thread t = (row q, column c): dst[q, c] = src[idx[q], c]
-    t = cuda.grid(1)
-    w = src.shape[1]
-    if t < idx.shape[0] * w:
-        q = t // w
-        c = t - q * w
-        dst[q, c] = src[idx[q], c]
 
 
 # ----------------------------------------------------------------------------- wrappers
