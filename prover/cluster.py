@@ -20,20 +20,27 @@ machine:
   blocks; it asks for ``num_gpus=1`` when the cluster has GPUs, else ``num_cpus=1``.
 * **one block, tables sharded** -- the coordinator executes the block and puts each
   table's trace in Ray's object store; the workers commit the main traces (R1) and keep
-  each table's committed state; the coordinator absorbs the roots in table order and draws
-  the LogUp challenges (with their proof of work); each worker then finishes its tables on
-  their own transcript forks (:func:`_table_step`) and returns the table's part of the
-  proof; the coordinator joins the parts (:func:`_join`) and runs the prover's
-  self-check.  Each worker runs its pieces on the configured backend: host stages, or
-  on a device backend one :class:`prover.device_stages.DeviceStages` per table (its
-  buffers resident from R1 to the end of its chain; recovery and downgrades as in the
-  pipeline, counted per table).
+  each table's committed state; the coordinator absorbs the main caps in table order and
+  draws the LogUp challenges (with their proof of work); each worker then runs its tables'
+  chains on their own transcript forks up to the DEEP quotient (:func:`_table_step`,
+  proof format 3) and returns each table's :class:`prover.rounds.R4Deep` -- its DQ
+  through the object store, its trees kept on the worker and replaced by
+  :class:`_TreeRef` proxies carrying their caps; the coordinator runs the join
+  (:func:`_join`: :func:`prover.rounds.r4_join`, one FRI over all tables, on host stages
+  wrapped by :class:`_JoinStages`), whose openings of a proxied tree are done by the
+  worker holding it (``open_table``, every table's launched as soon as the queries are
+  drawn); then it runs the prover's self-check.  Each worker runs its pieces on the
+  configured backend: host stages, or on a device backend one
+  :class:`prover.device_stages.DeviceStages` per table (its buffers resident from R1 to
+  its openings; recovery and downgrades as in the pipeline, counted per table).
 
 Faults: a worker that dies (its process killed, its node gone) is restarted by Ray
 (``max_restarts``, unlimited by default) and the coordinator re-runs its pieces on the
 least busy live worker, at most ``max_retries`` times per piece (:class:`ClusterError`
 beyond); a worker that does not hold a table's committed state (restarted, or another
-worker) recomputes it from the trace still in the object store (same root, checked).
+worker) recomputes it from the trace still in the object store (same main cap, checked),
+and one asked to open trees it does not hold recomputes the table's whole chain (every
+cap checked against the proof's).
 Pieces are deterministic, so the bytes do not depend on where or how often a piece ran;
 every re-run, death and device downgrade is counted in ``stats.counters["cluster"]``
 (and on the timeline).  A worker's own error (e.g. :class:`prover.api.UnprovableBlock`,
@@ -498,7 +505,8 @@ class ClusterProver:
     result, as the coordinator saw it), an instant ``cluster:rerun`` per re-run, and the
     workers' own events (retries, downgrades, device stages) as process "worker W".
     ``fault``: test hook
-    ("kill@block:INDEX", "kill@main_commit:TABLE", "kill@prove_table:TABLE": the worker
+    ("kill@block:INDEX", "kill@main_commit:TABLE", "kill@prove_table:TABLE",
+    "kill@open_table:TABLE": the worker
     kills its own process the first time it reaches that piece; "stall@...": it sleeps
     there, see :meth:`arm`)."""
 
