@@ -4,6 +4,7 @@ per parameter set, against the format-2 prover measured in the same run
 
     PYTHONPATH=. python bench/compact_bench.py [--sizes 12 14 16] [--base /work/base]
         [--sets 1,100,2,2 1,100,3,2 2,50,2,2 ...] [--repeat 1] [--json out.json]
+    PYTHONPATH=. python bench/compact_bench.py --model examples/block.proof
 
 A set is ``log_blowup,num_queries,log_fri_arity,log_cap``.  Every (tree, set, block) runs
 in a fresh subprocess that first proves a tiny block (loads the compiled kernels), then
@@ -73,6 +74,64 @@ def limit_bits(params, block) -> int:
     return int(proof_security(params, bt.airs, log_ns).bits)
 
 
+def size_model(proof_path: str, trials: int = 40) -> None:
+    """Expected file size per parameter set for the block of ``proof_path`` (a format-3
+    ``prove`` output), averaged over ``trials`` random query sets: the query-independent
+    bytes of that proof plus rows, multiproof nodes, caps and FRI values counted exactly
+    (kernels.multiproof) for each draw.  One proof's size varies by ~2 % with its queries,
+    more than the differences between neighbouring sets."""
+    import numpy as np
+    from steadfast.kernels.multiproof import multiproof_count
+    from steadfast.prover.api import BlockProof
+    from steadfast.prover.rounds import fri_layer_heights
+    from steadfast.verifier.proof_format import decode
+    with open(proof_path, "rb") as f:
+        bp = BlockProof.from_bytes(f.read())
+    d, total0 = decode(bp.proof), len(bp.to_bytes())
+    var = 0
+    for t in d.tables:
+        for a in (t.main_rows, t.aux_rows, t.parts_rows, t.main_nodes, t.aux_nodes,
+                  t.parts_nodes, t.main_cap, t.aux_cap, t.parts_cap):
+            var += a.size * 4
+    for a in d.fri.caps + d.fri.values + d.fri.nodes:
+        var += a.size * 4 + 9                              # elements + array header
+    fixed = total0 - var
+    widths = [(t.log_n, t.main_rows.shape[1], t.aux_rows.shape[1] if t.aux_cap.shape[0] else 0,
+               t.parts_rows.shape[1]) for t in d.tables]
+    rng = np.random.default_rng(0)
+
+    def size(lb, q, la, lc):
+        out = []
+        for _ in range(trials):
+            hs_t = [ln + lb for ln, _, _, _ in widths]
+            hs = fri_layer_heights(hs_t, lb, d.params.log_final_poly_len, la)
+            s = rng.integers(0, 1 << hs[0], q)
+            b = fixed
+            for (ln, w, a, p), h in zip(widths, hs_t):
+                idx = np.unique(s >> (hs[0] - h))
+                for width in (w, a, p):
+                    if width:
+                        b += 4 * (idx.size * width + 8 * multiproof_count(idx, h, lc)
+                                  + 8 * (1 << min(lc, h)))
+            for h, hn in zip(hs, hs[1:]):
+                k = h - hn
+                pos = np.unique(s >> (hs[0] - h))
+                leaves = np.unique(pos >> k)
+                b += 4 * (4 * (leaves.size * (1 << k) - pos.size)
+                          + 8 * multiproof_count(leaves, hn, lc) + 8 * (1 << min(lc, hn))) + 27
+            out.append(b)
+        return float(np.mean(out)), float(np.std(out))
+
+    print(f"{proof_path}: {total0} bytes; model at its own parameters: "
+          f"{size(d.params.log_blowup, d.params.num_queries, d.params.log_fri_arity, d.params.log_cap)}")
+    print("| lb, q | log arity | " + " | ".join(f"cap {c} KB" for c in range(5)) + " |")
+    print("|---|---|" + "---|" * 5)
+    for lb, q in ((1, 100), (2, 50), (3, 34)):
+        for la in (2, 3, 4):
+            print(f"| {lb}, {q} | {la} | " + " | ".join(f"{size(lb, q, la, c)[0] / 1000:.1f}"
+                                                     for c in range(5)) + " |")
+
+
 def run(tree: str, kind: str, pset: str) -> dict:
     env = dict(os.environ, PYTHONPATH=tree)
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", kind, pset]
@@ -89,8 +148,13 @@ def main(argv=None) -> int:
     ap.add_argument("--base", default=None, help="checkout of the format-2 prover")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--json")
+    ap.add_argument("--model", metavar="PROOF",
+                    help="only the expected-size model for the block of this proof file")
     ap.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.model:
+        size_model(args.model)
+        return 0
     if args.worker:
         print(json.dumps(worker(*args.worker)))
         return 0
