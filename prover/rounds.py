@@ -15,7 +15,7 @@ Transcript (proof format 3; exact order in docs/protocol.md §4):
   fork:  [aux_cap, logup_terminal], alpha, parts_cap, zeta_pow, zeta, ood_* values,
          deep_pow, deep_lambda, table_digest (8 base elements, sampled);
   main (the join, after every fork):  table_digest per table (absorbed, table order),
-         fri_mu, per FRI layer (fri_cap, fold_pow, fri_beta), fri_final, pow, queries.
+         mu_pow, fri_mu, per FRI layer (fri_cap, fold_pow, fri_beta), fri_final, pow, queries.
 """
 from __future__ import annotations
 
@@ -257,6 +257,8 @@ def r4_join(st: Statement, r1: R1Main, ch: R1Challenges, deeps: Sequence[R4Deep]
         raise ValueError("r4_join needs exactly one R4Deep per table")
     for d in deeps:
         tr.absorb("table_digest", list(d.digest))
+    with spans.span("grind"):
+        mu_nonce = tr.prove_work("mu_pow", params.commit_pow_bits, stages.permute)
     mu = tr.sample_ef("fri_mu")
     log_ldes = [s.log_lde for s in st.shapes]
     heights = fri_layer_heights(log_ldes, params.log_blowup, params.log_final_poly_len,
@@ -331,7 +333,7 @@ def r4_join(st: Statement, r1: R1Main, ch: R1Challenges, deeps: Sequence[R4Deep]
             nodes.append(n)
     fri = FriProof(caps=caps, fold_nonces=np.asarray(fold_nonces, np.uint32),
                    final_poly=np.ascontiguousarray(final, np.uint32), pow_nonce=int(nonce),
-                   values=values, nodes=nodes)
+                   values=values, nodes=nodes, mu_nonce=int(mu_nonce))
     return Proof(params=params, tables=sections, fri=fri, logup_nonce=ch.logup_nonce)
 
 

@@ -257,7 +257,7 @@ def _exact_bits(params, tables):
         arity = max(arity, t["max_arity"])
     heights = [t["log_n"] + params.log_blowup for t in tables]
     for h in set(heights):
-        total += Fraction((heights.count(h) - 1) * 2 ** h) / ef
+        total += Fraction((heights.count(h) - 1) * 2 ** h) / ef / 2 ** params.commit_pow_bits
     hs = _spec_heights(params, [t["log_n"] for t in tables])
     for i in range(len(hs) - 1):
         total += Fraction(2 ** (hs[i] - hs[i + 1]) * 2 ** hs[i]) / ef / 2 ** params.commit_pow_bits

@@ -372,6 +372,8 @@ _NONCES = {
                  lambda p, v: setattr(p.tables[0], "zeta_nonce", v)),
     "deep_pow": (lambda p: p.tables[0].deep_nonce,
                  lambda p, v: setattr(p.tables[0], "deep_nonce", v)),
+    "mu_pow": (lambda p: p.fri.mu_nonce,
+               lambda p, v: setattr(p.fri, "mu_nonce", v)),
     "fold_pow": (lambda p: int(p.fri.fold_nonces[0]),
                  lambda p, v: p.fri.fold_nonces.__setitem__(0, v)),
     "pow": (lambda p: p.fri.pow_nonce,
@@ -381,7 +383,7 @@ _NONCES = {
 
 @pytest.mark.parametrize("label", list(_NONCES))
 def test_wrong_pow_nonce(monkeypatch, label):
-    """At every grinding point (before the LogUp challenges, z, lambda, each FRI fold and
+    """At every grinding point (before the LogUp challenges, z, lambda, mu, each FRI fold and
     the queries) a nonce known to fail the difficulty at that transcript state is rejected
     with exactly PowError.  The verifier checks each proof of work right before the
     challenge it guards, and nothing before it depends on the nonce, so no other error

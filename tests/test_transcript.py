@@ -101,8 +101,9 @@ def test_prover_and_verifier_label_logs_are_equal():
     assert labels[2:k - 1].count("main_cap") == 3
     # the join (format 3): after every fork, on the main transcript
     join = main[k + 5:]
-    assert join[:4] == [("absorb", "table_digest")] * 3 + [("sample_ef", "fri_mu")]
-    layers = join[4:-3]
+    assert join[:5] == [("absorb", "table_digest")] * 3 + [("pow", "mu_pow"),
+                                                           ("sample_ef", "fri_mu")]
+    layers = join[5:-3]
     assert layers and len(layers) % 3 == 0
     assert layers == [("absorb", "fri_cap"), ("pow", "fold_pow"),
                       ("sample_ef", "fri_beta")] * (len(layers) // 3)

@@ -26,6 +26,7 @@ elements as u32, every element a canonical field element < p)::
       aux_rows   array[d, 4a] | [0, 0]    aux_nodes array[m', 8] | [0, 8]
       parts_rows array[d, 4P]   parts_nodes array[m'', 8]
     the FRI section (one FRI for all tables):
+      mu_nonce    u32             (before mu)
       num_layers  u8 (= r)
       per layer i: fri_cap array[2^c_i, 8]
       fold_nonces array[r]        (one before each folding challenge beta_i)
@@ -144,6 +145,7 @@ class FriProof:
     pow_nonce: int
     values: list
     nodes: list
+    mu_nonce: int = 0            # the proof of work before mu
 
     @property
     def num_layers(self) -> int:
@@ -210,7 +212,7 @@ def encode_fri(f: FriProof) -> bytes:
         raise ValueError(f"FRI section: {r} caps, {len(f.values)} value arrays, "
                          f"{len(f.nodes)} node arrays, {len(np.asarray(f.fold_nonces))} "
                          "fold nonces (must agree, at most 255)")
-    out = bytearray(struct.pack("<B", r))
+    out = bytearray(struct.pack("<IB", f.mu_nonce, r))
     for c in f.caps:
         _put_array(out, c, 2, "fri_cap")
     _put_array(out, np.asarray(f.fold_nonces, np.uint32), 1, "fold_nonces")
@@ -363,6 +365,7 @@ def decode_fri(r: "_Reader") -> FriProof:
     that every per-layer list has r entries; the layer caps, L and the counts are checked
     by the verifier, which knows the layer heights and the queries."""
     what = "FRI section"
+    mu_nonce = r.uint("<I")
     layers = r.uint("<B")
     caps = [r.array(2, "fri_cap") for _ in range(layers)]
     for c in caps:
@@ -383,7 +386,7 @@ def decode_fri(r: "_Reader") -> FriProof:
         _expect(n, (None, 8), what, "fri_nodes")
         values.append(v)
         nodes.append(n)
-    return FriProof(caps, fold_nonces, final_poly, pow_nonce, values, nodes)
+    return FriProof(caps, fold_nonces, final_poly, pow_nonce, values, nodes, mu_nonce)
 
 
 # ------------------------------------------------------------------ JSON rendering

@@ -22,8 +22,9 @@ and once per proof, for the one FRI over all tables (layer heights h_0 > ... > h
 
 * ``fri_queries``  rho^q * 2^-pow_bits with rho = 2^-log_blowup (ethSTARK conjecture:
   each query catches a far word with probability 1 - rho; grinding before the queries);
-* ``fri_mu``       sum over heights h of (c_h - 1) * 2^h / |EF|, c_h the number of tables
-  of LDE height h (their DEEP quotients batched with powers of mu; no grinding);
+* ``fri_mu``       sum over heights h of (c_h - 1) * 2^h / |EF| * 2^-commit_pow_bits, c_h the
+  number of tables of LDE height h (their DEEP quotients batched with powers of mu, after
+  the ``mu_pow`` proof of work);
 * ``fri_fold``     sum_i a_i * 2^(h_i) / |EF| * 2^-commit_pow_bits  (layer i batches its
   a_i cosets' values and the rolled-in tables with powers of beta_i, each challenge
   after its own grinding step);
@@ -115,7 +116,8 @@ def fri_terms(params: Params, log_ns: Sequence[int]) -> dict:
     for ln in log_ns:
         h = int(ln) + params.log_blowup
         counts[h] = counts.get(h, 0) + 1
-    terms["fri_mu"] = Fraction(sum((c - 1) << h for h, c in counts.items()), EF_SIZE)
+    terms["fri_mu"] = Fraction(sum((c - 1) << h for h, c in counts.items()),
+                               EF_SIZE << params.commit_pow_bits)
     hs = fri_layer_heights(params, log_ns)
     fold = sum((1 << (hs[i] - hs[i + 1])) << hs[i] for i in range(len(hs) - 1))
     terms["fri_fold"] = Fraction(fold, EF_SIZE << params.commit_pow_bits)

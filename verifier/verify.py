@@ -605,6 +605,9 @@ def verify_join(tr: Transcript, params: Params, shapes: Sequence[TableShape],
     # ---- transcript
     for st in states:
         tr.absorb("table_digest", st.digest)
+    if not tr.check_pow("mu_pow", int(fri.mu_nonce), params.commit_pow_bits):
+        raise PowError(f"mu nonce {int(fri.mu_nonce)} does not give {params.commit_pow_bits} "
+                       "zero bits")
     mu = np.asarray(tr.sample_ef("fri_mu"), np.uint64)
     betas = []
     for i in range(r):
