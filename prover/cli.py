@@ -360,7 +360,8 @@ def _run_prove(argv) -> int:
               f"{params.pow_bits} = {params.query_bits()} bits, below the "
               f"{DEFAULT_MIN_SECURITY_BITS} a default verify requires: it will refuse this "
               f"proof (verify --min-security-bits N accepts weaker ones)")
-    if not quiet and not _host_kernels_cached():
+    cold = not _host_kernels_cached()   # numba compiles them lazily, inside the proof
+    if not quiet and cold:
         print("first run here: compiling the host kernels (numba; once per machine and "
               "Python, then loaded from its cache) -- this adds roughly 30-60 s",
               file=sys.stderr, flush=True)
@@ -431,8 +432,8 @@ def _run_prove(argv) -> int:
         total = st.phases.get("total", 0.0)
         print(f"wrote {out}: {len(data):,} bytes; {st.cycles:,} cycles in {wall:.2f}s wall "
               f"({st.cycles / wall if wall else 0:,.0f} cycles/s), of which the proof "
-              f"{total:.2f}s and start-up (imports, kernel compilation or loading, reading "
-              f"the block) {max(0.0, wall - total):.2f}s")
+              f"{total:.2f}s{' (with the first compilation of the host kernels)' if cold and not dev else ''}"
+              f" and start-up (imports, reading the block) {max(0.0, wall - total):.2f}s")
         if dev:
             print("DEVELOPMENT-MODE proof: execution and constraint check only, NOT a STARK; "
                   "verify refuses it without --accept-dev")

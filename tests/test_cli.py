@@ -667,6 +667,15 @@ def test_cold_start_is_announced(tmp_path, capsys, monkeypatch):
     blk = write(tmp_path, "b.json", empty_block().to_json())
     code, _, err = run(main_prove, [blk, "--backend", "host"], capsys)
     assert code == 0 and "compiling the host kernels" in err
+    monkeypatch.delenv("PROVER_DEV_MODE")
+    code, out, _ = run(main_prove, [blk, "-o", str(tmp_path / "b.proof")] + FAST, capsys)
+    assert code == 0 and "the proof" in out and "with the first compilation" in out
+    monkeypatch.setattr(cli, "_host_kernels_cached", lambda: True)
+    code, out, err = run(main_prove, [blk, "-o", str(tmp_path / "b.proof")] + FAST, capsys)
+    assert code == 0 and "compiling" not in err and "first compilation" not in out
+    assert "start-up (imports, reading the block)" in out
+    monkeypatch.setattr(cli, "_host_kernels_cached", lambda: False)
+    monkeypatch.setenv("PROVER_DEV_MODE", "1")
     code, _, err = run(main_prove, [blk, "--backend", "host", "-q"], capsys)
     assert code == 0 and "compiling" not in err
     assert "DEVELOPMENT MODE" in err                   # -q never silences that one
