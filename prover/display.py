@@ -9,9 +9,9 @@ Two renderers of the same callback ``progress(table, stage, event, seconds)`` (t
 * :class:`LiveProgress` -- a live terminal display drawn with ``rich`` (only on a TTY):
   one row per table with a bar of its rounds and the stage running now, a block row for
   the whole-block stages, and a last ``overall`` row: table-rounds done of tables x
-  rounds, the elapsed time and an estimate of the time left.  rich does the drawing,
-  terminal width, redraw in place, and keeps lines written to stdout/stderr while the
-  display is up (warnings, log records) above it.
+  rounds, the elapsed time and an estimate of the time left (80 columns suffice).  rich does the drawing,
+  terminal width, redraw in place, and keeps lines written to stderr while the display
+  is up (warnings, log records) above it; stdout is left alone (it may be a pipe).
 
 The time-left estimate is ours, not rich's ``TimeRemainingColumn``: rich's speed is taken
 between the first and the last completion and so freezes while a long round runs; here
@@ -74,13 +74,24 @@ class Board:
         return (now - self.t_first) * (n - k) / k
 
     def overall(self, now: float) -> str:
-        """``12/40 table-rounds (30%), elapsed 4.1s, about 9s left``."""
+        """``12/40 table-rounds (30%), 4.1s elapsed, ~9s left`` (fits 80 columns with the
+        bar: ``1m52s``, ``1h13m`` past a minute, an hour)."""
         k, n = len(self.done), self.total_rounds
-        text = f"{k}/{n} table-rounds ({100 * k // n}%), elapsed {now - self.t0:.1f}s"
+        text = f"{k}/{n} table-rounds ({100 * k // n}%), {duration(now - self.t0, 1)} elapsed"
         left = self.time_left(now)
         if left is not None and k < n:
-            text += f", about {left:.0f}s left"
+            text += f", ~{duration(left)} left"
         return text
+
+
+def duration(seconds: float, digits: int = 0) -> str:
+    """``9s`` / ``4.1s`` (``digits``) under a minute, ``1m52s`` under an hour, else ``1h13m``."""
+    if seconds < 60:
+        return f"{seconds:.{digits}f}s"
+    s = int(seconds)
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
 class LineProgress:
@@ -154,9 +165,10 @@ class LiveProgress:
                 tasks = sorted(self_.tasks, key=lambda t: t.fields.get("kind") == "overall")
                 yield self_.make_tasks_table(tasks)
 
-        self.progress = _Board("{task.description:<10}", _Bar(bar_width=16), _Count(), _Status(),
+        self.progress = _Board("{task.description:<10}", _Bar(bar_width=14), _Count(), _Status(),
                                console=console, get_time=clock,
-                               refresh_per_second=refresh_per_second)
+                               refresh_per_second=refresh_per_second,
+                               redirect_stdout=False)   # stdout stays the caller's data
         self._tasks: dict = {}
         self._overall = self.progress.add_task("overall", total=board.total_rounds,
                                                kind="overall")
