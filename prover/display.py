@@ -9,9 +9,10 @@ Two renderers of the same callback ``progress(table, stage, event, seconds)`` (t
 * :class:`LiveProgress` -- a live terminal display drawn with ``rich`` (only on a TTY):
   one row per table with a bar of its rounds and the stage running now, a block row for
   the whole-block stages, and a last ``overall`` row: table-rounds done of tables x
-  rounds, the elapsed time and an estimate of the time left (80 columns suffice).  rich does the drawing,
-  terminal width, redraw in place, and keeps lines written to stderr while the display
-  is up (warnings, log records) above it; stdout is left alone (it may be a pipe).
+  rounds, the elapsed time and an estimate of the time left (80 columns suffice).
+  rich does the drawing, terminal width, redraw in place, and keeps lines written to
+  stderr while the display is up (warnings, log records) above it; stdout is left alone
+  (it may be a pipe).  A ``TERM=dumb`` terminal gets the plain lines.
 
 The time-left estimate is ours, not rich's ``TimeRemainingColumn``: rich's speed is taken
 between the first and the last completion and so freezes while a long round runs; here
@@ -207,10 +208,15 @@ class LiveProgress:
 
 
 def make_progress(live: bool, stream: TextIO | None = None, tables: int = 5):
-    """The live display when ``live`` (stderr is a terminal), plain lines otherwise."""
+    """The live display when ``live`` (stderr is a terminal) and the terminal can redraw
+    (rich: not ``TERM=dumb``/``unknown``, where a live display would show nothing until
+    the end), plain lines otherwise."""
     if live:
         try:
-            return LiveProgress(stream, tables)
+            p = LiveProgress(stream, tables)
         except ImportError:      # rich is a dependency; a stripped install still gets lines
-            pass
+            p = None
+        con = p.progress.console if p is not None else None
+        if con is not None and con.is_terminal and not con.is_dumb_terminal:
+            return p
     return LineProgress(stream, tables)

@@ -612,6 +612,17 @@ class _TTY:
         raise OSError("not a real terminal")
 
 
+def test_live_only_where_the_terminal_can_redraw(monkeypatch):
+    """A terminal gets the live display; TERM=dumb (which rich would not redraw, showing
+    nothing until the end) and a non-terminal get plain lines."""
+    from steadfast.prover.display import LineProgress, LiveProgress, make_progress
+    monkeypatch.setenv("TERM", "xterm-256color")
+    assert isinstance(make_progress(True, stream=_TTY()), LiveProgress)
+    assert isinstance(make_progress(False, stream=_TTY()), LineProgress)
+    monkeypatch.setenv("TERM", "dumb")
+    assert isinstance(make_progress(True, stream=_TTY()), LineProgress)
+
+
 def test_prove_on_a_terminal_is_live_and_announces_the_cold_start(tmp_path, monkeypatch,
                                                                    capsys):
     """stderr a terminal: the cold-start line, then rich's live display (redrawn in place,
