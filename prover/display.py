@@ -57,8 +57,12 @@ class Board:
                 self.t_first = now
         else:
             self.state[row] = (stage, None, seconds)
-            if table is not None and stage in ROUNDS:
-                self.done.add((table, stage))
+            if stage in ROUNDS:
+                # a per-table round; or a whole-proof span of a round (one FRI for all
+                # tables, protocol v3): that round is done for every table
+                for t in ([table] if table is not None else
+                          [r for r in self.order if r != "block"]):
+                    self.done.add((t, stage))
         return row, stage
 
     def rounds_of(self, row: str) -> int:
@@ -185,8 +189,9 @@ class LiveProgress:
             if row not in self._tasks:
                 kind = "block" if table is None else "table"
                 self._tasks[row] = self.progress.add_task(row, total=len(ROUNDS), kind=kind)
-            if table is not None:
-                self.progress.update(self._tasks[row], completed=b.rounds_of(row))
+            for r in ([row] if table is not None else
+                      [r for r in b.order if r != "block"]):
+                self.progress.update(self._tasks[r], completed=b.rounds_of(r))
             self.progress.update(self._overall, completed=len(b.done))
             if not self._started:
                 self._started = True

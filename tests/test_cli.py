@@ -547,6 +547,18 @@ def test_live_progress_shows_overall_rounds_and_time_left():
             p(t, r, "end", 0.0)
     assert p.board.time_left(clock[0]) == 0.0
     assert _frame(p)[-1].endswith(f"{n}/{n} table-rounds (100%), 2.0s elapsed")
+    # a whole-proof span of a round (v3: one FRI for all tables) completes it for each
+    q, _, _ = _live(tables=2)
+    for t in ("cpu", "memory"):
+        for r in ROUNDS[:5]:
+            q(t, r, "end", 0.0)
+    assert len(q.board.done) == 10
+    for r in ROUNDS[5:]:
+        q(None, r, "end", 0.0)
+    assert len(q.board.done) == n and q.board.rounds_of("cpu") == len(ROUNDS)
+    rows = {l.split()[0]: l.split() for l in _frame(q)}
+    assert (rows["cpu"][2], rows["memory"][2], rows["overall"][2]) == ("8/8", "8/8", f"{n}/{n}")
+    q.close()
     p.close()
     p("cpu", "r1_main", "start", 0.0)                  # after close: ignored, no redraw
 
