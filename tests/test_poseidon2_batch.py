@@ -108,6 +108,9 @@ AVX2_HOST = {"avx2": True, "avx512f": False, "sse2": True}
 def test_features_for_choices():
     s = vw.features_for("auto", AVX512_HOST)
     assert s.endswith(",-prefer-256-bit") and "+avx512f" in s and "+avx2" in s
+    assert "-avx512dq" in s.split(",") and "+avx512dq" not in s   # no vpmullq (see _drop)
+    fp16 = vw.features_for("auto", {**AVX512_HOST, "avx512fp16": True, "avx10.1-512": True})
+    assert "-avx512fp16" in fp16.split(",") and "-avx10.1-512" in fp16.split(",")
     assert vw.features_for("512", AVX512_HOST) == s
     assert vw.features_for("256", AVX512_HOST) is None
     assert vw.features_for("auto", AVX2_HOST) is None          # AVX2 hosts: numba's default
