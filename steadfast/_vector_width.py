@@ -50,7 +50,7 @@ def _drop(name: str) -> bool:
     imply it (FP16, AVX10).  With DQ, LLVM lowers the Montgomery reductions' low 64-bit
     product (``int32(t * p^-1)``) to ``vpmullq``, three uops; without it, to ``vpmuludq``
     forms, as on AVX2: the batched Poseidon2 runs 2.2-2.4x faster per core that way, the
-    NTT and LDE unchanged (docs/benchmarks.md, "Poseidon2 host kernel, one pass per round")."""
+    NTT and LDE unchanged (docs/benchmarks.md, "Poseidon2 host kernel: one pass per round")."""
     return name in ("avx512dq", "avx512fp16") or name.startswith("avx10")
 
 
