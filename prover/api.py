@@ -1097,4 +1097,4 @@ def _verify_dev(proof: BlockProof, block, accept_dev: bool, t0: float) -> Verifi
 __all__ = ["Prover", "ProverConfig", "ProofStats", "TableStats", "BlockProof", "VerifiedBlock",
            "verify", "UnprovableBlock", "ConfigError", "ProofSelfCheckFailure",
            "DevProofRefused", "ExecutionReport", "TableEstimate", "digest_hex", "SteadfastError",
-           "ProofAborted"]
+           "ProofAborted", "ConfigTypeError", "BlockLike", "ProgressCallback"]

@@ -321,6 +321,9 @@ def _host_kernels_cached() -> bool:
     return False
 
 
+_FIRST_COMPILE = " (with the first compilation of the host kernels)"
+
+
 def _run_prove(argv) -> int:
     t_start = time.perf_counter()       # what the user waits for: imports, compilation too
     args = _prove_parser().parse_args(argv)
@@ -383,9 +386,11 @@ def _run_prove(argv) -> int:
               f"{params.pow_bits} = {params.query_bits()} bits, below the "
               f"{DEFAULT_MIN_SECURITY_BITS} a default verify requires: it will refuse this "
               f"proof (verify --min-security-bits N accepts weaker ones)")
-    if not quiet and not _host_kernels_cached():
+    cold = not _host_kernels_cached()   # numba compiles them lazily, inside the proof
+    if not quiet and cold:
         print("first run here: compiling the host kernels (numba; once per machine and "
-              "Python, then loaded from its cache) -- this adds roughly 30-60 s",
+              "Python, then loaded from its cache) -- this adds about 30-90 s, more on a "
+              "busy machine",
               file=sys.stderr, flush=True)
     if not quiet:
         print(f"proving {args.block}: {len(block.transactions)} transactions, "
@@ -454,8 +459,8 @@ def _run_prove(argv) -> int:
         total = st.phases.get("total", 0.0)
         print(f"wrote {out}: {len(data):,} bytes; {st.cycles:,} cycles in {wall:.2f}s wall "
               f"({st.cycles / wall if wall else 0:,.0f} cycles/s), of which the proof "
-              f"{total:.2f}s and start-up (imports, kernel compilation or loading, reading "
-              f"the block) {max(0.0, wall - total):.2f}s")
+              f"{total:.2f}s{_FIRST_COMPILE if cold and not dev else ''}"
+              f" and start-up (imports, reading the block) {max(0.0, wall - total):.2f}s")
         if dev:
             print("DEVELOPMENT-MODE proof: execution and constraint check only, NOT a STARK; "
                   "verify refuses it without --accept-dev")

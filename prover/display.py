@@ -9,9 +9,10 @@ Two renderers of the same callback ``progress(table, stage, event, seconds)`` (t
 * :class:`LiveProgress` -- a live terminal display drawn with ``rich`` (only on a TTY):
   one row per table with a bar of its rounds and the stage running now, a block row for
   the whole-block stages, and a last ``overall`` row: table-rounds done of tables x
-  rounds, the elapsed time and an estimate of the time left.  rich does the drawing,
-  terminal width, redraw in place, and keeps lines written to stdout/stderr while the
-  display is up (warnings, log records) above it.
+  rounds, the elapsed time and an estimate of the time left (80 columns suffice).
+  rich does the drawing, terminal width, redraw in place, and keeps lines written to
+  stderr while the display is up (warnings, log records) above it; stdout is left alone
+  (it may be a pipe).  A ``TERM=dumb`` terminal gets the plain lines.
 
 The time-left estimate is ours, not rich's ``TimeRemainingColumn``: rich's speed is taken
 between the first and the last completion and so freezes while a long round runs; here
@@ -56,8 +57,12 @@ class Board:
                 self.t_first = now
         else:
             self.state[row] = (stage, None, seconds)
-            if table is not None and stage in ROUNDS:
-                self.done.add((table, stage))
+            if stage in ROUNDS:
+                # a per-table round; or a whole-proof span of a round (one FRI for all
+                # tables, protocol v3): that round is done for every table
+                for t in ([table] if table is not None else
+                          [r for r in self.order if r != "block"]):
+                    self.done.add((t, stage))
         return row, stage
 
     def rounds_of(self, row: str) -> int:
@@ -74,13 +79,24 @@ class Board:
         return (now - self.t_first) * (n - k) / k
 
     def overall(self, now: float) -> str:
-        """``12/40 table-rounds (30%), elapsed 4.1s, about 9s left``."""
+        """``12/40 table-rounds (30%), 4.1s elapsed, ~9s left`` (fits 80 columns with the
+        bar: ``1m52s``, ``1h13m`` past a minute, an hour)."""
         k, n = len(self.done), self.total_rounds
-        text = f"{k}/{n} table-rounds ({100 * k // n}%), elapsed {now - self.t0:.1f}s"
+        text = f"{k}/{n} table-rounds ({100 * k // n}%), {duration(now - self.t0, 1)} elapsed"
         left = self.time_left(now)
         if left is not None and k < n:
-            text += f", about {left:.0f}s left"
+            text += f", ~{duration(left)} left"
         return text
+
+
+def duration(seconds: float, digits: int = 0) -> str:
+    """``9s`` / ``4.1s`` (``digits``) under a minute, ``1m52s`` under an hour, else ``1h13m``."""
+    if seconds < 60:
+        return f"{seconds:.{digits}f}s"
+    s = int(seconds)
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
 class LineProgress:
@@ -154,9 +170,10 @@ class LiveProgress:
                 tasks = sorted(self_.tasks, key=lambda t: t.fields.get("kind") == "overall")
                 yield self_.make_tasks_table(tasks)
 
-        self.progress = _Board("{task.description:<10}", _Bar(bar_width=16), _Count(), _Status(),
+        self.progress = _Board("{task.description:<10}", _Bar(bar_width=14), _Count(), _Status(),
                                console=console, get_time=clock,
-                               refresh_per_second=refresh_per_second)
+                               refresh_per_second=refresh_per_second,
+                               redirect_stdout=False)   # stdout stays the caller's data
         self._tasks: dict = {}
         self._overall = self.progress.add_task("overall", total=board.total_rounds,
                                                kind="overall")
@@ -172,8 +189,9 @@ class LiveProgress:
             if row not in self._tasks:
                 kind = "block" if table is None else "table"
                 self._tasks[row] = self.progress.add_task(row, total=len(ROUNDS), kind=kind)
-            if table is not None:
-                self.progress.update(self._tasks[row], completed=b.rounds_of(row))
+            for r in ([row] if table is not None else
+                      [r for r in b.order if r != "block"]):
+                self.progress.update(self._tasks[r], completed=b.rounds_of(r))
             self.progress.update(self._overall, completed=len(b.done))
             if not self._started:
                 self._started = True
@@ -195,10 +213,15 @@ class LiveProgress:
 
 
 def make_progress(live: bool, stream: TextIO | None = None, tables: int = 5):
-    """The live display when ``live`` (stderr is a terminal), plain lines otherwise."""
+    """The live display when ``live`` (stderr is a terminal) and the terminal can redraw
+    (rich: not ``TERM=dumb``/``unknown``, where a live display would show nothing until
+    the end), plain lines otherwise."""
     if live:
         try:
-            return LiveProgress(stream, tables)
+            p = LiveProgress(stream, tables)
         except ImportError:      # rich is a dependency; a stripped install still gets lines
-            pass
+            p = None
+        con = p.progress.console if p is not None else None
+        if con is not None and con.is_terminal and not con.is_dumb_terminal:
+            return p
     return LineProgress(stream, tables)

@@ -9,6 +9,9 @@ the NTT kernels are unaffected.  numba fixes its target features when its CPU co
 first created (the first ``@njit`` of the process), so this runs from
 ``steadfast/__init__.py``, before any kernel module is imported.
 
+The 512-bit choice also leaves AVX-512 DQ out of code generation (see ``_drop``): its
+``vpmullq`` made the Montgomery reductions slower than AVX2's ``vpmuludq`` forms.
+
 ``STEADFAST_VECTOR_WIDTH``: ``auto`` (default: 512 where the host has AVX-512 F/DQ/VL),
 ``256`` (leave numba's default), ``512`` (require AVX-512; a clear error otherwise).  An
 explicit ``NUMBA_CPU_FEATURES`` always wins.  The arithmetic is integer and exact: the
@@ -37,8 +40,18 @@ def features_for(width: str, host: dict) -> str | None:
             raise ValueError("STEADFAST_VECTOR_WIDTH=512 needs AVX-512 F, DQ and VL, which "
                              "this CPU lacks")
         return None
-    flat = ",".join(("+" if on else "-") + name for name, on in sorted(host.items()))
+    flat = ",".join(("+" if on and not _drop(name) else "-") + name
+                    for name, on in sorted(host.items()))
     return flat + ",-prefer-256-bit"
+
+
+def _drop(name: str) -> bool:
+    """Features left out of the 512-bit code generation: AVX-512 DQ and the features that
+    imply it (FP16, AVX10).  With DQ, LLVM lowers the Montgomery reductions' low 64-bit
+    product (``int32(t * p^-1)``) to ``vpmullq``, three uops; without it, to ``vpmuludq``
+    forms, as on AVX2: the batched Poseidon2 runs 2.2-2.4x faster per core that way, the
+    NTT and LDE unchanged (docs/benchmarks.md, "Poseidon2 host kernel: one pass per round")."""
+    return name in ("avx512dq", "avx512fp16") or name.startswith("avx10")
 
 
 def configure() -> str | None:

@@ -257,7 +257,7 @@ def test_live_progress_display_redraws_per_table():
     assert rows["block"].split()[1:] == ["execute", "done", "0.50s"]
     assert " 1/8 " in rows["cpu"] and rows["cpu"].endswith("r1_main      done      1.25s")
     assert " 0/8 " in rows["range"] and rows["range"].endswith("r1_main      running    1.8s")
-    assert "1/40 table-rounds (2%), elapsed 2.2s" in rows["overall"]
+    assert "1/40 table-rounds (2%), 2.2s elapsed" in rows["overall"]
     text = term.getvalue()
     assert "\x1b[1A\x1b[2K" in text                    # redrawn in place (cursor up, erase)
     assert "1/40 table-rounds" in text.rsplit("\x1b[2K", 1)[-1]   # the final frame stays
@@ -539,16 +539,52 @@ def test_live_progress_shows_overall_rounds_and_time_left():
     clock[0] += 0.5
     p("memory", "r1_main", "end", 0.5)
     assert p.board.time_left(clock[0]) == 7.0          # 1 s for 2 rounds, 14 left
-    assert _frame(p)[-1].endswith(f"2/{n} table-rounds (12%), elapsed 1.0s, about 7s left")
+    assert _frame(p)[-1].endswith(f"2/{n} table-rounds (12%), 1.0s elapsed, ~7s left")
     clock[0] += 1.0                                      # a stall: the estimate grows
-    assert "about 14s left" in _frame(p)[-1]
+    assert "~14s left" in _frame(p)[-1]
     for t in ("cpu", "memory"):
         for r in ROUNDS[1:]:
             p(t, r, "end", 0.0)
     assert p.board.time_left(clock[0]) == 0.0
-    assert _frame(p)[-1].endswith(f"{n}/{n} table-rounds (100%), elapsed 2.0s")
+    assert _frame(p)[-1].endswith(f"{n}/{n} table-rounds (100%), 2.0s elapsed")
+    # a whole-proof span of a round (v3: one FRI for all tables) completes it for each
+    q, _, _ = _live(tables=2)
+    for t in ("cpu", "memory"):
+        for r in ROUNDS[:5]:
+            q(t, r, "end", 0.0)
+    assert len(q.board.done) == 10
+    for r in ROUNDS[5:]:
+        q(None, r, "end", 0.0)
+    assert len(q.board.done) == n and q.board.rounds_of("cpu") == len(ROUNDS)
+    rows = {l.split()[0]: l.split() for l in _frame(q)}
+    assert (rows["cpu"][2], rows["memory"][2], rows["overall"][2]) == ("8/8", "8/8", f"{n}/{n}")
+    q.close()
     p.close()
     p("cpu", "r1_main", "start", 0.0)                  # after close: ignored, no redraw
+
+
+def test_live_display_fits_80_columns_and_long_times_read_as_minutes():
+    """A long proof's overall row (hours left, minutes elapsed) still fits one 80-column
+    line; durations past a minute read 1m52s, past an hour 1h13m."""
+    from steadfast.prover.display import duration
+    assert [duration(x) for x in (7.4, 59.4, 60, 112.8, 3599, 3600, 4380.5)] == \
+        ["7s", "59s", "1m00s", "1m52s", "59m59s", "1h00m", "1h13m"]
+    assert duration(2.25, 1) == "2.2s"
+    import io
+    from rich.console import Console
+    p, clock, _ = _live()
+    p("cpu", "r1_main", "start", 0.0)
+    p("program", "r1_main", "start", 0.0)
+    clock[0] += 3599.0
+    p("cpu", "r1_main", "end", 3599.0)
+    clock[0] += 100.0
+    con = Console(file=io.StringIO(), width=80, color_system=None)
+    con.print(p.renderable())
+    lines = con.file.getvalue().splitlines()
+    p.close()
+    assert [l.split()[0] for l in lines] == ["cpu", "program", "overall"]   # one line each
+    assert lines[-1].rstrip().endswith("1/40 table-rounds (2%), 1h01m elapsed, ~40h04m left")   # 3699 s x 39
+    assert "r1_main      running 3699.0s" in lines[1]
 
 
 def test_plain_progress_lines_are_plain():
@@ -586,6 +622,17 @@ class _TTY:
 
     def fileno(self):
         raise OSError("not a real terminal")
+
+
+def test_live_only_where_the_terminal_can_redraw(monkeypatch):
+    """A terminal gets the live display; TERM=dumb (which rich would not redraw, showing
+    nothing until the end) and a non-terminal get plain lines."""
+    from steadfast.prover.display import LineProgress, LiveProgress, make_progress
+    monkeypatch.setenv("TERM", "xterm-256color")
+    assert isinstance(make_progress(True, stream=_TTY()), LiveProgress)
+    assert isinstance(make_progress(False, stream=_TTY()), LineProgress)
+    monkeypatch.setenv("TERM", "dumb")
+    assert isinstance(make_progress(True, stream=_TTY()), LineProgress)
 
 
 def test_prove_on_a_terminal_is_live_and_announces_the_cold_start(tmp_path, monkeypatch,
@@ -667,6 +714,15 @@ def test_cold_start_is_announced(tmp_path, capsys, monkeypatch):
     blk = write(tmp_path, "b.json", empty_block().to_json())
     code, _, err = run(main_prove, [blk, "--backend", "host"], capsys)
     assert code == 0 and "compiling the host kernels" in err
+    monkeypatch.delenv("PROVER_DEV_MODE")
+    code, out, _ = run(main_prove, [blk, "-o", str(tmp_path / "b.proof")] + FAST, capsys)
+    assert code == 0 and "the proof" in out and "with the first compilation" in out
+    monkeypatch.setattr(cli, "_host_kernels_cached", lambda: True)
+    code, out, err = run(main_prove, [blk, "-o", str(tmp_path / "b.proof")] + FAST, capsys)
+    assert code == 0 and "compiling" not in err and "first compilation" not in out
+    assert "start-up (imports, reading the block)" in out
+    monkeypatch.setattr(cli, "_host_kernels_cached", lambda: False)
+    monkeypatch.setenv("PROVER_DEV_MODE", "1")
     code, _, err = run(main_prove, [blk, "--backend", "host", "-q"], capsys)
     assert code == 0 and "compiling" not in err
     assert "DEVELOPMENT MODE" in err                   # -q never silences that one

@@ -50,6 +50,28 @@ def test_permute_batch_matches_scalar_reference(n, seed):
                                                    p2.poseidon2_permute(x[cut:])]))
 
 
+# lane values at the edges of the kernel's lazy-reduction bounds (issue #12: the fused
+# one-pass rounds keep the same bounds; these states would expose an off-by-p slip)
+BOUNDARY = [0, 1, 2, P - 1, P - 2, (P - 1) // 2, (P + 1) // 2, 1 << 27, (1 << 27) - 1,
+            (1 << 30), P - (1 << 27), (1 << 31) - 1 - P + P // 2]
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(BOUNDARY), min_size=16, max_size=16),
+                min_size=1, max_size=20),
+       st.integers(0, 2 * p2.BLOCK))
+def test_permute_boundary_lanes_match_scalar_reference(states, pad):
+    """States made of boundary lane values, anywhere in a batch (a column of a chunk, a
+    full or a short last chunk), permute exactly as the pure-Python reference."""
+    rng = np.random.default_rng(pad)
+    x = rng.integers(0, P, (pad + len(states), 16), dtype=np.uint32)
+    x[pad:] = np.array(states, dtype=np.uint32)
+    got = p2.poseidon2_permute(x)
+    for i in range(pad, x.shape[0]):
+        assert got[i].tolist() == permute_ref(x[i]), f"state {i}"
+    assert np.array_equal(p2.compress_pairs(x)[pad:], got[pad:, :8])
+
+
 @settings(max_examples=len(EDGES), deadline=None)
 @given(st.sampled_from(EDGES), st.sampled_from([1, 8, 9, 16, 23]), st.integers(0, 2**32 - 1))
 def test_leaf_sponge_batch_matches_scalar_reference(n, w, seed):
@@ -86,6 +108,9 @@ AVX2_HOST = {"avx2": True, "avx512f": False, "sse2": True}
 def test_features_for_choices():
     s = vw.features_for("auto", AVX512_HOST)
     assert s.endswith(",-prefer-256-bit") and "+avx512f" in s and "+avx2" in s
+    assert "-avx512dq" in s.split(",") and "+avx512dq" not in s   # no vpmullq (see _drop)
+    fp16 = vw.features_for("auto", {**AVX512_HOST, "avx512fp16": True, "avx10.1-512": True})
+    assert "-avx512fp16" in fp16.split(",") and "-avx10.1-512" in fp16.split(",")
     assert vw.features_for("512", AVX512_HOST) == s
     assert vw.features_for("256", AVX512_HOST) is None
     assert vw.features_for("auto", AVX2_HOST) is None          # AVX2 hosts: numba's default
