@@ -16,8 +16,11 @@ Python process that imports the library (timed), builds the block's AIRs, then t
   their composition checks (``tables``) and the join (``join``: every opening, the DEEP
   quotients, the FRI), from the verifier's own entry points on the same proof.
 
-Every figure of one proof comes from the same machine state; the ratios between them
-are the comparable part on a shared machine.
+Every figure is CPU time of the measuring process (``time.process_time``: user +
+system), so that a loaded shared machine inflates it far less than wall time; the
+ratios between figures of one run are the comparable part.  ``--root DIR`` measures
+another checkout's library (e.g. a ``git archive`` of an earlier commit) with this
+script: same-run before/after comparisons.
 """
 from __future__ import annotations
 
@@ -29,8 +32,9 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+_LIB = os.environ.get("VERIFY_BENCH_ROOT", ROOT)     # the checkout a child measures
+if _LIB not in sys.path:
+    sys.path.insert(0, _LIB)
 
 
 def prove(k: int, out: str, params: dict) -> None:
@@ -45,29 +49,29 @@ def prove(k: int, out: str, params: dict) -> None:
 
 
 def _child(path: str, mode: str, reps: int) -> dict:
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     if mode == "api":
         from steadfast.prover.api import verify as api_verify
-        imp = time.perf_counter() - t0
-        t = time.perf_counter()
+        imp = time.process_time() - t0
+        t = time.process_time()
         api_verify(path, min_security_bits=0)
-        return {"import_s": imp, "api_first_s": time.perf_counter() - t}
+        return {"import_s": imp, "api_first_s": time.process_time() - t}
     import numpy as np
     from steadfast.verifier import verify
     V = sys.modules["steadfast.verifier.verify"]     # (the package's ``verify`` is the function)
     from steadfast.prover.api import BlockProof
     from steadfast.vm.airs import block_airs
-    imp = time.perf_counter() - t0
+    imp = time.process_time() - t0
     bp = BlockProof.load(path)
     airs = block_airs(bp.rom)
-    t = time.perf_counter()
+    t = time.process_time()
     res = verify(bp.proof, airs, None, min_security_bits=0)
-    first = time.perf_counter() - t
+    first = time.process_time() - t
     warm = []
     for _ in range(reps):
-        t = time.perf_counter()
+        t = time.process_time()
         verify(bp.proof, airs, None, min_security_bits=0)
-        warm.append(time.perf_counter() - t)
+        warm.append(time.process_time() - t)
     # the split, with the verifier's own entry points (same steps as verify)
     from steadfast.air import CHALLENGE_NAMES
     from steadfast.verifier.field import ef_col
@@ -76,10 +80,10 @@ def _child(path: str, mode: str, reps: int) -> dict:
     from steadfast.verifier.transcript import Transcript
     split = {"decode_shapes": [], "tables": [], "join": []}
     for _ in range(reps):
-        t = time.perf_counter()
+        t = time.process_time()
         proof = decode(bp.proof)
         shapes = V.check_shapes(proof, airs)
-        t1 = time.perf_counter()
+        t1 = time.process_time()
         tr = Transcript()
         absorb_statement(tr, proof.params, airs, shapes, [list(map(int, tp.public_values))
                                                           for tp in proof.tables])
@@ -90,9 +94,9 @@ def _child(path: str, mode: str, reps: int) -> dict:
                 CHALLENGE_NAMES[1]: ef_col(tr.sample_ef("logup_gamma"))}
         states = [V.verify_table(tr.fork(i), a, sh, tp, proof.params, chal)
                   for i, (a, sh, tp) in enumerate(zip(airs, shapes, proof.tables))]
-        t2 = time.perf_counter()
+        t2 = time.process_time()
         V.verify_join(tr, proof.params, shapes, proof.tables, states, proof.fri)
-        t3 = time.perf_counter()
+        t3 = time.process_time()
         split["decode_shapes"].append(t1 - t)
         split["tables"].append(t2 - t1)
         split["join"].append(t3 - t2)
@@ -103,15 +107,17 @@ def _child(path: str, mode: str, reps: int) -> dict:
             "security_bits": res.security.bits}
 
 
-def measure(paths, reps: int) -> list:
+def measure(paths, reps: int, root: str | None = None) -> list:
     out = []
     env = dict(os.environ)
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    root = os.path.abspath(root or ROOT)
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    env["VERIFY_BENCH_ROOT"] = root
     for p in paths:
         row = {"proof": p}
         for mode in ("stark", "api"):
             r = subprocess.run([sys.executable, os.path.abspath(__file__), "_child", p, mode,
-                                str(reps)], capture_output=True, text=True, env=env, cwd=ROOT)
+                                str(reps)], capture_output=True, text=True, env=env, cwd=root)
             if r.returncode:
                 raise RuntimeError(r.stderr)
             d = json.loads(r.stdout.strip().splitlines()[-1])
@@ -139,13 +145,15 @@ def main(argv=None) -> int:
     m = sub.add_parser("measure")
     m.add_argument("paths", nargs="+")
     m.add_argument("--reps", type=int, default=3)
+    m.add_argument("--root", default=None, help="the library checkout to measure (default: "
+                   "this one)")
     a = ap.parse_args(argv)
     if a.cmd == "prove":
         params = {n: getattr(a, n) for n in ("log_blowup", "num_queries", "log_fri_arity",
                                              "log_cap", "pow_bits") if getattr(a, n) is not None}
         prove(a.k, a.out, params)
     else:
-        measure(a.paths, a.reps)
+        measure(a.paths, a.reps, a.root)
     return 0
 
 

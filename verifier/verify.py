@@ -28,7 +28,7 @@ from typing import Collection, Sequence
 import numpy as np
 from numba import njit
 
-from steadfast.air import CHALLENGE_NAMES, check_buses, numerator_at_point, point_leaf
+from steadfast.air import CHALLENGE_NAMES, check_buses
 from steadfast.air.builder import AirError
 
 from . import merkle
@@ -456,6 +456,8 @@ def _barycentric(columns, z, log_n: int) -> np.ndarray:
     """verifier.field.barycentric_at (same values, uint32 (k, 4)) through _bary_kernel;
     falls back to it when z lies in the domain (a zero denominator)."""
     cols = np.ascontiguousarray(columns, dtype=np.uint32)
+    if not cols.flags.writeable:       # (a read-only array is another numba signature,
+        cols = cols.copy()             # not loaded at import: copying is cheaper)
     zf = np.ascontiguousarray(np.asarray(z, np.uint64).reshape(4))
     n = 1 << log_n
     if cols.ndim != 2 or cols.shape[0] != n:
@@ -486,32 +488,195 @@ def _combine_ef_columns(vals: np.ndarray) -> np.ndarray:
     return out % np.uint64(P)
 
 
-def _composition(air, sh: TableShape, tp: TableProof, pv, chal, alpha, z) -> None:
-    zf = ef_col(z).reshape(4, 1)
-    omega = F.root_of_unity(sh.log_n)
-    z_next = F.ef_mul_base(zf, omega)
-    opened = {("main", False): tp.ood_main, ("main", True): tp.ood_main_next}
+# ---------------------------------------------------------------- composition at z
+# The AIR's constraint program (air.program: straight-line ops over shared sub-terms) is
+# run by one compiled kernel, every value as an EF element (a base value v is (v, 0, 0, 0):
+# the same arithmetic as air.eval.numerator_at_point's, which types values), then
+# alpha-folded with the selectors at z (air.eval's formulas), and compared with
+# Z_H(z) Q(z).  The program's arrays are built once per program object (_point_code).
+
+_OP_LEAF, _OP_ADD, _OP_SUB, _OP_MUL, _OP_NEG = 0, 1, 2, 3, 4
+#: leaf kinds in the order of the value blocks _composition stacks (then pv, chal, term,
+#: the program's constants)
+_LEAF_KINDS = {("main", False): 0, ("main", True): 1, ("prep", False): 2, ("prep", True): 3,
+               ("aux", False): 4, ("aux", True): 5}
+_WHEN = {"all": 0, "first": 1, "last": 2, "transition": 3}
+_CODE_CACHE: dict = {}
+
+
+def _point_code(air):
+    """(code int64[nops, 3], leaf op positions int64[l], leaf kinds int64[l] (0..9),
+    leaf column int64[l], constants uint64[c, 4], outputs int64[K], when int64[K]) for
+    the AIR's constraint program; cached per program object (the cache keeps it alive, so
+    its id is not reused)."""
+    prog = air.constraint_program
+    hit = _CODE_CACHE.get(id(prog))
+    if hit is not None and hit[0] is prog:
+        return hit[1]
+    n = len(prog.ops)
+    code = np.zeros((n, 3), dtype=np.int64)
+    lpos, lkind, lcol, consts = [], [], [], []
+    ops = {"add": _OP_ADD, "sub": _OP_SUB, "mul": _OP_MUL, "neg": _OP_NEG}
+    for i, (op, a, b, payload) in enumerate(prog.ops):
+        if a >= 0:
+            code[i] = (ops[op], a, b)
+            continue
+        lpos.append(i)
+        if op in ("main", "prep", "aux"):
+            lkind.append(_LEAF_KINDS[(op, bool(payload[1]))])
+            lcol.append(int(payload[0]))
+        elif op == "pv":
+            lkind.append(6)
+            lcol.append(int(payload))
+        elif op == "chal":
+            lkind.append(7)
+            lcol.append(CHALLENGE_NAMES.index(payload))
+        elif op == "term":
+            lkind.append(8)
+            lcol.append(0)
+        elif op == "const":
+            lkind.append(9)
+            lcol.append(len(consts))
+            consts.append([int(payload) % P, 0, 0, 0])
+        else:  # pragma: no cover - compile_program emits only these leaves
+            raise ShapeError(f"unknown leaf {op!r} in the constraint program", air.name)
+    if len(prog.outputs) != len(air.constraints):
+        raise ShapeError("constraint program and constraints disagree", air.name)
+    res = (code, np.array(lpos, np.int64), np.array(lkind, np.int64),
+           np.array(lcol, np.int64), np.array(consts, np.uint64).reshape(-1, 4),
+           np.array(prog.outputs, np.int64),
+           np.array([_WHEN[c.when] for c in air.constraints], np.int64))
+    if len(_CODE_CACHE) > 256:
+        _CODE_CACHE.clear()
+    _CODE_CACHE[id(prog)] = (prog, res)
+    return res
+
+
+@njit(cache=True)
+def _composition_kernel(code, vals, outs, when, alpha, z, n, winv, parts):
+    """N(z), Z_H(z) and Z_H(z) Q(z) (each uint64[4]) for one table.
+
+    code int64[nops, 3] (op, a, b); vals uint64[nops, 4]: the leaves' EF values at their
+    positions (canonical), the rest is computed here in place; outs / when int64[K]: the
+    constraints' instructions and selectors (0 all, 1 first, 2 last, 3 transition);
+    alpha, z uint64[4]; n = trace length, winv = omega_n^-1; parts uint64[s, 4]: q_i(z).
+    N(z) = sum_k alpha^(K-1-k) sel_k(z) C_k(z) with sel_first = Z_H/(z-1),
+    sel_last = Z_H/(z - winv), sel_transition = z - winv; Q(z) = sum_i z^(i n) q_i(z)."""
+    for i in range(code.shape[0]):
+        op = code[i, 0]
+        if op == _OP_LEAF:
+            continue
+        a = code[i, 1]
+        b = code[i, 2]
+        if op == _OP_ADD:
+            for c in range(4):
+                vals[i, c] = _add(vals[a, c], vals[b, c])
+        elif op == _OP_SUB:
+            for c in range(4):
+                vals[i, c] = _sub(vals[a, c], vals[b, c])
+        elif op == _OP_NEG:
+            for c in range(4):
+                vals[i, c] = _sub(_ZERO, vals[a, c])
+        else:
+            m = _ef_mul(vals[a, 0], vals[a, 1], vals[a, 2], vals[a, 3],
+                        vals[b, 0], vals[b, 1], vals[b, 2], vals[b, 3])
+            for c in range(4):
+                vals[i, c] = m[c]
+    acc = np.zeros((4, 4), dtype=np.uint64)         # per selector group
+    p0, p1, p2, p3 = _ONE, _ZERO, _ZERO, _ZERO     # alpha^(K-1-k), k from the end
+    for k in range(outs.shape[0] - 1, -1, -1):
+        o = outs[k]
+        g = when[k]
+        m = _ef_mul(p0, p1, p2, p3, vals[o, 0], vals[o, 1], vals[o, 2], vals[o, 3])
+        for c in range(4):
+            acc[g, c] = _add(acc[g, c], m[c])
+        p0, p1, p2, p3 = _ef_mul(p0, p1, p2, p3, alpha[0], alpha[1], alpha[2], alpha[3])
+    # z^n by squaring (n a power of two), Z_H(z) = z^n - 1
+    z0, z1, z2, z3 = z[0], z[1], z[2], z[3]
+    e = n
+    while e > 1:
+        z0, z1, z2, z3 = _ef_mul(z0, z1, z2, z3, z0, z1, z2, z3)
+        e >>= 1
+    zn = np.array([z0, z1, z2, z3], dtype=np.uint64)
+    zh = zn.copy()
+    zh[0] = _sub(zh[0], _ONE)
+    sel = np.zeros((4, 4), dtype=np.uint64)
+    sel[0, 0] = _ONE
+    i0, i1, i2, i3 = _ef_inv(_sub(z[0], _ONE), z[1], z[2], z[3])
+    sel[1, 0], sel[1, 1], sel[1, 2], sel[1, 3] = _ef_mul(zh[0], zh[1], zh[2], zh[3],
+                                                         i0, i1, i2, i3)
+    t0 = _sub(z[0], winv)
+    i0, i1, i2, i3 = _ef_inv(t0, z[1], z[2], z[3])
+    sel[2, 0], sel[2, 1], sel[2, 2], sel[2, 3] = _ef_mul(zh[0], zh[1], zh[2], zh[3],
+                                                         i0, i1, i2, i3)
+    sel[3, 0], sel[3, 1], sel[3, 2], sel[3, 3] = t0, z[1], z[2], z[3]
+    num = np.zeros(4, dtype=np.uint64)
+    for g in range(4):
+        m = _ef_mul(sel[g, 0], sel[g, 1], sel[g, 2], sel[g, 3],
+                    acc[g, 0], acc[g, 1], acc[g, 2], acc[g, 3])
+        for c in range(4):
+            num[c] = _add(num[c], m[c])
+    q = np.zeros(4, dtype=np.uint64)
+    w0, w1, w2, w3 = _ONE, _ZERO, _ZERO, _ZERO
+    for i in range(parts.shape[0]):
+        m = _ef_mul(w0, w1, w2, w3, parts[i, 0], parts[i, 1], parts[i, 2], parts[i, 3])
+        for c in range(4):
+            q[c] = _add(q[c], m[c])
+        w0, w1, w2, w3 = _ef_mul(w0, w1, w2, w3, zn[0], zn[1], zn[2], zn[3])
+    zq = np.empty(4, dtype=np.uint64)
+    zq[0], zq[1], zq[2], zq[3] = _ef_mul(zh[0], zh[1], zh[2], zh[3], q[0], q[1], q[2], q[3])
+    return num, zh, zq
+
+
+def _composition_values(air, sh: TableShape, tp: TableProof, pv, chal, alpha, z):
+    """(N(z), Z_H(z), Z_H(z) Q(z)), uint64[4] each, from the opened values through the
+    AIR's constraint program (:func:`_composition_kernel`; the same values as
+    air.eval.numerator_at_point)."""
+    zf = np.asarray(z, np.uint64).reshape(4) % _P64
+    u64 = np.uint64
+    blocks = [np.asarray(tp.ood_main, u64).reshape(-1, 4),
+              np.asarray(tp.ood_main_next, u64).reshape(-1, 4)]
     if sh.prep_width:
-        opened[("prep", False)] = _barycentric(air.preprocessed, zf, sh.log_n)
-        if sh.uses_next_prep:
-            opened[("prep", True)] = _barycentric(air.preprocessed, z_next, sh.log_n)
+        zc = zf.reshape(4, 1)
+        blocks.append(np.asarray(_barycentric(air.preprocessed, zc, sh.log_n), u64))
+        blocks.append(np.asarray(_barycentric(air.preprocessed, F.ef_mul_base(
+            zc, F.root_of_unity(sh.log_n)), sh.log_n), u64) if sh.uses_next_prep
+            else np.zeros((0, 4), u64))
+    else:
+        blocks += [np.zeros((0, 4), u64)] * 2
     if sh.aux_cols:
-        opened[("aux", False)] = _combine_ef_columns(tp.ood_aux)
-        opened[("aux", True)] = _combine_ef_columns(tp.ood_aux_next)
-    term = tp.terminal if sh.aux_cols else np.zeros(4, np.uint32)
-    leaf = point_leaf(opened, [int(v) for v in pv], chal, term)
-    num, zh = numerator_at_point(air, leaf, ef_col(alpha), zf, sh.log_n)
-    if F.is_zero_ef(zh).all():
+        blocks.append(_combine_ef_columns(tp.ood_aux))
+        blocks.append(_combine_ef_columns(tp.ood_aux_next))
+    else:
+        blocks += [np.zeros((0, 4), u64)] * 2
+    pvb = np.zeros((len(pv), 4), u64)
+    pvb[:, 0] = np.asarray([int(v) for v in pv], u64).reshape(-1)
+    blocks.append(pvb)
+    blocks.append(np.stack([np.asarray(chal[nm], u64).reshape(4) for nm in CHALLENGE_NAMES]))
+    blocks.append(np.asarray(tp.terminal if sh.aux_cols else np.zeros(4), u64).reshape(1, 4))
+    code, lpos, lkind, lcol, consts, outs, when = _point_code(air)
+    blocks.append(consts)
+    sizes = np.array([b.shape[0] for b in blocks], np.int64)
+    if lcol.size and bool(np.any(lcol >= sizes[lkind])):
+        raise ShapeError("an opened value the constraints read is missing", sh.name)
+    src = np.concatenate(blocks, axis=0) % _P64
+    offs = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    vals = np.zeros((code.shape[0], 4), u64)
+    vals[lpos] = src[offs[lkind] + lcol]
+    parts = _combine_ef_columns(tp.ood_parts)[:sh.num_parts]
+    winv = pow(F.root_of_unity(sh.log_n), P - 2, P)
+    num, zh, zq = _composition_kernel(code, vals, outs, when,
+                                      np.asarray(alpha, u64).reshape(4) % _P64, zf,
+                                      sh.n, u64(winv), np.ascontiguousarray(parts, u64))
+    return num, zh, zq
+
+
+def _composition(air, sh: TableShape, tp: TableProof, pv, chal, alpha, z) -> None:
+    """The composition identity at z: N(z) = Z_H(z) Q(z) (CompositionError)."""
+    num, zh, zq = _composition_values(air, sh, tp, pv, chal, alpha, z)
+    if not zh.any():
         raise CompositionError("out-of-domain point lies in the trace domain", sh.name)
-    # Q(z) = sum_i z^(i n) q_i(z), q_i from its 4 coefficient columns
-    zn = F.ef_pow(zf, sh.n)
-    qz = np.zeros((4, 1), dtype=np.uint64)
-    zpow = F.ef_from_base(np.ones(1, np.uint64))
-    parts = _combine_ef_columns(tp.ood_parts)
-    for i in range(sh.num_parts):
-        qz = F.ef_add(qz, F.ef_mul(zpow, ef_col(parts[i]).reshape(4, 1)))
-        zpow = F.ef_mul(zpow, zn)
-    if not _ef_eq(num, F.ef_mul(zh, qz)):
+    if not np.array_equal(num, zq):
         raise CompositionError("constraints at z do not match the quotient parts", sh.name)
 
 
@@ -836,6 +1001,9 @@ def _warm_kernels() -> None:
                   u64(F.root_of_unity(2)), np.zeros(4, u64), _INVW)
     _final_kernel(np.zeros(1, i64), np.zeros((4, 1), u64), np.zeros((1, 4), u32), 1,
                   u64(F.root_of_unity(1)))
+    _composition_kernel(np.zeros((1, 3), i64), np.zeros((1, 4), u64), np.zeros(1, i64),
+                        np.zeros(1, i64), np.zeros(4, u64), np.array([5, 1, 0, 0], u64), 2,
+                        u64(P - 1), np.zeros((1, 4), u64))
 
 
 _warm_kernels()
