@@ -1063,7 +1063,7 @@ def verify(proof: BlockProof | bytes | str | os.PathLike[str], block: BlockLike 
     check_security(decoded.params, min_security_bits, airs, [t.log_n for t in decoded.tables])
     if program_digest(proof.rom) != pv[PV_PROGRAMS]:
         raise PublicValuesError("the program digest does not match the proof's ROM")
-    res = _verify_proof(proof.proof, airs, [pv, [], [msize], [], []],
+    res = _verify_proof(decoded, airs, [pv, [], [msize], [], []],    # (decoded once)
                         min_security_bits=min_security_bits)
     if block is not None:
         blk = _as_block(block)

@@ -513,15 +513,19 @@ def _point_code(air):
     hit = _CODE_CACHE.get(id(prog))
     if hit is not None and hit[0] is prog:
         return hit[1]
-    n = len(prog.ops)
-    code = np.zeros((n, 3), dtype=np.int64)
-    lpos, lkind, lcol, consts = [], [], [], []
-    ops = {"add": _OP_ADD, "sub": _OP_SUB, "mul": _OP_MUL, "neg": _OP_NEG}
-    for i, (op, a, b, payload) in enumerate(prog.ops):
-        if a >= 0:
-            code[i] = (ops[op], a, b)
-            continue
-        lpos.append(i)
+    ops = prog.ops
+    opc = {"add": _OP_ADD, "sub": _OP_SUB, "mul": _OP_MUL, "neg": _OP_NEG}
+    code = np.array([(opc.get(op, _OP_LEAF), a, b) for op, a, b, _ in ops],
+                    dtype=np.int64).reshape(-1, 3)
+    bad = (code[:, 1] >= 0) & (code[:, 0] == _OP_LEAF)
+    if bad.any():  # pragma: no cover - compile_program emits only these ops
+        raise ShapeError(f"unknown op {ops[int(np.flatnonzero(bad)[0])][0]!r} in the "
+                         "constraint program", air.name)
+    code[code[:, 1] < 0] = (_OP_LEAF, -1, -1)
+    lpos = [int(i) for i in np.flatnonzero(code[:, 1] < 0)]
+    lkind, lcol, consts = [], [], []
+    for i in lpos:
+        op, _, _, payload = ops[i]
         if op in ("main", "prep", "aux"):
             lkind.append(_LEAF_KINDS[(op, bool(payload[1]))])
             lcol.append(int(payload[0]))
@@ -924,6 +928,9 @@ def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = 
     :data:`DEFAULT_MIN_SECURITY_BITS` (100); 0 or ``None`` accepts the proof's own
     parameters, whatever they are -- say so explicitly (tests with weak parameters do).
 
+    ``proof_bytes``: the proof's bytes, or the :class:`verifier.proof_format.Proof` that
+    :func:`verifier.proof_format.decode` made of them.
+
     ``public_values``: the expected public values per table (None: accept those in the
     proof and return them).  Raises a :class:`verifier.errors.VerificationError`
     subclass on rejection; returns a :class:`VerifyResult` on success.
@@ -942,7 +949,9 @@ def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = 
     t0 = time.perf_counter()
     min_security_bits = validate_min_security_bits(min_security_bits)   # before the proof
     airs = list(airs)
-    proof = decode(proof_bytes)
+    # a Proof that verifier.proof_format.decode returned is accepted as well (a caller
+    # that decoded the bytes already, as prover.api.verify does, saves the second parse)
+    proof = proof_bytes if isinstance(proof_bytes, Proof) else decode(proof_bytes)
     shapes = check_shapes(proof, airs)
     security = check_security(proof.params, min_security_bits, airs, [sh.log_n for sh in shapes])
     try:
