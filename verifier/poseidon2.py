@@ -143,44 +143,49 @@ def _sbox_m(x):
     return _mmul(x3, x4)
 
 
-@njit(inline="always")
-def _m_ext_lanes(st, nb):
-    # lanes < p on entry.  M4 outputs < 7p, the column sums t < 28p, lane + t < 35p < 2^37:
-    # one _red37 per lane at the end.  M_E is linear with integer entries, so it acts on
-    # Montgomery forms unchanged.
-    for b in range(nb):
-        a0 = st[0, b]
-        a1 = st[1, b]
-        a2 = st[2, b]
-        a3 = st[3, b]
-        a4 = st[4, b]
-        a5 = st[5, b]
-        a6 = st[6, b]
-        a7 = st[7, b]
-        a8 = st[8, b]
-        a9 = st[9, b]
-        a10 = st[10, b]
-        a11 = st[11, b]
-        a12 = st[12, b]
-        a13 = st[13, b]
-        a14 = st[14, b]
-        a15 = st[15, b]
-        y0 = 2 * a0 + 3 * a1 + a2 + a3
-        y1 = a0 + 2 * a1 + 3 * a2 + a3
-        y2 = a0 + a1 + 2 * a2 + 3 * a3
-        y3 = 3 * a0 + a1 + a2 + 2 * a3
-        y4 = 2 * a4 + 3 * a5 + a6 + a7
-        y5 = a4 + 2 * a5 + 3 * a6 + a7
-        y6 = a4 + a5 + 2 * a6 + 3 * a7
-        y7 = 3 * a4 + a5 + a6 + 2 * a7
-        y8 = 2 * a8 + 3 * a9 + a10 + a11
-        y9 = a8 + 2 * a9 + 3 * a10 + a11
-        y10 = a8 + a9 + 2 * a10 + 3 * a11
-        y11 = 3 * a8 + a9 + a10 + 2 * a11
-        y12 = 2 * a12 + 3 * a13 + a14 + a15
-        y13 = a12 + 2 * a13 + 3 * a14 + a15
-        y14 = a12 + a13 + 2 * a14 + 3 * a15
-        y15 = 3 * a12 + a13 + a14 + 2 * a15
+@njit("void(uint64[:, ::1], int64)", cache=True)
+def _permute_lanes(st, nb):
+    """Poseidon2 in place on the first ``nb`` columns of ``st`` (uint64[16, >= nb]), every
+    lane canonical Montgomery form (< p).  Constants are module globals, frozen into the
+    compiled code.  Compiled once (explicit signature) and called by every kernel below.
+    One pass per round: the loop body takes one state (column b) through the round with
+    its 16 lanes in registers, and LLVM vectorises the b loop across states (M_E: the M4
+    outputs < 7p, the column sums t < 28p, lane + t < 35p < 2^37: one _red37 per lane;
+    M_E is linear with integer entries, so it acts on Montgomery forms unchanged).
+    Rounds: M_E; 4 full rounds (constants, x^7, M_E); 13 partial rounds; 4 full rounds.."""
+    for b in range(nb):                  # the initial M_E
+        x0 = st[0, b]
+        x1 = st[1, b]
+        x2 = st[2, b]
+        x3 = st[3, b]
+        x4 = st[4, b]
+        x5 = st[5, b]
+        x6 = st[6, b]
+        x7 = st[7, b]
+        x8 = st[8, b]
+        x9 = st[9, b]
+        x10 = st[10, b]
+        x11 = st[11, b]
+        x12 = st[12, b]
+        x13 = st[13, b]
+        x14 = st[14, b]
+        x15 = st[15, b]
+        y0 = 2 * x0 + 3 * x1 + x2 + x3
+        y1 = x0 + 2 * x1 + 3 * x2 + x3
+        y2 = x0 + x1 + 2 * x2 + 3 * x3
+        y3 = 3 * x0 + x1 + x2 + 2 * x3
+        y4 = 2 * x4 + 3 * x5 + x6 + x7
+        y5 = x4 + 2 * x5 + 3 * x6 + x7
+        y6 = x4 + x5 + 2 * x6 + 3 * x7
+        y7 = 3 * x4 + x5 + x6 + 2 * x7
+        y8 = 2 * x8 + 3 * x9 + x10 + x11
+        y9 = x8 + 2 * x9 + 3 * x10 + x11
+        y10 = x8 + x9 + 2 * x10 + 3 * x11
+        y11 = 3 * x8 + x9 + x10 + 2 * x11
+        y12 = 2 * x12 + 3 * x13 + x14 + x15
+        y13 = x12 + 2 * x13 + 3 * x14 + x15
+        y14 = x12 + x13 + 2 * x14 + 3 * x15
+        y15 = 3 * x12 + x13 + x14 + 2 * x15
         t0 = y0 + y4 + y8 + y12
         t1 = y1 + y5 + y9 + y13
         t2 = y2 + y6 + y10 + y14
@@ -201,46 +206,165 @@ def _m_ext_lanes(st, nb):
         st[13, b] = _red37(y13 + t1)
         st[14, b] = _red37(y14 + t2)
         st[15, b] = _red37(y15 + t3)
-
-
-@njit("void(uint64[:, ::1], int64)", cache=True)
-def _permute_lanes(st, nb):
-    """Poseidon2 in place on the first ``nb`` columns of ``st`` (uint64[16, >= nb]), every
-    lane canonical Montgomery form (< p).  Constants are module globals, frozen into the
-    compiled code.  Compiled once (explicit signature) and called by every kernel below;
-    loops run over the batch innermost so that LLVM vectorises them."""
-    # rnd 0: the initial M_E; rnd 1..8: a full round (constants, x^7 on all lanes, M_E);
-    # the 13 partial rounds run after rnd 4.  (One M_E call site keeps compilation short.)
-    tot = np.empty(nb, dtype=np.uint64)
-    for rnd in range(9):
-        if rnd > 0:
-            for i in range(16):
-                c = _RCF_ALL_M[rnd - 1, i]
-                for b in range(nb):
-                    # s + rc < 2p: one conditional subtraction, then x^7 of a canonical value
-                    x = st[i, b] + c
-                    st[i, b] = _sbox_m(x - _P64 if x >= _P64 else x)
-        _m_ext_lanes(st, nb)
+    for rnd in range(8):
         if rnd == 4:
             for r in range(13):
                 c = _RCP_M[r]
+                v0 = _V16_M[0]
+                v1 = _V16_M[1]
+                v2 = _V16_M[2]
+                v3 = _V16_M[3]
+                v4 = _V16_M[4]
+                v5 = _V16_M[5]
+                v6 = _V16_M[6]
+                v7 = _V16_M[7]
+                v8 = _V16_M[8]
+                v9 = _V16_M[9]
+                v10 = _V16_M[10]
+                v11 = _V16_M[11]
+                v12 = _V16_M[12]
+                v13 = _V16_M[13]
+                v14 = _V16_M[14]
+                v15 = _V16_M[15]
                 for b in range(nb):
                     x = st[0, b] + c
-                    st[0, b] = _sbox_m(x - _P64 if x >= _P64 else x)
-                # M_I: y_i = sum(s) + V_i s_i.  The sum < 16p < 2^37 is reduced once;
-                # V_i s_i (Montgomery product, < p) plus it is < 2p: one subtraction.
-                for b in range(nb):
-                    tot[b] = st[0, b]
-                for i in range(1, 16):
-                    for b in range(nb):
-                        tot[b] += st[i, b]
-                for b in range(nb):
-                    tot[b] = _red37(tot[b])
-                for i in range(16):
-                    v = _V16_M[i]
-                    for b in range(nb):
-                        y = tot[b] + _mmul(st[i, b], v)
-                        st[i, b] = y - _P64 if y >= _P64 else y
+                    x0 = _sbox_m(x - _P64 if x >= _P64 else x)
+                    x1 = st[1, b]
+                    x2 = st[2, b]
+                    x3 = st[3, b]
+                    x4 = st[4, b]
+                    x5 = st[5, b]
+                    x6 = st[6, b]
+                    x7 = st[7, b]
+                    x8 = st[8, b]
+                    x9 = st[9, b]
+                    x10 = st[10, b]
+                    x11 = st[11, b]
+                    x12 = st[12, b]
+                    x13 = st[13, b]
+                    x14 = st[14, b]
+                    x15 = st[15, b]
+                    # M_I: y_i = sum(s) + V_i s_i.  The sum < 16p < 2^37 is reduced once;
+                    # V_i s_i (Montgomery product, < p) plus it is < 2p: one subtraction.
+                    tot = _red37(x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7 + x8 + x9 + x10 + x11 + x12 + x13 + x14 + x15)
+                    y = tot + _mmul(x0, v0)
+                    st[0, b] = y - _P64 if y >= _P64 else y
+                    y = tot + _mmul(x1, v1)
+                    st[1, b] = y - _P64 if y >= _P64 else y
+                    y = tot + _mmul(x2, v2)
+                    st[2, b] = y - _P64 if y >= _P64 else y
+                    y = tot + _mmul(x3, v3)
+                    st[3, b] = y - _P64 if y >= _P64 else y
+                    y = tot + _mmul(x4, v4)
+                    st[4, b] = y - _P64 if y >= _P64 else y
+                    y = tot + _mmul(x5, v5)
+                    st[5, b] = y - _P64 if y >= _P64 else y
+                    y = tot + _mmul(x6, v6)
+                    st[6, b] = y - _P64 if y >= _P64 else y
+                    y = tot + _mmul(x7, v7)
+                    st[7, b] = y - _P64 if y >= _P64 else y
+                    y = tot + _mmul(x8, v8)
+                    st[8, b] = y - _P64 if y >= _P64 else y
+                    y = tot + _mmul(x9, v9)
+                    st[9, b] = y - _P64 if y >= _P64 else y
+                    y = tot + _mmul(x10, v10)
+                    st[10, b] = y - _P64 if y >= _P64 else y
+                    y = tot + _mmul(x11, v11)
+                    st[11, b] = y - _P64 if y >= _P64 else y
+                    y = tot + _mmul(x12, v12)
+                    st[12, b] = y - _P64 if y >= _P64 else y
+                    y = tot + _mmul(x13, v13)
+                    st[13, b] = y - _P64 if y >= _P64 else y
+                    y = tot + _mmul(x14, v14)
+                    st[14, b] = y - _P64 if y >= _P64 else y
+                    y = tot + _mmul(x15, v15)
+                    st[15, b] = y - _P64 if y >= _P64 else y
+        c0 = _RCF_ALL_M[rnd, 0]
+        c1 = _RCF_ALL_M[rnd, 1]
+        c2 = _RCF_ALL_M[rnd, 2]
+        c3 = _RCF_ALL_M[rnd, 3]
+        c4 = _RCF_ALL_M[rnd, 4]
+        c5 = _RCF_ALL_M[rnd, 5]
+        c6 = _RCF_ALL_M[rnd, 6]
+        c7 = _RCF_ALL_M[rnd, 7]
+        c8 = _RCF_ALL_M[rnd, 8]
+        c9 = _RCF_ALL_M[rnd, 9]
+        c10 = _RCF_ALL_M[rnd, 10]
+        c11 = _RCF_ALL_M[rnd, 11]
+        c12 = _RCF_ALL_M[rnd, 12]
+        c13 = _RCF_ALL_M[rnd, 13]
+        c14 = _RCF_ALL_M[rnd, 14]
+        c15 = _RCF_ALL_M[rnd, 15]
+        for b in range(nb):
+            # s + rc < 2p: one conditional subtraction, then x^7 of a canonical value
+            x = st[0, b] + c0
+            x0 = _sbox_m(x - _P64 if x >= _P64 else x)
+            x = st[1, b] + c1
+            x1 = _sbox_m(x - _P64 if x >= _P64 else x)
+            x = st[2, b] + c2
+            x2 = _sbox_m(x - _P64 if x >= _P64 else x)
+            x = st[3, b] + c3
+            x3 = _sbox_m(x - _P64 if x >= _P64 else x)
+            x = st[4, b] + c4
+            x4 = _sbox_m(x - _P64 if x >= _P64 else x)
+            x = st[5, b] + c5
+            x5 = _sbox_m(x - _P64 if x >= _P64 else x)
+            x = st[6, b] + c6
+            x6 = _sbox_m(x - _P64 if x >= _P64 else x)
+            x = st[7, b] + c7
+            x7 = _sbox_m(x - _P64 if x >= _P64 else x)
+            x = st[8, b] + c8
+            x8 = _sbox_m(x - _P64 if x >= _P64 else x)
+            x = st[9, b] + c9
+            x9 = _sbox_m(x - _P64 if x >= _P64 else x)
+            x = st[10, b] + c10
+            x10 = _sbox_m(x - _P64 if x >= _P64 else x)
+            x = st[11, b] + c11
+            x11 = _sbox_m(x - _P64 if x >= _P64 else x)
+            x = st[12, b] + c12
+            x12 = _sbox_m(x - _P64 if x >= _P64 else x)
+            x = st[13, b] + c13
+            x13 = _sbox_m(x - _P64 if x >= _P64 else x)
+            x = st[14, b] + c14
+            x14 = _sbox_m(x - _P64 if x >= _P64 else x)
+            x = st[15, b] + c15
+            x15 = _sbox_m(x - _P64 if x >= _P64 else x)
+            y0 = 2 * x0 + 3 * x1 + x2 + x3
+            y1 = x0 + 2 * x1 + 3 * x2 + x3
+            y2 = x0 + x1 + 2 * x2 + 3 * x3
+            y3 = 3 * x0 + x1 + x2 + 2 * x3
+            y4 = 2 * x4 + 3 * x5 + x6 + x7
+            y5 = x4 + 2 * x5 + 3 * x6 + x7
+            y6 = x4 + x5 + 2 * x6 + 3 * x7
+            y7 = 3 * x4 + x5 + x6 + 2 * x7
+            y8 = 2 * x8 + 3 * x9 + x10 + x11
+            y9 = x8 + 2 * x9 + 3 * x10 + x11
+            y10 = x8 + x9 + 2 * x10 + 3 * x11
+            y11 = 3 * x8 + x9 + x10 + 2 * x11
+            y12 = 2 * x12 + 3 * x13 + x14 + x15
+            y13 = x12 + 2 * x13 + 3 * x14 + x15
+            y14 = x12 + x13 + 2 * x14 + 3 * x15
+            y15 = 3 * x12 + x13 + x14 + 2 * x15
+            t0 = y0 + y4 + y8 + y12
+            t1 = y1 + y5 + y9 + y13
+            t2 = y2 + y6 + y10 + y14
+            t3 = y3 + y7 + y11 + y15
+            st[0, b] = _red37(y0 + t0)
+            st[1, b] = _red37(y1 + t1)
+            st[2, b] = _red37(y2 + t2)
+            st[3, b] = _red37(y3 + t3)
+            st[4, b] = _red37(y4 + t0)
+            st[5, b] = _red37(y5 + t1)
+            st[6, b] = _red37(y6 + t2)
+            st[7, b] = _red37(y7 + t3)
+            st[8, b] = _red37(y8 + t0)
+            st[9, b] = _red37(y9 + t1)
+            st[10, b] = _red37(y10 + t2)
+            st[11, b] = _red37(y11 + t3)
+            st[12, b] = _red37(y12 + t0)
+            st[13, b] = _red37(y13 + t1)
+            st[14, b] = _red37(y14 + t2)
+            st[15, b] = _red37(y15 + t3)
 
 
 @njit(inline="always")
