@@ -177,15 +177,15 @@ class ProverConfig:
     that XCHECK is not enabled to catch: a wrong proof could then leave the prover."""
     backend: str = "auto"
     vram_budget: int | str | None = None
-    log_blowup: int = 1
-    num_queries: int = 100
-    pow_bits: int = 16
+    log_blowup: int = Params.log_blowup
+    num_queries: int = Params.num_queries
+    pow_bits: int = Params.pow_bits
     threads: int | None = None
     check: bool = False
     postmortem_dir: str | os.PathLike[str] = "."
-    logup_pow_bits: int = 16
-    deep_pow_bits: int = 12
-    commit_pow_bits: int = 8
+    logup_pow_bits: int = Params.logup_pow_bits
+    deep_pow_bits: int = Params.deep_pow_bits
+    commit_pow_bits: int = Params.commit_pow_bits
     log_fri_arity: int = Params.log_fri_arity
     log_cap: int = Params.log_cap
     self_check: bool = True

@@ -133,9 +133,10 @@ def _prove_parser() -> argparse.ArgumentParser:
     ap.add_argument("--vram-budget", default=os.environ.get("PROVER_VRAM_BUDGET"),
                     help="device memory the prover may use, e.g. 6GiB (default: "
                          "$PROVER_VRAM_BUDGET, else what the device has free)")
-    ap.add_argument("--log-blowup", type=int, default=1, help="log2 of the LDE blowup")
-    ap.add_argument("--queries", type=int, default=100, help="FRI queries")
-    ap.add_argument("--pow-bits", type=int, default=16,
+    ap.add_argument("--log-blowup", type=int, default=Params.log_blowup,
+                    help="log2 of the LDE blowup")
+    ap.add_argument("--queries", type=int, default=Params.num_queries, help="FRI queries")
+    ap.add_argument("--pow-bits", type=int, default=Params.pow_bits,
                     help="proof-of-work bits before the queries")
     ap.add_argument("--fri-arity", type=int, default=None, metavar="A",
                     help="FRI folding arity: 2, 4, 8 or 16 (default: the protocol's, "

@@ -35,8 +35,7 @@ def run(main, argv, capsys):
 
 @pytest.fixture(scope="module")
 def example_proof(tmp_path_factory):
-    """examples/block.json proved once with the default parameters (100 queries, 16 bits
-    of proof of work) through the CLI, the default output path and --stats-json."""
+    """examples/block.json proved once with the default parameters (Params' defaults) through the CLI, the default output path and --stats-json."""
     d = tmp_path_factory.mktemp("ex")
     block = d / "block.json"
     block.write_bytes(open(EXAMPLE, "rb").read())
@@ -56,8 +55,12 @@ def test_prove_defaults_and_verify(example_proof, capsys):
     # the parameters and the conjectured security are shown: the honest figure of the
     # example's shapes (docs/protocol.md section 7), above the default minimum
     import re
-    assert ("parameters: log_blowup 1, 100 queries, 16 proof-of-work bits, "
-            "log_final_poly_len 2, grinding LogUp/DEEP/commit 16/12/8 bits: ") in out
+    from steadfast.verifier.proof_format import Params
+    p = Params()
+    assert (f"parameters: log_blowup {p.log_blowup}, {p.num_queries} queries, "
+            f"{p.pow_bits} proof-of-work bits, log_final_poly_len {p.log_final_poly_len}, "
+            f"grinding LogUp/DEEP/commit {p.logup_pow_bits}/{p.deep_pow_bits}/"
+            f"{p.commit_pow_bits} bits: ") in out
     bits = int(re.search(r"(\d+) conjectured security bits \(minimum 100;", out).group(1))
     assert 100 <= bits < 116
     code, out, _ = run(main_verify, [proof, "--min-security-bits", str(bits)], capsys)
@@ -90,8 +93,8 @@ def test_verify_wrong_block_and_bad_proofs(example_proof, tmp_path, capsys):
 
 
 def test_verify_refuses_weak_parameters_by_default(tmp_path, capsys):
-    """A cheap proof (2 queries, no query proof of work: 2 bits per table, 0 for the five
-    tables together) is refused unless the minimum is lowered; the parameters are checked
+    """A cheap proof (2 queries, no query proof of work: 2·log_blowup bits for the one
+    FRI, a little less with the other terms) is refused unless the minimum is lowered; the parameters are checked
     before the proof is examined."""
     blk = write(tmp_path, "empty.json", empty_block().to_json())
     weak = str(tmp_path / "weak.proof")
@@ -101,15 +104,21 @@ def test_verify_refuses_weak_parameters_by_default(tmp_path, capsys):
     code, out, err = run(main_verify, [weak], capsys)
     assert code == 1 and out == ""
     assert err.startswith("error: proof refused:") and err.count("\n") == 1
-    assert "give 0 conjectured security bits for these tables, below the required 100" in err
+    import re
+    from steadfast.verifier.proof_format import Params
+    m = re.search(r"give (\d+) conjectured security bits for these tables, below the "
+                  r"required 100", err)
+    assert m and int(m.group(1)) == 2 * Params.log_blowup - 1
     assert "2 queries, 0 query proof-of-work bits" in err and "--min-security-bits" in err
     code, out, _ = run(main_verify, [weak, "--min-security-bits", "0"], capsys)
     assert code == 0 and out.startswith("proof OK")
-    assert "2 queries, 0 proof-of-work bits" in out and " 0 conjectured security bits" in out
+    assert ("2 queries, 0 proof-of-work bits" in out
+            and f" {2 * Params.log_blowup - 1} conjectured security bits" in out)
     code, out, _ = run(main_verify, [weak, "--min-security-bits", "0", "--block", blk], capsys)
     assert code == 0 and out.startswith("proof OK for block")
-    code, _, err = run(main_verify, [weak, "--min-security-bits", "1"], capsys)
-    assert code == 1 and "below the required 1" in err
+    above = 2 * Params.log_blowup                    # one more than the proof gives
+    code, _, err = run(main_verify, [weak, "--min-security-bits", str(above)], capsys)
+    assert code == 1 and f"below the required {above}" in err
     # a weak proof that is also corrupt: refused for its parameters, before any hashing;
     # with no minimum the corruption itself is found
     data = bytearray(open(weak, "rb").read())
@@ -297,6 +306,7 @@ def test_execute_only_reports_without_proving(tmp_path, capsys):
     """--execute-only: the VM's figures against independent references (the interpreter's
     cycles, the AIRs' widths, the committed-cell formula), no proof file, exit 1 and the
     mismatch for false claims."""
+    from steadfast.verifier.proof_format import Params
     from steadfast.vm.airs import block_airs
     from steadfast.vm.block import load_block
     from steadfast.vm.interpreter import execute
@@ -313,7 +323,8 @@ def test_execute_only_reports_without_proving(tmp_path, capsys):
         n = t["padded_rows"]
         assert n & (n - 1) == 0 and t["rows"] <= n
         assert (t["main_width"], t["aux_width"], t["parts"]) == (a.main_width, a.aux_width, a.num_parts)
-        assert t["committed_cells"] == 2 * n * (a.main_width + 4 * a.aux_width + 4 * a.num_parts)
+        assert t["committed_cells"] == (2 ** Params.log_blowup) * n * (
+                a.main_width + 4 * a.aux_width + 4 * a.num_parts)
         cells += t["committed_cells"]
     assert rep["tables"][0]["rows"] == rec.cycles
     assert rep["tables"][0]["padded_rows"] == 1 << (rec.cycles - 1).bit_length()
@@ -416,7 +427,8 @@ def test_weak_parameters_warn_and_verify_json(tmp_path, capsys):
     assert rep["public_values"]["final_digest"] == fd and len(fd) == 64
     assert rep["params"]["num_queries"] == 8 and rep["params"]["pow_bits"] == 2
     assert 0 < rep["security_bits"] < 100 and rep["limiting_term"] == "fri_queries"
-    assert rep["security_terms"]["fri_queries"] < 10 and rep["seconds"] > 0
+    assert rep["security_terms"]["fri_queries"] == 8 * rep["params"]["log_blowup"] + 2
+    assert rep["seconds"] > 0
     code, out, _ = run(main_verify, [proof, "--min-security-bits", "0"], capsys)
     assert f"final state digest {fd}" in out
 

@@ -64,12 +64,12 @@ _TWO_ADICITY = 27
 @dataclass(frozen=True)
 class Params:
     """Protocol parameters; recorded in the proof and absorbed first."""
-    log_blowup: int = 1
-    num_queries: int = 100
+    log_blowup: int = 2
+    num_queries: int = 50
     pow_bits: int = 16
     log_final_poly_len: int = 2
     logup_pow_bits: int = 16     # grinding before the LogUp challenges (beta, gamma)
-    deep_pow_bits: int = 12      # grinding before each table's DEEP batching challenge lambda
+    deep_pow_bits: int = 14      # grinding before each table's DEEP batching challenge lambda
     commit_pow_bits: int = 8     # grinding before z and before each FRI folding challenge
     log_fri_arity: int = 3       # FRI folds by up to 2^log_fri_arity per layer (1..4)
     log_cap: int = 0             # Merkle commitments are caps of 2^log_cap nodes (0..8)
