@@ -175,7 +175,7 @@ def _mixed_block():
 @pytest.mark.parametrize("la,lc,lf", [(1, 0, 0), (2, 2, 2), (3, 4, 1)])
 def test_honest_proof_shapes_with_mixed_heights(la, lc, lf):
     airs, traces, pvs = _mixed_block()
-    params = Params(num_queries=6, pow_bits=1, log_final_poly_len=lf, log_fri_arity=la,
+    params = Params(log_blowup=1, num_queries=6, pow_bits=1, log_final_poly_len=lf, log_fri_arity=la,
                     log_cap=lc, logup_pow_bits=1, deep_pow_bits=1, commit_pow_bits=1)
     proof = decode(prove(traces, airs, pvs, params))        # fri_final checks the degree
     ldes = [t.shape[0].bit_length() - 1 + 1 for t in traces]

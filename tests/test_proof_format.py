@@ -18,7 +18,7 @@ SEC0 = 4 + struct.calcsize(HEADER)  # offset of the first table's section_len
 @pytest.fixture(scope="module")
 def proof():
     t, pv = ex.fibonacci_trace(3)
-    return prove([t], [ex.fibonacci_air()], [pv], Params(num_queries=3, pow_bits=1))
+    return prove([t], [ex.fibonacci_air()], [pv], Params(log_blowup=1, num_queries=3, pow_bits=1))
 
 
 def test_round_trip_is_identity(proof):
@@ -31,7 +31,7 @@ def test_header_layout(proof):
      logup_nonce) = struct.unpack_from(HEADER, proof, 4)
     assert (version, reserved) == (FORMAT_VERSION, 0) and FORMAT_VERSION == 3
     assert (lb, pw, lf, nq, nt) == (1, 1, 2, 3, 1)
-    assert (lpw, dpw, cpw) == (16, 12, 8)                  # the grinding defaults
+    assert (lpw, dpw, cpw) == (16, 14, 8)                  # the grinding defaults
     assert (lar, lcap) == (Params().log_fri_arity, Params().log_cap)
     assert SEC0 == 24
     d = decode(proof)

@@ -16,7 +16,7 @@ from steadfast.verifier import verify as _verify
 # These tests prove with weak parameters on purpose (few queries, little grinding):
 # their verifications say so explicitly by requiring no security minimum.
 verify = functools.partial(_verify, min_security_bits=0)
-FAST = Params(num_queries=8, pow_bits=2)
+FAST = Params(log_blowup=1, num_queries=8, pow_bits=2)
 
 
 def _roundtrip(airs, traces, pvs, params=FAST):
@@ -77,9 +77,9 @@ def test_public_values():
 
 def test_defaults_once():
     t, pv = ex.fibonacci_trace(4)
-    proof = prove([t], [ex.fibonacci_air()], [pv])          # 100 queries, 16 bits of PoW
+    proof = prove([t], [ex.fibonacci_air()], [pv])          # 50 queries at blowup 4, 16 bits
     p = decode(proof)
-    assert (p.params.log_blowup, p.params.num_queries, p.params.pow_bits) == (1, 100, 16)
+    assert (p.params.log_blowup, p.params.num_queries, p.params.pow_bits) == (2, 50, 16)
     assert p.params.query_bits() == 116
     verify(proof, [ex.fibonacci_air()], [pv])
 
@@ -273,10 +273,11 @@ def test_fri_layer_heights_by_hand():
     # arity 4, blowup 2, final 2^2: tables at LDE heights 20, 18, 11, 5 (h_final = 5)
     p = Params(log_blowup=1, log_fri_arity=2, log_final_poly_len=2)
     assert fri_layer_heights(p, [18, 16, 9, 3]) == [19, 17, 15, 13, 11, 10, 8, 6, 4, 3]
-    assert fri_layer_heights(Params(log_fri_arity=3, log_final_poly_len=5),
+    assert fri_layer_heights(Params(log_blowup=1, log_fri_arity=3, log_final_poly_len=5),
                              [18, 16, 9, 6]) == [19, 17, 14, 11, 10, 7, 6]
-    assert fri_layer_heights(Params(log_final_poly_len=4), [3, 3]) == [4]      # r = 0
-    assert fri_layer_heights(Params(log_fri_arity=1, log_final_poly_len=0), [2]) == [3, 2, 1]
+    assert fri_layer_heights(Params(log_blowup=1, log_final_poly_len=4), [3, 3]) == [4]  # r = 0
+    assert fri_layer_heights(Params(log_blowup=1, log_fri_arity=1, log_final_poly_len=0),
+                             [2]) == [3, 2, 1]
 
 
 @pytest.mark.parametrize("arity", [1, 2, 3, 4])
@@ -317,6 +318,8 @@ def test_security_figure_against_exact_rationals(params):
         assert rep.bits == ref, (rep.describe(), ref)
         assert rep.bits <= min(rep.terms.values())
     # the query term counts once (v3: one FRI): 2 queries at blowup 2 are 2^-2 -> 1 bit
-    weak = proof_security(Params(num_queries=2, pow_bits=0), airs, [3] * len(airs))
+    weak = proof_security(Params(log_blowup=1, num_queries=2, pow_bits=0), airs,
+                          [3] * len(airs))
     assert weak.bits == 1 and weak.limiting == "fri_queries"
-    assert proof_security(Params(num_queries=1, pow_bits=0), airs, [3] * len(airs)).bits == 0
+    assert proof_security(Params(log_blowup=1, num_queries=1, pow_bits=0), airs,
+                          [3] * len(airs)).bits == 0
