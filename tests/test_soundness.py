@@ -17,7 +17,7 @@ from steadfast.verifier.transcript import Transcript
 # These tests prove with weak parameters on purpose (few queries, little grinding):
 # their verifications say so explicitly by requiring no security minimum.
 verify = functools.partial(verify, min_security_bits=0)
-FAST = Params(num_queries=6, pow_bits=3, logup_pow_bits=0, deep_pow_bits=0,
+FAST = Params(log_blowup=1, num_queries=6, pow_bits=3, logup_pow_bits=0, deep_pow_bits=0,
               commit_pow_bits=0)     # the grinding steps: test_wrong_pow_nonce
 
 
@@ -288,7 +288,7 @@ def test_cheating_fri_provers():
     from steadfast.verifier.protocol import fri_layer_heights
     t, pv = ex.fibonacci_trace(7)
     air = ex.fibonacci_air()
-    params = Params(num_queries=6, pow_bits=3, logup_pow_bits=0, deep_pow_bits=0,
+    params = Params(log_blowup=1, num_queries=6, pow_bits=3, logup_pow_bits=0, deep_pow_bits=0,
                     commit_pow_bits=0, log_fri_arity=1)
     r = len(fri_layer_heights(params, [7])) - 1
     assert r >= 3
@@ -328,7 +328,7 @@ def test_mixed_heights_roll_in():
         traces.append(t)
         pvs.append(pv)
     for arity in (1, 2, 3):
-        params = Params(num_queries=6, pow_bits=3, logup_pow_bits=0, deep_pow_bits=0,
+        params = Params(log_blowup=1, num_queries=6, pow_bits=3, logup_pow_bits=0, deep_pow_bits=0,
                         commit_pow_bits=0, log_fri_arity=arity, log_final_poly_len=1)
         proof = prove(traces, airs, pvs, params)
         verify(proof, airs, pvs)
