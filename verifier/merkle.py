@@ -285,7 +285,7 @@ def cap_of(matrix: np.ndarray, log_cap: int) -> np.ndarray:
     return level
 
 
-# Load (or compile, on a cold cache) the kernels at import, like the permutation.
-roots_from_paths(np.zeros((1, 8), np.uint32), np.zeros(1, np.int64), np.zeros((1, 1, 8), np.uint32))
+# Load (or compile, on a cold cache) the kernels verify uses at import, like the
+# permutation (roots_from_paths, the format-2 path check, compiles on its first call).
 _count_kernel(np.zeros(1, np.int64), 1)
 _multiproof_kernel(np.zeros((1, 8), np.uint32), np.zeros(1, np.int64), np.zeros((1, 8), np.uint32), 1)
