@@ -38,9 +38,11 @@ Derived from one definition
   refuses an AIR needing more than 2^log_blowup parts.
 * LogUp: the interactions are batched (greedily, declaration order, while the batch
   constraint's degree stays <= max(D_user, 2, single-interaction degree)); the aux trace
-  has one EF column h_k per batch (h_k = sum of sign*m/d over the batch) and a running sum
-  ``acc``; constraints ``h_k * prod(d) = ...`` (every row), ``acc[0] = sum h_k[0]``,
-  ``acc' = acc + sum h_k'``, ``acc[n-1] = terminal``; d = gamma - (bus_id + sum_j
+  has one EF column h_k per batch but the last (h_k = sum of sign*m/d over the batch)
+  and an accumulator ``acc``; constraints ``h_k * prod(d) = ...`` (every row) and one
+  cyclic constraint on every row that makes the last batch's fractions the increment
+  ``acc' - acc - sum h_k + U`` (U = the table's LogUp sum divided by n, the ``term``
+  leaf: see :func:`air.builder._derive_logup`); d = gamma - (bus_id + sum_j
   beta^(j+1) v_j).  ``air.constraints`` lists user constraints, then these.
 * ``air.constraint_program`` / ``air.interaction_program``: straight-line programs
   (:mod:`air.program`) -- the structure a numba or CUDA kernel generator walks.

@@ -199,7 +199,19 @@ def _batch_degree(batch: list[Interaction]) -> int:
 
 def _derive_logup(interactions, target: int):
     """Greedy batching (declaration order): an interaction joins the current batch while
-    the batch constraint's degree stays <= target.  Returns (batches, constraints)."""
+    the batch constraint's degree stays <= target.  Returns (batches, constraints).
+
+    Aux columns: h_0 .. h_(B-2) (one per batch but the last) and the accumulator acc
+    (column B-1).  The last batch has no column of its own: its fractions are the row's
+    increment of acc beyond the other h_k, in one cyclic constraint on every row (the
+    next row of the last row is row 0) with the claimed value U = terminal / n::
+
+        (acc' - acc - sum_(k<B-1) h_k + U) * prod_(i in last) d_i - sum_i sign_i m_i prod_(j != i) d_j = 0
+
+    Summed over the n rows of H the acc terms cancel, so sum_rows sum_i sign_i m_i / d_i
+    = n * U: the table's LogUp sum is n * U (the verifier checks sum_tables n_t U_t = 0).
+    The constraint has the degree of the last batch's h constraint, and no boundary
+    constraint is needed (acc is defined up to a constant; the prover takes acc[0] = 0)."""
     batches: list[list[Interaction]] = []
     for it in interactions:
         if batches and _batch_degree(batches[-1] + [it]) <= target:
@@ -207,12 +219,12 @@ def _derive_logup(interactions, target: int):
         else:
             batches.append([it])
     B = len(batches)
-    h = [column("aux", k, f"logup_h[{k}]") for k in range(B)]
-    acc = column("aux", B, "logup_acc")
+    h = [column("aux", k, f"logup_h[{k}]") for k in range(B - 1)]
+    acc = column("aux", B - 1, "logup_acc")
     cons: list[Constraint] = []
-    for k, batch in enumerate(batches):
-        # h_k * prod d_i - sum_i sign_i m_i prod_{j != i} d_j = 0, i.e.
-        # h_k = sum_i sign_i m_i / d_i on every row.
+
+    def fractions(batch):
+        # (prod_i d_i, sum_i sign_i m_i prod_(j != i) d_j)
         ds = [_denominator(it) for it in batch]
         prod = ds[0]
         for d in ds[1:]:
@@ -224,15 +236,18 @@ def _derive_logup(interactions, target: int):
                 if j != i:
                     term = term * d
             rhs = term if rhs is None else rhs + term
+        return prod, rhs
+
+    for k, batch in enumerate(batches[:-1]):
+        # h_k * prod d_i - sum_i sign_i m_i prod_{j != i} d_j = 0, i.e.
+        # h_k = sum_i sign_i m_i / d_i on every row.
+        prod, rhs = fractions(batch)
         cons.append(Constraint(h[k] * prod - rhs, "all", f"logup_h[{k}]"))
-    sum_h = h[0]
-    sum_h_next = h[0].next
-    for k in range(1, B):
-        sum_h = sum_h + h[k]
-        sum_h_next = sum_h_next + h[k].next
-    cons.append(Constraint(acc - sum_h, "first", "logup_acc_first"))
-    cons.append(Constraint(acc.next - acc - sum_h_next, "transition", "logup_acc_step"))
-    cons.append(Constraint(acc - Expr("term", (), None, "terminal"), "last", "logup_acc_last"))
+    step = acc.next - acc + Expr("term", (), None, "terminal")
+    for k in range(B - 1):
+        step = step - h[k]
+    prod, rhs = fractions(batches[-1])
+    cons.append(Constraint(step * prod - rhs, "all", "logup_acc"))
     return batches, cons
 
 
@@ -266,7 +281,7 @@ class Air:
             single = max(_batch_degree([it]) for it in interactions)
             batches, logup = _derive_logup(interactions, max(user_deg, single, 2))
             self.lookup_batches = tuple(tuple(b) for b in batches)
-            self.aux_width = len(batches) + 1
+            self.aux_width = len(batches)           # h_0 .. h_(B-2), acc
         else:
             logup = []
             self.lookup_batches = ()

@@ -11,7 +11,7 @@ op          payload                                      field      degree
 ``aux``     (column index, next_row: bool) -- LogUp      EF         1
 ``pv``      public-value index                           base       0
 ``chal``    challenge name (``logup_beta``/``gamma``)    EF         0
-``term``    this table's LogUp terminal sum              EF         0
+``term``    this table's LogUp sum / n (the terminal U)  EF         0
 ==========  ===========================================  =========  =======
 
 Interior nodes: ``add``, ``sub``, ``mul`` (two children) and ``neg`` (one).  Python ints

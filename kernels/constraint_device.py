@@ -457,7 +457,7 @@ def precompile(airs, compile: bool = True, progress=None) -> list[dict]:
 
 # ----------------------------------------------------------------------------- wrappers
 
-_ef_add, _ef_mul_base = DF.ef_add, DF.ef_mul_base
+_ef_add, _ef_sub, _ef_mul_base = DF.ef_add, DF.ef_sub, DF.ef_mul_base
 _mulp, _subp, _powp = DF.mul, DF.sub, DF.pow_
 
 
@@ -583,7 +583,8 @@ def _out4(out, M, s, alloc):
 
 @kernel(f"void({_M2}, {_M2}, int64[::1], int64, {_M2}, {_M2}, int64)")
 def _logup_h_kernel(dinv, sm, bstart, r0, aux, tot, transposed):
-    # trace row i = r0 + il of a chunk: h_k = sum_{t in batch k} sm[t, il] / d_t;
+    # trace row i = r0 + il of a chunk: h_k = sum_{t in batch k} sm[t, il] / d_t, stored
+    # for every batch but the last (which has no column: it lives in acc's constraint);
     # tot[i] = sum_k h_k.  dinv row t * rows + il holds 1/d_t at that row.
     il = cuda.grid(1)
     rows = sm.shape[1]
@@ -591,22 +592,24 @@ def _logup_h_kernel(dinv, sm, bstart, r0, aux, tot, transposed):
         return
     i = r0 + il
     s0, s1, s2, s3 = np.uint32(0), np.uint32(0), np.uint32(0), np.uint32(0)
-    for k in range(bstart.shape[0] - 1):
+    nb = bstart.shape[0] - 1
+    for k in range(nb):
         h0, h1, h2, h3 = np.uint32(0), np.uint32(0), np.uint32(0), np.uint32(0)
         for t in range(bstart[k], bstart[k + 1]):
             r = t * rows + il
             e0, e1, e2, e3 = _ef_mul_base(dinv[r, 0], dinv[r, 1], dinv[r, 2], dinv[r, 3], sm[t, il])
             h0, h1, h2, h3 = _ef_add(h0, h1, h2, h3, e0, e1, e2, e3)
-        if transposed:
-            aux[4 * k, i] = h0
-            aux[4 * k + 1, i] = h1
-            aux[4 * k + 2, i] = h2
-            aux[4 * k + 3, i] = h3
-        else:
-            aux[i, 4 * k] = h0
-            aux[i, 4 * k + 1] = h1
-            aux[i, 4 * k + 2] = h2
-            aux[i, 4 * k + 3] = h3
+        if k < nb - 1:
+            if transposed:
+                aux[4 * k, i] = h0
+                aux[4 * k + 1, i] = h1
+                aux[4 * k + 2, i] = h2
+                aux[4 * k + 3, i] = h3
+            else:
+                aux[i, 4 * k] = h0
+                aux[i, 4 * k + 1] = h1
+                aux[i, 4 * k + 2] = h2
+                aux[i, 4 * k + 3] = h3
         s0, s1, s2, s3 = _ef_add(s0, s1, s2, s3, h0, h1, h2, h3)
     tot[i, 0] = s0
     tot[i, 1] = s1
@@ -614,20 +617,37 @@ def _logup_h_kernel(dinv, sm, bstart, r0, aux, tot, transposed):
     tot[i, 3] = s3
 
 
-@kernel(f"void({_M2}, {_M2}, int64, int64, uint32[::1], uint32[::1])")
-def _logup_place_kernel(acc, aux, col0, transposed, zero_flag, fin):
-    # acc column into the aux trace; the last row's acc (terminal) and the zero flag -> fin
+@kernel(f"void({_M2}, {_M2}, int64, int64, uint32, uint32[::1], uint32[::1])")
+def _logup_place_kernel(incl, aux, col0, transposed, ninv, zero_flag, fin):
+    # incl[i] = sum_(j<=i) r_j (the inclusive scan of the row sums), T = incl[n-1]:
+    # acc[i] = incl[i-1] - i T / n (acc[0] = 0) into the aux trace (HostStages'
+    # logup_accumulator); U = T / n (the terminal) and the zero flag -> fin
     i = cuda.grid(1)
-    n = acc.shape[0]
+    n = incl.shape[0]
     if i < n:
-        for c in range(4):
-            if transposed:
-                aux[col0 + c, i] = acc[i, c]
-            else:
-                aux[i, col0 + c] = acc[i, c]
+        w = _mulp(np.uint32(i), ninv)
+        e0, e1, e2, e3 = _ef_mul_base(incl[n - 1, 0], incl[n - 1, 1], incl[n - 1, 2],
+                                      incl[n - 1, 3], w)
+        p0, p1, p2, p3 = np.uint32(0), np.uint32(0), np.uint32(0), np.uint32(0)
+        if i > 0:
+            p0, p1, p2, p3 = incl[i - 1, 0], incl[i - 1, 1], incl[i - 1, 2], incl[i - 1, 3]
+        a0, a1, a2, a3 = _ef_sub(p0, p1, p2, p3, e0, e1, e2, e3)
+        if transposed:
+            aux[col0, i] = a0
+            aux[col0 + 1, i] = a1
+            aux[col0 + 2, i] = a2
+            aux[col0 + 3, i] = a3
+        else:
+            aux[i, col0] = a0
+            aux[i, col0 + 1] = a1
+            aux[i, col0 + 2] = a2
+            aux[i, col0 + 3] = a3
         if i == n - 1:
-            for c in range(4):
-                fin[c] = acc[i, c]
+            u0, u1, u2, u3 = _ef_mul_base(incl[i, 0], incl[i, 1], incl[i, 2], incl[i, 3], ninv)
+            fin[0] = u0
+            fin[1] = u1
+            fin[2] = u2
+            fin[3] = u3
             fin[4] = zero_flag[0]
 
 
@@ -641,7 +661,7 @@ def aux_build_device(air, shape, main, public_values, challenges: dict, prep=Non
     layout of the LDE) or uint32[n, w] (``layout="rows"``, the trace as given).  ``prep``:
     device uint32[k, n] preprocessed columns (uploaded from ``air.preprocessed`` when
     None).  Returns (aux device uint32[n, 4a] -- or uint32[4a, n] with ``columns=True`` --,
-    terminal host uint32[4]); EF column k is base columns 4k..4k+3 (h_0 .. h_(B-1), acc).
+    terminal U host uint32[4]); EF column k is base columns 4k..4k+3 (h_0 .. h_(B-2), acc).
     Raises ValueError if a denominator vanishes (the terminal and that flag come back in
     one 5-word copy)."""
     if not air.interactions:
@@ -679,7 +699,7 @@ def aux_build_device(air, shape, main, public_values, challenges: dict, prep=Non
     B = len(air.lookup_batches)
     # batches are consecutive runs of interactions in declaration order
     bstart = np.concatenate([[0], np.cumsum([len(bt) for bt in air.lookup_batches])])
-    a = B + 1
+    a = B                                       # h_0 .. h_(B-2), acc
     aux = device_empty((4 * a, n) if columns else (n, 4 * a), s, alloc)
     tot = cuda.device_array((n, 4), dtype=np.uint32, stream=s)
     flag = cuda.to_device(np.zeros(1, np.uint32), stream=s)
@@ -703,7 +723,8 @@ def aux_build_device(air, shape, main, public_values, challenges: dict, prep=Non
     ef_prefix_sum_device(tot, out=tot, stream=s, block=scan_block)
     fin = cuda.device_array(5, dtype=np.uint32, stream=s)
     g, b = grid_1d(n, block)
-    _logup_place_kernel[g, b, s](tot, aux, 4 * B, int(columns), flag, fin)
+    _logup_place_kernel[g, b, s](tot, aux, 4 * (B - 1), int(columns),
+                                 np.uint32(pow(n, P - 2, P)), flag, fin)
     host = fetch(fin, stream)
     if host[4]:
         raise ValueError(f"{air.name}: a LogUp denominator vanished (resample: "

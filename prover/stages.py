@@ -97,6 +97,22 @@ def _bitrev_index(idx: np.ndarray, bits: int) -> np.ndarray:
     return out
 
 
+def logup_accumulator(rowsum: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The LogUp accumulator for the row sums r_i (EF, uint64[4, n], canonical):
+    U = (sum_i r_i) / n and acc[i] = sum_(j<i) r_j - i U, so acc[0] = 0 and
+    acc[i+1] - acc[i] = r_i - U on every row, cyclically (acc[n] = acc[0]).  Returns
+    (acc uint64[4, n], U uint32[4])."""
+    n = rowsum.shape[1]
+    p = np.uint64(F.P)
+    incl = np.cumsum(rowsum, axis=1) % p                # < n 2^31: no wrap for n < 2^33
+    total = incl[:, n - 1:n]
+    u = F.ef_mul_base(total, np.uint64(pow(n, F.P - 2, F.P)))        # (4, 1)
+    excl = np.zeros_like(incl)
+    excl[:, 1:] = incl[:, :-1]
+    acc = F.ef_sub(excl, F.ef_mul_base(u, np.arange(n, dtype=np.uint64)))
+    return acc, u.reshape(4).astype(np.uint32)
+
+
 def _ef_T(a) -> np.ndarray:
     """(N, 4) uint32 rows -> (4, N) uint64 for air.field arithmetic."""
     return np.ascontiguousarray(np.asarray(a, dtype=np.uint64).T)
@@ -125,7 +141,8 @@ class HostStages:
     def aux_build(self, air, shape: TableShape, main: np.ndarray, public_values,
                   challenges: dict) -> tuple[np.ndarray, np.ndarray]:
         """LogUp aux trace on H: uint32[n, 4a] (EF columns h_0.., acc as 4 coefficient
-        columns each) and the terminal acc[n-1] (uint32[4])."""
+        columns each: h_0 .. h_(B-2), acc) and the terminal U = (LogUp sum) / n
+        (uint32[4]); see :func:`logup_accumulator`."""
         n = shape.n
         beta = np.asarray(challenges["logup_beta"], np.uint64).reshape(4, 1)
         gamma = np.asarray(challenges["logup_gamma"], np.uint64).reshape(4, 1)
@@ -154,12 +171,12 @@ class HostStages:
         total = hs[0]
         for h in hs[1:]:
             total = F.ef_add(total, h)
-        acc = np.cumsum(total, axis=1) % np.uint64(F.P)    # < n 2^31: no wrap for n < 2^33
-        cols = hs + [acc]
+        acc, u = logup_accumulator(total)
+        cols = hs[:-1] + [acc]                  # the last batch lives in acc's constraint
         aux = np.empty((n, 4 * len(cols)), dtype=np.uint32)
         for k, c in enumerate(cols):
             aux[:, 4 * k:4 * k + 4] = c.T
-        return aux, acc[:, n - 1].astype(np.uint32)
+        return aux, u
 
     def aux_commit(self, aux: np.ndarray, shape: TableShape) -> Committed:
         return self._commit_columns(np.ascontiguousarray(aux.T), shape)

@@ -75,7 +75,11 @@ def test_degrees_and_num_parts():
 
 def test_logup_batching_follows_degree_budget():
     adder = ex.adder_air()                                 # D_user = 2: one interaction per batch
-    assert adder.aux_width == len(adder.interactions) + 1
+    # one column per batch but the last, plus the accumulator (which holds the last batch)
+    assert adder.aux_width == len(adder.interactions)
+    assert [c.name for c in adder.constraints[-4:]] == ["logup_h[0]", "logup_h[1]",
+                                                        "logup_h[2]", "logup_acc"]
+    assert all(c.when == "all" for c in adder.constraints[-4:])
     b = AirBuilder("cpu")
     x, y, z = b.main("x"), b.main("y"), b.main("z")
     b.when_transition(z.next - x * y * z)                  # D_user = 3: pairs fit
@@ -83,7 +87,7 @@ def test_logup_batching_follows_degree_budget():
         b.send("bus", [v])
     cpu = b.build()
     assert [len(bt) for bt in cpu.lookup_batches] == [2, 1]
-    assert cpu.max_degree == 3 and cpu.aux_width == 3
+    assert cpu.max_degree == 3 and cpu.aux_width == 2
 
 
 def test_definition_errors():

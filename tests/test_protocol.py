@@ -4,6 +4,8 @@ import threading
 import numba
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
+from steadfast.air.field import P
 
 from steadfast.air import AirBuilder, AirError, ConstraintViolation
 from steadfast.air import examples as ex
@@ -65,6 +67,24 @@ def test_three_tables_linked_by_logup():
     assert [tp.log_n for tp in p.tables] == [5, 8, 6]       # three different heights
     # the terminals are nonzero individually and cancel in sum
     assert all(tp.terminal.any() for tp in p.tables)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 6), st.integers(0, 2**32 - 1))
+def test_logup_accumulator_is_cyclic(log_n, seed):
+    """acc[0] = 0, acc[i+1] - acc[i] = r_i - U on every row, wrapping from the last row
+    to row 0, and n U = sum_i r_i (checked with Python integers, coefficientwise)."""
+    from steadfast.prover.stages import logup_accumulator
+    n = 1 << log_n
+    r = np.random.default_rng(seed).integers(0, P, size=(4, n), dtype=np.uint64)
+    acc, u = logup_accumulator(r)
+    assert acc.shape == (4, n) and u.shape == (4,)
+    for c in range(4):
+        a = [int(v) for v in acc[c]]
+        assert a[0] == 0
+        for i in range(n):
+            assert (a[(i + 1) % n] - a[i] - int(r[c, i]) + int(u[c])) % P == 0
+        assert (n * int(u[c]) - sum(int(v) for v in r[c])) % P == 0
 
 
 def test_public_values():

@@ -1,4 +1,4 @@
-"""The proof format (version 3): versioned, deterministic binary, and a JSON rendering
+"""The proof format (version 4): versioned, deterministic binary, and a JSON rendering
 for debugging.
 
 Layout (all integers little-endian; "array" = ndim:u8, dims:u32 x ndim, then the
@@ -54,7 +54,7 @@ import numpy as np
 from .errors import ShapeError
 
 MAGIC = b"STFK"
-FORMAT_VERSION = 3       # 3: one FRI for all tables, Merkle caps, multiproofs (issue #13)
+FORMAT_VERSION = 4       # 4: LogUp accumulator merged with the last batch, MEMORY 7 columns (#12); 3: one FRI (#13)
 P = 2013265921
 _MAX_DIM = 1 << 24
 _MAX_LOG_N = 24          # = protocol.MAX_LOG_N (protocol imports this module)

@@ -986,11 +986,13 @@ def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = 
         states.append(_verify_table(fork, air, sh, tp, proof.params, chal,
                                     composition=not pre))
         logs.append(fork.log)
-    # LogUp: the terminals of all tables must cancel
+    # LogUp: a table's sum is n * U (U = its terminal, the mean row sum that its cyclic
+    # accumulator constraint subtracts on every row); the sums of all tables must cancel
     total = np.zeros((4, 1), dtype=np.uint64)
     for sh, tp in zip(shapes, proof.tables):
         if sh.aux_cols:
-            total = F.ef_add(total, ef_col(tp.terminal).reshape(4, 1))
+            total = F.ef_add(total, F.ef_mul_base(ef_col(tp.terminal).reshape(4, 1),
+                                                  sh.n % P))
     if np.any(total):
         raise LogUpError("the LogUp terminal sums of the tables do not add up to zero")
     verify_join(tr, proof.params, shapes, proof.tables, states, proof.fri)
