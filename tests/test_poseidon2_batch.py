@@ -3,6 +3,7 @@ references, at batch sizes straddling its chunk and vector edges; and the vector
 switch of steadfast/_vector_width.py (issue #12)."""
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -143,3 +144,47 @@ def test_vector_widths_give_identical_bytes():
         assert r.returncode == 0, r.stderr[-2000:]
         out.append(r.stdout.strip().splitlines()[-1])
     assert out[0] == out[1]
+
+
+def _partial_rounds_ref(lanes_mont):
+    """The 13 partial rounds on canonical values (SPEC §2), in and out in Montgomery form
+    (x*2^32 mod p), from the rational V16 table: an independent model of _partial_rounds."""
+    from steadfast.kernels import poseidon2_constants as pc
+    r = (1 << 32) % P
+    rinv = pow(r, -1, P)
+    v16 = [n * pow(d, -1, P) % P for n, d in pc.V16_RATIONAL]
+    s = [x * rinv % P for x in lanes_mont]
+    for rc in pc.RC_PARTIAL.tolist():
+        s[0] = pow((s[0] + rc) % P, 7, P)
+        tot = sum(s) % P
+        s = [(tot + v * x) % P for v, x in zip(v16, s)]
+    return [x * r % P for x in s]
+
+
+@functools.lru_cache(maxsize=1)
+def _partial_rounds_kernel():
+    from numba import njit
+    return njit(p2._partial_rounds.py_func)       # compiled once for the test
+
+
+# lane values at the partial rounds' entry bound (|x| < 0.75p, centred Montgomery form)
+_EDGE_IN = [0, 1, -1, (3 * P) // 4 - 1, -((3 * P) // 4 - 1), P // 2, -(P // 2), 1 << 30]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_EDGE_IN), min_size=16, max_size=16),
+                min_size=1, max_size=p2.BLOCK))
+def test_partial_rounds_lazy_bounds_at_extremes(cols):
+    """_partial_rounds keeps lanes unreduced between rounds (the +-4 lanes grow 4x a
+    round); fed columns at its entry bound it must still agree mod p with the model and
+    stay inside the documented |lane| < 2^57.1."""
+    kern = _partial_rounds_kernel()
+    buf = np.zeros(16 * p2.BLOCK, np.int64)
+    for j, col in enumerate(cols):
+        for i, v in enumerate(col):
+            buf[i * p2.BLOCK + j] = v
+    kern(buf, p2._RCP_S, p2._K_R2)
+    assert int(np.abs(buf).max()) < 2 ** 57.1
+    for j, col in enumerate(cols):
+        got = [int(buf[i * p2.BLOCK + j]) % P for i in range(16)]
+        assert got == _partial_rounds_ref([v % P for v in col]), f"column {j}"
