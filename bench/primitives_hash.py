@@ -12,6 +12,12 @@ default (512-bit where the host has AVX-512; steadfast/_vector_width.py): each r
 one fresh subprocess per width, alternating, and reports wall M perm/s at 2^17 states
 (all numba threads), CPU-time M perm/s on one thread (less sensitive to a loaded
 machine), a 2^16 x 16 Merkle commit, and the same-round ratios.
+
+``python -m bench.primitives_hash --ab ROOT [--rounds 2]`` is the before/after of a kernel
+change in one run: ROOT is another checkout (e.g. ``git archive 2d67564 | tar -x -C
+/tmp/before``); each round runs the same child once in ROOT and once in this tree, in
+alternating order, and reports 2^17 states on 2 threads (wall M perm/s), 2^15 states on
+one thread (M perm/CPU-s) and Merkle commits 2^16 x 16 and 2^20 x 16.
 """
 from __future__ import annotations
 
@@ -74,6 +80,51 @@ print(json.dumps({"wall_perm_s": big.shape[0] / wall, "cpu1_perm_s": small.shape
 """
 
 
+_AB_CHILD = r"""
+import json, time, numpy as np, numba
+from steadfast.kernels.field import P
+from steadfast.kernels.poseidon2 import poseidon2_permute
+from steadfast.kernels.merkle import commit
+def _t(f):
+    t = time.perf_counter(); f(); return time.perf_counter() - t
+rng = np.random.default_rng(0)
+big = rng.integers(0, P, (1 << 17, 16), dtype=np.uint32)
+small = big[: 1 << 15]
+r16 = rng.integers(0, P, (1 << 16, 16), dtype=np.uint32)
+r20 = rng.integers(0, P, (1 << 20, 16), dtype=np.uint32)
+numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+poseidon2_permute(big); commit(r16)
+wall = min(_t(lambda: poseidon2_permute(big)) for _ in range(5))
+c16 = min(_t(lambda: commit(r16)) for _ in range(3))
+c20 = min(_t(lambda: commit(r20)) for _ in range(2))
+numba.set_num_threads(1)
+def cpu():
+    t = time.process_time(); poseidon2_permute(small); return time.process_time() - t
+c1 = min(cpu() for _ in range(5))
+print(json.dumps({"wall_perm_s": big.shape[0] / wall, "cpu1_perm_s": small.shape[0] / c1,
+                  "commit16_s": c16, "commit20_s": c20}))
+"""
+
+
+def compare_trees(root: str, rounds: int = 2) -> list:
+    """[(label, result dict)]: _AB_CHILD in ``root`` ("before") and in this checkout
+    ("after"), alternating which goes first, ``rounds`` times."""
+    import json
+    import os
+    import subprocess
+    import sys
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = []
+    for k in range(rounds):
+        order = [("before", root), ("after", here)]
+        for label, tree in (order if k % 2 == 0 else order[::-1]):
+            env = dict(os.environ, PYTHONPATH=tree)
+            r = subprocess.run([sys.executable, "-c", _AB_CHILD], env=env, cwd=tree,
+                               capture_output=True, text=True, check=True)
+            out.append((label, json.loads(r.stdout.strip().splitlines()[-1])))
+    return out
+
+
 def compare_widths(rounds: int = 3) -> list:
     """[(width, result dict)] for each round and width (see the module docstring)."""
     import json
@@ -107,6 +158,19 @@ def _flags() -> str:
 
 def main() -> None:
     import sys
+    if "--ab" in sys.argv:
+        import os
+        root = sys.argv[sys.argv.index("--ab") + 1]
+        rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 2
+        print(f"cpu flags (vector subset): {_flags()}")
+        print(f"load average before: {os.getloadavg()}")
+        for label, d in compare_trees(root, rounds):
+            print(f"{label:6s}: 2^17 2 threads {d['wall_perm_s'] / 1e6:.2f} M perm/s, "
+                  f"2^15 1 thread {d['cpu1_perm_s'] / 1e6:.2f} M perm/CPU-s, "
+                  f"commit 2^16x16 {d['commit16_s'] * 1e3:.1f} ms, "
+                  f"2^20x16 {d['commit20_s'] * 1e3:.0f} ms")
+        print(f"load average after: {os.getloadavg()}")
+        return
     if "--widths" in sys.argv:
         import os
         rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3
