@@ -36,7 +36,9 @@ def test_degrees_and_parts():
     assert by["program"].max_degree <= 2 and by["program"].num_parts == 1
     assert by["range"].num_parts == 1 and by["range"].fixed_height == 1 << 16
     assert (by["poseidon2"].max_degree, by["poseidon2"].num_parts) == (3, 2)
-    assert by["memory"].max_degree == 3
+    assert (by["memory"].max_degree, by["memory"].num_parts) == (3, 2)
+    assert by["memory"].main_width == MEMORY_LAYOUT.width == 7
+    assert len(by["memory"].interactions) == 4
     assert by["cpu"].main_width == CPU_LAYOUT.width and by["poseidon2"].main_width == P2_LAYOUT.width
 
 
@@ -119,12 +121,20 @@ def test_altered_hash_output_fails_in_poseidon2_or_bus():
     assert isinstance(err, LookupImbalance) and err.bus in ("memory", "poseidon2")
 
 
+def _same_address_rows(mem):
+    """Real rows r >= 1 that continue row r - 1's address."""
+    M = MEMORY_LAYOUT.idx
+    real = mem[:, M["is_real"]] == 1
+    same = np.zeros(mem.shape[0], dtype=bool)
+    same[1:] = real[1:] & (mem[1:, M["addr"]] == mem[:-1, M["addr"]])
+    return same
+
+
 def test_memory_read_consistency_and_order():
     airs, ts, pvs = traces("memory_heavy")
     mem = ts[2]
     M = MEMORY_LAYOUT.idx
-    real = mem[:, M["is_real"]] == 1
-    reads = np.nonzero(real & (mem[:, M["is_write"]] == 0) & (mem[:, M["same"]] == 1))[0]
+    reads = np.nonzero(_same_address_rows(mem) & (mem[:, M["is_write"]] == 0))[0]
     r = int(reads[len(reads) // 2])
     mem[r, M["value"]] = (int(mem[r, M["value"]]) + 1) % P
     err = _violation(airs, ts, pvs)
@@ -132,17 +142,32 @@ def test_memory_read_consistency_and_order():
     # swapping two accesses of one address breaks the order
     airs, ts, pvs = traces("memory_heavy")
     mem = ts[2]
-    r = int(np.nonzero(mem[:, M["same"]] == 1)[0][5])
+    r = int(np.nonzero(_same_address_rows(mem))[0][5])
     mem[[r - 1, r]] = mem[[r, r - 1]]
     err = _violation(airs, ts, pvs)
-    assert err.table == "memory" and err.constraint in ("sorted_gap", "read_consistency", "same_address")
+    assert err.table == "memory" and err.constraint in ("sorted_gap", "read_consistency")
+
+
+def test_memory_addresses_step_by_at_most_one():
+    """Honest MEMORY traces step through every address 0..M-1 in unit steps (the prologue
+    reads every cell); moving one row's address breaks addr_step."""
+    airs, ts, pvs = traces("memory_heavy")
+    mem = ts[2]
+    M = MEMORY_LAYOUT.idx
+    real = mem[:, M["is_real"]] == 1
+    addr = mem[real, M["addr"]].astype(np.int64)
+    assert addr[0] == 0 and addr[-1] == pvs[2][0] - 1 and set(np.diff(addr).tolist()) == {0, 1}
+    r = int(np.nonzero(_same_address_rows(mem))[0][4])
+    mem[r, M["addr"]] = (int(mem[r, M["addr"]]) + 2) % P
+    err = _violation(airs, ts, pvs)
+    assert (err.table, err.constraint, err.row) == ("memory", "addr_step", r - 1)
 
 
 def test_memory_gap_out_of_range_is_unbalanced():
     airs, ts, pvs = traces("memory_heavy")
     mem = ts[2]
     M = MEMORY_LAYOUT.idx
-    r = int(np.nonzero(mem[:, M["same"]] == 1)[0][3])
+    r = int(np.nonzero(_same_address_rows(mem))[0][3])
     # claim a huge gap limb: the constraint still holds if lo absorbs it, but lo leaves 16 bits
     lo = int(mem[r, M["gap_lo"]]) + (1 << 16)
     hi = int(mem[r, M["gap_hi"]])

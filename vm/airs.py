@@ -15,8 +15,8 @@ Buses (LogUp; arity in brackets):
 * ``program`` [5]: CPU sends (pc, opcode, a, b, c) for each real row; PROGRAM receives.
 * ``memory`` [4]: CPU sends (address, time, value, is_write) for each access -- slot A
   (time 3*clk, read), B (3*clk+1, read), C (3*clk+2, write), lanes 0..7; MEMORY receives.
-* ``range16`` [1]: CPU (LT operands and difference) and MEMORY (gap limbs and addresses)
-  send values that must be < 2^16; RANGE receives with its multiplicity column.
+* ``range16`` [1]: CPU (LT operands and difference) and MEMORY (time-gap limbs) send
+  values that must be < 2^16; RANGE receives with its multiplicity column.
 * ``poseidon2`` [32]: CPU sends (input[16], output[16]) for HASH, READ, WRITE, DISPATCH,
   ABSORB_*; POSEIDON2 receives.
 
@@ -77,7 +77,7 @@ CPU_LAYOUT = Layout([("clk", 1), ("pc", 1), ("a", 1), ("b", 1), ("c", 1)]
                     + [("addr_b", 1), ("addr_c", 1), ("v", 17), ("o", 16), ("hin", 8), ("hout", 8),
                        ("tx", 1), ("jin", 1), ("jout", 1), ("inv", 1), ("nz", 1), ("d", 1)])
 MEMORY_LAYOUT = Layout([("addr", 1), ("time", 1), ("value", 1), ("is_write", 1), ("is_real", 1),
-                        ("same", 1), ("gap_lo", 1), ("gap_hi", 1)])
+                        ("gap_lo", 1), ("gap_hi", 1)])
 P2_LAYOUT = Layout([("in", 16)]
                    + [(f"cube{r}", 16) for r in range(N_FULL_HALF)]
                    + [(f"sbox{r}", 16) for r in range(N_FULL_HALF)]
@@ -290,37 +290,35 @@ def build_memory() -> Air:
     b = AirBuilder("memory", public=["memory_size"])
     col = MEMORY_LAYOUT.declare(b)
     addr, time, value, is_write = col["addr"], col["time"], col["value"], col["is_write"]
-    is_real, same, lo, hi = col["is_real"], col["same"], col["gap_lo"], col["gap_hi"]
+    is_real, lo, hi = col["is_real"], col["gap_lo"], col["gap_hi"]
     msize = b.pv("memory_size")
     b.assert_bool(is_real, name="is_real_bool")
     b.assert_bool(is_write, name="is_write_bool")
-    b.assert_bool(same, name="same_bool")
     b.when_first_row(is_real - 1, name="first_real")
     b.when_first_row(addr, name="first_addr")
     b.when_transition((1 - is_real) * is_real.next, name="padding_at_end")
-    # sorted by (address, time): ``same`` on row r+1 says it continues row r's address;
-    # the gap (time or address step minus one) is lo + 2^16 hi with lo, hi, 2^8 hi < 2^16,
-    # i.e. in [0, 2^24).  A gap in [0, 2^24) only means "a step forwards" if the two
-    # operands cannot wrap mod p: times are < 3 * 2^24 + 3 (CPU heights are <= 2^24, the
-    # verifier's MAX_LOG_N), and every real address is range-checked below, so both
-    # differences lie in (-2^26, 2^26) as integers and a step backwards would have to
-    # equal p - (a number below 2^26) >= 2^24.  Without the address check, ~120 steps of
-    # up to 2^24 each wrap past p and reach M - 1 from an address >= M (docs/vm.md).
-    b.when_transition(same.next * (addr.next - addr), name="same_address")
-    gap = same.next * (time.next - time - 1) + (1 - same.next) * (addr.next - addr - 1)
-    b.when_transition(is_real.next * (lo.next + RANGE_SIZE * hi.next - gap), name="sorted_gap")
+    # Consecutive addresses (docs/vm.md "MEMORY"): the prologue reads every cell 0..M-1,
+    # so in the sorted log each address step d = addr' - addr is 0 or 1.  With row 0 at
+    # address 0, the address of row r is then the integer count of 1-steps before it,
+    # <= r < 2^24 < p (the verifier's MAX_LOG_N): no step can wrap past p, and no range
+    # check on the address is needed.  d = 0 is "the same address"; there the time gap
+    # (time' - time - 1) is lo + 2^16 hi with lo, hi, 2^8 hi < 2^16, i.e. in [0, 2^24);
+    # times are < 3 * 2^24 + 3 < 2^26, so a step backwards would be p - (x < 2^26) >= 2^24
+    # and times strictly increase.  When d = 1 the gap limbs must be 0.
+    d = addr.next - addr
+    b.when_transition(d * (1 - d), name="addr_step")
+    b.when_transition(is_real.next * (lo.next + RANGE_SIZE * hi.next - (1 - d) * (time.next - time - 1)),
+                      name="sorted_gap")
     # read-after-write: a read returns the value of the previous access to its address
-    b.when_transition(same.next * (1 - is_write.next) * (value.next - value), name="read_consistency")
-    # the last real row holds the highest address, M - 1; with row 0 at address 0 and
-    # addresses non-decreasing as integers (above), every real address is in [0, M)
+    b.when_transition((1 - d) * (1 - is_write.next) * (value.next - value), name="read_consistency")
+    # the last real row holds the highest address, M - 1: with the steps above, the real
+    # addresses are exactly 0, 1, ..., M - 1 (each at least once), non-decreasing
     b.when_transition((is_real - is_real.next) * (addr - msize + 1), name="last_address")
     b.when_last_row(is_real * (addr - msize + 1), name="last_address_last")
     b.receive("memory", [addr, time, value, is_write], multiplicity=is_real)
     b.send("range16", [lo], multiplicity=is_real)
     b.send("range16", [hi], multiplicity=is_real)
     b.send("range16", [hi * (1 << 8)], multiplicity=is_real)
-    # addr < 2^16 on every real row (the verifier caps M at 2^16, so honest addresses pass)
-    b.send("range16", [addr], multiplicity=is_real)
     return b.build()
 
 

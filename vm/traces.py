@@ -163,6 +163,9 @@ def memory_accesses(cpu: np.ndarray) -> np.ndarray:
 
 
 def memory_trace(acc: np.ndarray) -> np.ndarray:
+    """MEMORY: the accesses sorted by (address, time), then padding.  Within an address
+    the gap limbs hold time' - time - 1; where the address steps (by exactly 1: the
+    prologue reads every cell) they are 0."""
     L = MEMORY_LAYOUT.idx
     order = np.lexsort((acc[:, 1], acc[:, 0]))
     acc = acc[order]
@@ -174,30 +177,30 @@ def memory_trace(acc: np.ndarray) -> np.ndarray:
     T[:k, L["value"]] = acc[:, 2]
     T[:k, L["is_write"]] = acc[:, 3]
     T[:k, L["is_real"]] = 1
-    same = np.zeros(k, dtype=np.int64)
-    same[1:] = acc[1:, 0] == acc[:-1, 0]
     gap = np.zeros(k, dtype=np.int64)
-    gap[1:] = np.where(same[1:] == 1, acc[1:, 1] - acc[:-1, 1] - 1, acc[1:, 0] - acc[:-1, 0] - 1)
-    T[:k, L["same"]] = same
+    same = acc[1:, 0] == acc[:-1, 0]
+    gap[1:] = np.where(same, acc[1:, 1] - acc[:-1, 1] - 1, 0)
     T[:k, L["gap_lo"]] = gap & 0xFFFF
     T[:k, L["gap_hi"]] = gap >> 16
-    # padding rows: not real, so only the unguarded transition constraints apply; keeping
-    # the last address (same = 0, gap 0) satisfies them
-    T[k:, L["addr"]] = acc[-1, 0] if k else 0
+    # padding rows: not real, so only the unguarded transition constraints apply;
+    # repeating the last row's address, time and value as a read (address step 0, value
+    # unchanged) satisfies addr_step and read_consistency
+    if k:
+        for name, j in (("addr", 0), ("time", 1), ("value", 2)):
+            T[k:, L[name]] = acc[-1, j]
     return (T % P).astype(np.uint32)
 
 
 def range_counts(cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
     """RANGE's multiplicity column: how often each value 0..2^16-1 is sent on ``range16``.
     Mirrors the sends of vm/airs.py -- CPU: x, y, d of every LT row; MEMORY: gap_lo,
-    gap_hi, 2^8 gap_hi and addr of every real row."""
+    gap_hi and 2^8 gap_hi of every real row."""
     L, M = CPU_LAYOUT.idx, MEMORY_LAYOUT.idx
     lt = cpu[:, L["is_lt"]] == 1
     real = mem[:, M["is_real"]] == 1
     hi = mem[real, M["gap_hi"]].astype(np.int64)
     vals = np.concatenate([cpu[lt, L["v"]], cpu[lt, L["v"] + 8], cpu[lt, L["d"]],
-                           mem[real, M["gap_lo"]], hi, hi << 8,
-                           mem[real, M["addr"]]]).astype(np.int64)
+                           mem[real, M["gap_lo"]], hi, hi << 8]).astype(np.int64)
     if vals.size and (vals.min() < 0 or vals.max() >= RANGE_SIZE):
         bad = vals[(vals < 0) | (vals >= RANGE_SIZE)][0]
         raise ValueError(f"range check of {bad} cannot succeed (not < 2^16)")
