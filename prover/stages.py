@@ -196,9 +196,18 @@ class HostStages:
         return self._selector_cache[key]
 
     def quotient(self, air, shape: TableShape, main: Committed, prep_lde, aux: Committed | None,
-                 public_values, challenges: dict, alpha, terminal, chunk: int = 1 << 14) -> np.ndarray:
+                 public_values, challenges: dict, alpha, terminal, chunk: int = 1 << 14,
+                 compiled: bool | None = None) -> np.ndarray:
         """Q(x) = sum_k alpha^(K-1-k) sel_k(x) C_k(x) / Z_H(x) on the quotient domain
-        g<w_M> (natural order); returns EF values as uint32[4, M]."""
+        g<w_M> (natural order); returns EF values as uint32[4, M].  ``compiled`` (default:
+        ``PROVER_HOST_QUOTIENT``, compiled unless ``numpy``): the AIR's program run by the
+        compiled kernel of kernels/constraint_host.py (bit-identical) instead of the numpy
+        interpreter below, which stays the reference."""
+        from steadfast.kernels import constraint_host
+        if constraint_host.compiled_quotient_enabled() if compiled is None else compiled:
+            return constraint_host.quotient_host(
+                air, shape, main.lde, prep_lde, None if aux is None else aux.lde,
+                public_values, challenges, alpha, terminal, SHIFT)
         M = 1 << shape.log_quotient
         stride = 1 << (shape.log_lde - shape.log_quotient)
         nxt = M >> shape.log_n                              # next trace row = +M/n positions

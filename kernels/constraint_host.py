@@ -1,0 +1,420 @@
+"""Host twin of the R2 quotient kernel: an AIR's constraint program run by one compiled CPU
+kernel, block of points by block of points, on every core.
+
+``HostStages.quotient``'s reference interprets the AIR's straight-line program
+(:mod:`air.program`) with one numpy operation per instruction per 2^14-point chunk; the
+device backend runs a per-AIR generated CUDA kernel (:mod:`kernels.constraint_device`).
+On the CPU a per-AIR generated ``njit`` kernel (the device body with ``prange`` over the
+points) was built first and is **not** used: numba/LLVM compile such a straight-line
+body in super-linear time (measured: the CPU table's 1,900-statement kernel 82 CPU-s,
+POSEIDON2's 4,200 statements over 10 minutes), far more than a proof.  Instead:
+
+* :func:`encode` turns a program into an instruction table (``int64[ops, 4]``: opcode,
+  two operand slots / leaf arguments, destination slot), the opcode already specialised
+  on the operands' base/EF kinds, and assigns value slots by liveness
+  (``Program.last_use``), so a few dozen slots hold the live values;
+* :func:`_quotient_kernel` (compiled once for every AIR, numba ``cache=True``) walks the
+  table for a block of ``B`` points at a time: every instruction is one short loop over
+  the block (the field functions of :mod:`kernels.field`, Montgomery form, compiled with
+  ``njit``: the arithmetic is written once for both targets), which LLVM vectorises;
+  ``prange`` runs the blocks on all cores.  After the program it folds the constraint
+  values exactly as :func:`air.eval.fold_constraints` / ``quotient_on_coset``:
+  sum_k alpha^(K-1-k) sel_k C_k, times 1/Z_H.
+
+The result is bit-identical to the interpreter (field arithmetic is exact; Montgomery
+form is internal, converted on load and back on store) and generic over the program:
+every leaf kind (``main``/``prep``/``aux`` at the row or the next row, ``pv``, ``chal``,
+``term``, ``const``), every op the program has (add/sub/mul/neg over base and EF),
+row conditions all/first/last/transition; next row = (i + M/n) mod M as the numpy path.
+
+``HostStages.quotient`` uses it unless ``PROVER_HOST_QUOTIENT=numpy`` (docs/diagnostics.md)
+or its ``compiled=False`` argument selects the interpreter.
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+from numba import njit, prange
+
+from steadfast.air import eval as air_eval
+from steadfast.air import field as AF
+from . import field
+from .field import P
+
+__all__ = ["quotient_host", "encode", "Encoded", "host_selectors", "compiled_quotient_enabled",
+           "ENV", "BLOCK"]
+
+#: the switch between this kernel (default) and the numpy interpreter in HostStages.quotient
+ENV = "PROVER_HOST_QUOTIENT"
+#: points per block (every instruction is a loop over one block; slots * 16 * BLOCK bytes
+#: of scratch per thread)
+BLOCK = 128
+
+_F = field.build(njit(inline="always"))
+_add, _sub, _neg, _mmul = _F.add, _F.sub, _F.neg, _F.mont_mul
+_ef_mmul, _tm, _fm = _F.mont_ef_mul, _F.to_mont, _F.from_mont
+
+# opcodes: leaves (a, b = leaf arguments), then interior ops named by operand kinds
+# (B base, E extension), e.g. ADD_EB = EF + base
+(LD_MAIN, LD_PREP, LD_AUX, LD_PV, LD_CHAL, LD_CONST,
+ ADD_BB, ADD_EB, ADD_EE, SUB_BB, SUB_EB, SUB_BE, SUB_EE,
+ MUL_BB, MUL_EB, MUL_EE, NEG_B, NEG_E) = range(18)
+_WHEN = {"all": 0, "first": 1, "last": 2, "transition": 3}
+_CHAL_NAMES = ("logup_beta", "logup_gamma")
+
+_LOCK = threading.Lock()
+_ENCODED: dict = {}
+_SEL: dict = {}
+
+
+def compiled_quotient_enabled() -> bool:
+    """``PROVER_HOST_QUOTIENT``: ``compiled`` (default, also unset/empty) or ``numpy``."""
+    v = os.environ.get(ENV, "").strip().lower()
+    if v in ("", "compiled", "1"):
+        return True
+    if v in ("numpy", "0"):
+        return False
+    raise ValueError(f"{ENV}={v!r}: expected 'compiled' or 'numpy'")
+
+
+# ----------------------------------------------------------------------------- encoding
+
+class Encoded:
+    """An AIR's constraint program as the kernel's tables.
+
+    ``code`` int64[ops, 4] (opcode, a, b, destination slot); ``consts`` uint32 (Montgomery)
+    constants read by LD_CONST; ``chal_names``: the EF scalars LD_CHAL reads, in slot order
+    (challenges by name, then ``"term"``); ``out_slot`` / ``out_ef`` / ``out_when``: per
+    constraint, its value's slot, whether it is EF and its row condition; ``slots``:
+    value slots needed."""
+
+    def __init__(self, code, consts, chal_names, out_slot, out_ef, out_when, slots):
+        self.code, self.consts, self.chal_names = code, consts, chal_names
+        self.out_slot, self.out_ef, self.out_when, self.slots = out_slot, out_ef, out_when, slots
+
+
+def _interior(op, xe, ye) -> tuple[int, bool]:
+    """(opcode, operands swapped) for an interior instruction (mirrors air.program)."""
+    if op == "neg":
+        return (NEG_E if xe else NEG_B), False
+    if op == "add":
+        if xe and ye:
+            return ADD_EE, False
+        if xe or ye:
+            return ADD_EB, not xe              # EF operand first
+        return ADD_BB, False
+    if op == "sub":
+        return {(True, True): SUB_EE, (True, False): SUB_EB, (False, True): SUB_BE,
+                (False, False): SUB_BB}[(xe, ye)], False
+    if op == "mul":
+        if xe and ye:
+            return MUL_EE, False
+        if xe or ye:
+            return MUL_EB, not xe
+        return MUL_BB, False
+    raise ValueError(f"unknown op {op!r}")
+
+
+def encode(air) -> Encoded:
+    """The kernel tables of ``air.constraint_program`` (cached per ``air.fingerprint()``)."""
+    key = tuple(air.fingerprint())
+    hit = _ENCODED.get(key)
+    if hit is not None:
+        return hit
+    prog = air.constraint_program
+    ops, is_ef, last = prog.ops, prog.is_ef, prog.last_use
+    code = np.zeros((len(ops), 4), dtype=np.int64)
+    consts: list[int] = []
+    chal_names: list[str] = []
+    slot_of = [-1] * len(ops)
+    free: list[int] = []
+    nslots = 0
+    for i, (op, a, b, payload) in enumerate(ops):
+        if a < 0:
+            if op in ("main", "prep", "aux"):
+                j, nx = payload
+                oc, x, y = {"main": LD_MAIN, "prep": LD_PREP, "aux": LD_AUX}[op], int(j), int(bool(nx))
+            elif op == "pv":
+                oc, x, y = LD_PV, int(payload), 0
+            elif op in ("chal", "term"):
+                name = "term" if op == "term" else str(payload)
+                if name not in chal_names:
+                    chal_names.append(name)
+                oc, x, y = LD_CHAL, chal_names.index(name), 0
+            elif op == "const":
+                consts.append(int(payload) % P)
+                oc, x, y = LD_CONST, len(consts) - 1, 0
+            else:
+                raise ValueError(f"{air.name}: unknown leaf {op!r}")
+        else:
+            xe, ye = is_ef[a], (b >= 0 and is_ef[b])
+            oc, swap = _interior(op, xe, ye)
+            x, y = slot_of[a], (slot_of[b] if b >= 0 else 0)
+            if swap:
+                x, y = y, x
+            # operands read for the last time here free their slots before the
+            # destination is chosen: the kernel reads a point's operands before writing it
+            for o in {a, b} - {-1}:
+                if last[o] == i:
+                    free.append(slot_of[o])
+        if free:
+            d = free.pop()
+        else:
+            d = nslots
+            nslots += 1
+        slot_of[i] = d
+        code[i] = (oc, x, y, d)
+        if last[i] == i:                   # never read (cannot happen for outputs)
+            free.append(d)
+    outs = prog.outputs
+    cons = air.constraints
+    if len(cons) != len(outs):
+        raise ValueError(f"{air.name}: {len(cons)} constraints, {len(outs)} program outputs")
+    for c in cons:
+        if c.when not in _WHEN:
+            raise ValueError(f"{air.name}: unknown row condition {c.when!r}")
+    enc = Encoded(code, field.to_mont_host(np.asarray(consts or [0], dtype=np.uint64)),
+                  tuple(chal_names),
+                  np.asarray([slot_of[o] for o in outs], dtype=np.int64),
+                  np.asarray([int(is_ef[o]) for o in outs], dtype=np.int64),
+                  np.asarray([_WHEN[c.when] for c in cons], dtype=np.int64),
+                  max(1, nslots))
+    with _LOCK:
+        _ENCODED[key] = enc
+    return enc
+
+
+# ----------------------------------------------------------------------------- kernel
+
+@njit(cache=True)
+def _load(src, col, nx, V, d, comp, lo, w, M, stride, nxt):
+    if nx:
+        for t in range(w):
+            V[d, comp, t] = _tm(src[col, ((lo + t + nxt) % M) * stride])
+    else:
+        for t in range(w):
+            V[d, comp, t] = _tm(src[col, (lo + t) * stride])
+
+
+@njit(cache=True)
+def _run_block(code, consts, main, prep, aux, pv, scal, V, lo, w, M, stride, nxt):
+    for ins in range(code.shape[0]):
+        op = code[ins, 0]
+        a = code[ins, 1]
+        b = code[ins, 2]
+        d = code[ins, 3]
+        if op == LD_MAIN:
+            _load(main, a, b, V, d, 0, lo, w, M, stride, nxt)
+        elif op == LD_PREP:
+            _load(prep, a, b, V, d, 0, lo, w, M, stride, nxt)
+        elif op == LD_AUX:
+            for c in range(4):
+                _load(aux, 4 * a + c, b, V, d, c, lo, w, M, stride, nxt)
+        elif op == LD_PV:
+            v = pv[a]
+            for t in range(w):
+                V[d, 0, t] = v
+        elif op == LD_CHAL:
+            for c in range(4):
+                v = scal[4 * a + c]
+                for t in range(w):
+                    V[d, c, t] = v
+        elif op == LD_CONST:
+            v = consts[a]
+            for t in range(w):
+                V[d, 0, t] = v
+        elif op == ADD_BB:
+            for t in range(w):
+                V[d, 0, t] = _add(V[a, 0, t], V[b, 0, t])
+        elif op == ADD_EB:
+            for t in range(w):
+                V[d, 0, t] = _add(V[a, 0, t], V[b, 0, t])
+            if d != a:
+                for c in range(1, 4):
+                    for t in range(w):
+                        V[d, c, t] = V[a, c, t]
+        elif op == ADD_EE:
+            for c in range(4):
+                for t in range(w):
+                    V[d, c, t] = _add(V[a, c, t], V[b, c, t])
+        elif op == SUB_BB:
+            for t in range(w):
+                V[d, 0, t] = _sub(V[a, 0, t], V[b, 0, t])
+        elif op == SUB_EB:
+            for t in range(w):
+                V[d, 0, t] = _sub(V[a, 0, t], V[b, 0, t])
+            if d != a:
+                for c in range(1, 4):
+                    for t in range(w):
+                        V[d, c, t] = V[a, c, t]
+        elif op == SUB_BE:
+            # base - EF: (x - y0, -y1, -y2, -y3); d may be b's slot (component 0 last)
+            for c in range(1, 4):
+                for t in range(w):
+                    V[d, c, t] = _neg(V[b, c, t])
+            for t in range(w):
+                V[d, 0, t] = _sub(V[a, 0, t], V[b, 0, t])
+        elif op == SUB_EE:
+            for c in range(4):
+                for t in range(w):
+                    V[d, c, t] = _sub(V[a, c, t], V[b, c, t])
+        elif op == MUL_BB:
+            for t in range(w):
+                V[d, 0, t] = _mmul(V[a, 0, t], V[b, 0, t])
+        elif op == MUL_EB:
+            # component 0 of b is read by every component: write d's component 0 last
+            for c in range(3, -1, -1):
+                for t in range(w):
+                    V[d, c, t] = _mmul(V[a, c, t], V[b, 0, t])
+        elif op == MUL_EE:
+            for t in range(w):
+                r0, r1, r2, r3 = _ef_mmul(V[a, 0, t], V[a, 1, t], V[a, 2, t], V[a, 3, t],
+                                          V[b, 0, t], V[b, 1, t], V[b, 2, t], V[b, 3, t])
+                V[d, 0, t] = r0
+                V[d, 1, t] = r1
+                V[d, 2, t] = r2
+                V[d, 3, t] = r3
+        elif op == NEG_B:
+            for t in range(w):
+                V[d, 0, t] = _neg(V[a, 0, t])
+        else:  # NEG_E
+            for c in range(4):
+                for t in range(w):
+                    V[d, c, t] = _neg(V[a, c, t])
+
+
+@njit(cache=True, parallel=True)
+def _quotient_kernel(code, consts, main, prep, aux, pv, scal, apow, out_slot, out_ef, out_when,
+                     sel, M, stride, nxt, nslots, block, ntasks, out):
+    # sel (Montgomery, uint32[4, M]): first, last, transition selectors and 1/Z_H
+    nblocks = (M + block - 1) // block
+    K = out_slot.shape[0]
+    for task in prange(ntasks):
+        V = np.empty((nslots, 4, block), dtype=np.uint32)
+        G = np.empty((4, 4, block), dtype=np.uint32)      # per row condition, EF
+        for blk in range(task, nblocks, ntasks):
+            lo = blk * block
+            w = min(block, M - lo)
+            _run_block(code, consts, main, prep, aux, pv, scal, V, lo, w, M, stride, nxt)
+            G[:, :, :w] = 0
+            # sum_k alpha^(K-1-k) C_k per row condition (apow row k holds alpha^(K-1-k))
+            for k in range(K):
+                s = out_slot[k]
+                g = out_when[k]
+                a0, a1, a2, a3 = apow[k, 0], apow[k, 1], apow[k, 2], apow[k, 3]
+                if out_ef[k]:
+                    for t in range(w):
+                        r0, r1, r2, r3 = _ef_mmul(a0, a1, a2, a3, V[s, 0, t], V[s, 1, t],
+                                                  V[s, 2, t], V[s, 3, t])
+                        G[g, 0, t] = _add(G[g, 0, t], r0)
+                        G[g, 1, t] = _add(G[g, 1, t], r1)
+                        G[g, 2, t] = _add(G[g, 2, t], r2)
+                        G[g, 3, t] = _add(G[g, 3, t], r3)
+                else:
+                    for t in range(w):
+                        x = V[s, 0, t]
+                        G[g, 0, t] = _add(G[g, 0, t], _mmul(a0, x))
+                        G[g, 1, t] = _add(G[g, 1, t], _mmul(a1, x))
+                        G[g, 2, t] = _add(G[g, 2, t], _mmul(a2, x))
+                        G[g, 3, t] = _add(G[g, 3, t], _mmul(a3, x))
+            for c in range(4):
+                for t in range(w):
+                    i = lo + t
+                    q = _add(_add(G[0, c, t], _mmul(G[1, c, t], sel[0, i])),
+                             _add(_mmul(G[2, c, t], sel[1, i]), _mmul(G[3, c, t], sel[2, i])))
+                    out[c, i] = _fm(_mmul(q, sel[3, i]))
+
+
+# ----------------------------------------------------------------------------- wrapper
+
+def host_selectors(log_n: int, log_m: int, shift: int) -> np.ndarray:
+    """uint32[4, M] in Montgomery form: the first, last and transition selectors and 1/Z_H
+    on the coset shift<w_M> (natural order), from :func:`air.eval.selectors_on_coset` (the
+    numpy path's definition); cached per (log_n, log_m, shift)."""
+    key = (int(log_n), int(log_m), int(shift))
+    hit = _SEL.get(key)
+    if hit is None:
+        if not 0 <= log_n <= log_m <= AF.TWO_ADICITY:
+            raise ValueError(f"quotient domain 2^{log_m} must contain the trace domain 2^{log_n}")
+        s, inv_zh = air_eval.selectors_on_coset(log_n, shift, log_m)
+        hit = np.stack([field.to_mont_host(v) for v in
+                        (s["first"], s["last"], s["transition"], inv_zh)])
+        with _LOCK:
+            _SEL[key] = hit
+    return hit
+
+
+def _matrix(m, name, rows, N):
+    a = np.asarray(m)
+    if a.dtype != np.uint32 or a.ndim != 2 or a.shape != (rows, N):
+        raise ValueError(f"{name}: expected uint32[{rows}, {N}], got {a.dtype}{list(a.shape)}")
+    return np.ascontiguousarray(a)
+
+
+def _ef4(v, name) -> np.ndarray:
+    a = np.asarray(v, dtype=np.int64).reshape(-1)
+    if a.shape != (4,) or np.any(a < 0) or np.any(a >= P):
+        raise ValueError(f"{name}: expected 4 canonical field coefficients")
+    return a.astype(np.uint64)
+
+
+def quotient_host(air, shape, main_lde, prep_lde, aux_lde, public_values, challenges: dict,
+                  alpha, terminal, shift: int, out=None, block: int = BLOCK) -> np.ndarray:
+    """R2 on the host, compiled: Q on the quotient coset g<w_M> (g = ``shift``) ->
+    uint32[4, M], natural order; bit-identical to ``HostStages.quotient``'s interpreter.
+
+    main_lde / prep_lde / aux_lde: natural-order LDE columns on g<w_N>, uint32[c, N]
+    (``Committed.lde``); aux column 4k + c is EF column k's coefficient c.  prep_lde,
+    aux_lde and terminal may be None when the AIR has none."""
+    import numba
+    N, M = 1 << shape.log_lde, 1 << shape.log_quotient
+    if not shape.log_n <= shape.log_quotient <= shape.log_lde:
+        raise ValueError("quotient domain must lie between the trace and LDE domains")
+    if not 1 <= int(block) <= 1 << 16:
+        raise ValueError(f"block must be in [1, 65536], got {block}")
+    dummy = np.zeros((1, 1), np.uint32)
+    main = _matrix(main_lde, "main_lde", air.main_width, N)
+    prep = aux = dummy
+    if air.prep_width:
+        if prep_lde is None:
+            raise ValueError(f"{air.name}: prep_lde is required (the AIR has preprocessed columns)")
+        prep = _matrix(prep_lde, "prep_lde", air.prep_width, N)
+    if air.aux_width:
+        if aux_lde is None or terminal is None:
+            raise ValueError(f"{air.name}: aux_lde and terminal are required (LogUp)")
+        aux = _matrix(aux_lde, "aux_lde", 4 * air.aux_width, N)
+    pv = np.asarray([int(v) for v in public_values], dtype=np.int64)
+    if pv.shape != (air.num_public,) or np.any(pv < 0) or np.any(pv >= P):
+        raise ValueError(f"{air.name}: expected {air.num_public} canonical public values, "
+                         f"got {list(public_values)}")
+    enc = encode(air)
+    scal = np.zeros(4 * max(1, len(enc.chal_names)), dtype=np.uint64)
+    for k, name in enumerate(enc.chal_names):
+        if name == "term":
+            if terminal is None:
+                raise ValueError(f"{air.name}: the constraints read the terminal; none given")
+            scal[4 * k:4 * k + 4] = _ef4(terminal, "terminal")
+        else:
+            if name not in challenges:
+                raise ValueError(f"{air.name}: challenge {name!r} missing")
+            scal[4 * k:4 * k + 4] = _ef4(challenges[name], name)
+    K = max(1, len(air.constraints))
+    apow = AF.ef_powers(_ef4(alpha, "alpha").reshape(4, 1), K)          # (4, K): alpha^k
+    apow_rev = np.ascontiguousarray(apow[:, ::-1].T)                     # row k: alpha^(K-1-k)
+    sel = host_selectors(shape.log_n, shape.log_quotient, shift)
+    if out is None:
+        out = np.empty((4, M), dtype=np.uint32)
+    elif out.dtype != np.uint32 or out.shape != (4, M) or not out.flags.c_contiguous:
+        raise ValueError(f"out: expected a C-contiguous uint32[4, {M}]")
+    block = int(block)
+    nblocks = (M + block - 1) // block
+    ntasks = max(1, min(nblocks, 4 * numba.get_num_threads()))
+    _quotient_kernel(enc.code, enc.consts, main, prep, aux,
+                     field.to_mont_host(pv) if pv.size else np.zeros(1, np.uint32),
+                     field.to_mont_host(scal), field.to_mont_host(apow_rev),
+                     enc.out_slot, enc.out_ef, enc.out_when, sel, np.int64(M),
+                     np.int64(N // M), np.int64(M >> shape.log_n), np.int64(enc.slots),
+                     np.int64(block), np.int64(ntasks), out)
+    return out
