@@ -60,10 +60,12 @@ def _child(path: str, mode: str, reps: int) -> dict:
     from steadfast.verifier import verify
     V = sys.modules["steadfast.verifier.verify"]     # (the package's ``verify`` is the function)
     from steadfast.prover.api import BlockProof
-    from steadfast.vm.airs import block_airs
+    from steadfast.verifier.proof_format import decode
+    from steadfast.vm.airs import block_airs, slots_from_widths
     imp = time.process_time() - t0
     bp = BlockProof.load(path)
-    airs = block_airs(bp.rom)
+    # POSEIDON2's slots (k permutations per row) as the verifier reads them: its width
+    airs = block_airs(bp.rom, slots_from_widths([len(t.ood_main) for t in decode(bp.proof).tables]))
     t = time.process_time()
     res = verify(bp.proof, airs, None, min_security_bits=0)
     first = time.process_time() - t

@@ -50,7 +50,8 @@ from .prove import prove as _prove
 from .timeline import Timeline
 
 from steadfast.vm import isa
-from steadfast.vm.airs import CPU_LAYOUT, SELECTORS, TABLES, block_airs
+from steadfast.vm.airs import CPU_LAYOUT, SELECTORS, SLOTTED, TABLES, block_airs, slot_menu, \
+    slots_from_widths, table_air
 from steadfast.vm.block import MAX_CYCLES, MAX_LOG_CYCLES, Block, load_block, loads_block, parse_block
 from steadfast.vm.interpreter import ExecutionError, claim_mismatches, execute
 from steadfast.vm.rom import build_rom
@@ -748,7 +749,9 @@ class Prover:
                      rom: np.ndarray) -> BlockProof:
         """Prove traces built by the caller: ``tables`` = (CPU, PROGRAM, MEMORY, RANGE,
         POSEIDON2) main traces (uint32[n, w]) in that order, ``public_values`` the 42 block
-        values (vm/statement.py), ``rom`` the int[rows, 4] ROM (opcode, a, b, c)."""
+        values (vm/statement.py), ``rom`` the int[rows, 4] ROM (opcode, a, b, c).  A
+        slotted table's k (vm/airs.py SLOTTED: POSEIDON2 packs k permutations per row) is
+        read off its width, which must be that of a k in its menu (ValueError otherwise)."""
         t0 = time.perf_counter()
         tables = list(tables)
         if len(tables) != len(TABLES):
@@ -759,7 +762,11 @@ class Prover:
         rom = np.asarray(rom)
         if rom.ndim != 2 or rom.shape[1] != 4 or rom.shape[0] < 1:
             raise ValueError(f"rom must have shape (rows, 4), got {rom.shape}")
-        airs = block_airs(rom.astype(np.int64))
+        shapes = [np.shape(t) for t in tables]
+        bad = [name for name, sh in zip(TABLES, shapes) if len(sh) != 2]
+        if bad:
+            raise ValueError(f"table {bad[0]} is not a 2-d trace (uint32[n, w])")
+        airs = block_airs(rom.astype(np.int64), slots_from_widths([sh[1] for sh in shapes]))
         table_pv = [pv, [], [pv[0]], [], []]
         sel = [CPU_LAYOUT.idx[f"is_{n.lower()}"] for n in SELECTORS]
         cycles = int(np.count_nonzero(np.asarray(tables[0])[:, sel].sum(axis=1)))
@@ -833,22 +840,26 @@ class Prover:
         """Compile the device kernels ``block`` needs (its five AIRs' generated kernels and
         the stage kernels) for this prover's backend ahead of proving, through the on-disk
         kernel cache (``PROVER_KERNEL_CACHE``, :mod:`kernels.kernel_cache`): a later process
-        starts warm.  ``block``: as for :meth:`prove_block`; None: the block-independent
-        AIRs and an empty ROM (the PROGRAM kernel does not depend on the ROM's values).
+        starts warm.  ``block``: as for :meth:`prove_block` (with the slots its traces
+        would get); None: the block-independent AIRs at every k of their slot menus and an
+        empty ROM (the PROGRAM kernel does not depend on the ROM's values).
         -> one dict per step (name, seconds, how: generated | cache | compiled | in memory);
         ``sim`` generates the sources only (the simulator compiles nothing); ``host`` and
         ``emu`` run host kernels, which numba caches itself: nothing to do, []."""
         if self.backend not in ("cuda", "sim"):
             return []
-        if block is None:
-            rom = np.zeros((1, 4), dtype=np.int64)
+        from steadfast.vm.traces import block_slots
+        if block is None:       # every slotted table at every k of its menu
+            airs = block_airs(np.zeros((1, 4), dtype=np.int64))
+            airs += [table_air(name, k) for name in SLOTTED for k in slot_menu(name) if k != 1]
         else:
             try:
-                rom = execute(_as_block(block)).rom.rows
+                rec = execute(_as_block(block))
             except ExecutionError as exc:
                 raise UnprovableBlock(f"execution failed: {exc}") from None
+            airs = block_airs(rec.rom.rows, block_slots(rec))
         from steadfast.kernels.constraint_device import precompile
-        return precompile(block_airs(rom), compile=self.backend == "cuda", progress=progress)
+        return precompile(airs, compile=self.backend == "cuda", progress=progress)
 
     # -- the proof itself -----------------------------------------------------------
     def _self_check(self, proof: bytes, airs, table_pv, device_stats) -> int:
@@ -1057,9 +1068,15 @@ def verify(proof: BlockProof | bytes | str | os.PathLike[str], block: BlockLike 
     if decoded.tables[0].log_n > MAX_LOG_CYCLES:
         raise ShapeError(f"CPU table of 2^{decoded.tables[0].log_n} rows exceeds the block "
                          f"ceiling of 2^{MAX_LOG_CYCLES} cycles")
-    airs = block_airs(proof.rom)
-    if len(decoded.tables) != len(airs):
-        raise ShapeError(f"proof has {len(decoded.tables)} tables, a block proof {len(airs)}")
+    if len(decoded.tables) != len(TABLES):
+        raise ShapeError(f"proof has {len(decoded.tables)} tables, a block proof {len(TABLES)}")
+    # a slotted table's k (POSEIDON2: permutations per row) is the prover's choice, read
+    # off its main width; each k's AIR is sound on its own (docs/vm.md "Slots")
+    try:
+        slots = slots_from_widths([len(t.ood_main) for t in decoded.tables])
+    except ValueError as exc:
+        raise ShapeError(f"table shapes: {exc}") from None
+    airs = block_airs(proof.rom, slots)
     check_security(decoded.params, min_security_bits, airs, [t.log_n for t in decoded.tables])
     if program_digest(proof.rom) != pv[PV_PROGRAMS]:
         raise PublicValuesError("the program digest does not match the proof's ROM")

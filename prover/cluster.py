@@ -186,9 +186,9 @@ class _Worker:
         """R1 of table i on new stages -> (stages, Committed, preprocessed LDE, span
         records, main cap)."""
         from contextlib import nullcontext
-        from steadfast.vm.airs import block_airs
+        from steadfast.vm.airs import block_airs, slots_from_widths
         from .spans import Spans
-        air = block_airs(rom)[i]
+        air = block_airs(rom, slots_from_widths([s.main_width for s in shapes]))[i]
         stages, spans = self._stages(shapes[i], params, tl), Spans()
         device = getattr(stages, "mem", None)
         with (device.stream_scope() if device is not None else nullcontext()):
@@ -232,7 +232,7 @@ class _Worker:
         chain this worker already ran is returned as held (its DQ already sent: None)
         if ``held_chain``, else recomputed."""
         from contextlib import nullcontext
-        from steadfast.vm.airs import block_airs
+        from steadfast.vm.airs import block_airs, slots_from_widths
         from .rounds import R1Main, Statement
         from .spans import Spans
         held = self.state.pop((job, i), None)
@@ -253,7 +253,7 @@ class _Worker:
                 raise ClusterError(f"table {i}: the recomputed main cap differs")  # pragma: no cover
         else:
             _, com, prep, stages = held
-        airs = tuple(block_airs(rom))
+        airs = tuple(block_airs(rom, slots_from_widths([s.main_width for s in shapes])))
         n = len(airs)
         st = Statement(airs, tuple(trace if j == i else None for j in range(n)),
                        tuple(tuple(int(v) for v in pv) for pv in public_values), params,
@@ -314,7 +314,6 @@ class _Worker:
         released afterwards."""
         from contextlib import nullcontext
         from .spans import Spans
-        from steadfast.vm.airs import block_airs
         _maybe_die(self.fault, self.fault_dir, f"open_table:{i}")
         rom, trace = _writable(rom), _writable(trace)
         tl = self._timeline(timeline)
@@ -338,7 +337,7 @@ class _Worker:
             with (device.stream_scope() if device is not None else nullcontext()):
                 if device is not None:
                     stages.bind(name)
-                with spans.span("table_open", block_airs(rom)[i].name):
+                with spans.span("table_open", name):
                     for m, tree in deep.trees.items():
                         opened[m] = (None if tree is None
                                      else stages.open_batch(tree, idx, params.log_cap))

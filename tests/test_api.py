@@ -115,8 +115,8 @@ def test_min_security_bits_refuses_weak_proofs_before_hashing(proofs, monkeypatc
         assert ei.value.required == 100 and ei.value.bits < 100
     res = _verify(proof, block=block, min_security_bits=0)
     bits = res.security_bits
-    airs = api.block_airs(proof.rom)
     decoded = api.decode(proof.proof)
+    airs = api.block_airs(proof.rom, api.slots_from_widths([len(t.ood_main) for t in decoded.tables]))
     expect = proof_security(decoded.params, airs, [t.log_n for t in decoded.tables])
     assert bits == expect.bits == ei.value.bits
     # 8 queries and 2 PoW bits: log_blowup*8 + 2 bits for the one FRI of format 3; the

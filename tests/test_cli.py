@@ -310,12 +310,13 @@ def test_execute_only_reports_without_proving(tmp_path, capsys):
     from steadfast.vm.airs import block_airs
     from steadfast.vm.block import load_block
     from steadfast.vm.interpreter import execute
+    from steadfast.vm.traces import block_slots
     blk = write(tmp_path, "b.json", open(EXAMPLE).read())
     code, out, err = run(main_prove, [blk, "--execute-only", "--json", "--backend", "host"], capsys)
     assert code == 0, err
     rep = json.loads(out)
     rec = execute(load_block(EXAMPLE))
-    airs = block_airs(rec.rom.rows)
+    airs = block_airs(rec.rom.rows, block_slots(rec))
     assert rep["cycles"] == rec.cycles and rep["claims_ok"] and rep["mismatches"] == []
     assert [t["name"] for t in rep["tables"]] == [a.name for a in airs]
     cells = 0

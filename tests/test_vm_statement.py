@@ -25,7 +25,7 @@ from steadfast.prover.prove import prove
 from steadfast.verifier.proof_format import Params
 from steadfast.verifier.errors import PublicValuesError, ShapeError, VerificationError
 from steadfast.vm import isa
-from steadfast.vm.airs import block_airs
+from steadfast.vm.airs import block_airs, slots_from_widths
 from steadfast.vm.block import MAX_CYCLES, parse_block
 from steadfast.vm.interpreter import ExecutionError, execute
 from steadfast.vm.poseidon2 import permute_one, sponge
@@ -57,7 +57,8 @@ class _Cheat:
     def prove_tables(tables, public_values, rom) -> BlockProof:
         rom = np.asarray(rom, dtype=np.int64)
         pv = [int(v) for v in public_values]
-        proof = prove(list(tables), block_airs(rom), [pv, [], [pv[0]], [], []],
+        slots = slots_from_widths([np.shape(t)[1] for t in tables])
+        proof = prove(list(tables), block_airs(rom, slots), [pv, [], [pv[0]], [], []],
                       Params(num_queries=8, pow_bits=2), check=False)
         return BlockProof(rom, proof)
 

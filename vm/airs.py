@@ -7,7 +7,7 @@ CPU         one per cycle (prologue, transactions, epilogue, pad)   3        2
 PROGRAM     the ROM (preprocessed) + execution multiplicities       2        1
 MEMORY      every memory access, sorted by (address, time)          3        2
 RANGE       the values 0..2^16-1 (preprocessed) + multiplicities    2        1
-POSEIDON2   one permutation per row, every round in columns         3        2
+POSEIDON2   k permutations per row (slots), every round in columns  3        2
 ==========  ======================================================  =======  ======
 
 Buses (LogUp; arity in brackets):
@@ -21,6 +21,9 @@ Buses (LogUp; arity in brackets):
   ABSORB_*; POSEIDON2 receives.
 
 The column layouts live here (:class:`Layout`) and are shared with :mod:`vm.traces`.
+Slots (``SLOTTED``; docs/vm.md "Slots"): POSEIDON2 packs k = 1, 2 or 3 permutations per
+row; ``block_airs(rom, slots)`` takes each slotted table's k, ``slots_from_widths`` reads
+them back off the main widths.
 """
 from __future__ import annotations
 
@@ -85,6 +88,27 @@ P2_LAYOUT = Layout([("in", 16)]
                    + [(f"cube{r}", 16) for r in range(N_FULL_HALF, 2 * N_FULL_HALF)]
                    + [(f"sbox{r}", 16) for r in range(N_FULL_HALF, 2 * N_FULL_HALF)]
                    + [("mult", 1)])
+
+# Slots (docs/vm.md "Slots"): a table whose rows carry no transition constraint may hold k
+# independent copies of its row side by side, k from the table's menu; slot j's column
+# groups are the k = 1 groups named ``group@j``.  POSEIDON2's menu:
+P2_SLOTS = (1, 2, 3)
+
+
+def slot_group(name: str, j: int, k: int) -> str:
+    """Slot j's name for column group ``name`` of a k-slot table (k = 1: ``name``)."""
+    return name if k == 1 else f"{name}@{j}"
+
+
+def p2_layout(k: int = 1) -> Layout:
+    """POSEIDON2 with k permutations per row: slot j holds P2_LAYOUT's groups (named
+    ``group@j``) in columns [j * P2_LAYOUT.width, (j + 1) * P2_LAYOUT.width), so a k = 1
+    trace of n * k rows reshaped to n rows is the k-slot trace.  k = 1 is P2_LAYOUT."""
+    if k not in P2_SLOTS:
+        raise ValueError(f"POSEIDON2 takes k in {P2_SLOTS} permutations per row, not {k!r}")
+    if k == 1:
+        return P2_LAYOUT
+    return Layout([(slot_group(g, j, k), c) for j in range(k) for g, c in P2_LAYOUT.groups])
 
 
 def nxt(e: Expr) -> Expr:
@@ -335,14 +359,27 @@ def build_range() -> Air:
 
 # --------------------------------------------------------------------------- POSEIDON2
 
-def build_poseidon2() -> Air:
+def build_poseidon2(k: int = 1) -> Air:
+    """POSEIDON2 with k permutations per row (k in P2_SLOTS): each slot is the whole
+    permutation in columns, with its own ``mult`` and its own receive on ``poseidon2``.
+    Rows carry no transition constraint, so the slots are independent; k = 1 is the
+    one-permutation-per-row AIR, names and layout unchanged."""
     b = AirBuilder("poseidon2")
-    col = P2_LAYOUT.declare(b)
+    cols = p2_layout(k).declare(b)
+    for j in range(k):
+        col = {g: cols[slot_group(g, j, k)] for g, _ in P2_LAYOUT.groups}
+        _poseidon2_slot(b, col, "" if k == 1 else f"@{j}")
+    return b.build()
+
+
+def _poseidon2_slot(b: AirBuilder, col: dict, sfx: str) -> None:
+    """One permutation's constraints and receive on the columns ``col`` (P2_LAYOUT's
+    group names); ``sfx`` tags the constraint names of a slot."""
     state = external_linear(col["in"])
 
     def sbox(x, cube, out, name):
-        b.assert_zero(cube - x * x * x, name=f"{name}_cube")
-        b.assert_zero(out - cube * cube * x, name=f"{name}_sbox")
+        b.assert_zero(cube - x * x * x, name=f"{name}_cube{sfx}")
+        b.assert_zero(out - cube * cube * x, name=f"{name}_sbox{sfx}")
 
     for r in range(2 * N_FULL_HALF):
         if r == N_FULL_HALF:
@@ -355,19 +392,73 @@ def build_poseidon2() -> Air:
                  f"full{r}[{i}]")
         state = external_linear(col[f"sbox{r}"])
     b.receive("poseidon2", list(col["in"]) + state, multiplicity=col["mult"])
-    return b.build()
 
 
 # --------------------------------------------------------------------------- all tables
 
-_STATIC: dict = {}
+# Tables with slots: name -> (menu of k, main layout of k slots).  Every other table has
+# k = 1; a slotted table's builder takes k.
+SLOTTED = {"poseidon2": (P2_SLOTS, p2_layout)}
+_BUILDERS = {"cpu": build_cpu, "memory": build_memory, "range": build_range,
+             "poseidon2": build_poseidon2}
+_CACHE: dict = {}
 
 
-def block_airs(rom_rows: np.ndarray) -> list[Air]:
+def slot_menu(table: str) -> tuple:
+    """The k a table accepts, ascending ((1,) for a table without slots)."""
+    return tuple(sorted(SLOTTED[table][0])) if table in SLOTTED else (1,)
+
+
+def table_air(table: str, k: int = 1) -> Air:
+    """The AIR of a block-independent table (all but PROGRAM) with k slots, built once
+    per (table, k)."""
+    if table not in _BUILDERS:
+        raise ValueError(f"no block-independent table {table!r} (tables: {', '.join(TABLES)})")
+    if k not in slot_menu(table):
+        raise ValueError(f"{table}: k = {k!r} slots is not in its menu {slot_menu(table)}")
+    key = (table, k)
+    if key not in _CACHE:
+        _CACHE[key] = _BUILDERS[table](k) if table in SLOTTED else _BUILDERS[table]()
+    return _CACHE[key]
+
+
+def check_slots(slots) -> dict:
+    """``slots`` (None, or a mapping table -> k) as a dict with every slotted table;
+    ValueError for an unknown or unslotted table or a k outside its menu."""
+    out = {name: 1 for name in SLOTTED}
+    for name, k in dict(slots or {}).items():
+        if name not in TABLES:
+            raise ValueError(f"slots: unknown table {name!r} (tables: {', '.join(TABLES)})")
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or int(k) not in slot_menu(name):
+            raise ValueError(f"slots: {name} takes k in {slot_menu(name)}, not {k!r}")
+        out[name] = int(k)
+    return out
+
+
+def slots_from_widths(widths) -> dict:
+    """The slots of a block's tables from their main widths (table order): a slotted
+    table's width must be that of one k in its menu.  ValueError (naming the table and
+    the width) otherwise; other tables' widths are the verifier's shape check's to judge."""
+    widths = list(widths)
+    if len(widths) != len(TABLES):
+        raise ValueError(f"expected {len(TABLES)} tables ({', '.join(TABLES)}), got {len(widths)}")
+    out = {}
+    for name, w in zip(TABLES, widths):
+        if name not in SLOTTED:
+            continue
+        layout = SLOTTED[name][1]
+        by_width = {layout(k).width: k for k in slot_menu(name)}
+        if w not in by_width:
+            raise ValueError(f"{name}: main width {w} is not one of "
+                             + ", ".join(f"{wk} (k = {k})" for wk, k in by_width.items()))
+        out[name] = by_width[w]
+    return out
+
+
+def block_airs(rom_rows: np.ndarray, slots=None) -> list[Air]:
     """The five AIRs of a block proof, in table order (CPU, PROGRAM, MEMORY, RANGE,
-    POSEIDON2).  Only PROGRAM depends on the block (its ROM); the others are built once."""
-    if not _STATIC:
-        _STATIC.update(cpu=build_cpu(), memory=build_memory(), range=build_range(),
-                       poseidon2=build_poseidon2())
-    return [_STATIC["cpu"], build_program(rom_rows), _STATIC["memory"], _STATIC["range"],
-            _STATIC["poseidon2"]]
+    POSEIDON2).  ``slots`` maps a table to its k (default 1; see SLOTTED).  Only PROGRAM
+    depends on the block (its ROM); the others are built once per (table, k)."""
+    slots = check_slots(slots)
+    return [build_program(rom_rows) if name == "program" else table_air(name, slots.get(name, 1))
+            for name in TABLES]

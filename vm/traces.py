@@ -15,7 +15,8 @@ from steadfast.air import field as F
 
 from . import isa
 from .airs import (CPU_LAYOUT, MEMORY_LAYOUT, P2_LAYOUT, RANGE_SIZE, SELECTORS, SLACK_BITS,
-                   block_airs, slack_bits)
+                   SLOTTED, block_airs, check_slots, slack_bits, slot_menu, slots_from_widths,
+                   table_air)
 from .block import MAX_CYCLES
 from .interpreter import ExecutionRecord
 from .poseidon2 import N_FULL_HALF, WIDTH, permute_rows
@@ -40,6 +41,11 @@ class BlockTraces:
     @property
     def names(self) -> list[str]:
         return [a.name for a in self.airs]
+
+    @property
+    def slots(self) -> dict:
+        """k of every slotted table (vm/airs.py SLOTTED), read off the traces' widths."""
+        return slots_from_widths([int(t.shape[1]) for t in self.traces])
 
 
 def _forward_fill(n: int, change_rows: np.ndarray, values: np.ndarray, initial) -> np.ndarray:
@@ -214,42 +220,80 @@ def program_counts(cpu: np.ndarray, height: int) -> np.ndarray:
     return counts.astype(np.uint32).reshape(-1, 1)
 
 
-def poseidon2_trace(hash_in: np.ndarray) -> np.ndarray:
-    k = hash_in.shape[0]
-    n = _pow2(k)
-    states = np.zeros((n, WIDTH), dtype=np.uint32)
-    states[:k] = hash_in
+def poseidon2_trace(hash_in: np.ndarray, k: int = 1) -> np.ndarray:
+    """POSEIDON2 with k slots (vm/airs.py p2_layout): permutation i in row i // k, slot
+    i % k, over next_pow2(ceil(perms / k)) rows; the slots left over permute zero with
+    mult 0."""
+    if k not in slot_menu("poseidon2"):
+        raise ValueError(f"POSEIDON2 takes k in {slot_menu('poseidon2')} slots, not {k!r}")
+    perms = hash_in.shape[0]
+    n = _pow2(-(-perms // k))
+    states = np.zeros((n * k, WIDTH), dtype=np.uint32)
+    states[:perms] = hash_in
     r = permute_rows(states)
     L = P2_LAYOUT.idx
-    T = np.zeros((n, P2_LAYOUT.width), dtype=np.uint32)
+    T = np.zeros((n * k, P2_LAYOUT.width), dtype=np.uint32)
     T[:, L["in"]:L["in"] + 16] = states
     for rnd in range(2 * N_FULL_HALF):
         T[:, L[f"cube{rnd}"]:L[f"cube{rnd}"] + 16] = r["full_cube"][rnd]
         T[:, L[f"sbox{rnd}"]:L[f"sbox{rnd}"] + 16] = r["full_sbox"][rnd]
     T[:, L["pcube"]:L["pcube"] + r["part_cube"].shape[0]] = r["part_cube"].T
     T[:, L["psbox"]:L["psbox"] + r["part_sbox"].shape[0]] = r["part_sbox"].T
-    T[:k, L["mult"]] = 1
-    return T
+    T[:perms, L["mult"]] = 1
+    # one permutation per row of n * k rows, k consecutive rows side by side per row
+    return T.reshape(n, k * P2_LAYOUT.width)
 
 
-def build_traces(rec: ExecutionRecord, public_values: list[int] | None = None) -> BlockTraces:
+def committed_cells(air, rows: int) -> int:
+    """Cells a table of ``rows`` rows commits: main, LogUp (4 per EF column) and
+    quotient parts (4 each) -- per unit of blowup."""
+    return rows * (air.main_width + 4 * air.aux_width + 4 * air.num_parts)
+
+
+def choose_slots(table: str, items: int) -> int:
+    """The k in ``table``'s menu that commits the fewest cells for ``items`` rows' worth
+    of work (rows = next_pow2(ceil(items / k))); ties go to the smaller k."""
+    best = None
+    for k in slot_menu(table):
+        cells = committed_cells(table_air(table, k), _pow2(-(-items // k)))
+        if best is None or cells < best[0]:
+            best = (cells, k)
+    return best[1]
+
+
+def block_slots(rec: ExecutionRecord, slots: dict | None = None) -> dict:
+    """k of every slotted table for a proof of ``rec``: the forced ones in ``slots``
+    (ValueError outside a table's menu), the rest by :func:`choose_slots`."""
+    forced = {} if slots is None else dict(slots)
+    check_slots(forced)
+    items = {"poseidon2": int(rec.hash_in.shape[0])}
+    return {name: int(forced[name]) if name in forced else choose_slots(name, items[name])
+            for name in SLOTTED}
+
+
+def build_traces(rec: ExecutionRecord, public_values: list[int] | None = None,
+                 slots: dict | None = None) -> BlockTraces:
     """AIRs, traces and public values for a proof of ``rec.block``.  ``public_values``
     defaults to the block's (claimed outputs included) with the executed final digest;
-    pass others to build a deliberately false statement."""
+    pass others to build a deliberately false statement.  ``slots`` forces a table's k
+    (vm/airs.py SLOTTED); a slotted table not named gets the k that commits the fewest
+    cells (:func:`choose_slots`)."""
     if public_values is None:
         public_values = block_public_values(rec.block, rec.rom, rec.final_digest)
     if len(public_values) != NUM_PUBLIC_VALUES:
         raise ValueError(f"expected {NUM_PUBLIC_VALUES} public values, got {len(public_values)}")
-    airs = block_airs(rec.rom.rows)
+    slots = block_slots(rec, slots)
+    airs = block_airs(rec.rom.rows, slots)
     cpu = cpu_trace(rec, public_values[PV_MAX_CYCLES])
     mem = memory_trace(memory_accesses(cpu))
     prog = program_counts(cpu, airs[1].fixed_height)
     rng = range_counts(cpu, mem)
-    p2 = poseidon2_trace(rec.hash_in)
+    p2 = poseidon2_trace(rec.hash_in, slots["poseidon2"])
     pv = [int(x) for x in public_values]
     table_pv = [pv, [], [pv[0]], [], []]
     return BlockTraces(airs, [cpu, prog, mem, rng, p2], table_pv, pv)
 
 
 __all__ = ["BlockTraces", "build_traces", "cpu_trace", "memory_accesses", "memory_trace",
-           "range_counts", "program_counts", "poseidon2_trace"]
+           "range_counts", "program_counts", "poseidon2_trace", "choose_slots", "committed_cells",
+           "block_slots"]
