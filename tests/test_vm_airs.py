@@ -23,7 +23,9 @@ _cache: dict = {}
 
 def traces(name):
     if name not in _cache:
-        _cache[name] = build_traces(execute(BLOCKS[name]()))
+        # one access per MEMORY row: the tests below edit MEMORY by MEMORY_LAYOUT's
+        # columns (slotted MEMORY: tests/test_memory_slots.py)
+        _cache[name] = build_traces(execute(BLOCKS[name]()), slots={"memory": 1})
     bt = _cache[name]
     return bt.airs, [t.copy() for t in bt.traces], bt.table_public_values
 
@@ -110,9 +112,10 @@ def test_altered_branch_flag_fails():
 def test_altered_hash_output_fails_in_poseidon2_or_bus():
     airs, ts, pvs = traces("hash_heavy")
     p2 = ts[4]
-    p2[3, P2_LAYOUT.idx["cube0"] + 5] ^= 1
+    p2[3, P2_LAYOUT.idx["cube0"] + 5] ^= 1          # row 3, slot 0 (slots: docs/vm.md)
     err = _violation(airs, ts, pvs)
-    assert (err.table, err.constraint) == ("poseidon2", "full0[5]_cube")
+    slot = "" if p2.shape[1] == P2_LAYOUT.width else "@0"
+    assert (err.table, err.constraint) == ("poseidon2", "full0[5]_cube" + slot)
     airs, ts, pvs = traces("hash_heavy")
     cpu = ts[0]
     r = _row_of(cpu, isa.HASH)
