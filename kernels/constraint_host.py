@@ -57,10 +57,12 @@ _add, _sub, _neg, _mmul = _F.add, _F.sub, _F.neg, _F.mont_mul
 _ef_mmul, _tm, _fm = _F.mont_ef_mul, _F.to_mont, _F.from_mont
 
 # opcodes: leaves (a, b = leaf arguments), then interior ops named by operand kinds
-# (B base, E extension), e.g. ADD_EB = EF + base
+# (B base, E extension), e.g. ADD_EB = EF + base; FOLD (a = constraint k, b = its slot)
+# adds alpha^(K-1-k) C_k into its row condition's sum right after C_k is computed, so a
+# constraint's slot is free again at once (POSEIDON2: 848 constraints)
 (LD_MAIN, LD_PREP, LD_AUX, LD_PV, LD_CHAL, LD_CONST,
  ADD_BB, ADD_EB, ADD_EE, SUB_BB, SUB_EB, SUB_BE, SUB_EE,
- MUL_BB, MUL_EB, MUL_EE, NEG_B, NEG_E) = range(18)
+ MUL_BB, MUL_EB, MUL_EE, NEG_B, NEG_E, FOLD) = range(19)
 _WHEN = {"all": 0, "first": 1, "last": 2, "transition": 3}
 _CHAL_NAMES = ("logup_beta", "logup_gamma")
 
@@ -86,13 +88,13 @@ class Encoded:
 
     ``code`` int64[ops, 4] (opcode, a, b, destination slot); ``consts`` uint32 (Montgomery)
     constants read by LD_CONST; ``chal_names``: the EF scalars LD_CHAL reads, in slot order
-    (challenges by name, then ``"term"``); ``out_slot`` / ``out_ef`` / ``out_when``: per
-    constraint, its value's slot, whether it is EF and its row condition; ``slots``:
-    value slots needed."""
+    (challenges by name, then ``"term"``); ``out_ef`` / ``out_when``: per constraint,
+    whether its value is EF and its row condition (the FOLD instruction after it names its
+    slot); ``slots``: value slots needed."""
 
-    def __init__(self, code, consts, chal_names, out_slot, out_ef, out_when, slots):
+    def __init__(self, code, consts, chal_names, out_ef, out_when, slots):
         self.code, self.consts, self.chal_names = code, consts, chal_names
-        self.out_slot, self.out_ef, self.out_when, self.slots = out_slot, out_ef, out_when, slots
+        self.out_ef, self.out_when, self.slots = out_ef, out_when, slots
 
 
 def _interior(op, xe, ye) -> tuple[int, bool]:
@@ -124,8 +126,18 @@ def encode(air) -> Encoded:
     if hit is not None:
         return hit
     prog = air.constraint_program
-    ops, is_ef, last = prog.ops, prog.is_ef, prog.last_use
-    code = np.zeros((len(ops), 4), dtype=np.int64)
+    ops, is_ef = prog.ops, prog.is_ef
+    outs = prog.outputs
+    # last reader of every value among the instructions (outputs are folded at once)
+    last = list(range(len(ops)))
+    for i, (_, a, b, _) in enumerate(ops):
+        for o in (a, b):
+            if o >= 0:
+                last[o] = i
+    folds: dict[int, list] = {}
+    for k, o in enumerate(outs):
+        folds.setdefault(o, []).append(k)
+    rows: list = []
     consts: list[int] = []
     chal_names: list[str] = []
     slot_of = [-1] * len(ops)
@@ -165,10 +177,12 @@ def encode(air) -> Encoded:
             d = nslots
             nslots += 1
         slot_of[i] = d
-        code[i] = (oc, x, y, d)
-        if last[i] == i:                   # never read (cannot happen for outputs)
+        rows.append((oc, x, y, d))
+        for k in folds.get(i, ()):
+            rows.append((FOLD, k, d, 0))
+        if last[i] == i:                   # not read by a later instruction
             free.append(d)
-    outs = prog.outputs
+    code = np.asarray(rows, dtype=np.int64).reshape(-1, 4)
     cons = air.constraints
     if len(cons) != len(outs):
         raise ValueError(f"{air.name}: {len(cons)} constraints, {len(outs)} program outputs")
@@ -177,7 +191,6 @@ def encode(air) -> Encoded:
             raise ValueError(f"{air.name}: unknown row condition {c.when!r}")
     enc = Encoded(code, field.to_mont_host(np.asarray(consts or [0], dtype=np.uint64)),
                   tuple(chal_names),
-                  np.asarray([slot_of[o] for o in outs], dtype=np.int64),
                   np.asarray([int(is_ef[o]) for o in outs], dtype=np.int64),
                   np.asarray([_WHEN[c.when] for c in cons], dtype=np.int64),
                   max(1, nslots))
@@ -191,15 +204,36 @@ def encode(air) -> Encoded:
 @njit(cache=True)
 def _load(src, col, nx, V, d, comp, lo, w, M, stride, nxt):
     if nx:
+        mask = M - 1                        # M is a power of two: (i + nxt) mod M
         for t in range(w):
-            V[d, comp, t] = _tm(src[col, ((lo + t + nxt) % M) * stride])
+            V[d, comp, t] = _tm(src[col, ((lo + t + nxt) & mask) * stride])
     else:
         for t in range(w):
             V[d, comp, t] = _tm(src[col, (lo + t) * stride])
 
 
 @njit(cache=True)
-def _run_block(code, consts, main, prep, aux, pv, scal, V, lo, w, M, stride, nxt):
+def _fold(V, G, s, g, e, a0, a1, a2, a3, w):
+    if e:
+        for t in range(w):
+            r0, r1, r2, r3 = _ef_mmul(a0, a1, a2, a3, V[s, 0, t], V[s, 1, t], V[s, 2, t],
+                                      V[s, 3, t])
+            G[g, 0, t] = _add(G[g, 0, t], r0)
+            G[g, 1, t] = _add(G[g, 1, t], r1)
+            G[g, 2, t] = _add(G[g, 2, t], r2)
+            G[g, 3, t] = _add(G[g, 3, t], r3)
+    else:
+        for t in range(w):
+            x = V[s, 0, t]
+            G[g, 0, t] = _add(G[g, 0, t], _mmul(a0, x))
+            G[g, 1, t] = _add(G[g, 1, t], _mmul(a1, x))
+            G[g, 2, t] = _add(G[g, 2, t], _mmul(a2, x))
+            G[g, 3, t] = _add(G[g, 3, t], _mmul(a3, x))
+
+
+@njit(cache=True)
+def _run_block(code, consts, main, prep, aux, pv, scal, apow, out_ef, out_when, V, G, lo, w,
+               M, stride, nxt):
     for ins in range(code.shape[0]):
         op = code[ins, 0]
         a = code[ins, 1]
@@ -279,6 +313,10 @@ def _run_block(code, consts, main, prep, aux, pv, scal, V, lo, w, M, stride, nxt
         elif op == NEG_B:
             for t in range(w):
                 V[d, 0, t] = _neg(V[a, 0, t])
+        elif op == FOLD:
+            # sum_k alpha^(K-1-k) C_k per row condition (apow row k holds alpha^(K-1-k))
+            _fold(V, G, b, out_when[a], out_ef[a], apow[a, 0], apow[a, 1], apow[a, 2],
+                  apow[a, 3], w)
         else:  # NEG_E
             for c in range(4):
                 for t in range(w):
@@ -286,39 +324,19 @@ def _run_block(code, consts, main, prep, aux, pv, scal, V, lo, w, M, stride, nxt
 
 
 @njit(cache=True, parallel=True)
-def _quotient_kernel(code, consts, main, prep, aux, pv, scal, apow, out_slot, out_ef, out_when,
+def _quotient_kernel(code, consts, main, prep, aux, pv, scal, apow, out_ef, out_when,
                      sel, M, stride, nxt, nslots, block, ntasks, out):
     # sel (Montgomery, uint32[4, M]): first, last, transition selectors and 1/Z_H
     nblocks = (M + block - 1) // block
-    K = out_slot.shape[0]
     for task in prange(ntasks):
         V = np.empty((nslots, 4, block), dtype=np.uint32)
         G = np.empty((4, 4, block), dtype=np.uint32)      # per row condition, EF
         for blk in range(task, nblocks, ntasks):
             lo = blk * block
             w = min(block, M - lo)
-            _run_block(code, consts, main, prep, aux, pv, scal, V, lo, w, M, stride, nxt)
             G[:, :, :w] = 0
-            # sum_k alpha^(K-1-k) C_k per row condition (apow row k holds alpha^(K-1-k))
-            for k in range(K):
-                s = out_slot[k]
-                g = out_when[k]
-                a0, a1, a2, a3 = apow[k, 0], apow[k, 1], apow[k, 2], apow[k, 3]
-                if out_ef[k]:
-                    for t in range(w):
-                        r0, r1, r2, r3 = _ef_mmul(a0, a1, a2, a3, V[s, 0, t], V[s, 1, t],
-                                                  V[s, 2, t], V[s, 3, t])
-                        G[g, 0, t] = _add(G[g, 0, t], r0)
-                        G[g, 1, t] = _add(G[g, 1, t], r1)
-                        G[g, 2, t] = _add(G[g, 2, t], r2)
-                        G[g, 3, t] = _add(G[g, 3, t], r3)
-                else:
-                    for t in range(w):
-                        x = V[s, 0, t]
-                        G[g, 0, t] = _add(G[g, 0, t], _mmul(a0, x))
-                        G[g, 1, t] = _add(G[g, 1, t], _mmul(a1, x))
-                        G[g, 2, t] = _add(G[g, 2, t], _mmul(a2, x))
-                        G[g, 3, t] = _add(G[g, 3, t], _mmul(a3, x))
+            _run_block(code, consts, main, prep, aux, pv, scal, apow, out_ef, out_when, V, G,
+                       lo, w, M, stride, nxt)
             for c in range(4):
                 for t in range(w):
                     i = lo + t
@@ -414,7 +432,7 @@ def quotient_host(air, shape, main_lde, prep_lde, aux_lde, public_values, challe
     _quotient_kernel(enc.code, enc.consts, main, prep, aux,
                      field.to_mont_host(pv) if pv.size else np.zeros(1, np.uint32),
                      field.to_mont_host(scal), field.to_mont_host(apow_rev),
-                     enc.out_slot, enc.out_ef, enc.out_when, sel, np.int64(M),
+                     enc.out_ef, enc.out_when, sel, np.int64(M),
                      np.int64(N // M), np.int64(M >> shape.log_n), np.int64(enc.slots),
                      np.int64(block), np.int64(ntasks), out)
     return out
