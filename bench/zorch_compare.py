@@ -1,7 +1,7 @@
 """Host primitives side by side with openvm-zorch, in one run (issue #12 item 3 / target 2).
 
     PYTHONPATH=. .venv/bin/python bench/zorch_compare.py --zorch-python /tmp/zvenv/bin/python
-        [--rounds 2] [--quick] [--json out.json]
+        [--rounds 2] [--quick] [--json out.json] [--only poseidon2 --one-cpu]
 
 openvm-zorch (PyPI ``openvm-zorch``, with ``pyzorch`` and its XLA-based ``frx`` runtime) is
 NOT a dependency of this project: install it into a throwaway virtual environment and pass
@@ -28,6 +28,9 @@ the Grain LFSR; OpenVM uses Plonky3's HorizenLabs table) but have the same shape
 is the same; outputs are not compared.  zorch compiles per shape: its first call includes
 XLA compilation (minutes for a Merkle tree), reported apart and never in the ratio.
 Ratio = zorch steady time / steadfast steady time (> 1: steadfast is faster).
+``--one-cpu`` pins both children to one CPU (and numba to one thread) and also reports
+the process CPU time of the steady call: a per-core comparison, less disturbed by other
+jobs on a shared machine than wall time (``--only poseidon2 --one-cpu --rounds 4``).
 The report names the machine's CPU model, core count, vector flags and load average.
 """
 from __future__ import annotations
@@ -66,10 +69,11 @@ def rand(shape):
     return rng.integers(0, P, shape, dtype=np.uint32)
 def timed(fn, sync):
     t = time.perf_counter(); sync(fn()); first = time.perf_counter() - t
-    best = float("inf")
+    best = cpu = float("inf")
     for _ in range(REPEATS):
-        t = time.perf_counter(); sync(fn()); best = min(best, time.perf_counter() - t)
-    return {"first_call_s": first, "steady_s": best}
+        t = time.perf_counter(); c = time.process_time(); sync(fn())
+        cpu = min(cpu, time.process_time() - c); best = min(best, time.perf_counter() - t)
+    return {"first_call_s": first, "steady_s": best, "cpu_s": cpu}
 out = {}
 """
 
@@ -123,10 +127,15 @@ print("RESULT " + json.dumps(out))
 """
 
 
-def _run_child(python: str, code: str, cases, repeats: int, env=None) -> dict:
+def _pin_first_cpu() -> None:
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+
+def _run_child(python: str, code: str, cases, repeats: int, env=None, pin=False) -> dict:
     t0 = time.perf_counter()
     p = subprocess.run([python, "-c", code, json.dumps(cases), str(repeats)], cwd=ROOT,
-                       capture_output=True, text=True, env=env)
+                       capture_output=True, text=True, env=env,
+                       preexec_fn=_pin_first_cpu if pin else None)
     if p.returncode != 0:
         raise RuntimeError(f"{python} child failed (rc {p.returncode}):\n{p.stderr[-4000:]}")
     for line in p.stdout.splitlines():
@@ -164,6 +173,10 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="1/16 of the sizes (smoke test)")
     ap.add_argument("--only", nargs="*", help="run only the cases whose name starts with these")
     ap.add_argument("--json", help="write the report to this file")
+    ap.add_argument("--one-cpu", action="store_true",
+                    help="pin both children to one CPU (NUMBA_NUM_THREADS=1) and add the "
+                         "process CPU time of the steady call: a per-core comparison that "
+                         "a loaded machine disturbs less than wall time")
     args = ap.parse_args(argv)
     if not args.zorch_python:
         ap.error("--zorch-python (or $ZORCH_PYTHON) is required: a venv with openvm-zorch")
@@ -172,6 +185,8 @@ def main(argv=None) -> int:
         cases = [c for c in cases if any(c[0].startswith(o) for o in args.only)]
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    if args.one_cpu:
+        env["NUMBA_NUM_THREADS"] = "1"
     report = {"machine": machine(), "rounds": []}
     m = report["machine"]
     print(f"machine: {m['model']}, {m['cpu_count']} cores, load {m['loadavg']}")
@@ -181,7 +196,8 @@ def main(argv=None) -> int:
                  ("zorch", args.zorch_python, _ZORCH_CHILD)]
         if r % 2:
             order.reverse()
-        res = {name: _run_child(py, code, cases, args.repeats, env) for name, py, code in order}
+        res = {name: _run_child(py, code, cases, args.repeats, env, args.one_cpu)
+               for name, py, code in order}
         report["rounds"].append(res)
         print(f"\nround {r} (load {os.getloadavg()[0]:.1f}); ratio = zorch / steadfast steady time")
         print(f"{'primitive':26} {'steadfast':>11} {'zorch':>11} {'ratio':>7} {'zorch 1st call':>15}")
@@ -189,6 +205,9 @@ def main(argv=None) -> int:
             s, z = res["steadfast"][name], res["zorch"][name]
             print(f"{name:26} {s['steady_s'] * 1e3:9.1f}ms {z['steady_s'] * 1e3:9.1f}ms "
                   f"{z['steady_s'] / s['steady_s']:6.2f}x {z['first_call_s']:13.1f}s")
+            if args.one_cpu:
+                print(f"{'  (CPU time, one CPU)':26} {s['cpu_s'] * 1e3:9.1f}ms "
+                      f"{z['cpu_s'] * 1e3:9.1f}ms {z['cpu_s'] / s['cpu_s']:6.2f}x")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
