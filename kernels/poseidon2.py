@@ -244,10 +244,14 @@ def _ssbox(x):
 def _external_block(st):
     # M_E on every column of st (int64, lazily: inputs |x| < 2^31 give |y| < 35*2^31)
     for j in range(BLOCK):
-        x0 = st[0 * BLOCK + j]; x1 = st[1 * BLOCK + j]; x2 = st[2 * BLOCK + j]; x3 = st[3 * BLOCK + j]
-        x4 = st[4 * BLOCK + j]; x5 = st[5 * BLOCK + j]; x6 = st[6 * BLOCK + j]; x7 = st[7 * BLOCK + j]
-        x8 = st[8 * BLOCK + j]; x9 = st[9 * BLOCK + j]; x10 = st[10 * BLOCK + j]; x11 = st[11 * BLOCK + j]
-        x12 = st[12 * BLOCK + j]; x13 = st[13 * BLOCK + j]; x14 = st[14 * BLOCK + j]; x15 = st[15 * BLOCK + j]
+        x0 = st[0 * BLOCK + j]; x1 = st[1 * BLOCK + j]
+        x2 = st[2 * BLOCK + j]; x3 = st[3 * BLOCK + j]
+        x4 = st[4 * BLOCK + j]; x5 = st[5 * BLOCK + j]
+        x6 = st[6 * BLOCK + j]; x7 = st[7 * BLOCK + j]
+        x8 = st[8 * BLOCK + j]; x9 = st[9 * BLOCK + j]
+        x10 = st[10 * BLOCK + j]; x11 = st[11 * BLOCK + j]
+        x12 = st[12 * BLOCK + j]; x13 = st[13 * BLOCK + j]
+        x14 = st[14 * BLOCK + j]; x15 = st[15 * BLOCK + j]
         a = x0 + x1; b = x2 + x3; c = a + b; d = c + x1; e = c + x3
         y0 = d + a; y1 = d + x2 + x2; y2 = e + b; y3 = e + x0 + x0
         a = x4 + x5; b = x6 + x7; c = a + b; d = c + x5; e = c + x7
@@ -258,10 +262,14 @@ def _external_block(st):
         y12 = d + a; y13 = d + x14 + x14; y14 = e + b; y15 = e + x12 + x12
         s0 = y0 + y4 + y8 + y12; s1 = y1 + y5 + y9 + y13
         s2 = y2 + y6 + y10 + y14; s3 = y3 + y7 + y11 + y15
-        st[0 * BLOCK + j] = y0 + s0; st[1 * BLOCK + j] = y1 + s1; st[2 * BLOCK + j] = y2 + s2; st[3 * BLOCK + j] = y3 + s3
-        st[4 * BLOCK + j] = y4 + s0; st[5 * BLOCK + j] = y5 + s1; st[6 * BLOCK + j] = y6 + s2; st[7 * BLOCK + j] = y7 + s3
-        st[8 * BLOCK + j] = y8 + s0; st[9 * BLOCK + j] = y9 + s1; st[10 * BLOCK + j] = y10 + s2; st[11 * BLOCK + j] = y11 + s3
-        st[12 * BLOCK + j] = y12 + s0; st[13 * BLOCK + j] = y13 + s1; st[14 * BLOCK + j] = y14 + s2; st[15 * BLOCK + j] = y15 + s3
+        st[0 * BLOCK + j] = y0 + s0; st[1 * BLOCK + j] = y1 + s1
+        st[2 * BLOCK + j] = y2 + s2; st[3 * BLOCK + j] = y3 + s3
+        st[4 * BLOCK + j] = y4 + s0; st[5 * BLOCK + j] = y5 + s1
+        st[6 * BLOCK + j] = y6 + s2; st[7 * BLOCK + j] = y7 + s3
+        st[8 * BLOCK + j] = y8 + s0; st[9 * BLOCK + j] = y9 + s1
+        st[10 * BLOCK + j] = y10 + s2; st[11 * BLOCK + j] = y11 + s3
+        st[12 * BLOCK + j] = y12 + s0; st[13 * BLOCK + j] = y13 + s1
+        st[14 * BLOCK + j] = y14 + s2; st[15 * BLOCK + j] = y15 + s3
 
 
 @njit
@@ -314,10 +322,14 @@ def _full_rounds(st, rcf, r0, r1):
             y12 = d + a; y13 = d + x14 + x14; y14 = e + b; y15 = e + x12 + x12
             s0 = y0 + y4 + y8 + y12; s1 = y1 + y5 + y9 + y13
             s2 = y2 + y6 + y10 + y14; s3 = y3 + y7 + y11 + y15
-            st[0 * BLOCK + j] = y0 + s0; st[1 * BLOCK + j] = y1 + s1; st[2 * BLOCK + j] = y2 + s2; st[3 * BLOCK + j] = y3 + s3
-            st[4 * BLOCK + j] = y4 + s0; st[5 * BLOCK + j] = y5 + s1; st[6 * BLOCK + j] = y6 + s2; st[7 * BLOCK + j] = y7 + s3
-            st[8 * BLOCK + j] = y8 + s0; st[9 * BLOCK + j] = y9 + s1; st[10 * BLOCK + j] = y10 + s2; st[11 * BLOCK + j] = y11 + s3
-            st[12 * BLOCK + j] = y12 + s0; st[13 * BLOCK + j] = y13 + s1; st[14 * BLOCK + j] = y14 + s2; st[15 * BLOCK + j] = y15 + s3
+            st[0 * BLOCK + j] = y0 + s0; st[1 * BLOCK + j] = y1 + s1
+            st[2 * BLOCK + j] = y2 + s2; st[3 * BLOCK + j] = y3 + s3
+            st[4 * BLOCK + j] = y4 + s0; st[5 * BLOCK + j] = y5 + s1
+            st[6 * BLOCK + j] = y6 + s2; st[7 * BLOCK + j] = y7 + s3
+            st[8 * BLOCK + j] = y8 + s0; st[9 * BLOCK + j] = y9 + s1
+            st[10 * BLOCK + j] = y10 + s2; st[11 * BLOCK + j] = y11 + s3
+            st[12 * BLOCK + j] = y12 + s0; st[13 * BLOCK + j] = y13 + s1
+            st[14 * BLOCK + j] = y14 + s2; st[15 * BLOCK + j] = y15 + s3
 
 
 @njit
@@ -329,7 +341,8 @@ def _partial_rounds(st, rcp, k_r2):
     #   lane i = s + V16_i * lane i, V16_i by adds/shifts or the 2^-k split (no product
     #   per lane).  Lanes are not reduced between rounds: the +-4 lanes grow 4x a round,
     #   so after 13 rounds |lane| < 0.75p * 4^14 / 3 < 2^57.1 and the lane sum < 2^58.2,
-    #   inside _sred's |s| < 2^62 (docs/benchmarks.md, "Poseidon2 host kernel: product-free partial rounds").
+    #   inside _sred's |s| < 2^62 (docs/benchmarks.md, "Poseidon2 host kernel: product-free
+    #   partial rounds").
     for r in range(rcp.shape[0]):
         rc = rcp[r]
         for j in range(BLOCK):
@@ -378,12 +391,12 @@ def _permute_block(st, rcf, rcp, k_in, k_r2, k_out):
     _full_rounds(st, rcf, 0, half)
     for i in range(16):
         for j in range(BLOCK):
-            st[i * BLOCK + j] = _smm(_sred(st[i * BLOCK + j]), k_in)             # scale R, |x| < 0.75p
+            st[i * BLOCK + j] = _smm(_sred(st[i * BLOCK + j]), k_in)    # scale R, |x| < 0.75p
     _partial_rounds(st, rcp, k_r2)
     _full_rounds(st, rcf, half, 2 * half)
     for i in range(16):
         for j in range(BLOCK):
-            x = _smm(_sred(st[i * BLOCK + j]), k_out)                 # |x| < 0.75p, scale 1
+            x = _smm(_sred(st[i * BLOCK + j]), k_out)        # |x| < 0.75p, scale 1
             st[i * BLOCK + j] = x + _P_S if x < 0 else x
 
 
