@@ -745,6 +745,7 @@ def register_example_airs(vm: bool = True) -> list:
     if vm:
         from steadfast.vm.airs import block_airs
         airs.extend(block_airs(np.zeros((1, 4), dtype=np.uint32)))
+        airs.append(block_airs(np.zeros((1, 4), dtype=np.uint32), {"memory": 2})[2])  # slots
     return [generated(a) for a in airs]
 
 

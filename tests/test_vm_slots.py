@@ -44,7 +44,7 @@ def test_packed_trace_satisfies_constraints_and_buses(hash_rec, k):
     perms = hash_rec.hash_in.shape[0]
     rows = max(2, 1 << (-(-perms // k) - 1).bit_length())
     assert p2.shape == (rows, k * W1) and bt.airs[P2].main_width == k * W1
-    assert bt.slots == {"poseidon2": k}
+    assert bt.slots["poseidon2"] == k
     # permutation i sits in row i // k, slot i % k: its input, its output (through the
     # reference permutation) and mult 1; every other slot is a permutation of zero, mult 0
     slots = p2.reshape(rows * k, W1)
@@ -133,8 +133,8 @@ def test_bad_slots_are_refused():
     with pytest.raises(ValueError):
         poseidon2_trace(np.zeros((3, 16), np.uint32), 5)
     with pytest.raises(ValueError, match="poseidon2: main width 300"):
-        slots_from_widths([1, 1, 1, 1, 300])
-    assert slots_from_widths([1, 1, 1, 1, 2 * W1]) == {"poseidon2": 2}
+        slots_from_widths([1, 1, 7, 1, 300])
+    assert slots_from_widths([1, 1, 7, 1, 2 * W1]) == {"memory": 1, "poseidon2": 2}
 
 
 # ------------------------------------------------------------------ the choice of k

@@ -223,7 +223,8 @@ def test_every_address_up_to_the_largest_memory_is_provable():
     obj.update(memory_size=1 << 16, transactions=[],
                initial_memory=[{"address": (1 << 16) - 8, "values": [1, 2, 3, 4, 5, 6, 7, 8]}])
     bt = build_traces(execute(parse_block(obj)))
-    mem, rng = bt.traces[2], bt.traces[3]
+    mem, rng = bt.traces[2].reshape(-1, MEMORY_LAYOUT.width), bt.traces[3]   # any slots
+    assert bt.traces[2].shape[1] == bt.slots["memory"] * MEMORY_LAYOUT.width
     real = mem[:, MEMORY_LAYOUT.idx["is_real"]] == 1
     addr = mem[real, MEMORY_LAYOUT.idx["addr"]].astype(np.int64)
     assert addr.max() == (1 << 16) - 1 and set(np.diff(addr).tolist()) == {0, 1}
@@ -239,7 +240,7 @@ def test_every_address_up_to_the_largest_memory_is_provable():
 @pytest.fixture(scope="module")
 def honest_log():
     from tests.vm_blocks import one_tx_block
-    bt = build_traces(execute(one_tx_block()))
+    bt = build_traces(execute(one_tx_block()), slots={"memory": 1})   # one access per row
     acc = memory_accesses(bt.traces[0])
     acc = acc[np.lexsort((acc[:, 1], acc[:, 0]))]
     return bt.airs[2], acc, bt.traces[2], bt.table_public_values[2]

@@ -22,8 +22,9 @@ Buses (LogUp; arity in brackets):
 
 The column layouts live here (:class:`Layout`) and are shared with :mod:`vm.traces`.
 Slots (``SLOTTED``; docs/vm.md "Slots"): POSEIDON2 packs k = 1, 2 or 3 permutations per
-row; ``block_airs(rom, slots)`` takes each slotted table's k, ``slots_from_widths`` reads
-them back off the main widths.
+row, MEMORY k = 1..8 accesses per row (chained slot to slot as rows are chained);
+``block_airs(rom, slots)`` takes each slotted table's k, ``slots_from_widths`` reads them
+back off the main widths.
 """
 from __future__ import annotations
 
@@ -93,6 +94,8 @@ P2_LAYOUT = Layout([("in", 16)]
 # independent copies of its row side by side, k from the table's menu; slot j's column
 # groups are the k = 1 groups named ``group@j``.  POSEIDON2's menu:
 P2_SLOTS = (1, 2, 3)
+# MEMORY's menu (accesses per row; consecutive slots are chained like consecutive rows):
+MEMORY_SLOTS = (1, 2, 3, 4, 5, 6, 7, 8)
 
 
 def slot_group(name: str, j: int, k: int) -> str:
@@ -310,39 +313,72 @@ def build_program(rom_rows: np.ndarray) -> Air:
 
 # --------------------------------------------------------------------------- MEMORY
 
-def build_memory() -> Air:
+def memory_layout(k: int = 1) -> Layout:
+    """MEMORY with k accesses per row: slot j holds MEMORY_LAYOUT's groups (named
+    ``group@j``) in columns [7j, 7j + 7), so the k = 1 trace of n * k rows reshaped to n
+    rows is the k-slot trace (access v of the sorted log is row v // k, slot v % k)."""
+    if k not in MEMORY_SLOTS:
+        raise ValueError(f"MEMORY takes k in {MEMORY_SLOTS} accesses per row, not {k!r}")
+    if k == 1:
+        return MEMORY_LAYOUT
+    return Layout([(slot_group(g, j, k), c) for j in range(k) for g, c in MEMORY_LAYOUT.groups])
+
+
+def build_memory(k: int = 1) -> Air:
+    """MEMORY with k accesses per row (k in MEMORY_SLOTS).  The accesses, sorted by
+    (address, time), fill the slots row by row: access v is row v // k, slot v % k.  Every
+    constraint between consecutive accesses (the "pair" constraints below) is applied to
+    each consecutive pair of that sequence: slot j -> slot j + 1 of one row (every row,
+    no next-row reads) and the last slot of a row -> slot 0 of the next row (transition).
+    So a k-slot trace satisfies them iff the k = 1 trace of its n * k accesses does, and
+    the argument of docs/vm.md carries over with n * k in place of n (at most 8 * 2^24 <
+    2^27 accesses, still far below p).  k = 1 is the one-access-per-row AIR, names and
+    order unchanged."""
     b = AirBuilder("memory", public=["memory_size"])
-    col = MEMORY_LAYOUT.declare(b)
-    addr, time, value, is_write = col["addr"], col["time"], col["value"], col["is_write"]
-    is_real, lo, hi = col["is_real"], col["gap_lo"], col["gap_hi"]
+    cols = memory_layout(k).declare(b)
+    S = [{g: cols[slot_group(g, j, k)] for g, _ in MEMORY_LAYOUT.groups} for j in range(k)]
     msize = b.pv("memory_size")
-    b.assert_bool(is_real, name="is_real_bool")
-    b.assert_bool(is_write, name="is_write_bool")
-    b.when_first_row(is_real - 1, name="first_real")
-    b.when_first_row(addr, name="first_addr")
-    b.when_transition((1 - is_real) * is_real.next, name="padding_at_end")
-    # Consecutive addresses (docs/vm.md "MEMORY"): the prologue reads every cell 0..M-1,
-    # so in the sorted log each address step d = addr' - addr is 0 or 1.  With row 0 at
-    # address 0, the address of row r is then the integer count of 1-steps before it,
-    # <= r < 2^24 < p (the verifier's MAX_LOG_N): no step can wrap past p, and no range
-    # check on the address is needed.  d = 0 is "the same address"; there the time gap
-    # (time' - time - 1) is lo + 2^16 hi with lo, hi, 2^8 hi < 2^16, i.e. in [0, 2^24);
-    # times are < 3 * 2^24 + 3 < 2^26, so a step backwards would be p - (x < 2^26) >= 2^24
-    # and times strictly increase.  When d = 1 the gap limbs must be 0.
-    d = addr.next - addr
-    b.when_transition(d * (1 - d), name="addr_step")
-    b.when_transition(is_real.next * (lo.next + RANGE_SIZE * hi.next - (1 - d) * (time.next - time - 1)),
-                      name="sorted_gap")
-    # read-after-write: a read returns the value of the previous access to its address
-    b.when_transition((1 - d) * (1 - is_write.next) * (value.next - value), name="read_consistency")
-    # the last real row holds the highest address, M - 1: with the steps above, the real
-    # addresses are exactly 0, 1, ..., M - 1 (each at least once), non-decreasing
-    b.when_transition((is_real - is_real.next) * (addr - msize + 1), name="last_address")
-    b.when_last_row(is_real * (addr - msize + 1), name="last_address_last")
-    b.receive("memory", [addr, time, value, is_write], multiplicity=is_real)
-    b.send("range16", [lo], multiplicity=is_real)
-    b.send("range16", [hi], multiplicity=is_real)
-    b.send("range16", [hi * (1 << 8)], multiplicity=is_real)
+
+    def tag(j):
+        return "" if k == 1 else f"@{j}"
+
+    for j, s in enumerate(S):
+        b.assert_bool(s["is_real"], name=f"is_real_bool{tag(j)}")
+        b.assert_bool(s["is_write"], name=f"is_write_bool{tag(j)}")
+    b.when_first_row(S[0]["is_real"] - 1, name="first_real")
+    b.when_first_row(S[0]["addr"], name="first_addr")
+
+    def pair(prev, cur, add, t):
+        # Consecutive addresses (docs/vm.md "MEMORY"): the prologue reads every cell
+        # 0..M-1, so in the sorted log each address step d = addr' - addr is 0 or 1.  With
+        # access 0 at address 0, the address of access v is then the integer count of
+        # 1-steps before it, <= v < 2^27 < p: no step can wrap past p, and no range check
+        # on the address is needed.  d = 0 is "the same address"; there the time gap
+        # (time' - time - 1) is lo + 2^16 hi with lo, hi, 2^8 hi < 2^16, i.e. in [0, 2^24);
+        # times are < 3 * 2^24 + 3 < 2^26, so a step backwards would be p - (x < 2^26) >=
+        # 2^24 and times strictly increase.  When d = 1 the gap limbs must be 0.
+        d = cur["addr"] - prev["addr"]
+        add((1 - prev["is_real"]) * cur["is_real"], f"padding_at_end{t}")
+        add(d * (1 - d), f"addr_step{t}")
+        add(cur["is_real"] * (cur["gap_lo"] + RANGE_SIZE * cur["gap_hi"]
+                              - (1 - d) * (cur["time"] - prev["time"] - 1)), f"sorted_gap{t}")
+        # read-after-write: a read returns the value of the previous access to its address
+        add((1 - d) * (1 - cur["is_write"]) * (cur["value"] - prev["value"]), f"read_consistency{t}")
+        # the last real access holds the highest address, M - 1: with the steps above, the
+        # real addresses are exactly 0, 1, ..., M - 1 (each at least once), non-decreasing
+        add((prev["is_real"] - cur["is_real"]) * (prev["addr"] - msize + 1), f"last_address{t}")
+
+    within = lambda e, name: b.assert_zero(e, name=name)           # noqa: E731
+    across = lambda e, name: b.when_transition(e, name=name)       # noqa: E731
+    for j in range(k - 1):
+        pair(S[j], S[j + 1], within, f"@{j}")
+    pair(S[k - 1], {g: e.next for g, e in S[0].items()}, across, tag(k - 1))
+    b.when_last_row(S[k - 1]["is_real"] * (S[k - 1]["addr"] - msize + 1), name="last_address_last")
+    for s in S:
+        b.receive("memory", [s["addr"], s["time"], s["value"], s["is_write"]], multiplicity=s["is_real"])
+        b.send("range16", [s["gap_lo"]], multiplicity=s["is_real"])
+        b.send("range16", [s["gap_hi"]], multiplicity=s["is_real"])
+        b.send("range16", [s["gap_hi"] * (1 << 8)], multiplicity=s["is_real"])
     return b.build()
 
 
@@ -398,7 +434,7 @@ def _poseidon2_slot(b: AirBuilder, col: dict, sfx: str) -> None:
 
 # Tables with slots: name -> (menu of k, main layout of k slots).  Every other table has
 # k = 1; a slotted table's builder takes k.
-SLOTTED = {"poseidon2": (P2_SLOTS, p2_layout)}
+SLOTTED = {"memory": (MEMORY_SLOTS, memory_layout), "poseidon2": (P2_SLOTS, p2_layout)}
 _BUILDERS = {"cpu": build_cpu, "memory": build_memory, "range": build_range,
              "poseidon2": build_poseidon2}
 _CACHE: dict = {}

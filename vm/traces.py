@@ -168,15 +168,19 @@ def memory_accesses(cpu: np.ndarray) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def memory_trace(acc: np.ndarray) -> np.ndarray:
-    """MEMORY: the accesses sorted by (address, time), then padding.  Within an address
-    the gap limbs hold time' - time - 1; where the address steps (by exactly 1: the
-    prologue reads every cell) they are 0."""
+def memory_trace(acc: np.ndarray, slots: int = 1) -> np.ndarray:
+    """MEMORY with ``slots`` accesses per row (vm/airs.py memory_layout): the accesses
+    sorted by (address, time), then padding, access v in row v // slots, slot v % slots,
+    over next_pow2(ceil(accesses / slots)) rows.  Within an address the gap limbs hold
+    time' - time - 1; where the address steps (by exactly 1: the prologue reads every
+    cell) they are 0."""
+    if slots not in slot_menu("memory"):
+        raise ValueError(f"MEMORY takes k in {slot_menu('memory')} slots, not {slots!r}")
     L = MEMORY_LAYOUT.idx
     order = np.lexsort((acc[:, 1], acc[:, 0]))
     acc = acc[order]
     k = acc.shape[0]
-    n = _pow2(k)
+    n = _pow2(-(-k // slots)) * slots
     T = np.zeros((n, MEMORY_LAYOUT.width), dtype=np.int64)
     T[:k, L["addr"]] = acc[:, 0]
     T[:k, L["time"]] = acc[:, 1]
@@ -194,7 +198,7 @@ def memory_trace(acc: np.ndarray) -> np.ndarray:
     if k:
         for name, j in (("addr", 0), ("time", 1), ("value", 2)):
             T[k:, L[name]] = acc[-1, j]
-    return (T % P).astype(np.uint32)
+    return (T % P).astype(np.uint32).reshape(n // slots, slots * MEMORY_LAYOUT.width)
 
 
 def range_counts(cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
@@ -202,6 +206,7 @@ def range_counts(cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
     Mirrors the sends of vm/airs.py -- CPU: x, y, d of every LT row; MEMORY: gap_lo,
     gap_hi and 2^8 gap_hi of every real row."""
     L, M = CPU_LAYOUT.idx, MEMORY_LAYOUT.idx
+    mem = mem.reshape(-1, MEMORY_LAYOUT.width)          # one access per row, any slots
     lt = cpu[:, L["is_lt"]] == 1
     real = mem[:, M["is_real"]] == 1
     hi = mem[real, M["gap_hi"]].astype(np.int64)
@@ -261,12 +266,26 @@ def choose_slots(table: str, items: int) -> int:
     return best[1]
 
 
+def memory_count(rec: ExecutionRecord) -> int:
+    """The number of memory accesses of ``rec`` (the rows of :func:`memory_accesses`),
+    counted from the executed opcodes: lane 0 of slots A, B, C for the opcodes that use
+    them, lanes 1..7 of A for HASH and ABSORB_*, of B and C for HASH."""
+    ops = np.asarray(rec.rom.rows)[np.asarray(rec.pc, dtype=np.int64), 0].astype(np.int64)
+    counts = np.bincount(ops, minlength=isa.NUM_OPCODES)
+    total = 0
+    for op, c in enumerate(counts):
+        per = (op in isa.READS_A) + (op in isa.READS_B) + (op in isa.WRITES_C)
+        per += 7 * (op in (isa.HASH, isa.ABSORB_INIT, isa.ABSORB_FINAL)) + 14 * (op == isa.HASH)
+        total += int(c) * per
+    return total
+
+
 def block_slots(rec: ExecutionRecord, slots: dict | None = None) -> dict:
     """k of every slotted table for a proof of ``rec``: the forced ones in ``slots``
     (ValueError outside a table's menu), the rest by :func:`choose_slots`."""
     forced = {} if slots is None else dict(slots)
     check_slots(forced)
-    items = {"poseidon2": int(rec.hash_in.shape[0])}
+    items = {"poseidon2": int(rec.hash_in.shape[0]), "memory": memory_count(rec)}
     return {name: int(forced[name]) if name in forced else choose_slots(name, items[name])
             for name in SLOTTED}
 
@@ -285,7 +304,7 @@ def build_traces(rec: ExecutionRecord, public_values: list[int] | None = None,
     slots = block_slots(rec, slots)
     airs = block_airs(rec.rom.rows, slots)
     cpu = cpu_trace(rec, public_values[PV_MAX_CYCLES])
-    mem = memory_trace(memory_accesses(cpu))
+    mem = memory_trace(memory_accesses(cpu), slots["memory"])
     prog = program_counts(cpu, airs[1].fixed_height)
     rng = range_counts(cpu, mem)
     p2 = poseidon2_trace(rec.hash_in, slots["poseidon2"])
@@ -296,4 +315,4 @@ def build_traces(rec: ExecutionRecord, public_values: list[int] | None = None,
 
 __all__ = ["BlockTraces", "build_traces", "cpu_trace", "memory_accesses", "memory_trace",
            "range_counts", "program_counts", "poseidon2_trace", "choose_slots", "committed_cells",
-           "block_slots"]
+           "block_slots", "memory_count"]
