@@ -50,7 +50,7 @@ def log():
     return acc[np.lexsort((acc[:, 1], acc[:, 0]))], bt.table_public_values[2]
 
 
-def _compare(trace1: np.ndarray, pv, ks=(2, 3, 5, 8)):
+def _compare(trace1: np.ndarray, pv, ks=(2, 3, 5, 8, 9, 16)):
     f1 = failures(build_memory(1), trace1, pv)
     for k in ks:
         if trace1.shape[0] % k:
@@ -71,7 +71,7 @@ def test_layout_and_shapes():
         "is_real_bool", "is_write_bool", "first_real", "first_addr", "padding_at_end",
         "addr_step", "sorted_gap", "read_consistency", "last_address", "last_address_last"]
     with pytest.raises(ValueError, match="MEMORY takes k"):
-        memory_layout(9)
+        memory_layout(17)
     with pytest.raises(ValueError, match="memory"):
         block_airs(np.zeros((1, 4)), {"memory": 0})
 
@@ -99,7 +99,7 @@ def test_forced_slots_satisfy_every_constraint_and_bus(block):
 
 def test_soundness_attacks_fail_the_same_way_in_slots(log):
     acc, pv = log
-    n = 1 << (acc.shape[0] + 40).bit_length()                 # padding room, divisible by 8
+    n = 1 << (acc.shape[0] + 40).bit_length()                 # padding room, divisible by 16
     # a skipped address, a step back, a changed read, an address >= M, a gap that lies
     first = lambda a: int(np.nonzero(acc[:, 0] == a)[0][0])   # noqa: E731
     skipped = acc[acc[:, 0] != 20]
@@ -154,9 +154,11 @@ def test_choice_minimises_committed_cells(accesses):
 
 
 def test_chosen_slots_at_the_bench_sizes():
-    # sized_block(16 / 18, 0.25): 532,324 / 2,131,064 accesses (bench/cells_bench.py)
-    assert choose_slots("memory", 532_324) == 5         # 131,072 rows x 83 cells
-    assert choose_slots("memory", 2_131_064) == 5
+    # sized_block(16 / 18, 0.25): 532,324 / 2,131,064 accesses (bench/cells_bench.py):
+    # 65,536 / 262,144 rows of 9 (90 % used) x 143 cells
+    assert choose_slots("memory", 532_324) == 9
+    assert choose_slots("memory", 2_131_064) == 9
+    assert choose_slots("memory", 1_985) == 16          # examples/block.json: 128 rows
 
 
 FAST = ProverConfig(backend="host", log_blowup=2, num_queries=8, pow_bits=2, check=True)

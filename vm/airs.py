@@ -22,7 +22,7 @@ Buses (LogUp; arity in brackets):
 
 The column layouts live here (:class:`Layout`) and are shared with :mod:`vm.traces`.
 Slots (``SLOTTED``; docs/vm.md "Slots"): POSEIDON2 packs k = 1, 2 or 3 permutations per
-row, MEMORY k = 1..8 accesses per row (chained slot to slot as rows are chained);
+row, MEMORY k = 1..16 accesses per row (chained slot to slot as rows are chained);
 ``block_airs(rom, slots)`` takes each slotted table's k, ``slots_from_widths`` reads them
 back off the main widths.
 """
@@ -95,7 +95,7 @@ P2_LAYOUT = Layout([("in", 16)]
 # groups are the k = 1 groups named ``group@j``.  POSEIDON2's menu:
 P2_SLOTS = (1, 2, 3)
 # MEMORY's menu (accesses per row; consecutive slots are chained like consecutive rows):
-MEMORY_SLOTS = (1, 2, 3, 4, 5, 6, 7, 8)
+MEMORY_SLOTS = tuple(range(1, 17))
 
 
 def slot_group(name: str, j: int, k: int) -> str:
@@ -331,8 +331,8 @@ def build_memory(k: int = 1) -> Air:
     each consecutive pair of that sequence: slot j -> slot j + 1 of one row (every row,
     no next-row reads) and the last slot of a row -> slot 0 of the next row (transition).
     So a k-slot trace satisfies them iff the k = 1 trace of its n * k accesses does, and
-    the argument of docs/vm.md carries over with n * k in place of n (at most 8 * 2^24 <
-    2^27 accesses, still far below p).  k = 1 is the one-access-per-row AIR, names and
+    the argument of docs/vm.md carries over with n * k in place of n (at most 16 * 2^24 =
+    2^28 accesses, still far below p).  k = 1 is the one-access-per-row AIR, names and
     order unchanged."""
     b = AirBuilder("memory", public=["memory_size"])
     cols = memory_layout(k).declare(b)
@@ -352,7 +352,7 @@ def build_memory(k: int = 1) -> Air:
         # Consecutive addresses (docs/vm.md "MEMORY"): the prologue reads every cell
         # 0..M-1, so in the sorted log each address step d = addr' - addr is 0 or 1.  With
         # access 0 at address 0, the address of access v is then the integer count of
-        # 1-steps before it, <= v < 2^27 < p: no step can wrap past p, and no range check
+        # 1-steps before it, <= v < 2^28 < p: no step can wrap past p, and no range check
         # on the address is needed.  d = 0 is "the same address"; there the time gap
         # (time' - time - 1) is lo + 2^16 hi with lo, hi, 2^8 hi < 2^16, i.e. in [0, 2^24);
         # times are < 3 * 2^24 + 3 < 2^26, so a step backwards would be p - (x < 2^26) >=
