@@ -29,6 +29,11 @@ row conditions all/first/last/transition; next row = (i + M/n) mod M as the nump
 
 ``HostStages.quotient`` uses it unless ``PROVER_HOST_QUOTIENT=numpy`` (docs/diagnostics.md)
 or its ``compiled=False`` argument selects the interpreter.
+
+:func:`logup_h_host` is the same for ``HostStages.aux_build``'s h columns: the interaction
+program through the same block kernel (outputs stored instead of folded), then one
+compiled pass per row for every interaction's fingerprint, denominator, inverse and signed
+multiplicity, summed per lookup batch (the accumulator stays numpy, in aux_build).
 """
 from __future__ import annotations
 
@@ -43,7 +48,7 @@ from steadfast.air import field as AF
 from . import field
 from .field import P
 
-__all__ = ["quotient_host", "encode", "Encoded", "host_selectors", "compiled_quotient_enabled",
+__all__ = ["quotient_host", "logup_h_host", "encode", "Encoded", "host_selectors", "compiled_quotient_enabled",
            "ENV", "BLOCK"]
 
 #: the switch between this kernel (default) and the numpy interpreter in HostStages.quotient
@@ -59,10 +64,11 @@ _ef_mmul, _tm, _fm = _F.mont_ef_mul, _F.to_mont, _F.from_mont
 # opcodes: leaves (a, b = leaf arguments), then interior ops named by operand kinds
 # (B base, E extension), e.g. ADD_EB = EF + base; FOLD (a = constraint k, b = its slot)
 # adds alpha^(K-1-k) C_k into its row condition's sum right after C_k is computed, so a
-# constraint's slot is free again at once (POSEIDON2: 848 constraints)
+# constraint's slot is free again at once (POSEIDON2: 848 constraints); STORE (a = output
+# k, b = its slot) writes a base output, canonical, to row k of the output matrix
 (LD_MAIN, LD_PREP, LD_AUX, LD_PV, LD_CHAL, LD_CONST,
  ADD_BB, ADD_EB, ADD_EE, SUB_BB, SUB_EB, SUB_BE, SUB_EE,
- MUL_BB, MUL_EB, MUL_EE, NEG_B, NEG_E, FOLD) = range(19)
+ MUL_BB, MUL_EB, MUL_EE, NEG_B, NEG_E, FOLD, STORE) = range(20)
 _WHEN = {"all": 0, "first": 1, "last": 2, "transition": 3}
 _CHAL_NAMES = ("logup_beta", "logup_gamma")
 
@@ -125,7 +131,14 @@ def encode(air) -> Encoded:
     hit = _ENCODED.get(key)
     if hit is not None:
         return hit
-    prog = air.constraint_program
+    enc = _encode(air, air.constraint_program, FOLD)
+    with _LOCK:
+        _ENCODED[key] = enc
+    return enc
+
+
+def _encode(air, prog, sink: int) -> Encoded:
+    """Encode ``prog``; after each output instruction a ``sink`` (FOLD or STORE) row."""
     ops, is_ef = prog.ops, prog.is_ef
     outs = prog.outputs
     # last reader of every value among the instructions (outputs are folded at once)
@@ -179,10 +192,16 @@ def encode(air) -> Encoded:
         slot_of[i] = d
         rows.append((oc, x, y, d))
         for k in folds.get(i, ()):
-            rows.append((FOLD, k, d, 0))
+            rows.append((sink, k, d, 0))
         if last[i] == i:                   # not read by a later instruction
             free.append(d)
     code = np.asarray(rows, dtype=np.int64).reshape(-1, 4)
+    if sink == STORE:
+        if any(is_ef[o] for o in outs):
+            raise ValueError(f"{air.name}: interaction values must be base-field expressions")
+        return Encoded(code, field.to_mont_host(np.asarray(consts or [0], dtype=np.uint64)),
+                       tuple(chal_names), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                       max(1, nslots))
     cons = air.constraints
     if len(cons) != len(outs):
         raise ValueError(f"{air.name}: {len(cons)} constraints, {len(outs)} program outputs")
@@ -194,8 +213,6 @@ def encode(air) -> Encoded:
                   np.asarray([int(is_ef[o]) for o in outs], dtype=np.int64),
                   np.asarray([_WHEN[c.when] for c in cons], dtype=np.int64),
                   max(1, nslots))
-    with _LOCK:
-        _ENCODED[key] = enc
     return enc
 
 
@@ -232,8 +249,8 @@ def _fold(V, G, s, g, e, a0, a1, a2, a3, w):
 
 
 @njit(cache=True)
-def _run_block(code, consts, main, prep, aux, pv, scal, apow, out_ef, out_when, V, G, lo, w,
-               M, stride, nxt):
+def _run_block(code, consts, main, prep, aux, pv, scal, apow, out_ef, out_when, V, G, O, lo,
+               w, M, stride, nxt):
     for ins in range(code.shape[0]):
         op = code[ins, 0]
         a = code[ins, 1]
@@ -313,6 +330,9 @@ def _run_block(code, consts, main, prep, aux, pv, scal, apow, out_ef, out_when, 
         elif op == NEG_B:
             for t in range(w):
                 V[d, 0, t] = _neg(V[a, 0, t])
+        elif op == STORE:
+            for t in range(w):
+                O[a, lo + t] = _fm(V[b, 0, t])
         elif op == FOLD:
             # sum_k alpha^(K-1-k) C_k per row condition (apow row k holds alpha^(K-1-k))
             _fold(V, G, b, out_when[a], out_ef[a], apow[a, 0], apow[a, 1], apow[a, 2],
@@ -336,7 +356,7 @@ def _quotient_kernel(code, consts, main, prep, aux, pv, scal, apow, out_ef, out_
             w = min(block, M - lo)
             G[:, :, :w] = 0
             _run_block(code, consts, main, prep, aux, pv, scal, apow, out_ef, out_when, V, G,
-                       lo, w, M, stride, nxt)
+                       G[0], lo, w, M, stride, nxt)
             for c in range(4):
                 for t in range(w):
                     i = lo + t
@@ -436,3 +456,135 @@ def quotient_host(air, shape, main_lde, prep_lde, aux_lde, public_values, challe
                      np.int64(N // M), np.int64(M >> shape.log_n), np.int64(enc.slots),
                      np.int64(block), np.int64(ntasks), out)
     return out
+
+
+# ----------------------------------------------------------------------------- LogUp h
+
+_HF = field.build(njit(inline="always"))          # canonical (non-Montgomery) functions
+_cadd, _csub, _cmul, _cneg = _HF.add, _HF.sub, _HF.mul, _HF.neg
+_cef_inv, _cef_mul_base = _HF.ef_inv, _HF.ef_mul_base
+_VALUES: dict = {}
+
+
+@njit(cache=True, parallel=True)
+def _values_kernel(code, consts, main, prep, pv, M, nxt, nslots, block, ntasks, O):
+    # the interaction program on the trace rows (columns (w, n)), outputs to O (canonical)
+    nblocks = (M + block - 1) // block
+    dummy_scal = np.zeros(4, np.uint32)
+    dummy_apow = np.zeros((1, 4), np.uint32)
+    dummy_i = np.zeros(1, np.int64)
+    for task in prange(ntasks):
+        V = np.empty((nslots, 4, block), dtype=np.uint32)
+        G = np.empty((4, 4, block), dtype=np.uint32)
+        for blk in range(task, nblocks, ntasks):
+            lo = blk * block
+            w = min(block, M - lo)
+            _run_block(code, consts, main, prep, main, pv, dummy_scal, dummy_apow, dummy_i,
+                       dummy_i, V, G, O, lo, w, M, 1, nxt)
+
+
+@njit(cache=True, parallel=True)
+def _logup_h_kernel(O, it_pos, it_len, it_bus, it_sign, it_batch, bpow, nbatch, ntasks, H, flag):
+    # row i, interaction t: d = gamma - (bus + sum_j beta^(j+1) v_j) (EF), h_batch += sign m / d
+    n = O.shape[1]
+    T = it_pos.shape[0]
+    per = (n + ntasks - 1) // ntasks
+    for task in prange(ntasks):
+        for i in range(task * per, min(n, (task + 1) * per)):
+            for t in range(T):
+                f0 = it_bus[t]
+                f1 = np.uint32(0)
+                f2 = np.uint32(0)
+                f3 = np.uint32(0)
+                p0 = it_pos[t]
+                for j in range(it_len[t]):
+                    v = O[p0 + j, i]
+                    f0 = _cadd(f0, _cmul(bpow[j + 1, 0], v))
+                    f1 = _cadd(f1, _cmul(bpow[j + 1, 1], v))
+                    f2 = _cadd(f2, _cmul(bpow[j + 1, 2], v))
+                    f3 = _cadd(f3, _cmul(bpow[j + 1, 3], v))
+                d0 = _csub(bpow[0, 0], f0)
+                d1 = _csub(bpow[0, 1], f1)
+                d2 = _csub(bpow[0, 2], f2)
+                d3 = _csub(bpow[0, 3], f3)
+                if d0 == 0 and d1 == 0 and d2 == 0 and d3 == 0:
+                    flag[0] = 1
+                m = O[p0 + it_len[t], i]
+                if it_sign[t] < 0:
+                    m = _cneg(m)
+                i0, i1, i2, i3 = _cef_inv(d0, d1, d2, d3)
+                e0, e1, e2, e3 = _cef_mul_base(i0, i1, i2, i3, m)
+                b = it_batch[t]
+                H[b, 0, i] = _cadd(H[b, 0, i], e0)
+                H[b, 1, i] = _cadd(H[b, 1, i], e1)
+                H[b, 2, i] = _cadd(H[b, 2, i], e2)
+                H[b, 3, i] = _cadd(H[b, 3, i], e3)
+
+
+def logup_h_host(air, main: np.ndarray, public_values, challenges: dict) -> list:
+    """The LogUp h columns of ``HostStages.aux_build``, compiled: one EF column per lookup
+    batch, h_b[i] = sum_(t in batch b) sign_t m_t[i] / d_t[i] with
+    d_t = gamma - (bus_t + sum_j beta^(j+1) v_tj) on trace row i.  ``main``: the trace
+    uint32[n, w].  Returns a list of uint64[4, n] (canonical), bit-identical to the numpy
+    loop; ValueError when a denominator vanishes."""
+    import numba
+    main = np.asarray(main)
+    if main.ndim != 2 or main.shape[1] != air.main_width:
+        raise ValueError(f"{air.name}: main must be [n, {air.main_width}], got {main.shape}")
+    if main.dtype != np.uint32:
+        if main.size and (main.min() < 0 or main.max() >= P):
+            raise ValueError(f"{air.name}: main holds values outside [0, p)")
+        main = main.astype(np.uint32)
+    n = main.shape[0]
+    if n < 1 or n & (n - 1):
+        raise ValueError(f"{air.name}: the trace height {n} is not a power of two")
+    key = tuple(air.fingerprint())
+    enc = _VALUES.get(key)
+    if enc is None:
+        kinds = {op for op, a, _, _ in air.interaction_program.ops if a < 0}
+        if not kinds <= {"main", "prep", "pv", "const"}:
+            raise ValueError(f"{air.name}: interaction values read {sorted(kinds)}")
+        enc = _encode(air, air.interaction_program, STORE)
+        with _LOCK:
+            _VALUES[key] = enc
+    pv = np.asarray([int(v) for v in public_values], dtype=np.int64)
+    if pv.shape != (air.num_public,) or np.any(pv < 0) or np.any(pv >= P):
+        raise ValueError(f"{air.name}: expected {air.num_public} canonical public values")
+    cols = np.ascontiguousarray(main.T)
+    prep = np.zeros((1, 1), np.uint32)
+    if air.prep_width:
+        prep = np.ascontiguousarray(np.asarray(air.preprocessed, dtype=np.uint32).T)
+        if prep.shape != (air.prep_width, n):
+            raise ValueError(f"{air.name}: preprocessed height {prep.shape[1]} != trace height {n}")
+    its = air.interactions
+    T = sum(len(it.values) + 1 for it in its)
+    O = np.empty((max(1, T), n), dtype=np.uint32)
+    block = BLOCK
+    nblocks = (n + block - 1) // block
+    threads = numba.get_num_threads()
+    _values_kernel(enc.code, enc.consts, cols, prep,
+                   field.to_mont_host(pv) if pv.size else np.zeros(1, np.uint32),
+                   np.int64(n), np.int64(1 % n), np.int64(enc.slots), np.int64(block),
+                   np.int64(max(1, min(nblocks, 4 * threads))), O)
+    batch_of = {id(it): b for b, batch in enumerate(air.lookup_batches) for it in batch}
+    pos, p = [], 0
+    for it in its:
+        pos.append(p)
+        p += len(it.values) + 1
+    arity = max(len(it.values) for it in its)
+    beta = _ef4(challenges["logup_beta"], "logup_beta").reshape(4, 1)
+    bpow = np.empty((arity + 1, 4), np.uint32)          # gamma, beta, beta^2, ...
+    bpow[0] = _ef4(challenges["logup_gamma"], "logup_gamma")
+    bpow[1:] = AF.ef_mul(AF.ef_powers(beta, arity), beta).T
+    B = len(air.lookup_batches)
+    H = np.zeros((B, 4, n), dtype=np.uint32)
+    flag = np.zeros(1, np.uint32)
+    _logup_h_kernel(O, np.asarray(pos, np.int64), np.asarray([len(it.values) for it in its], np.int64),
+                    np.asarray([it.bus_id % P for it in its], np.uint32),
+                    np.asarray([it.sign for it in its], np.int64),
+                    np.asarray([batch_of[id(it)] for it in its], np.int64), bpow, np.int64(B),
+                    np.int64(max(1, min(n, 4 * threads))), H, flag)
+    if flag[0]:
+        raise ValueError(f"{air.name}: a LogUp denominator vanished (resample: "
+                         "the challenges hit a tuple's fingerprint)")
+    return [H[b].astype(np.uint64) for b in range(B)]

@@ -146,10 +146,14 @@ class HostStages:
         n = shape.n
         beta = np.asarray(challenges["logup_beta"], np.uint64).reshape(4, 1)
         gamma = np.asarray(challenges["logup_gamma"], np.uint64).reshape(4, 1)
-        rows = airlib.interaction_rows(air, main, public_values)
+        # h columns: compiled (kernels/constraint_host.py, bit-identical) unless
+        # PROVER_HOST_QUOTIENT=numpy, else the numpy reference loop below
+        from steadfast.kernels import constraint_host
+        fast = constraint_host.compiled_quotient_enabled()
+        rows = None if fast else airlib.interaction_rows(air, main, public_values)
         it_index = {id(it): k for k, it in enumerate(air.interactions)}
-        hs = []
-        for batch in air.lookup_batches:
+        hs = constraint_host.logup_h_host(air, main, public_values, challenges) if fast else []
+        for batch in ([] if fast else air.lookup_batches):
             h = np.zeros((4, n), dtype=np.uint64)
             for it in batch:
                 vals, mult = rows[it_index[id(it)]]

@@ -160,12 +160,53 @@ def test_vm_tables_on_a_small_block():
         chal = {"logup_beta": rnd(rng, 4), "logup_gamma": rnd(rng, 4)}
         aux = term = None
         if air.interactions:
-            aux_t, term = HOST.aux_build(air, shape, trace, pv, chal)
+            aux_t, term = aux_both(air, shape, trace, pv, chal)
             aux = lde_columns(np.ascontiguousarray(aux_t.T), shape.log_blowup, SHIFT)
         want, got = both(air, shape, main, prep, aux, list(pv), chal, rnd(rng, 4), term)
         assert np.array_equal(got, want), air.name
         seen.append(air.name)
     assert len(seen) == 5
+
+
+def aux_build_with(mode, *args):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(CH.ENV, mode)
+        return HOST.aux_build(*args)
+
+
+def aux_both(air, shape, trace, pv, chal):
+    """HostStages.aux_build with the compiled h columns and with the numpy loop: equal."""
+    aux_c, term_c = aux_build_with("compiled", air, shape, trace, pv, chal)
+    aux_n, term_n = aux_build_with("numpy", air, shape, trace, pv, chal)
+    assert np.array_equal(aux_c, aux_n) and np.array_equal(term_c, term_n), air.name
+    return aux_c, term_c
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), name=st.sampled_from(["adder", "range", "pairs"]),
+       log_n=st.integers(1, 5))
+def test_logup_h_columns_match_numpy(seed, name, log_n):
+    air = AIRS[name]()
+    if air.fixed_height is not None:
+        log_n = _log_n(air)
+    rng = np.random.default_rng(seed)
+    shape = table_shape(air, log_n, Params(log_blowup=1, num_queries=2, pow_bits=0))
+    trace = rnd(rng, shape.n, air.main_width)
+    chal = {"logup_beta": rnd(rng, 4), "logup_gamma": rnd(rng, 4)}
+    aux_both(air, shape, trace, list(rnd(rng, air.num_public)), chal)
+
+
+def test_logup_vanishing_denominator():
+    air = ex.adder_air()
+    shape = table_shape(air, 3, Params(log_blowup=1, num_queries=2, pow_bits=0))
+    trace = np.zeros((8, air.main_width), np.uint32)
+    # beta = 0: d = gamma - bus_id on every row; gamma = the first bus id -> d = 0
+    chal = {"logup_beta": np.zeros(4, np.uint32),
+            "logup_gamma": np.array([air.interactions[0].bus_id, 0, 0, 0], np.uint32)}
+    with pytest.raises(ValueError, match="vanished"):
+        CH.logup_h_host(air, trace, [], chal)
+    with pytest.raises(ValueError, match="main"):
+        CH.logup_h_host(air, trace[:, :1], [], chal)
 
 
 def test_env_switch_and_errors(monkeypatch):
