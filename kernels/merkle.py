@@ -19,7 +19,8 @@ from .field import P
 from .poseidon2 import DIGEST, RATE, WIDTH, _check_canonical, _check_u32, _sponge
 from .poseidon2 import hash_rows  # noqa: F401  (re-exported: the leaf hash, kernels.hash_rows)
 
-__all__ = ["MerkleTree", "commit", "merkle_root", "verify_paths", "level_offsets", "hash_rows"]
+__all__ = ["MerkleTree", "commit", "merkle_root", "verify_paths", "level_offsets", "hash_rows",
+           "level_digests"]
 
 
 def level_offsets(log_n: int) -> np.ndarray:
@@ -160,6 +161,27 @@ def commit(matrix: np.ndarray) -> MerkleTree:
     _sponge(matrix, nodes[: 1 << log_n], RATE)                          # leaf digests
     _build_levels(nodes, log_n)
     return MerkleTree(nodes, log_n, matrix)
+
+
+def level_digests(matrix: np.ndarray, level: int) -> np.ndarray:
+    """The digests of level ``level`` (0: the leaves) of the tree over the rows of
+    ``matrix`` (uint32[n, w] canonical, n a multiple of 2^level): uint32[n >> level, 8],
+    equal to ``commit(matrix).levels[level]`` when n is a power of two.  Holds only two
+    levels at a time (no node array): a caller that commits a large matrix in chunks of
+    rows keeps only the level it asks for (the pruned LDE trees, prover/stages.py)."""
+    matrix = _check_u32(matrix, "matrix")
+    if matrix.ndim != 2 or matrix.shape[0] == 0 or matrix.shape[1] == 0:
+        raise ValueError(f"matrix: expected a non-empty uint32[n, w], got shape {matrix.shape}")
+    if level < 0 or matrix.shape[0] % (1 << level):
+        raise ValueError(f"level {level}: {matrix.shape[0]} rows are not a multiple of 2^{level}")
+    _check_canonical(matrix, "matrix")
+    cur = np.empty((matrix.shape[0], DIGEST), np.uint32)
+    _sponge(np.ascontiguousarray(matrix), cur, RATE)
+    for _ in range(level):
+        nxt = np.empty((cur.shape[0] // 2, DIGEST), np.uint32)
+        _sponge(cur.reshape(-1, WIDTH), nxt, WIDTH)
+        cur = nxt
+    return cur
 
 
 def merkle_root(m: np.ndarray) -> np.ndarray:

@@ -19,6 +19,8 @@ Transcript (proof format 3; exact order in docs/protocol.md §4):
 """
 from __future__ import annotations
 
+import dataclasses
+
 from contextlib import nullcontext as _nullcontext
 from dataclasses import dataclass
 from typing import Sequence
@@ -149,6 +151,11 @@ def r2_quotient(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux,
     with spans.span("r2_quotient", air.name):
         q = stages.quotient(air, shape, r1.main[i], r1.prep[i], aux.aux, st.public_values[i],
                             ch.challenges, alpha, aux.terminal)
+        # the host LDEs of main and aux are not read again before DEEP: drop them while
+        # the parts are committed (DEEP recomputes them from the coefficients)
+        for com in (r1.main[i], aux.aux):
+            if isinstance(com, Committed):
+                com.release()
         parts = stages.parts_commit(q, shape)
     tr.absorb("parts_cap", stages.cap(parts.tree, st.params.log_cap))
     return R2Quotient(alpha, parts)
@@ -252,6 +259,7 @@ def r4_join(st: Statement, r1: R1Main, ch: R1Challenges, deeps: Sequence[R4Deep]
     height with powers of mu, rolled in at their height), final polynomial, proof of work,
     queries, and every opening.  Returns the whole :class:`Proof`."""
     params, tr = st.params, r1.transcript
+    given = deeps
     deeps = sorted(deeps, key=lambda d: d.index)
     if [d.index for d in deeps] != list(range(len(st.airs))):
         raise ValueError("r4_join needs exactly one R4Deep per table")
@@ -268,7 +276,18 @@ def r4_join(st: Statement, r1: R1Main, ch: R1Challenges, deeps: Sequence[R4Deep]
 
     def combined(h: int):
         dqs = [d.dq for d, lh in zip(deeps, log_ldes) if lh == h]
-        return stages.fri_input(dqs, mu) if dqs else None
+        if not dqs:
+            return None
+        f = stages.fri_input(dqs, mu)
+        # a host DQ is not read after the FRI has combined it: drop it (from the
+        # caller's list too, when it passed one) -- the DQs are the join's largest inputs
+        for j, lh in enumerate(log_ldes):
+            if lh == h and isinstance(deeps[j].dq, np.ndarray):
+                old, deeps[j] = deeps[j], dataclasses.replace(deeps[j], dq=None)
+                if isinstance(given, list):
+                    given[:] = [deeps[j] if g is old else g for g in given]
+        del dqs
+        return f
 
     trees, caps, fold_nonces = [], [], []
     with spans.span("r4_fri"):

@@ -16,8 +16,6 @@ Domain conventions (docs/protocol.md):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 import steadfast.air as airlib
@@ -25,20 +23,73 @@ from steadfast.air import field as F
 from steadfast.kernels import multiproof as mp
 from steadfast.kernels.hostlib import ef_inverse
 from steadfast.kernels.poseidon2 import poseidon2_permute
-from steadfast.kernels.ntt_host import bit_reverse_permutation, coset_intt, coset_ntt, intt, lde_columns
+from steadfast.kernels.ntt_host import bit_reverse_permutation, coset_intt, coset_ntt, intt, lde_columns, ntt
 from steadfast.verifier.protocol import SHIFT, TableShape
 
 from . import commit as merkle
 from .hostops import combine_rows, deep_accumulate, dot_columns
 
 
-@dataclass(frozen=True)
+#: levels of an LDE tree's node array dropped after the commit (the leaves and the
+#: levels just above): an opening rehashes the 2^PRUNE_LEVELS rows around each opened
+#: row instead.  The node array then holds 64 N / 2^PRUNE_LEVELS bytes instead of 64 N
+#: (issue #12: at 2^16 cycles the full trees outweighed the LDEs).
+PRUNE_LEVELS = 6
+#: tree positions hashed per call when an LDE is committed (the row chunk is the only
+#: row-major copy of the LDE that ever exists)
+_COMMIT_CHUNK = 1 << 15
+#: rows per chunk of the pointwise FRI input combination and folds
+_FOLD_CHUNK = 1 << 16
+
+
+class _LdeSource:
+    """An LDE held only while rounds read it: ``get()`` returns it, recomputing it from
+    the coefficients after :meth:`release` (the same values: one polynomial, one
+    evaluation domain); ``get(keep=False)`` does not hold the recomputed copy."""
+
+    def __init__(self, lde: np.ndarray | None, coeffs: np.ndarray | None):
+        self.lde = lde
+        self.coeffs = coeffs
+        self.log_blowup = (None if lde is None or coeffs is None or not coeffs.shape[-1]
+                           else (lde.shape[-1] // coeffs.shape[-1]).bit_length() - 1)
+
+    def get(self, keep: bool = True) -> np.ndarray:
+        lde = self.lde
+        if lde is None:
+            if self.log_blowup is None:
+                raise ValueError("this committed matrix's LDE was released and cannot be "
+                                 "recomputed (no coefficients)")
+            lde = lde_columns(ntt(self.coeffs), self.log_blowup, SHIFT)
+            if keep:
+                self.lde = lde
+        return lde
+
+
 class Committed:
-    """A committed matrix of polynomials (one table, one tree)."""
-    lde: np.ndarray        # uint32[c, N]: evaluations on g<w_N>, natural order
-    coeffs: np.ndarray     # uint32[c, n]: coefficients (degree < n), for OOD openings
-    tree: object           # .root, .open(indices) over the bit-reversed rows
-    root: np.ndarray       # uint32[8]
+    """A committed matrix of polynomials (one table, one tree).
+
+    ``lde`` (uint32[c, N], evaluations on g<w_N>, natural order) is held only between
+    the rounds that read it: :meth:`release` drops it and the next read of ``lde``
+    recomputes it from ``coeffs`` -- on the host the LDEs are a proof's largest buffers
+    (issue #12), so each is released after its last reader of a round."""
+
+    def __init__(self, lde: np.ndarray | None, coeffs: np.ndarray | None, tree, root):
+        self._src = _LdeSource(lde, coeffs)
+        self.coeffs = coeffs   # uint32[c, n]: coefficients (degree < n), for OOD openings
+        self.tree = tree       # .root, opened by HostStages.open_batch (bit-reversed rows)
+        self.root = root       # uint32[8]
+
+    @property
+    def lde(self) -> np.ndarray:
+        return self._src.get(keep=True)
+
+    @property
+    def holds_lde(self) -> bool:
+        return self._src.lde is not None
+
+    def release(self) -> None:
+        """Drop the LDE (recomputed from the coefficients if read again)."""
+        self._src.lde = None
 
 
 def _bitrev_rows(lde_T: np.ndarray) -> np.ndarray:
@@ -46,48 +97,125 @@ def _bitrev_rows(lde_T: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(bit_reverse_permutation(np.ascontiguousarray(lde_T.T), axis=0))
 
 
+def _tree_rows(lde: np.ndarray, lo: int, count: int) -> np.ndarray:
+    """Committed rows lo .. lo + count - 1 (tree positions, bit-reversed order) of the LDE
+    columns (c, N): uint32[count, c].  For count = 2^b dividing lo, tree position
+    lo + t is the natural position bitrev(lo) + bitrev_b(t) N / 2^b: a strided slice of
+    the columns, bit-reversed."""
+    N = lde.shape[1]
+    base = int(_bitrev_index(np.array([lo], np.int64), N.bit_length() - 1)[0])
+    cols = np.ascontiguousarray(lde[:, base::N // count].T)          # (count, c)
+    return np.ascontiguousarray(bit_reverse_permutation(cols, axis=0))
+
+
 class _LdeTree:
-    """The Merkle tree of a committed LDE without the tree's own copy of the committed
-    matrix: the bit-reversed row matrix (N, c) is hashed and then dropped (it duplicated
-    the LDE, issue #12), and an opening reads row s from the LDE columns at the natural
-    position bitrev(s).  Same rows, same paths, same root as the tree over the matrix."""
+    """The Merkle tree of a committed LDE (tree row s = the LDE's natural row bitrev(s)),
+    held without the committed matrix and without its lowest ``prune`` levels: the node
+    array keeps levels prune .. log N (a tree over the level-``prune`` digests).  An
+    opening reads the rows from the LDE (recomputed from the coefficients if it was
+    released) and rehashes the 2^prune-row group of each opened row for the nodes below.
+    Same rows, same paths, same caps, same root as the full tree over the matrix."""
 
-    __slots__ = ("_tree", "_lde")
+    __slots__ = ("_upper", "_prune", "_log_n", "_src")
 
-    def __init__(self, tree, lde: np.ndarray):
-        self._tree = merkle_tree_without_matrix(tree)
-        self._lde = lde
+    def __init__(self, upper, prune: int, log_n: int, src):
+        from steadfast.kernels.merkle import MerkleTree
+        self._upper = MerkleTree(upper.nodes, upper.log_n, None)     # no matrix view
+        self._prune = int(prune)
+        self._log_n = int(log_n)
+        self._src = src if isinstance(src, _LdeSource) else _LdeSource(src, None)
+
+    @classmethod
+    def commit(cls, lde: np.ndarray, src=None, prune: int | None = None) -> "_LdeTree":
+        """Commit the rows of the LDE columns (c, N) in bit-reversed order, hashing
+        ``_COMMIT_CHUNK`` tree positions at a time and keeping levels >= prune
+        (default: PRUNE_LEVELS, at most log N - 8 so that every cap level is kept)."""
+        from steadfast.kernels.merkle import MerkleTree, level_digests
+        N = lde.shape[1]
+        log_n = N.bit_length() - 1
+        if N != 1 << log_n or lde.shape[0] == 0:
+            raise ValueError(f"_LdeTree.commit: an LDE of shape {lde.shape}")
+        if prune is None:
+            prune = max(0, min(PRUNE_LEVELS, log_n - 8))
+        chunk = min(N, max(_COMMIT_CHUNK, 1 << prune))
+        top = np.empty((N >> prune, 8), np.uint32)
+        for lo in range(0, N, chunk):
+            top[lo >> prune:(lo + chunk) >> prune] = level_digests(_tree_rows(lde, lo, chunk), prune)
+        return cls(MerkleTree.from_digests(top), prune, log_n, lde if src is None else src)
 
     @property
     def root(self) -> np.ndarray:
-        return self._tree.root
-
-    @property
-    def nodes(self) -> np.ndarray:
-        return self._tree.nodes
+        return self._upper.root
 
     @property
     def log_n(self) -> int:
-        return self._tree.log_n
+        return self._log_n
 
-    def paths(self, indices) -> np.ndarray:
-        return self._tree.paths(indices)
+    @property
+    def prune(self) -> int:
+        return self._prune
 
-    def rows(self, indices) -> np.ndarray:
+    @property
+    def stored_bytes(self) -> int:
+        return int(self._upper.nodes.nbytes)
+
+    def _nodes_at(self, levels: np.ndarray, pos: np.ndarray, lde=None) -> np.ndarray:
+        """The digests at (level, position) pairs: uint32[m, 8]."""
+        from steadfast.kernels.merkle import commit, level_offsets
+        levels = np.asarray(levels, np.int64)
+        pos = np.asarray(pos, np.int64)
+        out = np.empty((levels.size, 8), np.uint32)
+        hi = levels >= self._prune
+        if hi.any():
+            offs = level_offsets(self._log_n - self._prune)
+            out[hi] = self._upper.nodes[offs[levels[hi] - self._prune] + pos[hi]]
+        lo = np.flatnonzero(~hi)
+        if lo.size:
+            g_size = 1 << self._prune
+            groups = pos[lo] >> (self._prune - levels[lo])
+            if lde is None:
+                lde = self._src.get(keep=False)
+            offs = level_offsets(self._prune)
+            for g in np.unique(groups):
+                mini = commit(_tree_rows(lde, int(g) * g_size, g_size)).nodes
+                sel = lo[groups == g]
+                local = pos[sel] - (int(g) << (self._prune - levels[sel]))
+                out[sel] = mini[offs[levels[sel]] + local]
+        return out
+
+    def cap(self, log_cap: int) -> np.ndarray:
+        """The 2^c nodes of level log N - c, c = min(log_cap, log N)."""
+        c = min(int(log_cap), self._log_n)
+        return self._nodes_at(np.full(1 << c, self._log_n - c), np.arange(1 << c))
+
+    def rows(self, indices, lde=None) -> np.ndarray:
         """The committed rows at tree positions ``indices`` (uint32[q, c])."""
-        nat = _bitrev_index(np.asarray(indices, dtype=np.int64), self._tree.log_n)
-        return np.ascontiguousarray(self._lde[:, nat].T)
+        nat = _bitrev_index(np.asarray(indices, dtype=np.int64), self._log_n)
+        if lde is None:
+            lde = self._src.get(keep=False)
+        return np.ascontiguousarray(lde[:, nat].T)
+
+    def paths(self, indices, lde=None) -> np.ndarray:
+        """Authentication paths uint32[q, log N, 8] (sibling at each level, leaves first)."""
+        from steadfast.kernels.merkle import _check_indices
+        idx = _check_indices(indices, 1 << self._log_n)
+        k = np.arange(self._log_n, dtype=np.int64)
+        sib = (idx[:, None] >> k[None, :]) ^ 1
+        lv = np.broadcast_to(k[None, :], sib.shape)
+        if lde is None and self._prune and idx.size:
+            lde = self._src.get(keep=False)
+        return self._nodes_at(lv.reshape(-1), sib.reshape(-1), lde).reshape(idx.size, self._log_n, 8)
 
     def open(self, indices) -> tuple[np.ndarray, np.ndarray]:
-        paths = self._tree.paths(indices)                 # validates the indices
-        idx = np.asarray(indices, dtype=np.int64)
-        nat = _bitrev_index(idx, self._tree.log_n)
-        return np.ascontiguousarray(self._lde[:, nat].T), paths
+        paths = self.paths(indices)                       # validates the indices
+        return self.rows(indices), paths
 
-
-def merkle_tree_without_matrix(tree):
-    from steadfast.kernels.merkle import MerkleTree
-    return MerkleTree(tree.nodes, tree.log_n, None)
+    def open_batch(self, idx: np.ndarray, log_cap: int) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, multiproof nodes against ``cap(log_cap)``) of sorted distinct tree
+        positions, from one read of the LDE."""
+        levels, pos = mp.multiproof_plan(idx, self._log_n, log_cap)
+        lde = self._src.get(keep=False)
+        return self.rows(idx, lde), self._nodes_at(levels, pos, lde)
 
 
 def _bitrev_index(idx: np.ndarray, bits: int) -> np.ndarray:
@@ -128,8 +256,12 @@ class HostStages:
 
     # ------------------------------------------------------------------ R1
     def main_commit(self, main: np.ndarray, shape: TableShape) -> Committed:
-        """LDE the main trace (uint32[n, w]) onto g<w_N> and commit it."""
-        return self._commit_columns(np.ascontiguousarray(main.T), shape)
+        """LDE the main trace (uint32[n, w]) onto g<w_N> and commit it.  The LDE is
+        released at once: R1 commits every table before any table's chain reads its LDE
+        (R2), so holding them would keep every table's main LDE alive together."""
+        com = self._commit_columns(np.ascontiguousarray(main.T), shape)
+        com.release()
+        return com
 
     def prep_lde(self, air, shape: TableShape) -> np.ndarray | None:
         """The preprocessed columns on the LDE domain (not committed: the verifier
@@ -188,8 +320,11 @@ class HostStages:
     def _commit_columns(self, evals_T: np.ndarray, shape: TableShape) -> Committed:
         coeffs = intt(evals_T)
         lde = lde_columns(evals_T, shape.log_blowup, SHIFT)
-        tree = _LdeTree(merkle.commit(_bitrev_rows(lde)), lde)   # the row copy is dropped
-        return Committed(lde, coeffs, tree, np.asarray(tree.root, dtype=np.uint32))
+        del evals_T
+        com = Committed(lde, coeffs, None, None)
+        com.tree = _LdeTree.commit(lde, com._src)
+        com.root = np.asarray(com.tree.root, dtype=np.uint32)
+        return com
 
     # ------------------------------------------------------------------ R2
     def _selectors(self, shape: TableShape):
@@ -244,9 +379,10 @@ class HostStages:
         padded[:, :n] = blocks
         lde = coset_ntt(padded, SHIFT)
         del padded
-        tree = _LdeTree(merkle.commit(_bitrev_rows(lde)), lde)
-        return Committed(lde, np.ascontiguousarray(blocks), tree,
-                         np.asarray(tree.root, dtype=np.uint32))
+        com = Committed(lde, np.ascontiguousarray(blocks), None, None)
+        com.tree = _LdeTree.commit(lde, com._src)
+        com.root = np.asarray(com.tree.root, dtype=np.uint32)
+        return com
 
     # ------------------------------------------------------------------ R3
     def ood(self, committed: Committed, point) -> np.ndarray:
@@ -259,7 +395,11 @@ class HostStages:
     def deep_quotient(self, shape: TableShape, groups: list, z, lam) -> np.ndarray:
         """(Unchanged in v3: the per-table end of the chain.)  DQ(x) = sum_k lam^k (f_k(x) - v_k) / (x - zeta_k) on g<w_N>, returned as
         uint32[N, 4] in bit-reversed order (this table's FRI input).  ``groups``: list of
-        (Committed, opened values (c, 4), at_next) in the order of deep_groups()."""
+        (Committed, opened values (c, 4), at_next) in the order of deep_groups().
+
+        DEEP is the last round that reads the committed LDEs: each :class:`Committed` is
+        released after its last group (one matrix's LDE alive at a time; the openings
+        recompute the rows they need from the coefficients)."""
         N = 1 << shape.log_lde
         xs = airlib.coset_points(SHIFT, shape.log_lde).astype(np.uint32)
         zf = np.asarray(z, np.uint64).reshape(4, 1)
@@ -270,13 +410,16 @@ class HostStages:
         comb = {False: None, True: None}
         cst = {False: np.zeros(4, np.uint64), True: np.zeros(4, np.uint64)}
         k = 0
-        for com, vals, at_next in groups:
+        for gi, (com, vals, at_next) in enumerate(groups):
             c = com.lde.shape[0]
             lp = F.ef_mul(F.ef_powers(lamf, c), F.ef_pow(lamf, k))        # (4, c)
             k += c
             part = combine_rows(com.lde, np.ascontiguousarray(lp.T.astype(np.uint32)))
             comb[at_next] = part if comb[at_next] is None else \
                 ((part.astype(np.uint64) + comb[at_next]) % np.uint64(F.P)).astype(np.uint32)
+            del part
+            if isinstance(com, Committed) and all(g[0] is not com for g in groups[gi + 1:]):
+                com.release()
             v = F.ef_mul(lp, np.asarray(vals, np.uint64).T).sum(axis=1) % np.uint64(F.P)
             cst[at_next] = (cst[at_next] + v) % np.uint64(F.P)
         total = np.zeros((N, 4), dtype=np.uint32)
@@ -299,16 +442,21 @@ class HostStages:
         uint32[2^h, 4] (a single table: a copy of its DQ)."""
         if not dqs:
             raise ValueError("fri_input needs at least one DEEP quotient")
-        acc = _ef_T(dqs[0])
-        if len(dqs) > 1:
-            muf = np.asarray(mu, np.uint64).reshape(4, 1)
+        for dq in dqs[1:]:
+            if dq.shape != dqs[0].shape:
+                raise ValueError(f"fri_input: heights differ ({dq.shape} vs {dqs[0].shape})")
+        out = np.empty(dqs[0].shape, np.uint32)
+        muf = np.asarray(mu, np.uint64).reshape(4, 1)
+        # pointwise: in chunks of rows, so that the uint64 temporaries stay small
+        for lo in range(0, out.shape[0], _FOLD_CHUNK):
+            hi = lo + _FOLD_CHUNK
+            acc = _ef_T(dqs[0][lo:hi])
             mp = muf
             for dq in dqs[1:]:
-                if dq.shape != dqs[0].shape:
-                    raise ValueError(f"fri_input: heights differ ({dq.shape} vs {dqs[0].shape})")
-                acc = F.ef_add(acc, F.ef_mul(mp, _ef_T(dq)))
+                acc = F.ef_add(acc, F.ef_mul(mp, _ef_T(dq[lo:hi])))
                 mp = F.ef_mul(mp, muf)
-        return np.ascontiguousarray(acc.T.astype(np.uint32))
+            out[lo:hi] = acc.T
+        return out
 
     def fri_commit_layer(self, values: np.ndarray, log_arity: int):
         """Commit a FRI layer of height h (uint32[2^h, 4], bit-reversed) with leaf
@@ -346,26 +494,40 @@ class HostStages:
         if values.shape != (1 << log_height, 4) or not 1 <= log_arity <= log_height:
             raise ValueError(f"fri_fold: {values.shape} values, height {log_height}, "
                              f"log_arity {log_arity}")
+        k = log_arity
+        if rollin is not None and rollin.shape != (1 << (log_height - k), 4):
+            raise ValueError(f"fri_fold: roll-in of shape {rollin.shape}, expected "
+                             f"{(1 << (log_height - k), 4)}")
+        out = np.empty((1 << (log_height - k), 4), np.uint32)
+        # pointwise in the output: output rows [v0, v1) read input rows [v0 a, v1 a), so
+        # the fold runs in chunks and its uint64 temporaries stay small (issue #12)
+        step = max(1, _FOLD_CHUNK >> k)
+        for v0 in range(0, out.shape[0], step):
+            v1 = min(out.shape[0], v0 + step)
+            out[v0:v1] = self._fold_rows(values[v0 << k:v1 << k], beta, k, log_height, v0,
+                                         None if rollin is None else rollin[v0:v1])
+        return out
+
+    def _fold_rows(self, values, beta, k: int, log_height: int, v0: int, rollin):
+        """fri_fold of the input rows [v0 2^k, (v0 + len) 2^k) -> uint32[len, 4]."""
         inv2 = np.uint64((F.P + 1) // 2)
         b = np.asarray(beta, np.uint64).reshape(4, 1)
-        cur = values
         f = None
         h = log_height
-        for _ in range(log_arity):
+        for j in range(k):
             if f is None:
-                e0, e1 = _ef_T(cur[0::2]), _ef_T(cur[1::2])
+                e0, e1 = _ef_T(values[0::2]), _ef_T(values[1::2])
             else:
                 e0, e1 = f[:, 0::2], f[:, 1::2]
+            u0 = v0 << (k - j - 1)                       # the chunk's first u at height h
             s = F.ef_mul_base(F.ef_add(e0, e1), inv2)
-            d = F.ef_mul_base(F.ef_sub(e0, e1), self._inv_half_x(h))
+            d = F.ef_mul_base(F.ef_sub(e0, e1), self._inv_half_x(h)[u0:u0 + e0.shape[1]])
             f = F.ef_add(s, F.ef_mul(b, d))
             b = F.ef_mul(b, b)
             h -= 1
         if rollin is not None:
-            if rollin.shape != (1 << h, 4):
-                raise ValueError(f"fri_fold: roll-in of shape {rollin.shape}, expected {(1 << h, 4)}")
             f = F.ef_add(f, F.ef_mul(b, _ef_T(rollin)))          # b = beta^a now
-        return np.ascontiguousarray(f.T.astype(np.uint32))
+        return f.T
 
     def fri_final(self, values: np.ndarray, log_height: int, length: int) -> np.ndarray:
         """The final polynomial: interpolate the last layer (uint32[2^h, 4], bit-reversed,
@@ -385,6 +547,8 @@ class HostStages:
     def cap(self, tree, log_cap: int) -> np.ndarray:
         """The commitment of a tree (any of this class's trees): the 2^c nodes of level
         h - c, c = min(log_cap, h), uint32[2^c, 8]."""
+        if isinstance(tree, _LdeTree):
+            return tree.cap(log_cap)
         return mp.cap(tree, log_cap)
 
     def open_batch(self, tree, indices: np.ndarray, log_cap: int) -> tuple[np.ndarray, np.ndarray]:
@@ -396,6 +560,9 @@ class HostStages:
             raise ValueError("open_batch: indices must be a non-empty sorted distinct 1-d array")
         if idx[0] < 0 or idx[-1] >= (1 << tree.log_n):
             raise ValueError(f"open_batch: index out of range [0, 2^{tree.log_n})")
+        if isinstance(tree, _LdeTree):
+            rows, nodes = tree.open_batch(idx, log_cap)
+            return np.ascontiguousarray(rows, np.uint32), nodes
         rows = tree.rows(idx) if hasattr(tree, "rows") else tree.matrix[idx]
         return (np.ascontiguousarray(rows, np.uint32),
                 mp.multiproof_nodes(tree, idx, log_cap))

@@ -15,17 +15,83 @@ P = F.P
 
 
 @settings(max_examples=12, deadline=None)
-@given(st.integers(0, 7), st.integers(1, 9), st.integers(0, 2**32 - 1))
-def test_lde_tree_opens_like_the_matrix_tree(log_n, c, seed):
+@given(st.integers(0, 11), st.integers(1, 9), st.integers(0, 4), st.integers(0, 2**32 - 1))
+def test_lde_tree_opens_like_the_matrix_tree(log_n, c, prune, seed):
+    """The pruned LDE tree (no row matrix, no levels below ``prune``, hashed in chunks)
+    has the root, caps, rows, paths and multiproofs of the full tree over the
+    bit-reversed rows."""
+    from steadfast.kernels import multiproof as mp
+    from steadfast.prover import stages as S
     rng = np.random.default_rng(seed)
     lde = rng.integers(0, P, (c, 1 << log_n), dtype=np.uint32)
+    prune = min(prune, log_n)
     full = merkle.commit(_bitrev_rows(lde))
-    lean = _LdeTree(merkle.commit(_bitrev_rows(lde)), lde)
-    assert lean._tree.matrix is None                      # no second copy of the rows
+    chunk = S._COMMIT_CHUNK
+    try:
+        S._COMMIT_CHUNK = 1 << max(prune, log_n - 2)        # several chunks
+        lean = _LdeTree.commit(lde, prune=prune)
+    finally:
+        S._COMMIT_CHUNK = chunk
+    assert lean.stored_bytes == ((2 << (log_n - prune)) - 1) * 32
     assert np.array_equal(full.root, lean.root)
     idx = rng.integers(0, 1 << log_n, 9)
     (r1, p1), (r2, p2) = full.open(idx), lean.open(idx)
     assert np.array_equal(r1, r2) and np.array_equal(p1, p2)
+    for log_cap in range(0, 5):
+        assert np.array_equal(mp.cap(full, log_cap), lean.cap(log_cap))
+        u = np.unique(idx)
+        rows, nodes = lean.open_batch(u, log_cap)
+        assert np.array_equal(rows, full.matrix[u])
+        assert np.array_equal(nodes, mp.multiproof_nodes(full, u, log_cap))
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 6), st.integers(1, 20), st.integers(0, 2**32 - 1))
+def test_level_digests_are_the_tree_levels(log_n, w, seed):
+    from steadfast.kernels.merkle import level_digests
+    rng = np.random.default_rng(seed)
+    m = rng.integers(0, P, (1 << log_n, w), dtype=np.uint32)
+    tree = merkle.commit(m)
+    for level in range(log_n + 1):
+        assert np.array_equal(level_digests(m, level), tree.levels[level])
+
+
+def test_level_digests_rejects_bad_input():
+    import pytest
+    from steadfast.kernels.merkle import level_digests
+    with pytest.raises(ValueError, match="multiple"):
+        level_digests(np.zeros((6, 2), np.uint32), 2)
+    with pytest.raises(ValueError, match="canonical"):
+        level_digests(np.full((4, 2), P, np.uint32), 1)
+    with pytest.raises(TypeError):
+        level_digests(np.zeros((4, 2), np.int64), 1)
+
+
+def test_released_lde_is_recomputed_identically():
+    """A committed matrix's LDE, released and read again, is recomputed from the
+    coefficients to the same values; the tree opens the same rows after the release."""
+    from steadfast.air import field as F
+    from steadfast.prover.stages import Committed, HostStages
+    from steadfast.verifier.protocol import table_shape
+    from steadfast.air.examples import fibonacci_air
+    air = fibonacci_air()
+    rng = np.random.default_rng(3)
+    for log_blowup in (1, 2, 3):
+        from steadfast.verifier.proof_format import Params
+        shape = table_shape(air, 6, Params(log_blowup=log_blowup))
+        trace = rng.integers(0, P, (64, air.main_width), dtype=np.uint32)
+        com = HostStages()._commit_columns(np.ascontiguousarray(trace.T), shape)
+        assert isinstance(com, Committed) and com.holds_lde
+        kept = com.lde.copy()
+        idx = np.array([0, 5, 17, 63])
+        rows, nodes = HostStages().open_batch(com.tree, idx, 1)
+        com.release()
+        assert not com.holds_lde
+        assert np.array_equal(com.tree.rows(idx), kept[:, _bitrev_index(idx, shape.log_lde)].T)
+        assert not com.holds_lde                          # an opening does not keep it
+        r2, n2 = HostStages().open_batch(com.tree, idx, 1)
+        assert np.array_equal(rows, r2) and np.array_equal(nodes, n2)
+        assert np.array_equal(com.lde, kept) and com.holds_lde
 
 
 def test_bitrev_index_matches_permutation():

@@ -28,7 +28,7 @@ P = AF.P
 HOST = HostStages()
 #: HostStages keeps committed matrices either as natural columns ``lde`` (c, N) or as
 #: bit-reversed rows ``rows`` (N, c); the tests follow whichever it uses
-HOST_ROWS = "rows" in Committed.__dataclass_fields__
+HOST_ROWS = "rows" in getattr(Committed, "__dataclass_fields__", vars(Committed))
 
 
 def rnd(rng, *shape):
