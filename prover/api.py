@@ -796,6 +796,8 @@ class Prover:
         used = {"cpu": rec.cycles, "program": int(rec.rom.rows.shape[0]),
                 "memory": int(memory_accesses(bt.traces[0]).shape[0]),
                 "poseidon2": int(rec.hash_in.shape[0])}
+        for name, k in bt.slots.items():       # a slotted table fills ceil(items / k) rows
+            used[name] = -(-used[name] // k)
         rows, log_ns = [], []
         for air, t in zip(bt.airs, bt.traces):
             n = int(t.shape[0])
