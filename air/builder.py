@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Sequence
 
 import numpy as np
@@ -75,16 +76,19 @@ class AirBuilder:
         self.name = name
         self._main: list[str] = []
         self._prep: list[str] = []
+        self._column_names: set[str] = set()         # main and preprocessed
         self._public: list[str] = []
         self._constraints: list[Constraint] = []
+        self._constraint_names: set[str] = set()    # the duplicate-name check, O(1) each
         self._interactions: list[Interaction] = []
         for p in public:
             self.pv(p)
 
     # ---------------------------------------------------------------- columns
     def _declare(self, names: list, kind: str, name: str) -> Expr:
-        if name in self._main or name in self._prep:
+        if name in self._column_names:
             raise AirError(f"{self.name}: column {name!r} declared twice")
+        self._column_names.add(name)
         names.append(name)
         return column(kind, len(names) - 1, name)
 
@@ -121,8 +125,9 @@ class AirBuilder:
             raise AirError(f"{self.name}: constraint {name or len(self._constraints)} reads the "
                            "next row but is not a transition constraint")
         name = name or f"{when}#{len(self._constraints)}"
-        if any(c.name == name for c in self._constraints):
+        if name in self._constraint_names:
             raise AirError(f"{self.name}: constraint name {name!r} used twice")
+        self._constraint_names.add(name)
         self._constraints.append(Constraint(expr, when, name))
 
     def assert_zero(self, expr, name: str | None = None) -> None:
@@ -290,7 +295,6 @@ class Air:
         self.max_degree = max([c.degree for c in self.constraints], default=0)
         self.num_parts = max(1, self.max_degree - 1)
         self.constraint_program: Program = compile_program([c.expr for c in self.constraints])
-        self.user_program: Program = compile_program([c.expr for c in constraints])
         roots = []
         for it in interactions:
             roots.extend(it.values)
@@ -299,6 +303,13 @@ class Air:
         self.uses_next_main = any(p[1] for p in self.constraint_program.leaves("main"))
         self.uses_next_prep = any(p[1] for p in self.constraint_program.leaves("prep"))
         self._fingerprint = None
+
+    @cached_property
+    def user_program(self) -> Program:
+        """The user constraints alone (no LogUp: they need challenges), compiled on first
+        use: only the trace checks (:mod:`air.check`) read it, not the prover's kernels nor
+        the verifier, which build every AIR afresh."""
+        return compile_program([c.expr for c in self.user_constraints])
 
     def _check_prep(self, prep):
         if self.prep_width == 0:

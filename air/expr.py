@@ -29,6 +29,10 @@ from .field import P
 
 _LEAVES = ("const", "main", "prep", "aux", "pv", "chal", "term")
 _EF_LEAVES = ("aux", "chal", "term")
+_COLUMNS = ("main", "prep", "aux")
+# leaf op -> (degree, is_ef, is_column): the per-leaf bookkeeping, looked up once
+_LEAF_INFO = {op: (1 if op in _COLUMNS else 0, op in _EF_LEAVES, op in _COLUMNS)
+              for op in _LEAVES}
 
 
 class Expr:
@@ -37,14 +41,27 @@ class Expr:
     __slots__ = ("op", "args", "payload", "degree", "is_ef", "uses_next", "name", "__weakref__")
 
     def __init__(self, op: str, args: tuple = (), payload=None, name: str | None = None):
+        # The bookkeeping (degree, is_ef, uses_next) is read off the children's, once per
+        # node: AIR construction makes tens of thousands of nodes (POSEIDON2 with k slots),
+        # so the binary case avoids generator expressions.
         self.op = op
         self.args = args
         self.payload = payload
         self.name = name
-        if op in _LEAVES:
-            self.degree = 1 if op in ("main", "prep", "aux") else 0
-            self.is_ef = op in _EF_LEAVES
-            self.uses_next = op in ("main", "prep", "aux") and bool(payload[1])
+        info = _LEAF_INFO.get(op)
+        if info is not None:
+            self.degree = info[0]
+            self.is_ef = info[1]
+            self.uses_next = info[2] and bool(payload[1])
+        elif len(args) == 2:
+            x, y = args
+            dx, dy = x.degree, y.degree
+            if op == "mul":
+                self.degree = dx + dy
+            else:
+                self.degree = dx if dx >= dy else dy
+            self.is_ef = x.is_ef or y.is_ef
+            self.uses_next = x.uses_next or y.uses_next
         else:
             if op == "mul":
                 self.degree = args[0].degree + args[1].degree
@@ -112,6 +129,8 @@ def lift(x) -> Expr:
     """Coerce an int (mod p) or an Expr to an Expr."""
     if isinstance(x, Expr):
         return x
+    if type(x) is int:                 # the common case (constants in the DSL), no import
+        return const(x)
     if isinstance(x, bool):
         raise TypeError("bool is not a field element")
     try:

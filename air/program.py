@@ -40,9 +40,7 @@ class Program:
 
     def text(self) -> str:
         """One line per instruction; deterministic (used by the AIR fingerprint)."""
-        lines = []
-        for i, (op, a, b, payload) in enumerate(self.ops):
-            lines.append(f"{i}:{op}:{a}:{b}:{payload!r}")
+        lines = [f"{i}:{op}:{a}:{b}:{payload!r}" for i, (op, a, b, payload) in enumerate(self.ops)]
         lines.append("out:" + ",".join(map(str, self.outputs)))
         return "\n".join(lines)
 
@@ -52,6 +50,94 @@ class Program:
 
 
 def compile_program(roots: Sequence[Expr]) -> Program:
+    """The straight-line program of ``roots``: every distinct node (by identity) in
+    depth-first post-order (children left to right, then the node; roots in order), each
+    interned by its structural key ``(op, a, b, payload)`` (``add``/``mul`` with their
+    operand indices in ascending order), so structurally equal sub-expressions share one
+    instruction.
+
+    The same result as :func:`compile_program_reference` (the plain transcription over
+    :func:`air.expr.walk`), computed without a generator: one explicit stack holds the path
+    from the root to the node being finished, and leaves are interned where they are met
+    (AIR construction compiles ~10^4 nodes per table on every verifier start).  Nodes are
+    dict keys by identity (:class:`Expr` keeps object's hash and equality)."""
+    roots = list(roots)
+    index: dict = {}                    # node -> instruction index
+    interned: dict[tuple, int] = {}     # structural key -> instruction index
+    ops: list = []
+    is_ef: list = []
+    get = index.get
+    iget = interned.get
+
+    def intern(key, node) -> int:
+        slot = iget(key)
+        if slot is None:
+            slot = len(ops)
+            interned[key] = slot
+            ops.append(key)
+            is_ef.append(node.is_ef)
+        index[node] = slot
+        return slot
+
+    for root in roots:
+        if root in index:
+            continue
+        if not root.args:
+            intern((root.op, -1, -1, root.payload), root)
+            continue
+        stack = [root]                  # interior nodes only
+        while stack:
+            node = stack[-1]
+            args = node.args
+            x = args[0]
+            a = get(x)
+            if a is None:
+                if x.args:
+                    stack.append(x)     # finish the left child first
+                    continue
+                a = intern((x.op, -1, -1, x.payload), x)
+            if len(args) > 1:
+                y = args[1]
+                b = get(y)
+                if b is None:
+                    if y.args:
+                        stack.append(y)
+                        continue
+                    b = intern((y.op, -1, -1, y.payload), y)
+                op = node.op
+                if b < a and (op == "add" or op == "mul"):
+                    a, b = b, a         # commutative: canonical operand order
+                key = (op, a, b, None)
+            else:
+                key = (node.op, a, -1, None)
+            stack.pop()
+            slot = iget(key)
+            if slot is None:
+                slot = len(ops)
+                interned[key] = slot
+                ops.append(key)
+                is_ef.append(node.is_ef)
+            index[node] = slot
+    outputs = tuple(index[r] for r in roots)
+    return Program(tuple(ops), tuple(is_ef), outputs, _last_use(ops, outputs))
+
+
+def _last_use(ops: list, outputs: tuple) -> tuple:
+    """The last instruction reading each value (outputs: ``len(ops)``, they live to the end)."""
+    last_use = list(range(len(ops)))
+    for i, (op, a, b, _) in enumerate(ops):
+        if a >= 0:
+            last_use[a] = i
+        if b >= 0:
+            last_use[b] = i
+    for o in outputs:
+        last_use[o] = len(ops)            # outputs live to the end
+    return tuple(last_use)
+
+
+def compile_program_reference(roots: Sequence[Expr]) -> Program:
+    """The definition of :func:`compile_program`, written plainly over :func:`walk` (kept as
+    the reference the fast version is tested against, tests/test_air_build.py)."""
     roots = list(roots)
     index: dict[int, int] = {}          # id(node) -> instruction index
     interned: dict[tuple, int] = {}     # structural key -> instruction index
