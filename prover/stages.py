@@ -92,6 +92,22 @@ class Committed:
         self._src.lde = None
 
 
+#: columns of a released LDE recomputed at a time where a round reads it column by column
+_LDE_COLUMNS = 8
+
+
+def _column_chunks(com):
+    """(uint32[w, N] columns c0 .. c0 + w - 1 of the LDE, c0) covering every column of a
+    committed matrix: the held LDE at once, else recomputed ``_LDE_COLUMNS`` columns at
+    a time from the coefficients (nothing kept)."""
+    if not isinstance(com, Committed) or com.holds_lde:
+        yield com.lde, 0
+        return
+    src = com._src
+    for c0 in range(0, src.coeffs.shape[0], _LDE_COLUMNS):
+        yield lde_columns(ntt(src.coeffs[c0:c0 + _LDE_COLUMNS]), src.log_blowup, SHIFT), c0
+
+
 def _bitrev_rows(lde_T: np.ndarray) -> np.ndarray:
     """(c, N) natural columns -> (N, c) rows in bit-reversed order (the committed matrix)."""
     return np.ascontiguousarray(bit_reverse_permutation(np.ascontiguousarray(lde_T.T), axis=0))
@@ -409,19 +425,34 @@ class HostStages:
         # point costs one batch of inversions 1/(x - zeta)
         comb = {False: None, True: None}
         cst = {False: np.zeros(4, np.uint64), True: np.zeros(4, np.uint64)}
-        k = 0
-        for gi, (com, vals, at_next) in enumerate(groups):
-            c = com.lde.shape[0]
+        lps, k = [], 0
+        for com, vals, at_next in groups:
+            held = not isinstance(com, Committed) or com.holds_lde
+            c = com.lde.shape[0] if held else com.coeffs.shape[0]
             lp = F.ef_mul(F.ef_powers(lamf, c), F.ef_pow(lamf, k))        # (4, c)
             k += c
-            part = combine_rows(com.lde, np.ascontiguousarray(lp.T.astype(np.uint32)))
-            comb[at_next] = part if comb[at_next] is None else \
-                ((part.astype(np.uint64) + comb[at_next]) % np.uint64(F.P)).astype(np.uint32)
-            del part
-            if isinstance(com, Committed) and all(g[0] is not com for g in groups[gi + 1:]):
-                com.release()
+            lps.append(np.ascontiguousarray(lp.T.astype(np.uint32)))      # (c, 4)
             v = F.ef_mul(lp, np.asarray(vals, np.uint64).T).sum(axis=1) % np.uint64(F.P)
             cst[at_next] = (cst[at_next] + v) % np.uint64(F.P)
+        # one matrix at a time, all its groups per read of its LDE; a released LDE is
+        # recomputed a few columns at a time (the combination is linear in the columns)
+        for gi, (com, _, _) in enumerate(groups):
+            if any(g[0] is com for g in groups[:gi]):
+                continue
+            mine = [(j, g[2]) for j, g in enumerate(groups) if g[0] is com]
+            for cols, c0 in _column_chunks(com):
+                for j, at_next in mine:
+                    part = combine_rows(cols, np.ascontiguousarray(lps[j][c0:c0 + cols.shape[0]]))
+                    if comb[at_next] is None:
+                        comb[at_next] = part
+                    else:                          # both < p < 2^31: no uint32 overflow
+                        acc = comb[at_next]
+                        acc += part
+                        np.subtract(acc, np.uint32(F.P), out=acc, where=acc >= np.uint32(F.P))
+                    del part
+                del cols
+            if isinstance(com, Committed):
+                com.release()
         total = np.zeros((N, 4), dtype=np.uint32)
         for at_next in (False, True):
             if comb[at_next] is not None:
