@@ -14,7 +14,10 @@ turns one symbolic definition into everything the protocol needs:
 """
 from __future__ import annotations
 
+import gc
 import hashlib
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Sequence
@@ -27,6 +30,35 @@ from .program import Program, compile_program
 from steadfast.errors import SteadfastError
 
 WHEN = ("all", "first", "last", "transition")
+
+_GC_LOCK = threading.Lock()
+_GC_STATE = {"depth": 0, "reenable": False}
+
+
+@contextmanager
+def gc_paused():
+    """Pause Python's cyclic garbage collector while AIRs are built (nestable, any thread).
+
+    Building an AIR allocates tens of thousands of long-lived objects (expression nodes,
+    program instructions); in a process that has imported the prover or the verifier,
+    every collection the allocations trigger walks that whole heap, and a full one
+    triggers once the survivors reach a quarter of it: about half of the CPU time of
+    ``vm.airs.block_airs`` in a fresh verifier.  Expressions hold no reference cycles
+    (reference counting frees them; cyclic garbage made meanwhile waits for the next
+    collection).  The collector is re-enabled on the outermost exit, and only if it was
+    enabled on the outermost entry."""
+    with _GC_LOCK:
+        if _GC_STATE["depth"] == 0:
+            _GC_STATE["reenable"] = gc.isenabled()
+            gc.disable()
+        _GC_STATE["depth"] += 1
+    try:
+        yield
+    finally:
+        with _GC_LOCK:
+            _GC_STATE["depth"] -= 1
+            if _GC_STATE["depth"] == 0 and _GC_STATE["reenable"]:
+                gc.enable()
 
 
 @dataclass(frozen=True)
@@ -176,8 +208,9 @@ class AirBuilder:
 
     # ---------------------------------------------------------------- freeze
     def build(self, preprocessed: np.ndarray | None = None) -> "Air":
-        return Air(self.name, tuple(self._main), tuple(self._prep), tuple(self._public),
-                   tuple(self._constraints), tuple(self._interactions), preprocessed)
+        with gc_paused():
+            return Air(self.name, tuple(self._main), tuple(self._prep), tuple(self._public),
+                       tuple(self._constraints), tuple(self._interactions), preprocessed)
 
 
 def _chal(name: str) -> Expr:

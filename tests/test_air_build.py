@@ -181,3 +181,27 @@ def test_builder_duplicate_names_are_refused():
     b.assert_zero(x * x)                    # default names stay distinct
     b.assert_zero(x * x * x)
     assert len(b.build(preprocessed=np.zeros((2, 1), dtype=np.uint32)).constraints) == 3
+
+
+def test_gc_paused_nests_and_restores():
+    import gc
+    from steadfast.air.builder import gc_paused
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        with gc_paused():
+            assert not gc.isenabled()
+            with gc_paused():
+                assert not gc.isenabled()
+            assert not gc.isenabled()       # the inner exit leaves it paused
+        assert gc.isenabled()
+        with pytest.raises(RuntimeError):
+            with gc_paused():
+                raise RuntimeError("boom")
+        assert gc.isenabled()               # restored on an exception too
+        gc.disable()                        # disabled by the application: stays disabled
+        with gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()

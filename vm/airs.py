@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from steadfast.air import Air, AirBuilder, Expr
+from steadfast.air.builder import gc_paused
 from steadfast.air.expr import walk
 
 from . import isa
@@ -454,7 +455,8 @@ def table_air(table: str, k: int = 1) -> Air:
         raise ValueError(f"{table}: k = {k!r} slots is not in its menu {slot_menu(table)}")
     key = (table, k)
     if key not in _CACHE:
-        _CACHE[key] = _BUILDERS[table](k) if table in SLOTTED else _BUILDERS[table]()
+        with gc_paused():           # half the build time otherwise (air.builder.gc_paused)
+            _CACHE[key] = _BUILDERS[table](k) if table in SLOTTED else _BUILDERS[table]()
     return _CACHE[key]
 
 
@@ -496,5 +498,6 @@ def block_airs(rom_rows: np.ndarray, slots=None) -> list[Air]:
     POSEIDON2).  ``slots`` maps a table to its k (default 1; see SLOTTED).  Only PROGRAM
     depends on the block (its ROM); the others are built once per (table, k)."""
     slots = check_slots(slots)
-    return [build_program(rom_rows) if name == "program" else table_air(name, slots.get(name, 1))
-            for name in TABLES]
+    with gc_paused():
+        return [build_program(rom_rows) if name == "program"
+                else table_air(name, slots.get(name, 1)) for name in TABLES]
