@@ -23,7 +23,7 @@ from steadfast.air import field as F
 from steadfast.kernels import multiproof as mp
 from steadfast.kernels.hostlib import ef_inverse
 from steadfast.kernels.poseidon2 import poseidon2_permute
-from steadfast.kernels.ntt_host import bit_reverse_permutation, coset_intt, coset_ntt, intt, lde_columns, ntt
+from steadfast.kernels.ntt_host import bit_reverse_permutation, coset_intt, intt, lde_columns, ntt
 from steadfast.verifier.protocol import SHIFT, TableShape
 
 from . import commit as merkle
@@ -391,10 +391,10 @@ class HostStages:
         n, P_ = shape.n, shape.num_parts
         coeffs = coset_intt(np.ascontiguousarray(q_values), SHIFT)       # (4, M)
         blocks = np.concatenate([coeffs[:, i * n:(i + 1) * n] for i in range(P_)], axis=0)
-        padded = np.zeros((4 * P_, 1 << shape.log_lde), dtype=np.uint32)
-        padded[:, :n] = blocks
-        lde = coset_ntt(padded, SHIFT)
-        del padded
+        del coeffs
+        # the parts on g<w_N>: their values on H, extended (the same values as coset_ntt
+        # of the zero-padded blocks, without that (4 P, N) copy)
+        lde = lde_columns(ntt(blocks), shape.log_blowup, SHIFT)
         com = Committed(lde, np.ascontiguousarray(blocks), None, None)
         com.tree = _LdeTree.commit(lde, com._src)
         com.root = np.asarray(com.tree.root, dtype=np.uint32)
