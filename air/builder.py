@@ -207,10 +207,16 @@ class AirBuilder:
         self._interact(bus, values, multiplicity, -1)
 
     # ---------------------------------------------------------------- freeze
-    def build(self, preprocessed: np.ndarray | None = None) -> "Air":
+    def build(self, preprocessed: np.ndarray | None = None,
+              logup_degree: int | None = None) -> "Air":
+        """Freeze the AIR.  ``logup_degree`` overrides the LogUp batching's degree budget
+        (default: max(user degree, 2, largest single interaction)); it exists so that an
+        AIR holding only another AIR's interactions reproduces that AIR's LogUp
+        constraints exactly (the device kernels of slotted tables, vm/airs.py)."""
         with gc_paused():
             return Air(self.name, tuple(self._main), tuple(self._prep), tuple(self._public),
-                       tuple(self._constraints), tuple(self._interactions), preprocessed)
+                       tuple(self._constraints), tuple(self._interactions), preprocessed,
+                       logup_degree)
 
 
 def _chal(name: str) -> Expr:
@@ -301,7 +307,7 @@ class Air:
     """
 
     def __init__(self, name, main_names, prep_names, public_names, constraints,
-                 interactions, preprocessed):
+                 interactions, preprocessed, logup_degree: int | None = None):
         self.name = name
         self.main_names = main_names
         self.prep_names = prep_names
@@ -317,11 +323,17 @@ class Air:
         user_deg = max([c.degree for c in constraints], default=0)
         if interactions:
             single = max(_batch_degree([it]) for it in interactions)
-            batches, logup = _derive_logup(interactions, max(user_deg, single, 2))
+            target = max(user_deg, single, 2) if logup_degree is None else int(logup_degree)
+            if target < single:
+                raise AirError(f"{name}: logup_degree {target} is below an interaction's "
+                               f"own degree {single}")
+            self.logup_target = target
+            batches, logup = _derive_logup(interactions, target)
             self.lookup_batches = tuple(tuple(b) for b in batches)
             self.aux_width = len(batches)           # h_0 .. h_(B-2), acc
         else:
             logup = []
+            self.logup_target = None
             self.lookup_batches = ()
             self.aux_width = 0
         self.constraints = tuple(constraints) + tuple(logup)

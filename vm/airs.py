@@ -401,22 +401,40 @@ def build_poseidon2(k: int = 1) -> Air:
     permutation in columns, with its own ``mult`` and its own receive on ``poseidon2``.
     Rows carry no transition constraint, so the slots are independent; k = 1 is the
     one-permutation-per-row AIR, names and layout unchanged."""
-    b = AirBuilder("poseidon2")
+    air = _poseidon2_air("poseidon2", k, constraints=True, receive=True)
+    # The device computes this AIR's quotient from two smaller generated kernels (kernels/
+    # constraint_device.py quotient_device): one slot's permutation constraints, launched
+    # once per slot on that slot's columns (the same kernel for every k), and the LogUp
+    # constraints alone; the alpha powers line up because the slots' constraints come in
+    # slot order, each slot's in the one slot's order, then LogUp's.
+    slot = _poseidon2_air("poseidon2_slot", 1, constraints=True, receive=False)
+    logup = _poseidon2_air("poseidon2_logup", k, constraints=False, receive=True,
+                           logup_degree=air.logup_target)
+    assert len(air.constraints) == k * len(slot.constraints) + len(logup.constraints)
+    air.device_split = (slot, k, P2_LAYOUT.width, logup)
+    return air
+
+
+def _poseidon2_air(name: str, k: int, constraints: bool, receive: bool,
+                   logup_degree: int | None = None) -> Air:
+    b = AirBuilder(name)
     cols = p2_layout(k).declare(b)
     for j in range(k):
         col = {g: cols[slot_group(g, j, k)] for g, _ in P2_LAYOUT.groups}
-        _poseidon2_slot(b, col, "" if k == 1 else f"@{j}")
-    return b.build()
+        _poseidon2_slot(b, col, "" if k == 1 else f"@{j}", constraints, receive)
+    return b.build(logup_degree=logup_degree)
 
 
-def _poseidon2_slot(b: AirBuilder, col: dict, sfx: str) -> None:
+def _poseidon2_slot(b: AirBuilder, col: dict, sfx: str, constraints: bool = True,
+                    receive: bool = True) -> None:
     """One permutation's constraints and receive on the columns ``col`` (P2_LAYOUT's
     group names); ``sfx`` tags the constraint names of a slot."""
     state = external_linear(col["in"])
 
     def sbox(x, cube, out, name):
-        b.assert_zero(cube - x * x * x, name=f"{name}_cube{sfx}")
-        b.assert_zero(out - cube * cube * x, name=f"{name}_sbox{sfx}")
+        if constraints:
+            b.assert_zero(cube - x * x * x, name=f"{name}_cube{sfx}")
+            b.assert_zero(out - cube * cube * x, name=f"{name}_sbox{sfx}")
 
     for r in range(2 * N_FULL_HALF):
         if r == N_FULL_HALF:
@@ -428,7 +446,8 @@ def _poseidon2_slot(b: AirBuilder, col: dict, sfx: str) -> None:
             sbox(state[i] + int(RC_FULL[r][i]), col[f"cube{r}"][i], col[f"sbox{r}"][i],
                  f"full{r}[{i}]")
         state = external_linear(col[f"sbox{r}"])
-    b.receive("poseidon2", list(col["in"]) + state, multiplicity=col["mult"])
+    if receive:
+        b.receive("poseidon2", list(col["in"]) + state, multiplicity=col["mult"])
 
 
 # --------------------------------------------------------------------------- all tables
