@@ -155,9 +155,12 @@ def test_prove_precompile_cli_and_api(tmp_path, monkeypatch, capsys):
     code = main_prove([block, "--backend", "sim", "--precompile"])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "precompiling for backend sim" in out and "precompiled 5 steps" in out
-    for table in ("cpu", "program", "memory", "range", "poseidon2"):
-        assert f"source {table}" in out
+    # the five tables' sources, plus POSEIDON2's device-quotient parts (one slot's kernel
+    # and the LogUp constraints' own: vm/airs.py build_poseidon2, device_split)
+    assert "precompiling for backend sim" in out and "precompiled 7 steps" in out
+    for table in ("cpu", "program", "memory", "range", "poseidon2", "poseidon2_slot",
+                  "poseidon2_logup"):
+        assert f"source {table} " in out
     assert f"kernel cache {tmp_path / 'kc'}" in out
     assert Prover(ProverConfig(backend="host")).precompile(block) == []
     assert Prover(ProverConfig(backend="emu")).precompile() == []
