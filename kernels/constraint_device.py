@@ -324,11 +324,18 @@ def _ident(name: str) -> str:
     return s if s and not s[0].isdigit() else "_" + s
 
 
+def _split_of(air):
+    """``air.device_split()`` -- (slot AIR, k, slot width, LogUp-only AIR) of an AIR whose
+    device quotient comes from those two AIRs' kernels (see _quotient_split) -- or None."""
+    split = getattr(air, "device_split", None)
+    return None if split is None else split()
+
+
 def _module_source(air) -> tuple[str, str]:
     """(name base, module source) of ``air``'s kernels: the constants as module globals,
     then the quotient kernel and (with interactions) the LogUp kernel."""
     kernel_cache.count("codegen")
-    has_quotient = getattr(air, "device_split", None) is None
+    has_quotient = _split_of(air) is None
     src, consts = _quotient_source(air, "quotient_kernel") if has_quotient else ("", {})
     if air.interactions:
         lsrc, lconsts = _logup_source(air, "logup_kernel")
@@ -434,7 +441,7 @@ def precompile(airs, compile: bool = True, progress=None) -> list[dict]:
     todo = []
     for air in airs:
         todo.append((air, True))
-        split = getattr(air, "device_split", None)
+        split = _split_of(air)
         if split is not None:       # its quotient: the slot's and the LogUp part's kernels
             todo += [(split[0], False), (split[3], False)]
     for air, want_logup in todo:
@@ -443,10 +450,7 @@ def precompile(airs, compile: bool = True, progress=None) -> list[dict]:
         gk = generated(air)
         how = "cache" if kernel_cache.STATS["codegen"] == before["codegen"] else "generated"
         done(dict(name=f"source {air.name}", seconds=time.perf_counter() - t0, how=how))
-        if getattr(air, "device_split", None) is not None:
-            gq = None
-        else:
-            gq = gk.quotient.py_func if gk.quotient is not None else None
+        gq = gk.quotient.py_func if gk.quotient is not None and _split_of(air) is None else None
         gl = gk.logup.py_func if (gk.logup is not None and want_logup) else None
         names += [f"steadfast.kernels.constraint_device.generated.{k.__name__}"
                   for k in (gq, gl) if k]
@@ -547,7 +551,7 @@ def quotient_device(air, shape, main_lde, prep_lde, aux_lde, public_values, chal
         raise ValueError("quotient domain must lie between the trace and LDE domains")
     s = stream or 0
     main, mcs, mps = matrix_geometry(main_lde, "main_lde", air.main_width, N, layout)
-    split = getattr(air, "device_split", None)
+    split = _split_of(air)
     if split is not None:
         return _quotient_split(air, split, shape, (main, mcs, mps), prep_lde, aux_lde,
                                public_values, challenges, alpha, terminal, layout, selectors,
@@ -824,8 +828,8 @@ def register_example_airs(vm: bool = True) -> list:
         # POSEIDON2's quotient on the device: one slot's kernel and the LogUp part's
         # (k = 2's; the slot kernel is every k's); the whole AIR generates only its logup
         p2 = block_airs(np.zeros((1, 4), dtype=np.uint32), {"poseidon2": 2})[4]
-        airs += [p2, p2.device_split[0], p2.device_split[3]]
-        airs.append(block_airs(np.zeros((1, 4), dtype=np.uint32))[4].device_split[3])
+        airs += [p2, _split_of(p2)[0], _split_of(p2)[3]]
+        airs.append(_split_of(block_airs(np.zeros((1, 4), dtype=np.uint32))[4])[3])
     return [generated(a) for a in airs]
 
 

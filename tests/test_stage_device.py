@@ -253,6 +253,8 @@ def test_slotted_quotient_matches_host(table, k):
     vm_airs = pytest.importorskip("steadfast.vm.airs")
     air = vm_airs.table_air(table, k)
     assert (getattr(air, "device_split", None) is not None) == (table == "poseidon2")
+    if table == "poseidon2":
+        assert air.device_split() is air.device_split()         # built once, on demand
     rng = np.random.default_rng(k)
     shape = shape_of(air, 2, 1)
     N = 1 << shape.log_lde
@@ -269,7 +271,7 @@ def test_slotted_quotient_matches_host(table, k):
     if table == "poseidon2":
         # the split's parts are the AIR's own constraints: slot j's are slot 0's on
         # shifted columns, then the LogUp constraints
-        slot, kk, W, logup = air.device_split
+        slot, kk, W, logup = air.device_split()
         U = len(slot.constraints)
         full = [str(c.expr) for c in air.constraints]
         assert [c.name.replace("@0", "") for c in air.constraints[:U]] == \

@@ -28,6 +28,8 @@ back off the main widths.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from steadfast.air import Air, AirBuilder, Expr
@@ -407,12 +409,23 @@ def build_poseidon2(k: int = 1) -> Air:
     # once per slot on that slot's columns (the same kernel for every k), and the LogUp
     # constraints alone; the alpha powers line up because the slots' constraints come in
     # slot order, each slot's in the one slot's order, then LogUp's.
-    slot = _poseidon2_air("poseidon2_slot", 1, constraints=True, receive=False)
-    logup = _poseidon2_air("poseidon2_logup", k, constraints=False, receive=True,
-                           logup_degree=air.logup_target)
-    assert len(air.constraints) == k * len(slot.constraints) + len(logup.constraints)
-    air.device_split = (slot, k, P2_LAYOUT.width, logup)
+    # Only the device needs the parts: ``air.device_split()`` builds them on first call
+    # (the verifier and the host prover never do).
+    air.device_split = functools.cache(functools.partial(_poseidon2_split, k, air.logup_target))
     return air
+
+
+def _poseidon2_split(k: int, logup_target: int) -> tuple:
+    """(slot AIR, k, slot width, LogUp-only AIR) of POSEIDON2 with k slots."""
+    logup = _poseidon2_air("poseidon2_logup", k, constraints=False, receive=True,
+                           logup_degree=logup_target)
+    return _poseidon2_slot_air(), k, P2_LAYOUT.width, logup
+
+
+@functools.cache
+def _poseidon2_slot_air() -> Air:
+    """One permutation's constraints, no receive: the slot kernel every k shares."""
+    return _poseidon2_air("poseidon2_slot", 1, constraints=True, receive=False)
 
 
 def _poseidon2_air(name: str, k: int, constraints: bool, receive: bool,

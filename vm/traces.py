@@ -280,12 +280,14 @@ def memory_count(rec: ExecutionRecord) -> int:
     return total
 
 
-def block_slots(rec: ExecutionRecord, slots: dict | None = None) -> dict:
+def block_slots(rec: ExecutionRecord, slots: dict | None = None,
+                accesses: int | None = None) -> dict:
     """k of every slotted table for a proof of ``rec``: the forced ones in ``slots``
     (ValueError outside a table's menu), the rest by :func:`choose_slots`."""
     forced = {} if slots is None else dict(slots)
     check_slots(forced)
-    items = {"poseidon2": int(rec.hash_in.shape[0]), "memory": memory_count(rec)}
+    items = {"poseidon2": int(rec.hash_in.shape[0]),
+             "memory": memory_count(rec) if accesses is None else int(accesses)}
     return {name: int(forced[name]) if name in forced else choose_slots(name, items[name])
             for name in SLOTTED}
 
@@ -301,10 +303,11 @@ def build_traces(rec: ExecutionRecord, public_values: list[int] | None = None,
         public_values = block_public_values(rec.block, rec.rom, rec.final_digest)
     if len(public_values) != NUM_PUBLIC_VALUES:
         raise ValueError(f"expected {NUM_PUBLIC_VALUES} public values, got {len(public_values)}")
-    slots = block_slots(rec, slots)
-    airs = block_airs(rec.rom.rows, slots)
     cpu = cpu_trace(rec, public_values[PV_MAX_CYCLES])
-    mem = memory_trace(memory_accesses(cpu), slots["memory"])
+    acc = memory_accesses(cpu)
+    slots = block_slots(rec, slots, accesses=acc.shape[0])
+    airs = block_airs(rec.rom.rows, slots)
+    mem = memory_trace(acc, slots["memory"])
     prog = program_counts(cpu, airs[1].fixed_height)
     rng = range_counts(cpu, mem)
     p2 = poseidon2_trace(rec.hash_in, slots["poseidon2"])
