@@ -87,6 +87,15 @@ class Committed:
     def holds_lde(self) -> bool:
         return self._src.lde is not None
 
+    @classmethod
+    def commit(cls, lde: np.ndarray, coeffs: np.ndarray) -> "Committed":
+        """Commit the LDE ``lde`` of the polynomials ``coeffs`` (its tree opens rows from
+        this object's LDE source, so it follows :meth:`release`)."""
+        com = cls(lde, coeffs, None, None)
+        com.tree = _LdeTree.commit(lde, com._src)
+        com.root = np.asarray(com.tree.root, dtype=np.uint32)
+        return com
+
     def release(self) -> None:
         """Drop the LDE (recomputed from the coefficients if read again)."""
         self._src.lde = None
@@ -337,10 +346,7 @@ class HostStages:
         coeffs = intt(evals_T)
         lde = lde_columns(evals_T, shape.log_blowup, SHIFT)
         del evals_T
-        com = Committed(lde, coeffs, None, None)
-        com.tree = _LdeTree.commit(lde, com._src)
-        com.root = np.asarray(com.tree.root, dtype=np.uint32)
-        return com
+        return Committed.commit(lde, coeffs)
 
     # ------------------------------------------------------------------ R2
     def _selectors(self, shape: TableShape):
@@ -395,10 +401,7 @@ class HostStages:
         # the parts on g<w_N>: their values on H, extended (the same values as coset_ntt
         # of the zero-padded blocks, without that (4 P, N) copy)
         lde = lde_columns(ntt(blocks), shape.log_blowup, SHIFT)
-        com = Committed(lde, np.ascontiguousarray(blocks), None, None)
-        com.tree = _LdeTree.commit(lde, com._src)
-        com.root = np.asarray(com.tree.root, dtype=np.uint32)
-        return com
+        return Committed.commit(lde, np.ascontiguousarray(blocks))
 
     # ------------------------------------------------------------------ R3
     def ood(self, committed: Committed, point) -> np.ndarray:
