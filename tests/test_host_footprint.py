@@ -9,6 +9,7 @@ from hypothesis import given, settings, strategies as st
 from steadfast.air import field as F
 from steadfast.kernels.ntt_host import bit_reverse_permutation
 from steadfast.prover import commit as merkle
+from steadfast.prover import ldetree as LT
 from steadfast.prover.stages import _bitrev_index, _bitrev_rows, _LdeTree
 
 P = F.P
@@ -26,12 +27,12 @@ def test_lde_tree_opens_like_the_matrix_tree(log_n, c, prune, seed):
     lde = rng.integers(0, P, (c, 1 << log_n), dtype=np.uint32)
     prune = min(prune, log_n)
     full = merkle.commit(_bitrev_rows(lde))
-    chunk = S._COMMIT_CHUNK
+    chunk = LT._COMMIT_CHUNK
     try:
-        S._COMMIT_CHUNK = 1 << max(prune, log_n - 2)        # several chunks
+        LT._COMMIT_CHUNK = 1 << max(prune, log_n - 2)        # several chunks
         lean = _LdeTree.commit(lde, prune=prune)
     finally:
-        S._COMMIT_CHUNK = chunk
+        LT._COMMIT_CHUNK = chunk
     assert lean.stored_bytes == ((2 << (log_n - prune)) - 1) * 32
     assert np.array_equal(full.root, lean.root)
     idx = rng.integers(0, 1 << log_n, 9)

@@ -1,0 +1,165 @@
+"""The Merkle tree of a committed LDE, held without its lowest levels (issue #12), and
+the gathers that turn the column-major LDE (c, N) into committed rows (bit-reversed
+order).  Split out of prover/stages.py; :class:`prover.stages.Committed` owns one."""
+from __future__ import annotations
+
+import numpy as np
+
+from steadfast.kernels import multiproof as mp
+from steadfast.kernels.ntt_host import bit_reverse_permutation
+
+#: levels of an LDE tree's node array dropped after the commit (the leaves and the
+#: levels just above): an opening rehashes the 2^PRUNE_LEVELS rows around each opened
+#: row instead.  The node array then holds 64 N / 2^PRUNE_LEVELS bytes instead of 64 N
+#: (issue #12: at 2^16 cycles the full trees outweighed the LDEs).
+PRUNE_LEVELS = 6
+#: tree positions hashed per call when an LDE is committed (the row chunk is the only
+#: row-major copy of the LDE that ever exists)
+_COMMIT_CHUNK = 1 << 15
+
+
+def _bitrev_rows(lde_T: np.ndarray) -> np.ndarray:
+    """(c, N) natural columns -> (N, c) rows in bit-reversed order (the committed matrix)."""
+    return np.ascontiguousarray(bit_reverse_permutation(np.ascontiguousarray(lde_T.T), axis=0))
+
+
+def _tree_rows(lde: np.ndarray, lo: int, count: int) -> np.ndarray:
+    """Committed rows lo .. lo + count - 1 (tree positions, bit-reversed order) of the LDE
+    columns (c, N): uint32[count, c].  For count = 2^b dividing lo, tree position
+    lo + t is the natural position bitrev(lo) + bitrev_b(t) N / 2^b: a strided slice of
+    the columns, bit-reversed."""
+    N = lde.shape[1]
+    base = int(_bitrev_index(np.array([lo], np.int64), N.bit_length() - 1)[0])
+    cols = np.ascontiguousarray(lde[:, base::N // count].T)          # (count, c)
+    return np.ascontiguousarray(bit_reverse_permutation(cols, axis=0))
+
+
+class _LdeTree:
+    """The Merkle tree of a committed LDE (tree row s = the LDE's natural row bitrev(s)),
+    held without the committed matrix and without its lowest ``prune`` levels: the node
+    array keeps levels prune .. log N (a tree over the level-``prune`` digests).  An
+    opening reads the rows from the LDE (recomputed from the coefficients if it was
+    released) and rehashes the 2^prune-row group of each opened row for the nodes below.
+    Same rows, same paths, same caps, same root as the full tree over the matrix."""
+
+    __slots__ = ("_upper", "_prune", "_log_n", "_src")
+
+    def __init__(self, upper, prune: int, log_n: int, src):
+        from steadfast.kernels.merkle import MerkleTree
+        self._upper = MerkleTree(upper.nodes, upper.log_n, None)     # no matrix view
+        self._prune = int(prune)
+        self._log_n = int(log_n)
+        self._src = src if hasattr(src, "get") else _ArraySource(src)
+
+    @classmethod
+    def commit(cls, lde: np.ndarray, src=None, prune: int | None = None) -> "_LdeTree":
+        """Commit the rows of the LDE columns (c, N) in bit-reversed order, hashing
+        ``_COMMIT_CHUNK`` tree positions at a time and keeping levels >= prune
+        (default: PRUNE_LEVELS, at most log N - 8 so that every cap level is kept)."""
+        from steadfast.kernels.merkle import MerkleTree, level_digests
+        N = lde.shape[1]
+        log_n = N.bit_length() - 1
+        if N != 1 << log_n or lde.shape[0] == 0:
+            raise ValueError(f"_LdeTree.commit: an LDE of shape {lde.shape}")
+        if prune is None:
+            prune = max(0, min(PRUNE_LEVELS, log_n - 8))
+        chunk = min(N, max(_COMMIT_CHUNK, 1 << prune))
+        top = np.empty((N >> prune, 8), np.uint32)
+        for lo in range(0, N, chunk):
+            top[lo >> prune:(lo + chunk) >> prune] = level_digests(_tree_rows(lde, lo, chunk), prune)
+        return cls(MerkleTree.from_digests(top), prune, log_n, lde if src is None else src)
+
+    @property
+    def root(self) -> np.ndarray:
+        return self._upper.root
+
+    @property
+    def log_n(self) -> int:
+        return self._log_n
+
+    @property
+    def prune(self) -> int:
+        return self._prune
+
+    @property
+    def stored_bytes(self) -> int:
+        return int(self._upper.nodes.nbytes)
+
+    def _nodes_at(self, levels: np.ndarray, pos: np.ndarray, lde=None) -> np.ndarray:
+        """The digests at (level, position) pairs: uint32[m, 8]."""
+        from steadfast.kernels.merkle import commit, level_offsets
+        levels = np.asarray(levels, np.int64)
+        pos = np.asarray(pos, np.int64)
+        out = np.empty((levels.size, 8), np.uint32)
+        hi = levels >= self._prune
+        if hi.any():
+            offs = level_offsets(self._log_n - self._prune)
+            out[hi] = self._upper.nodes[offs[levels[hi] - self._prune] + pos[hi]]
+        lo = np.flatnonzero(~hi)
+        if lo.size:
+            g_size = 1 << self._prune
+            groups = pos[lo] >> (self._prune - levels[lo])
+            if lde is None:
+                lde = self._src.get(keep=False)
+            offs = level_offsets(self._prune)
+            for g in np.unique(groups):
+                mini = commit(_tree_rows(lde, int(g) * g_size, g_size)).nodes
+                sel = lo[groups == g]
+                local = pos[sel] - (int(g) << (self._prune - levels[sel]))
+                out[sel] = mini[offs[levels[sel]] + local]
+        return out
+
+    def cap(self, log_cap: int) -> np.ndarray:
+        """The 2^c nodes of level log N - c, c = min(log_cap, log N)."""
+        c = min(int(log_cap), self._log_n)
+        return self._nodes_at(np.full(1 << c, self._log_n - c), np.arange(1 << c))
+
+    def rows(self, indices, lde=None) -> np.ndarray:
+        """The committed rows at tree positions ``indices`` (uint32[q, c])."""
+        nat = _bitrev_index(np.asarray(indices, dtype=np.int64), self._log_n)
+        if lde is None:
+            lde = self._src.get(keep=False)
+        return np.ascontiguousarray(lde[:, nat].T)
+
+    def paths(self, indices, lde=None) -> np.ndarray:
+        """Authentication paths uint32[q, log N, 8] (sibling at each level, leaves first)."""
+        from steadfast.kernels.merkle import _check_indices
+        idx = _check_indices(indices, 1 << self._log_n)
+        k = np.arange(self._log_n, dtype=np.int64)
+        sib = (idx[:, None] >> k[None, :]) ^ 1
+        lv = np.broadcast_to(k[None, :], sib.shape)
+        if lde is None and self._prune and idx.size:
+            lde = self._src.get(keep=False)
+        return self._nodes_at(lv.reshape(-1), sib.reshape(-1), lde).reshape(idx.size, self._log_n, 8)
+
+    def open(self, indices) -> tuple[np.ndarray, np.ndarray]:
+        paths = self.paths(indices)                       # validates the indices
+        return self.rows(indices), paths
+
+    def open_batch(self, idx: np.ndarray, log_cap: int) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, multiproof nodes against ``cap(log_cap)``) of sorted distinct tree
+        positions, from one read of the LDE."""
+        levels, pos = mp.multiproof_plan(idx, self._log_n, log_cap)
+        lde = self._src.get(keep=False)
+        return self.rows(idx, lde), self._nodes_at(levels, pos, lde)
+
+
+def _bitrev_index(idx: np.ndarray, bits: int) -> np.ndarray:
+    out = np.zeros_like(idx)
+    for b in range(bits):
+        out |= ((idx >> b) & 1) << (bits - 1 - b)
+    return out
+
+
+
+class _ArraySource:
+    """An LDE held as a plain array (the ``src`` of a tree committed without a
+    :class:`prover.stages.Committed`)."""
+
+    __slots__ = ("lde",)
+
+    def __init__(self, lde: np.ndarray):
+        self.lde = lde
+
+    def get(self, keep: bool = True) -> np.ndarray:
+        return self.lde
