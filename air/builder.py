@@ -4,7 +4,9 @@ See the package docstring (:mod:`air`) for the DSL and a worked example.  This m
 turns one symbolic definition into everything the protocol needs:
 
 * the user constraints (with their row conditions) and the LogUp constraints derived
-  from the interactions (:func:`_derive_logup`), in one canonical order;
+  from the interactions (:func:`_derive_logup`), in one canonical order, batched to a
+  degree budget that ``build(log_blowup=...)`` chooses per AIR to commit the fewest
+  columns (:func:`choose_logup_degree`);
 * the constraint degree ``D`` (Plonky3's count: the degree in the trace columns, plus one
   for a first-row / last-row condition) and ``num_parts = max(1, D - 1)``;
 * compiled programs (:mod:`air.program`) for the constraint evaluators and for the
@@ -208,15 +210,18 @@ class AirBuilder:
 
     # ---------------------------------------------------------------- freeze
     def build(self, preprocessed: np.ndarray | None = None,
-              logup_degree: int | None = None) -> "Air":
-        """Freeze the AIR.  ``logup_degree`` overrides the LogUp batching's degree budget
-        (default: max(user degree, 2, largest single interaction)); it exists so that an
-        AIR holding only another AIR's interactions reproduces that AIR's LogUp
+              logup_degree: int | None = None, log_blowup: int | None = None) -> "Air":
+        """Freeze the AIR.  The LogUp batching's degree budget is, by default, the base
+        max(user degree, 2, largest single interaction); with ``log_blowup`` it is the
+        degree d in [base, max(base, logup_degree_cap(log_blowup))] that commits the
+        fewest columns, aux_width + num_parts (ties to the smallest d;
+        :func:`choose_logup_degree`).  ``logup_degree`` overrides both; it exists so that
+        an AIR holding only another AIR's interactions reproduces that AIR's LogUp
         constraints exactly (the device kernels of slotted tables, vm/airs.py)."""
         with gc_paused():
             return Air(self.name, tuple(self._main), tuple(self._prep), tuple(self._public),
                        tuple(self._constraints), tuple(self._interactions), preprocessed,
-                       logup_degree)
+                       logup_degree, log_blowup)
 
 
 def _chal(name: str) -> Expr:
@@ -241,6 +246,46 @@ def _batch_degree(batch: list[Interaction]) -> int:
     return max([1 + total] + terms)
 
 
+def _batches(interactions, target: int) -> list[list[Interaction]]:
+    """Greedy batching (declaration order): an interaction joins the current batch while
+    the batch constraint's degree stays <= target."""
+    batches: list[list[Interaction]] = []
+    for it in interactions:
+        if batches and _batch_degree(batches[-1] + [it]) <= target:
+            batches[-1].append(it)
+        else:
+            batches.append([it])
+    return batches
+
+
+def logup_degree_cap(log_blowup: int) -> int:
+    """The largest LogUp degree budget :func:`choose_logup_degree` tries: 3 at log_blowup
+    1 (a degree-3 constraint has 2 quotient parts, the most 2^1 holds), 5 otherwise (4
+    parts, the most 2^2 holds; higher degrees would fit larger blowups but make the
+    generated constraint kernels larger for ever fewer columns saved)."""
+    return 3 if int(log_blowup) <= 1 else 5
+
+
+def choose_logup_degree(user_degree: int, interactions, log_blowup: int) -> int:
+    """The LogUp degree budget d of an AIR with these interactions (non-empty) and user
+    constraint degree ``user_degree`` (Plonky3's count) for a proof at ``log_blowup``:
+    of d in [base, max(base, logup_degree_cap(log_blowup))], base = max(user_degree,
+    2, the largest single interaction's degree), the one that minimises aux_width +
+    num_parts -- aux_width = the number of batches of the greedy batching at d,
+    num_parts = max(1, max(user_degree, the largest batch degree) - 1) -- ties to the
+    smallest d.  The committed cells per row are main + 4 aux_width + 4 num_parts."""
+    single = max(_batch_degree([it]) for it in interactions)
+    base = max(int(user_degree), single, 2)
+    best = None
+    for d in range(base, max(base, logup_degree_cap(log_blowup)) + 1):
+        batches = _batches(interactions, d)
+        deg = max([int(user_degree)] + [_batch_degree(b) for b in batches])
+        cost = len(batches) + max(1, deg - 1)
+        if best is None or cost < best[0]:
+            best = (cost, d)
+    return best[1]
+
+
 def _derive_logup(interactions, target: int):
     """Greedy batching (declaration order): an interaction joins the current batch while
     the batch constraint's degree stays <= target.  Returns (batches, constraints).
@@ -256,12 +301,7 @@ def _derive_logup(interactions, target: int):
     = n * U: the table's LogUp sum is n * U (the verifier checks sum_tables n_t U_t = 0).
     The constraint has the degree of the last batch's h constraint, and no boundary
     constraint is needed (acc is defined up to a constant; the prover takes acc[0] = 0)."""
-    batches: list[list[Interaction]] = []
-    for it in interactions:
-        if batches and _batch_degree(batches[-1] + [it]) <= target:
-            batches[-1].append(it)
-        else:
-            batches.append([it])
+    batches = _batches(interactions, target)
     B = len(batches)
     h = [column("aux", k, f"logup_h[{k}]") for k in range(B - 1)]
     acc = column("aux", B - 1, "logup_acc")
@@ -307,7 +347,8 @@ class Air:
     """
 
     def __init__(self, name, main_names, prep_names, public_names, constraints,
-                 interactions, preprocessed, logup_degree: int | None = None):
+                 interactions, preprocessed, logup_degree: int | None = None,
+                 log_blowup: int | None = None):
         self.name = name
         self.main_names = main_names
         self.prep_names = prep_names
@@ -323,7 +364,12 @@ class Air:
         user_deg = max([c.degree for c in constraints], default=0)
         if interactions:
             single = max(_batch_degree([it]) for it in interactions)
-            target = max(user_deg, single, 2) if logup_degree is None else int(logup_degree)
+            if logup_degree is not None:
+                target = int(logup_degree)
+            elif log_blowup is not None:
+                target = choose_logup_degree(user_deg, interactions, log_blowup)
+            else:
+                target = max(user_deg, single, 2)
             if target < single:
                 raise AirError(f"{name}: logup_degree {target} is below an interaction's "
                                f"own degree {single}")

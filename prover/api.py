@@ -666,7 +666,8 @@ class Prover:
             self._device_config()            # the env switches, validated up front
         else:
             _host_diagnostics(timeline is not None)
-        block_airs(np.zeros((2, 4), dtype=np.int64))     # build and cache the static AIRs
+        # build and cache the static AIRs (of this configuration's log_blowup)
+        block_airs(np.zeros((2, 4), dtype=np.int64), log_blowup=self.config.params().log_blowup)
 
     def _device_config(self):
         """The device pipeline's configuration: this config plus the SPEC §7 switches."""
@@ -720,7 +721,7 @@ class Prover:
             except ExecutionError as exc:
                 raise UnprovableBlock(f"execution failed: {exc}") from None
         with self._phase("traces", phases):
-            bt = build_traces(rec)
+            bt = build_traces(rec, log_blowup=self.config.params().log_blowup)
         wrong = claim_mismatches(rec)
         if wrong:
             # name the constraint that the false claim breaks (the trace check would)
@@ -766,7 +767,8 @@ class Prover:
         bad = [name for name, sh in zip(TABLES, shapes) if len(sh) != 2]
         if bad:
             raise ValueError(f"table {bad[0]} is not a 2-d trace (uint32[n, w])")
-        airs = block_airs(rom.astype(np.int64), slots_from_widths([sh[1] for sh in shapes]))
+        airs = block_airs(rom.astype(np.int64), slots_from_widths([sh[1] for sh in shapes]),
+                          self.config.params().log_blowup)
         table_pv = [pv, [], [pv[0]], [], []]
         sel = [CPU_LAYOUT.idx[f"is_{n.lower()}"] for n in SELECTORS]
         cycles = int(np.count_nonzero(np.asarray(tables[0])[:, sel].sum(axis=1)))
@@ -791,8 +793,8 @@ class Prover:
         except ExecutionError as exc:
             raise UnprovableBlock(f"execution failed: {exc}") from None
         wrong = claim_mismatches(rec)
-        bt = build_traces(rec)
         params = self.config.params()
+        bt = build_traces(rec, log_blowup=params.log_blowup)
         used = {"cpu": rec.cycles, "program": int(rec.rom.rows.shape[0]),
                 "memory": int(memory_accesses(bt.traces[0]).shape[0]),
                 "poseidon2": int(rec.hash_in.shape[0])}
@@ -851,15 +853,16 @@ class Prover:
         if self.backend not in ("cuda", "sim"):
             return []
         from steadfast.vm.traces import block_slots
+        lb = self.config.params().log_blowup        # the AIRs' LogUp degree depends on it
         if block is None:       # every slotted table at every k of its menu
-            airs = block_airs(np.zeros((1, 4), dtype=np.int64))
-            airs += [table_air(name, k) for name in SLOTTED for k in slot_menu(name) if k != 1]
+            airs = block_airs(np.zeros((1, 4), dtype=np.int64), log_blowup=lb)
+            airs += [table_air(name, k, lb) for name in SLOTTED for k in slot_menu(name) if k != 1]
         else:
             try:
                 rec = execute(_as_block(block))
             except ExecutionError as exc:
                 raise UnprovableBlock(f"execution failed: {exc}") from None
-            airs = block_airs(rec.rom.rows, block_slots(rec))
+            airs = block_airs(rec.rom.rows, block_slots(rec, log_blowup=lb), lb)
         from steadfast.kernels.constraint_device import precompile
         return precompile(airs, compile=self.backend == "cuda", progress=progress)
 
@@ -1078,7 +1081,10 @@ def verify(proof: BlockProof | bytes | str | os.PathLike[str], block: BlockLike 
         slots = slots_from_widths([len(t.ood_main) for t in decoded.tables])
     except ValueError as exc:
         raise ShapeError(f"table shapes: {exc}") from None
-    airs = block_airs(proof.rom, slots)
+    # the AIRs of the proof's log_blowup (their LogUp batching degree depends on it,
+    # air/builder.py choose_logup_degree): a proof whose aux / quotient shapes were made for
+    # other AIRs fails the shape checks (and the AIR fingerprints in the transcript)
+    airs = block_airs(proof.rom, slots, decoded.params.log_blowup)
     check_security(decoded.params, min_security_bits, airs, [t.log_n for t in decoded.tables])
     if program_digest(proof.rom) != pv[PV_PROGRAMS]:
         raise PublicValuesError("the program digest does not match the proof's ROM")

@@ -438,7 +438,7 @@ def _run_prove(argv) -> int:
         from steadfast.verifier.security import proof_security
         from steadfast.vm.airs import block_airs, slots_from_widths
         slots = slots_from_widths([t.main_width for t in st.tables])
-        sec = proof_security(params, block_airs(proof.rom, slots),
+        sec = proof_security(params, block_airs(proof.rom, slots, params.log_blowup),
                              [t.rows.bit_length() - 1 for t in st.tables])
     wall = time.perf_counter() - t_start
     stats = dict(st.to_json(), **meta, ok=True, proof_file_bytes=len(data), exit_code=EXIT_OK,

@@ -188,7 +188,8 @@ class _Worker:
         from contextlib import nullcontext
         from steadfast.vm.airs import block_airs, slots_from_widths
         from .spans import Spans
-        air = block_airs(rom, slots_from_widths([s.main_width for s in shapes]))[i]
+        air = block_airs(rom, slots_from_widths([s.main_width for s in shapes]),
+                         params.log_blowup)[i]
         stages, spans = self._stages(shapes[i], params, tl), Spans()
         device = getattr(stages, "mem", None)
         with (device.stream_scope() if device is not None else nullcontext()):
@@ -253,7 +254,8 @@ class _Worker:
                 raise ClusterError(f"table {i}: the recomputed main cap differs")  # pragma: no cover
         else:
             _, com, prep, stages = held
-        airs = tuple(block_airs(rom, slots_from_widths([s.main_width for s in shapes])))
+        airs = tuple(block_airs(rom, slots_from_widths([s.main_width for s in shapes]),
+                                params.log_blowup))
         n = len(airs)
         st = Statement(airs, tuple(trace if j == i else None for j in range(n)),
                        tuple(tuple(int(v) for v in pv) for pv in public_values), params,

@@ -57,7 +57,8 @@ def test_stats_record(proofs):
     assert isinstance(st, ProofStats)
     assert [t.name for t in st.tables] == ["cpu", "program", "memory", "range", "poseidon2"]
     by = {t.name: t for t in st.tables}
-    assert by["range"].rows == 1 << 16 and by["cpu"].parts == 2 and by["program"].parts == 1
+    # CPU: LogUp batched to degree 5 at log_blowup 2 (format 5), 4 parts
+    assert by["range"].rows == 1 << 16 and by["cpu"].parts == 4 and by["program"].parts == 1
     assert st.proof_bytes == len(proof.proof) and st.cycles == execute(hash_heavy_block()).cycles
     assert {"execute", "traces", "check", "prove", "self_check", "total"} <= set(st.phases)
     sc = st.counters["self_check"]          # the happy path: checked once, nothing refused

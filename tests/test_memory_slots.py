@@ -62,10 +62,16 @@ def _compare(trace1: np.ndarray, pv, ks=(2, 3, 5, 8, 9, 16)):
 
 def test_layout_and_shapes():
     for k in MEMORY_SLOTS:
-        air = build_memory(k)
+        air = build_memory(k, log_blowup=1)         # LogUp degree 3: 2 fractions a batch
         assert air.main_width == memory_layout(k).width == 7 * k
         assert len(air.interactions) == 4 * k and air.aux_width == 2 * k
         assert air.max_degree == 3 and air.num_parts == 2
+        # log_blowup 2 (format 5): degree 5 (4 fractions a batch, 4 parts) from k = 4 on,
+        # degree 4 (3 a batch, 3 parts) at k = 3; k = 1, 2 keep degree 3 (k = 2: 4 + 2
+        # columns, as 3 + 3 and 2 + 4: ties go to the smallest degree)
+        air = build_memory(k)
+        d = 3 if k <= 2 else 4 if k == 3 else 5
+        assert (air.max_degree, air.num_parts, air.aux_width) == (d, d - 1, -(-4 * k // (d - 1)))
     assert memory_layout(1) is MEMORY_LAYOUT
     assert [c.name for c in build_memory(1).constraints[:10]] == [
         "is_real_bool", "is_write_bool", "first_real", "first_addr", "padding_at_end",

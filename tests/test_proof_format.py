@@ -29,7 +29,7 @@ def test_header_layout(proof):
     assert proof[:4] == MAGIC
     (version, reserved, lb, pw, lf, lpw, nq, dpw, cpw, lar, lcap, nt,
      logup_nonce) = struct.unpack_from(HEADER, proof, 4)
-    assert (version, reserved) == (FORMAT_VERSION, 0) and FORMAT_VERSION == 4
+    assert (version, reserved) == (FORMAT_VERSION, 0) and FORMAT_VERSION == 5
     assert (lb, pw, lf, nq, nt) == (1, 1, 2, 3, 1)
     assert (lpw, dpw, cpw) == (16, 14, 8)                  # the grinding defaults
     assert (lar, lcap) == (Params().log_fri_arity, Params().log_cap)
@@ -46,11 +46,11 @@ def test_header_layout(proof):
 
 
 def test_older_versions_get_a_clear_error(proof):
-    for v in (3, 2, 1, 0, 5):
+    for v in (4, 3, 2, 1, 0, 6):
         b = bytearray(proof)
         struct.pack_into("<H", b, 4, v)
         with pytest.raises(ShapeError, match=f"unsupported proof version {v} "
-                                             r"\(this verifier reads 4\)"):
+                                             r"\(this verifier reads 5\)"):
             decode(bytes(b))
 
 

@@ -34,11 +34,14 @@ def test_degrees_and_parts():
     airs = block_airs(np.zeros((3, 4), dtype=np.int64))
     by = {a.name: a for a in airs}
     assert [a.name for a in airs] == ["cpu", "program", "memory", "range", "poseidon2"]
-    assert (by["cpu"].max_degree, by["cpu"].num_parts) == (3, 2)
+    # the default log_blowup 2: CPU's LogUp batched to degree 5 (8 aux, 4 parts; format 5)
+    assert (by["cpu"].max_degree, by["cpu"].num_parts, by["cpu"].aux_width) == (5, 4, 8)
     assert by["program"].max_degree <= 2 and by["program"].num_parts == 1
     assert by["range"].num_parts == 1 and by["range"].fixed_height == 1 << 16
     assert (by["poseidon2"].max_degree, by["poseidon2"].num_parts) == (3, 2)
-    assert (by["memory"].max_degree, by["memory"].num_parts) == (3, 2)
+    assert (by["memory"].max_degree, by["memory"].num_parts) == (3, 2)     # k = 1: 2 + 2 < 1 + 4
+    one = {a.name: a for a in block_airs(np.zeros((3, 4), dtype=np.int64), log_blowup=1)}
+    assert (one["cpu"].max_degree, one["cpu"].num_parts, one["cpu"].aux_width) == (3, 2, 15)
     assert by["memory"].main_width == MEMORY_LAYOUT.width == 7
     assert len(by["memory"].interactions) == 4
     assert by["cpu"].main_width == CPU_LAYOUT.width and by["poseidon2"].main_width == P2_LAYOUT.width

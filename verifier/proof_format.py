@@ -1,11 +1,11 @@
-"""The proof format (version 4): versioned, deterministic binary, and a JSON rendering
+"""The proof format (version 5): versioned, deterministic binary, and a JSON rendering
 for debugging.
 
 Layout (all integers little-endian; "array" = ndim:u8, dims:u32 x ndim, then the
 elements as u32, every element a canonical field element < p)::
 
     magic      4 bytes  b"STFK"
-    version    u16      FORMAT_VERSION (3)
+    version    u16      FORMAT_VERSION (5)
     reserved   u16      0
     params     log_blowup:u8  pow_bits:u8  log_final_poly_len:u8  logup_pow_bits:u8
                num_queries:u16  deep_pow_bits:u8  commit_pow_bits:u8
@@ -54,7 +54,7 @@ import numpy as np
 from .errors import ShapeError
 
 MAGIC = b"STFK"
-FORMAT_VERSION = 4       # 4: LogUp accumulator merged with the last batch, MEMORY 7 columns (#12); 3: one FRI (#13)
+FORMAT_VERSION = 5       # 5: LogUp batch degree chosen per AIR and log_blowup (#12); 4: LogUp accumulator merged with the last batch, MEMORY 7 columns (#12); 3: one FRI (#13)
 P = 2013265921
 _MAX_DIM = 1 << 24
 _MAX_LOG_N = 24          # = protocol.MAX_LOG_N (protocol imports this module)

@@ -3,12 +3,19 @@
 ==========  ======================================================  =======  ======
 table       rows                                                    degree   parts
 ==========  ======================================================  =======  ======
-CPU         one per cycle (prologue, transactions, epilogue, pad)   3        2
+CPU         one per cycle (prologue, transactions, epilogue, pad)   5 (3)    4 (2)
 PROGRAM     the ROM (preprocessed) + execution multiplicities       2        1
-MEMORY      every memory access, sorted by (address, time)          3        2
+MEMORY      every memory access, sorted by (address, time)          5 (3)    4 (2)
 RANGE       the values 0..2^16-1 (preprocessed) + multiplicities    2        1
 POSEIDON2   k permutations per row (slots), every round in columns  3        2
 ==========  ======================================================  =======  ======
+
+The degree is that of the LogUp batching, chosen per AIR for the proof's log_blowup
+(air/builder.py ``choose_logup_degree``: the budget in [base, 5] -- [base, 3] at
+log_blowup 1 -- that commits the fewest aux + quotient-part columns; docs/protocol.md
+"LogUp"): in brackets at log_blowup 1, and for MEMORY with k = 1 slot at any blowup
+(2 aux + 2 parts beat 1 + 4).  Every builder and ``block_airs`` take ``log_blowup``
+(default DEFAULT_LOG_BLOWUP, the default proof parameters').
 
 Buses (LogUp; arity in brackets):
 
@@ -23,8 +30,8 @@ Buses (LogUp; arity in brackets):
 The column layouts live here (:class:`Layout`) and are shared with :mod:`vm.traces`.
 Slots (``SLOTTED``; docs/vm.md "Slots"): POSEIDON2 packs k = 1, 2 or 3 permutations per
 row, MEMORY k = 1..16 accesses per row (chained slot to slot as rows are chained);
-``block_airs(rom, slots)`` takes each slotted table's k, ``slots_from_widths`` reads them
-back off the main widths.
+``block_airs(rom, slots, log_blowup)`` takes each slotted table's k, ``slots_from_widths``
+reads them back off the main widths.
 """
 from __future__ import annotations
 
@@ -33,7 +40,7 @@ import functools
 import numpy as np
 
 from steadfast.air import Air, AirBuilder, Expr
-from steadfast.air.builder import gc_paused
+from steadfast.air.builder import gc_paused, logup_degree_cap
 from steadfast.air.expr import walk
 
 from . import isa
@@ -58,6 +65,9 @@ PV_NAMES = (["memory_size"] + [f"initial_digest[{i}]" for i in range(8)]
 # first SLACK_BITS of the columns v[0..17], o[0..16] (STOP uses none of them).
 SLACK_BITS = MAX_LOG_CYCLES
 assert len(PV_NAMES) == NUM_PUBLIC_VALUES
+# The log_blowup the AIRs are built for unless told (verifier/proof_format.py Params'
+# default; the LogUp batching's degree depends on it, air/builder.py choose_logup_degree).
+DEFAULT_LOG_BLOWUP = 2
 
 
 class Layout:
@@ -145,7 +155,7 @@ def _sum(xs):
 
 # --------------------------------------------------------------------------- CPU
 
-def build_cpu() -> Air:
+def build_cpu(log_blowup: int = DEFAULT_LOG_BLOWUP) -> Air:
     b = AirBuilder("cpu", public=PV_NAMES)
     col = CPU_LAYOUT.declare(b)
     s = {k: col[f"is_{isa.OPCODE_NAMES[k].lower()}"] for k in range(1, isa.NUM_OPCODES)}
@@ -290,7 +300,7 @@ def build_cpu() -> Air:
 
     # -- one POSEIDON2 permutation per hashing row
     b.send("poseidon2", list(v[:16]) + list(o), multiplicity=any_of(isa.HASH_CALLS))
-    return b.build()
+    return b.build(log_blowup=log_blowup)
 
 
 # --------------------------------------------------------------------------- PROGRAM
@@ -306,12 +316,12 @@ def program_preprocessed(rom_rows: np.ndarray) -> np.ndarray:
     return prep
 
 
-def build_program(rom_rows: np.ndarray) -> Air:
+def build_program(rom_rows: np.ndarray, log_blowup: int = DEFAULT_LOG_BLOWUP) -> Air:
     b = AirBuilder("program")
     pc, op, a, bb, c = (b.prep(n) for n in ("pc", "opcode", "a", "b", "c"))
     mult = b.main("mult")
     b.receive("program", [pc, op, a, bb, c], multiplicity=mult)
-    return b.build(preprocessed=program_preprocessed(rom_rows))
+    return b.build(preprocessed=program_preprocessed(rom_rows), log_blowup=log_blowup)
 
 
 # --------------------------------------------------------------------------- MEMORY
@@ -327,7 +337,7 @@ def memory_layout(k: int = 1) -> Layout:
     return Layout([(slot_group(g, j, k), c) for j in range(k) for g, c in MEMORY_LAYOUT.groups])
 
 
-def build_memory(k: int = 1) -> Air:
+def build_memory(k: int = 1, log_blowup: int = DEFAULT_LOG_BLOWUP) -> Air:
     """MEMORY with k accesses per row (k in MEMORY_SLOTS).  The accesses, sorted by
     (address, time), fill the slots row by row: access v is row v // k, slot v % k.  Every
     constraint between consecutive accesses (the "pair" constraints below) is applied to
@@ -382,28 +392,28 @@ def build_memory(k: int = 1) -> Air:
         b.send("range16", [s["gap_lo"]], multiplicity=s["is_real"])
         b.send("range16", [s["gap_hi"]], multiplicity=s["is_real"])
         b.send("range16", [s["gap_hi"] * (1 << 8)], multiplicity=s["is_real"])
-    return b.build()
+    return b.build(log_blowup=log_blowup)
 
 
 # --------------------------------------------------------------------------- RANGE
 
-def build_range() -> Air:
+def build_range(log_blowup: int = DEFAULT_LOG_BLOWUP) -> Air:
     b = AirBuilder("range")
     value = b.prep("value")
     mult = b.main("mult")
     b.receive("range16", [value], multiplicity=mult)
     prep = np.arange(RANGE_SIZE, dtype=np.uint32).reshape(RANGE_SIZE, 1)
-    return b.build(preprocessed=prep)
+    return b.build(preprocessed=prep, log_blowup=log_blowup)
 
 
 # --------------------------------------------------------------------------- POSEIDON2
 
-def build_poseidon2(k: int = 1) -> Air:
+def build_poseidon2(k: int = 1, log_blowup: int = DEFAULT_LOG_BLOWUP) -> Air:
     """POSEIDON2 with k permutations per row (k in P2_SLOTS): each slot is the whole
     permutation in columns, with its own ``mult`` and its own receive on ``poseidon2``.
     Rows carry no transition constraint, so the slots are independent; k = 1 is the
     one-permutation-per-row AIR, names and layout unchanged."""
-    air = _poseidon2_air("poseidon2", k, constraints=True, receive=True)
+    air = _poseidon2_air("poseidon2", k, constraints=True, receive=True, log_blowup=log_blowup)
     # The device computes this AIR's quotient from two smaller generated kernels (kernels/
     # constraint_device.py quotient_device): one slot's permutation constraints, launched
     # once per slot on that slot's columns (the same kernel for every k), and the LogUp
@@ -429,13 +439,13 @@ def _poseidon2_slot_air() -> Air:
 
 
 def _poseidon2_air(name: str, k: int, constraints: bool, receive: bool,
-                   logup_degree: int | None = None) -> Air:
+                   logup_degree: int | None = None, log_blowup: int | None = None) -> Air:
     b = AirBuilder(name)
     cols = p2_layout(k).declare(b)
     for j in range(k):
         col = {g: cols[slot_group(g, j, k)] for g, _ in P2_LAYOUT.groups}
         _poseidon2_slot(b, col, "" if k == 1 else f"@{j}", constraints, receive)
-    return b.build(logup_degree=logup_degree)
+    return b.build(logup_degree=logup_degree, log_blowup=log_blowup)
 
 
 def _poseidon2_slot(b: AirBuilder, col: dict, sfx: str, constraints: bool = True,
@@ -478,17 +488,29 @@ def slot_menu(table: str) -> tuple:
     return tuple(sorted(SLOTTED[table][0])) if table in SLOTTED else (1,)
 
 
-def table_air(table: str, k: int = 1) -> Air:
-    """The AIR of a block-independent table (all but PROGRAM) with k slots, built once
-    per (table, k)."""
+def check_log_blowup(log_blowup) -> int:
+    """``log_blowup`` as an int in [1, 8] (verifier/proof_format.py Params' range);
+    ValueError otherwise."""
+    if isinstance(log_blowup, bool) or not isinstance(log_blowup, (int, np.integer)) \
+            or not 1 <= int(log_blowup) <= 8:
+        raise ValueError(f"log_blowup must be an int in [1, 8], got {log_blowup!r}")
+    return int(log_blowup)
+
+
+def table_air(table: str, k: int = 1, log_blowup: int = DEFAULT_LOG_BLOWUP) -> Air:
+    """The AIR of a block-independent table (all but PROGRAM) with k slots for proofs at
+    ``log_blowup``, built once per (table, k, LogUp degree cap): the AIR depends on the
+    blowup only through air.builder.logup_degree_cap."""
     if table not in _BUILDERS:
         raise ValueError(f"no block-independent table {table!r} (tables: {', '.join(TABLES)})")
     if k not in slot_menu(table):
         raise ValueError(f"{table}: k = {k!r} slots is not in its menu {slot_menu(table)}")
-    key = (table, k)
+    log_blowup = check_log_blowup(log_blowup)
+    key = (table, k, logup_degree_cap(log_blowup))
     if key not in _CACHE:
         with gc_paused():           # half the build time otherwise (air.builder.gc_paused)
-            _CACHE[key] = _BUILDERS[table](k) if table in SLOTTED else _BUILDERS[table]()
+            _CACHE[key] = (_BUILDERS[table](k, log_blowup) if table in SLOTTED
+                           else _BUILDERS[table](log_blowup))
     return _CACHE[key]
 
 
@@ -525,11 +547,15 @@ def slots_from_widths(widths) -> dict:
     return out
 
 
-def block_airs(rom_rows: np.ndarray, slots=None) -> list[Air]:
-    """The five AIRs of a block proof, in table order (CPU, PROGRAM, MEMORY, RANGE,
-    POSEIDON2).  ``slots`` maps a table to its k (default 1; see SLOTTED).  Only PROGRAM
-    depends on the block (its ROM); the others are built once per (table, k)."""
+def block_airs(rom_rows: np.ndarray, slots=None,
+               log_blowup: int = DEFAULT_LOG_BLOWUP) -> list[Air]:
+    """The five AIRs of a block proof at ``log_blowup`` (the proof's parameter: the LogUp
+    batching's degree depends on it, air/builder.py choose_logup_degree), in table order
+    (CPU, PROGRAM, MEMORY, RANGE, POSEIDON2).  ``slots`` maps a table to its k (default 1;
+    see SLOTTED).  Only PROGRAM depends on the block (its ROM); the others are built once
+    per (table, k, LogUp degree cap)."""
     slots = check_slots(slots)
+    log_blowup = check_log_blowup(log_blowup)
     with gc_paused():
-        return [build_program(rom_rows) if name == "program"
-                else table_air(name, slots.get(name, 1)) for name in TABLES]
+        return [build_program(rom_rows, log_blowup) if name == "program"
+                else table_air(name, slots.get(name, 1), log_blowup) for name in TABLES]

@@ -16,7 +16,7 @@ from steadfast.air import field as F
 from . import isa
 from .airs import (CPU_LAYOUT, MEMORY_LAYOUT, P2_LAYOUT, RANGE_SIZE, SELECTORS, SLACK_BITS,
                    SLOTTED, block_airs, check_slots, slack_bits, slot_menu, slots_from_widths,
-                   table_air)
+                   table_air, DEFAULT_LOG_BLOWUP)
 from .block import MAX_CYCLES
 from .interpreter import ExecutionRecord
 from .poseidon2 import N_FULL_HALF, WIDTH, permute_rows
@@ -251,16 +251,18 @@ def poseidon2_trace(hash_in: np.ndarray, k: int = 1) -> np.ndarray:
 
 def committed_cells(air, rows: int) -> int:
     """Cells a table of ``rows`` rows commits: main, LogUp (4 per EF column) and
-    quotient parts (4 each) -- per unit of blowup."""
+    quotient parts (4 each) -- per unit of blowup.  aux_width and num_parts are those of
+    ``air``, i.e. of the log_blowup it was built for (its LogUp batching degree)."""
     return rows * (air.main_width + 4 * air.aux_width + 4 * air.num_parts)
 
 
-def choose_slots(table: str, items: int) -> int:
+def choose_slots(table: str, items: int, log_blowup: int = DEFAULT_LOG_BLOWUP) -> int:
     """The k in ``table``'s menu that commits the fewest cells for ``items`` rows' worth
-    of work (rows = next_pow2(ceil(items / k))); ties go to the smaller k."""
+    of work (rows = next_pow2(ceil(items / k))) with the AIRs of a proof at
+    ``log_blowup`` (their aux and quotient-part columns); ties go to the smaller k."""
     best = None
     for k in slot_menu(table):
-        cells = committed_cells(table_air(table, k), _pow2(-(-items // k)))
+        cells = committed_cells(table_air(table, k, log_blowup), _pow2(-(-items // k)))
         if best is None or cells < best[0]:
             best = (cells, k)
     return best[1]
@@ -281,20 +283,22 @@ def memory_count(rec: ExecutionRecord) -> int:
 
 
 def block_slots(rec: ExecutionRecord, slots: dict | None = None,
-                accesses: int | None = None) -> dict:
-    """k of every slotted table for a proof of ``rec``: the forced ones in ``slots``
-    (ValueError outside a table's menu), the rest by :func:`choose_slots`."""
+                accesses: int | None = None, log_blowup: int = DEFAULT_LOG_BLOWUP) -> dict:
+    """k of every slotted table for a proof of ``rec`` at ``log_blowup``: the forced ones
+    in ``slots`` (ValueError outside a table's menu), the rest by :func:`choose_slots`."""
     forced = {} if slots is None else dict(slots)
     check_slots(forced)
     items = {"poseidon2": int(rec.hash_in.shape[0]),
              "memory": memory_count(rec) if accesses is None else int(accesses)}
-    return {name: int(forced[name]) if name in forced else choose_slots(name, items[name])
-            for name in SLOTTED}
+    return {name: int(forced[name]) if name in forced
+            else choose_slots(name, items[name], log_blowup) for name in SLOTTED}
 
 
 def build_traces(rec: ExecutionRecord, public_values: list[int] | None = None,
-                 slots: dict | None = None) -> BlockTraces:
-    """AIRs, traces and public values for a proof of ``rec.block``.  ``public_values``
+                 slots: dict | None = None,
+                 log_blowup: int = DEFAULT_LOG_BLOWUP) -> BlockTraces:
+    """AIRs, traces and public values for a proof of ``rec.block`` at ``log_blowup`` (the
+    AIRs' LogUp batching depends on it: vm/airs.py block_airs).  ``public_values``
     defaults to the block's (claimed outputs included) with the executed final digest;
     pass others to build a deliberately false statement.  ``slots`` forces a table's k
     (vm/airs.py SLOTTED); a slotted table not named gets the k that commits the fewest
@@ -305,8 +309,8 @@ def build_traces(rec: ExecutionRecord, public_values: list[int] | None = None,
         raise ValueError(f"expected {NUM_PUBLIC_VALUES} public values, got {len(public_values)}")
     cpu = cpu_trace(rec, public_values[PV_MAX_CYCLES])
     acc = memory_accesses(cpu)
-    slots = block_slots(rec, slots, accesses=acc.shape[0])
-    airs = block_airs(rec.rom.rows, slots)
+    slots = block_slots(rec, slots, accesses=acc.shape[0], log_blowup=log_blowup)
+    airs = block_airs(rec.rom.rows, slots, log_blowup)
     mem = memory_trace(acc, slots["memory"])
     prog = program_counts(cpu, airs[1].fixed_height)
     rng = range_counts(cpu, mem)
