@@ -4,6 +4,7 @@ proof's CPU seconds at both.
 
     PYTHONPATH=. python bench/slots_bench.py [--sizes 12 14 16 18] [--hash-share 0.25]
                                              [--prove 14] [--reps 2] [--json out.json]
+                                             [--log-blowup 2]
 
 Cells: bench/block_bench.py ``cell_accounting`` (rows x (main + 4 aux + 4 parts) per
 table, trace domain; POSEIDON2's real rows are ceil(perms / k)); only POSEIDON2's k is
@@ -12,6 +13,8 @@ of 2^N cycles proved with the default parameters on the host backend, k = 1 and 
 k alternating, each proof in a fresh subprocess after a warm-up proof of a tiny block;
 CPU seconds = the process's user + system time during the proof (steadier than wall time
 on a shared machine).  The machine's load (uptime) is printed with every figure.
+``--log-blowup``: the proofs' (default 2); the AIRs, hence the cells and the slot choices,
+depend on it (proof format 5's LogUp batching degree).
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def cells(log_cycles: int, share: float) -> dict:
+def cells(log_cycles: int, share: float, log_blowup: int = 2) -> dict:
     from bench.block_bench import cell_accounting
     from steadfast.vm.interpreter import execute
     from steadfast.vm.programs import sized_block
@@ -38,7 +41,7 @@ def cells(log_cycles: int, share: float) -> dict:
     perms = int(rec.hash_in.shape[0])
     out = {"log_cycles": log_cycles, "cycles": int(rec.cycles), "perms": perms}
     for label, slots in (("k1", {"poseidon2": 1}), ("chosen", None)):
-        bt = build_traces(rec, slots=slots)
+        bt = build_traces(rec, slots=slots, log_blowup=log_blowup)
         k = bt.slots["poseidon2"]
         tables = [{"name": a.name, "rows": int(t.shape[0]), "main_width": a.main_width,
                    "aux_width": a.aux_width, "parts": a.num_parts}
@@ -59,11 +62,11 @@ from steadfast.vm.interpreter import execute
 from steadfast.vm.programs import sized_block
 from steadfast.vm.traces import build_traces
 from tests.vm_blocks import one_tx_block
-log_cycles, share, k = int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
-prover = Prover(ProverConfig(backend="host"))
+log_cycles, share, k, lb = int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+prover = Prover(ProverConfig(backend="host", log_blowup=lb))
 prover.prove_block(one_tx_block())                     # load the compiled kernels
 rec = execute(sized_block(log_cycles, share))
-bt = build_traces(rec, slots=None if k == "chosen" else {"poseidon2": int(k)})
+bt = build_traces(rec, slots=None if k == "chosen" else {"poseidon2": int(k)}, log_blowup=lb)
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
@@ -76,8 +79,9 @@ print(json.dumps({"k": bt.slots["poseidon2"], "cpu_s": c1 - c0, "wall_s": t1 - t
 """
 
 
-def prove_time(log_cycles: int, share: float, k: str) -> dict:
-    proc = subprocess.run([sys.executable, "-c", _CHILD, ROOT, str(log_cycles), str(share), k],
+def prove_time(log_cycles: int, share: float, k: str, log_blowup: int = 2) -> dict:
+    proc = subprocess.run([sys.executable, "-c", _CHILD, ROOT, str(log_cycles), str(share), k,
+                           str(log_blowup)],
                           capture_output=True, text=True, cwd=ROOT)
     if proc.returncode:
         raise RuntimeError(proc.stderr[-3000:])
@@ -91,6 +95,7 @@ def main(argv=None) -> int:
     ap.add_argument("--prove", type=int, default=None, help="also time proofs at 2^N cycles")
     ap.add_argument("--reps", type=int, default=2, help="alternating proof pairs")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--log-blowup", type=int, default=2)
     args = ap.parse_args(argv)
     res = {"cells": [], "proofs": []}
     print(f"load {_load()}")
@@ -98,7 +103,7 @@ def main(argv=None) -> int:
           f"{'cells':>11} {'c/cyc':>7} | {'k':>2} {'p2 rows':>8} {'p2 cells':>11} {'cells':>11} "
           f"{'c/cyc':>7} | {'saved':>6}")
     for n in args.sizes:
-        r = cells(n, args.hash_share)
+        r = cells(n, args.hash_share, args.log_blowup)
         a, b = r["k1"], r["chosen"]
         print(f"{n:>3} {r['cycles']:>8} {r['perms']:>7} | {a['k']:>2} {a['poseidon2_rows']:>8} "
               f"{a['poseidon2_cells']:>11,} {a['cells']:>11,} {a['cells_per_cycle']:>7.1f} | "
@@ -108,7 +113,8 @@ def main(argv=None) -> int:
     if args.prove is not None:
         for rep in range(args.reps):
             for k in (("1", "chosen") if rep % 2 == 0 else ("chosen", "1")):
-                p = dict(prove_time(args.prove, args.hash_share, k), rep=rep, label=k)
+                p = dict(prove_time(args.prove, args.hash_share, k, args.log_blowup), rep=rep,
+                         label=k)
                 print(f"prove 2^{args.prove} k={p['k']} ({k}): {p['cpu_s']:.1f} CPU-s, "
                       f"{p['wall_s']:.1f} s wall, proof {p['proof_bytes']:,} B, load {p['load']}")
                 res["proofs"].append(p)

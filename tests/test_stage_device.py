@@ -54,7 +54,11 @@ def dev(a, layout="cols"):
     return cuda.to_device(to_rows(a) if layout == "rows" else np.ascontiguousarray(a))
 
 
-def shape_of(air, log_n, log_blowup=1):
+def shape_of(air, log_n, log_blowup=None):
+    """The table shape at ``log_blowup`` (default: the least that holds the AIR's parts,
+    1 for up to 2 parts; CPU and slotted MEMORY at log_blowup 2 have 3 or 4)."""
+    if log_blowup is None:
+        log_blowup = max(1, (air.num_parts - 1).bit_length())
     return table_shape(air, log_n, Params(log_blowup=log_blowup, num_queries=2, pow_bits=0))
 
 
@@ -91,8 +95,12 @@ def _small_range(vm_airs, log_n):
 
 
 def vm_air(name):
-    """One of the five VM tables (vm/airs.py block_airs) at a height VM_LOG_N allows."""
+    """One of the five VM tables (vm/airs.py block_airs) at a height VM_LOG_N allows, for
+    the default log_blowup 2 (CPU's LogUp batched to degree 5: 4 parts); ``cpu@1``: CPU
+    for log_blowup 1 (degree 3, the batching of proof format 4)."""
     vm_airs = pytest.importorskip("steadfast.vm.airs")
+    if name == "cpu@1":
+        return vm_airs.build_cpu(log_blowup=1)
     air = {"cpu": vm_airs.build_cpu, "program": lambda: vm_airs.build_program(_vm_rom()),
            "memory": vm_airs.build_memory, "poseidon2": vm_airs.build_poseidon2,
            "range": lambda: _small_range(vm_airs, VM_LOG_N["range"])}[name]()
@@ -216,16 +224,21 @@ def _quotient_airs():
     return {"empty": (empty.build(), 1), "fibonacci": (ex.fibonacci_air(), 1),
             "cubic": (ex.cubic_air(), 2),
             "quartic": (quartic.build(), 2), "adder": (ex.adder_air(), 1),
-            "pairs": (ex.pairs_air(4), 1), **{name: (None, 1) for name in VM_LOG_N}}
+            "pairs": (ex.pairs_air(4), 1), **{name: (None, 1) for name in VM_LOG_N},
+            "cpu@1": (None, 1)}
 
 
 @pytest.mark.parametrize("name", ["empty", "fibonacci", "cubic", "quartic", "adder", "pairs",
-                                  *VM_LOG_N])
+                                  *VM_LOG_N, "cpu@1"])
 def test_quotient_matches_host(name):
     air, log_blowup = _quotient_airs()[name]
     if air is None:
         air = vm_air(name)
-    log_n = VM_LOG_N.get(name, 4 if air.fixed_height is None else air.fixed_height.bit_length() - 1)
+        # the least blowup that holds the parts (CPU at log_blowup 2: 4 parts, M = 4n = N)
+        log_blowup = max(log_blowup, (air.num_parts - 1).bit_length())
+    assert (name, air.num_parts) != ("cpu", 2) and (name, air.num_parts) != ("cpu@1", 4)
+    log_n = VM_LOG_N.get(name.split("@")[0],
+                         4 if air.fixed_height is None else air.fixed_height.bit_length() - 1)
     rng = np.random.default_rng(len(name))
     shape = shape_of(air, log_n, log_blowup)
     N = 1 << shape.log_lde
@@ -244,7 +257,8 @@ def test_quotient_matches_host(name):
         assert np.array_equal(got.copy_to_host(), want), layout
 
 
-@pytest.mark.parametrize("table,k", [("poseidon2", 2), ("poseidon2", 3), ("memory", 3)])
+@pytest.mark.parametrize("table,k", [("poseidon2", 2), ("poseidon2", 3), ("memory", 3),
+                                     ("memory", 4)])
 def test_slotted_quotient_matches_host(table, k):
     """Slotted VM tables: POSEIDON2's device quotient is split (one slot kernel launched per
     slot on that slot's columns, plus the LogUp constraints' own kernel, weighted by alpha
@@ -256,7 +270,8 @@ def test_slotted_quotient_matches_host(table, k):
     if table == "poseidon2":
         assert air.device_split() is air.device_split()         # built once, on demand
     rng = np.random.default_rng(k)
-    shape = shape_of(air, 2, 1)
+    # MEMORY k = 3 / 4: LogUp degree 4 / 5 (3 / 4 parts) at the default log_blowup 2
+    shape = shape_of(air, 2, max(1, (air.num_parts - 1).bit_length()))
     N = 1 << shape.log_lde
     main = rnd(rng, air.main_width, N)
     aux = rnd(rng, 4 * air.aux_width, N)
