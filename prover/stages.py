@@ -16,6 +16,8 @@ Domain conventions (docs/protocol.md):
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 import steadfast.air as airlib
@@ -53,10 +55,32 @@ class _LdeSource:
             if self.log_blowup is None:
                 raise ValueError("this committed matrix's LDE was released and cannot be "
                                  "recomputed (no coefficients)")
-            lde = lde_columns(ntt(self.coeffs), self.log_blowup, SHIFT)
+            lde = lde_of_coeffs(self.coeffs, self.log_blowup)
             if keep:
                 self.lde = lde
         return lde
+
+    def on(self, log_blowup: int) -> np.ndarray:
+        """The evaluations on the sub-coset g<w_(n 2^log_blowup)> of the LDE domain (every
+        2^(K - log_blowup)-th point of the natural-order LDE, K = this LDE's blowup): a
+        strided copy of the held LDE, else computed from the coefficients at that blowup
+        alone (not kept)."""
+        k = int(log_blowup)
+        if self.lde is not None:
+            if self.log_blowup is None or not 0 <= k <= self.log_blowup:
+                raise ValueError(f"no sub-coset of blowup 2^{k} in this LDE")
+            stride = 1 << (self.log_blowup - k)
+            return self.lde if stride == 1 else np.ascontiguousarray(self.lde[:, ::stride])
+        if self.log_blowup is None:
+            raise ValueError("this committed matrix's LDE was released and cannot be "
+                             "recomputed (no coefficients)")
+        return lde_of_coeffs(self.coeffs, k)
+
+
+def lde_of_coeffs(coeffs: np.ndarray, log_blowup: int) -> np.ndarray:
+    """uint32[c, n] coefficients (degree < n) -> their values on g<w_(n 2^log_blowup)>,
+    natural order, uint32[c, n 2^log_blowup]."""
+    return lde_columns(ntt(coeffs), log_blowup, SHIFT)
 
 
 class Committed:
@@ -80,6 +104,11 @@ class Committed:
     @property
     def holds_lde(self) -> bool:
         return self._src.lde is not None
+
+    def lde_on(self, log_blowup: int) -> np.ndarray:
+        """The LDE's values on its sub-coset of blowup 2^log_blowup (R2 reads the quotient
+        domain only): see :meth:`_LdeSource.on`; nothing is kept."""
+        return self._src.on(log_blowup)
 
     @classmethod
     def commit(cls, lde: np.ndarray, coeffs: np.ndarray) -> "Committed":
@@ -108,7 +137,7 @@ def _column_chunks(com):
         return
     src = com._src
     for c0 in range(0, src.coeffs.shape[0], _LDE_COLUMNS):
-        yield lde_columns(ntt(src.coeffs[c0:c0 + _LDE_COLUMNS]), src.log_blowup, SHIFT), c0
+        yield lde_of_coeffs(src.coeffs[c0:c0 + _LDE_COLUMNS], src.log_blowup), c0
 
 
 def logup_accumulator(rowsum: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -125,6 +154,16 @@ def logup_accumulator(rowsum: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     excl[:, 1:] = incl[:, :-1]
     acc = F.ef_sub(excl, F.ef_mul_base(u, np.arange(n, dtype=np.uint64)))
     return acc, u.reshape(4).astype(np.uint32)
+
+
+def _add_into(acc: dict, key, part: np.ndarray) -> None:
+    """acc[key] += part (canonical uint32 EF rows; both < p < 2^31: no uint32 overflow)."""
+    if acc[key] is None:
+        acc[key] = part
+        return
+    a = acc[key]
+    a += part
+    np.subtract(a, np.uint32(F.P), out=a, where=a >= np.uint32(F.P))
 
 
 def _ef_T(a) -> np.ndarray:
@@ -227,8 +266,23 @@ class HostStages:
         interpreter below, which stays the reference."""
         from steadfast.kernels import constraint_host
         if constraint_host.compiled_quotient_enabled() if compiled is None else compiled:
+            # the kernel reads the quotient domain g<w_M> only: hand it the LDEs on that
+            # sub-coset (a released LDE is evaluated there alone, at blowup M/n instead of
+            # N/n), described by a shape whose LDE domain is the quotient domain
+            j = shape.log_quotient - shape.log_n
+            qshape = dataclasses.replace(shape, log_blowup=j)
+            stride = 1 << (shape.log_lde - shape.log_quotient)
+
+            def on(com):
+                if com is None:
+                    return None
+                if isinstance(com, Committed) and not com.holds_lde:
+                    return com.lde_on(j)
+                full = com.lde if hasattr(com, "lde") else np.asarray(com)
+                return full if stride == 1 else np.ascontiguousarray(full[:, ::stride])
+
             return constraint_host.quotient_host(
-                air, shape, main.lde, prep_lde, None if aux is None else aux.lde,
+                air, qshape, on(main), on(prep_lde), on(aux),
                 public_values, challenges, alpha, terminal, SHIFT)
         M = 1 << shape.log_quotient
         stride = 1 << (shape.log_lde - shape.log_quotient)
@@ -261,7 +315,7 @@ class HostStages:
         del coeffs
         # the parts on g<w_N>: their values on H, extended (the same values as coset_ntt
         # of the zero-padded blocks, without that (4 P, N) copy)
-        lde = lde_columns(ntt(blocks), shape.log_blowup, SHIFT)
+        lde = lde_of_coeffs(blocks, shape.log_blowup)
         return Committed.commit(lde, np.ascontiguousarray(blocks))
 
     # ------------------------------------------------------------------ R3
@@ -273,13 +327,13 @@ class HostStages:
 
     # ------------------------------------------------------------------ R4
     def deep_quotient(self, shape: TableShape, groups: list, z, lam) -> np.ndarray:
-        """(Unchanged in v3: the per-table end of the chain.)  DQ(x) = sum_k lam^k (f_k(x) - v_k) / (x - zeta_k) on g<w_N>, returned as
-        uint32[N, 4] in bit-reversed order (this table's FRI input).  ``groups``: list of
+        """The per-table end of the chain: DQ(x) = sum_k lam^k (f_k(x) - v_k) / (x - zeta_k)
+        on g<w_N>, returned as uint32[N, 4] in bit-reversed order (this table's FRI input).  ``groups``: list of
         (Committed, opened values (c, 4), at_next) in the order of deep_groups().
 
-        DEEP is the last round that reads the committed LDEs: each :class:`Committed` is
-        released after its last group (one matrix's LDE alive at a time; the openings
-        recompute the rows they need from the coefficients)."""
+        DEEP reads the committed matrices' coefficients, not their LDEs (see below): each
+        :class:`Committed` is released after its last group (the openings recompute the
+        rows they need from the coefficients)."""
         N = 1 << shape.log_lde
         xs = airlib.coset_points(SHIFT, shape.log_lde).astype(np.uint32)
         zf = np.asarray(z, np.uint64).reshape(4, 1)
@@ -298,25 +352,33 @@ class HostStages:
             lps.append(np.ascontiguousarray(lp.T.astype(np.uint32)))      # (c, 4)
             v = F.ef_mul(lp, np.asarray(vals, np.uint64).T).sum(axis=1) % np.uint64(F.P)
             cst[at_next] = (cst[at_next] + v) % np.uint64(F.P)
-        # one matrix at a time, all its groups per read of its LDE; a released LDE is
-        # recomputed a few columns at a time (the combination is linear in the columns)
+        # The combination is linear in the columns and the LDE is linear in the
+        # coefficients: sum_k lam^k f_k(x) on g<w_N> is the LDE of the EF polynomial
+        # sum_k lam^k f_k, so each committed matrix contributes its coefficients
+        # (c x n products instead of c x N, and no LDE of its columns), and one LDE of
+        # the 4 EF coordinates per opening point follows.  Same values, bit for bit.
+        # A group given as a bare LDE array (no coefficients) is combined on g<w_N>.
+        coef = {False: None, True: None}
         for gi, (com, _, _) in enumerate(groups):
             if any(g[0] is com for g in groups[:gi]):
                 continue
             mine = [(j, g[2]) for j, g in enumerate(groups) if g[0] is com]
-            for cols, c0 in _column_chunks(com):
+            has_coeffs = isinstance(com, Committed) and com.coeffs is not None
+            mats = [(com.coeffs, 0)] if has_coeffs else _column_chunks(com)
+            dest = coef if has_coeffs else comb
+            for cols, c0 in mats:
                 for j, at_next in mine:
                     part = combine_rows(cols, np.ascontiguousarray(lps[j][c0:c0 + cols.shape[0]]))
-                    if comb[at_next] is None:
-                        comb[at_next] = part
-                    else:                          # both < p < 2^31: no uint32 overflow
-                        acc = comb[at_next]
-                        acc += part
-                        np.subtract(acc, np.uint32(F.P), out=acc, where=acc >= np.uint32(F.P))
+                    _add_into(dest, at_next, part)
                     del part
                 del cols
             if isinstance(com, Committed):
                 com.release()
+        for at_next in (False, True):
+            if coef[at_next] is not None:
+                lde = lde_of_coeffs(np.ascontiguousarray(coef[at_next].T), shape.log_blowup)
+                _add_into(comb, at_next, np.ascontiguousarray(lde.T))
+                del lde
         total = np.zeros((N, 4), dtype=np.uint32)
         for at_next in (False, True):
             if comb[at_next] is not None:
