@@ -22,6 +22,9 @@ every transform size, so one table (grown on demand) serves every n.
   zero-padded size-N bit-reversed vector holds c'_j at position j*2^k and zeros elsewhere, so
   the first k DIT stages only copy (a, 0) -> (a, a): they are a replication by 2^k, and the
   remaining log n DIT stages produce the natural-order evaluations.  No bit reversal at all.
+* coset LDE from coefficients (``lde_from_coeffs``): the same from its middle on; the scaled
+  bit-reversed coefficients come from one bit-reversing gather of the coefficients times
+  shift^j (no size-n transform at all).
 
 Memory hierarchy.  Spans 1..8 run in 16 x 16 transposed tiles (fused with the gather, or
 with the LDE's scaling and replication) so that their butterflies are long vector loops;
@@ -51,7 +54,7 @@ _LOG_BLOCK = 12                 # in-cache block of the short spans: 2^12 words 
 _BLOCK = 1 << _LOG_BLOCK
 _LC = 64                        # slab width: contiguous words per slab row
 _MAX_SLAB = 9                   # at most 2^9 slab rows (stages) per slab pass
-_MODE_COPY, _MODE_CONST, _MODE_TABLE = 0, 1, 2
+_MODE_COPY, _MODE_CONST, _MODE_TABLE, _MODE_POW = 0, 1, 2, 3
 _REV4 = np.array([int(f"{i:04b}"[::-1], 2) for i in range(16)], np.int64)   # 4-bit reversal
 
 
@@ -196,15 +199,18 @@ def _slab(x, s_lo, s_hi, q, tw, forward, buf):
 
 # --------------------------------------------------------------------------- fused passes
 @njit(cache=True)
-def _gather_dit(src, dst, log_n, m, mode, c_m, tab, tw, S):
-    """Piece m of: dst[i] = src[rev(i)] * factor(rev(i)), then DIT spans 1, 2, 4, 8.
+def _gather_dit(src, dst, log_n, m, mode, c_m, tab, tw, S, stages):
+    """Piece m of: dst[i] = src[rev(i)] * factor(rev(i)), then DIT spans 1, 2, 4, 8
+    (only the gather when ``stages`` is false; then piece m is the one with rev mid = m).
 
-    factor(j) is 1 (mode 0), c_m (mode 1) or tab[j] (mode 2), Montgomery form, indexed by
-    the *source* position.  For n = 2^L >= 256 write i = (a, mid, b) with 4-bit a and b:
-    rev(i) = (rev b, rev mid, rev a).  Piece m fixes mid: it reads 16 whole source cache
-    lines into the tile S[16 b + a'] = src[(rev b, rev m, a')], runs the first four DIT
-    stages (along b) as tile-row butterflies, and writes 16 whole destination lines
-    dst[(a, m, 0..15)] = S[16 b + rev a].  Smaller n: one piece, element-wise, no stages.
+    factor(j) is 1 (mode 0), c_m (mode 1), tab[j] (mode 2) or x^j from the small powers
+    table of :func:`kernels.ntt_tables._table` kind ``pow`` (mode 3, n >= 256 only),
+    Montgomery form, indexed by the *source* position.  For n = 2^L >= 256 write
+    i = (a, mid, b) with 4-bit a and b: rev(i) = (rev b, rev mid, rev a).  Piece m fixes
+    mid: it reads 16 whole source cache lines into the tile S[16 b + a'] =
+    src[(rev b, rev m, a')], runs the first four DIT stages (along b) as tile-row
+    butterflies, and writes 16 whole destination lines dst[(a, m, 0..15)] = S[16 b + rev a].
+    Smaller n: one piece, element-wise, no stages.
     """
     if log_n < 8:
         for i in range(1 << log_n):
@@ -219,9 +225,11 @@ def _gather_dit(src, dst, log_n, m, mode, c_m, tab, tw, S):
             dst[i] = v
         return
     hi = log_n - 4
-    rm = 0
+    rv = 0
     for bit in range(log_n - 8):
-        rm |= ((m >> bit) & 1) << (log_n - 5 - bit)
+        rv |= ((m >> bit) & 1) << (log_n - 9 - bit)
+    md = m if stages else rv        # the plain gather numbers its pieces by source lines:
+    rm = (rv if stages else m) << 4     # consecutive pieces read consecutive lines
     for b in range(_TILE):
         j0 = (_REV4[b] << hi) | rm
         for a in range(_TILE):              # explicit loops: numba slice assignment
@@ -229,27 +237,34 @@ def _gather_dit(src, dst, log_n, m, mode, c_m, tab, tw, S):
         if mode == 2:
             for a in range(_TILE):
                 S[_TILE * b + a] = _mm(S[_TILE * b + a], tab[j0 + a])
+        elif mode == 3:                     # x^j0 x^a = x^(rev b << hi) x^rm x^a
+            f = _mm(tab[_TILE + b], tab[2 * _TILE + (rm >> 4)])
+            for a in range(_TILE):
+                S[_TILE * b + a] = _mm(_mm(S[_TILE * b + a], tab[a]), f)
     if mode == 1:
         for i in range(_TILE * _TILE):
             S[i] = _mm(S[i], c_m)
-    _tile(S, 1, tw, True)
+    if stages:
+        _tile(S, 1, tw, True)
     for a in range(_TILE):
-        d0 = (a << hi) | (m << 4)
+        d0 = (a << hi) | (md << 4)
         ra = _REV4[a]
         for b in range(_TILE):
             dst[d0 + b] = S[_TILE * b + ra]
 
 
 @njit(cache=True)
-def _lde_tiles(t, o, itw, tw, scale, k, lo, bn, S, O):
+def _lde_tiles(t, o, itw, tw, scale, k, lo, bn, S, O, raw):
     """Middle of the LDE for the n-block t[lo:lo+bn] (its spans >= 16 already done, DIF):
     DIF spans 8..1, scale by shift^rev(j)/n, replicate 2^k times into o[lo 2^k : ...] and
     the DIT spans 2^k..8 there.  Small transforms (bn < 256, whole row in one block) have
-    had all their DIF spans and only get the scale and replication."""
+    had all their DIF spans and only get the scale and replication.  ``raw``: t already
+    holds the scaled bit-reversed coefficients (:func:`lde_from_coeffs`), so no DIF spans
+    and no scale, only the replication and the DIT spans."""
     r = 1 << k
     if bn < _TILE * _TILE:
         for j in range(lo, lo + bn):
-            v = _mm(t[j], scale[j])
+            v = t[j] if raw else _mm(t[j], scale[j])
             for q in range(j * r, j * r + r):
                 o[q] = v
         return
@@ -268,11 +283,13 @@ def _lde_tiles(t, o, itw, tw, scale, k, lo, bn, S, O):
                     p = (_TILE * c + s) >> k
                     for g in range(_TILE):
                         O[_TILE * s + g] = S[_TILE * p + g]
-            _tile(S if phase == 0 else O, 1 if phase == 0 else r, itw if phase == 0 else tw,
-                  phase > 0)
+            if phase > 0 or not raw:
+                _tile(S if phase == 0 else O, 1 if phase == 0 else r,
+                      itw if phase == 0 else tw, phase > 0)
             if phase == 0:
-                for i in range(_TILE * _TILE):
-                    S[i] = _mm(S[i], scale[base + i])
+                if not raw:
+                    for i in range(_TILE * _TILE):
+                        S[i] = _mm(S[i], scale[base + i])
             else:
                 for g in range(_TILE):
                     q0 = ob + (g << (4 + k)) + _TILE * c
@@ -295,21 +312,25 @@ def _lde_tiles(t, o, itw, tw, scale, k, lo, bn, S, O):
 # calling each helper from one place only (numba inlines callees into every call site).
 #   ntt/intt:  GATHER, DIT_BLOCKS, DIT_SLABS..., [SCALE]
 #   LDE:       DIF_SLABS..., {DIF_BLOCKS, LDE_TILES, DIT_BLOCKS}, DIT_SLABS...
+#   LDE from coefficients:  BITREV, {LDE_RAW, DIT_BLOCKS}, DIT_SLABS...
 # Rows mode runs the whole program on row q per task q (rows stay cache-resident);
 # otherwise Python runs one group at a time with tasks over rows x tasks-per-row.
 OP_GATHER, OP_DIT_BLOCKS, OP_DIF_BLOCKS, OP_DIT_SLABS, OP_DIF_SLABS, OP_LDE_TILES, \
-    OP_SCALE, OP_TRANSPOSE = range(8)
+    OP_SCALE, OP_TRANSPOSE, OP_BITREV, OP_LDE_RAW = range(10)
 _PIECES_PER_TASK = 16
 
 
 @njit(cache=True, nogil=True)
-def _tasks(prog, rows_mode, a, b, tw, itw, tab, tab2, log_n, c_m, q_lo, q_hi):
+def _tasks(prog, rows_mode, a, b, c, tw, itw, tab, tab2, log_n, c_m, q_lo, q_hi):
     """Run tasks q_lo <= q < q_hi of ``prog`` (the only compiled entry point).
 
-    a, b: uint32[rows, *]: the source (and DIF work) rows and the destination rows.
-    GATHER a -> b (i1 = mode, tab = pre); DIT_BLOCKS on b, DIF_BLOCKS on a (i1 = block,
-    i2 = smallest span); *_SLABS (stages [i1, i2)); LDE_TILES a -> b (i1 = k, i2 = n-block,
-    tab = scale); SCALE b by tab2 (i1 = block); TRANSPOSE b[j, i] = a[i, j] (tile q).
+    a, b: uint32[rows, *]: the source (and DIF work) rows and the destination rows;
+    c: uint32[rows, n], BITREV's source rows (else empty).
+    GATHER a -> b (i1 = mode, tab = pre); BITREV c -> a (the gather alone, i1 = mode,
+    tab = pre or pow); DIT_BLOCKS on b, DIF_BLOCKS on a (i1 = block, i2 = smallest span);
+    *_SLABS (stages [i1, i2)); LDE_TILES a -> b (i1 = k, i2 = n-block, tab = scale);
+    LDE_RAW a -> b (the same without DIF spans and scale); SCALE b by tab2 (i1 = block);
+    TRANSPOSE b[j, i] = a[i, j] (tile q).
     """
     n = 1 << log_n
     S = np.empty(_TILE * _TILE, np.uint32)
@@ -327,6 +348,7 @@ def _tasks(prog, rows_mode, a, b, tw, itw, tab, tab2, log_n, c_m, q_lo, q_hi):
         r = q if rows_mode else q // prog[0, 3]
         x = a[r]
         y = b[r]
+        z = c[r] if c.shape[0] > 0 else x
         p = 0
         while p < prog.shape[0]:
             p_end = p + 1
@@ -337,18 +359,20 @@ def _tasks(prog, rows_mode, a, b, tw, itw, tab, tab2, log_n, c_m, q_lo, q_hi):
             for u in range(u_lo, u_hi):
                 for pp in range(p, p_end):
                     op, i1, i2, per = prog[pp, 0], prog[pp, 1], prog[pp, 2], prog[pp, 3]
-                    if op == OP_GATHER:
+                    if op == OP_GATHER or op == OP_BITREV:
+                        gat = op == OP_GATHER
                         pieces = max(1, n >> 8)
                         for m in range(u * pieces // per, (u + 1) * pieces // per):
-                            _gather_dit(x, y, log_n, m, i1, c_m, tab, tw, S)
+                            _gather_dit(x if gat else z, y if gat else x, log_n, m, i1, c_m,
+                                        tab, tw, S, gat)
                     elif op == OP_DIT_BLOCKS or op == OP_DIF_BLOCKS:
                         fwd = op == OP_DIT_BLOCKS
                         _block(y if fwd else x, u * i1, i1, i2, tw if fwd else itw, fwd)
                     elif op == OP_DIT_SLABS or op == OP_DIF_SLABS:
                         fwd = op == OP_DIT_SLABS
                         _slab(y if fwd else x, i1, i2, u, tw if fwd else itw, fwd, buf)
-                    elif op == OP_LDE_TILES:
-                        _lde_tiles(x, y, itw, tw, tab, i1, u * i2, i2, S, O)
+                    elif op == OP_LDE_TILES or op == OP_LDE_RAW:
+                        _lde_tiles(x, y, itw, tw, tab, i1, u * i2, i2, S, O, op == OP_LDE_RAW)
                     elif op == OP_SCALE:
                         for i in range(u * i1, (u + 1) * i1):
                             y[i] = _mm(y[i], tab2[i])
@@ -397,7 +421,20 @@ def _lde_program(log_n: int, k: int) -> np.ndarray:
     return np.array(prog, np.int64)
 
 
+def _lde_coeffs_program(log_n: int, k: int) -> np.ndarray:
+    """The LDE's program with its first half (DIF spans, scale) replaced by one gather of
+    the coefficients into bit-reversed order times shift^j (BITREV, c -> a)."""
+    n = 1 << log_n
+    prog = _lde_program(log_n, k)
+    prog = prog[(prog[:, 4] >= 50) & (prog[:, 0] != OP_DIF_BLOCKS)]
+    prog[prog[:, 0] == OP_LDE_TILES, 0] = OP_LDE_RAW
+    mode = _MODE_POW if log_n >= 8 else _MODE_TABLE
+    gather = [[OP_BITREV, mode, 0, max(1, n // (256 * _PIECES_PER_TASK)), 0]]
+    return np.concatenate([np.array(gather, np.int64), prog])
+
+
 _NONE = np.empty(0, np.uint32)
+_NONE2 = np.empty((0, 0), np.uint32)
 
 
 _POOL = None
@@ -415,7 +452,8 @@ def _pool(workers: int) -> ThreadPoolExecutor:
         return _POOL
 
 
-def _run(prog, a, b, tw=_NONE, itw=_NONE, tab=_NONE, tab2=_NONE, log_n=0, c_m=0, words=0):
+def _run(prog, a, b, tw=_NONE, itw=_NONE, tab=_NONE, tab2=_NONE, log_n=0, c_m=0, words=0,
+         c=_NONE2):
     """Run ``prog`` over all rows of a/b: one row per task (rows mode) when that keeps the
     threads busy, else group by group with tasks over rows x tasks-per-row.  Tasks are
     split in contiguous ranges over numba.get_num_threads() threads."""
@@ -424,7 +462,7 @@ def _run(prog, a, b, tw=_NONE, itw=_NONE, tab=_NONE, tab2=_NONE, log_n=0, c_m=0,
     rows_mode = t == 1 or log_n < 14 or rows >= 2 * t or (rows >= t and rows % t == 0)
     if prog[0, 0] == OP_TRANSPOSE or rows_mode:
         _launch(prog, rows_mode, rows if prog[0, 0] != OP_TRANSPOSE else int(prog[0, 3]),
-                (a, b, tw, itw, tab, tab2, log_n, np.uint32(c_m)), words)
+                (a, b, c, tw, itw, tab, tab2, log_n, np.uint32(c_m)), words)
         return
     start = 0
     while start < len(prog):
@@ -432,7 +470,7 @@ def _run(prog, a, b, tw=_NONE, itw=_NONE, tab=_NONE, tab2=_NONE, log_n=0, c_m=0,
         while end < len(prog) and prog[end, 4] == prog[start, 4]:
             end += 1
         _launch(prog[start:end], False, rows * int(prog[start, 3]),
-                (a, b, tw, itw, tab, tab2, log_n, np.uint32(c_m)), words)
+                (a, b, c, tw, itw, tab, tab2, log_n, np.uint32(c_m)), words)
         start = end
 
 
@@ -512,6 +550,45 @@ def _lde_into(t, o, log_n, k, shift):
          _table("lde", log_n, shift), log_n=log_n, words=o.size)
 
 
+def lde_from_coeffs(coeffs: np.ndarray, log_blowup: int, shift: int = field.GENERATOR,
+                    out: np.ndarray | None = None) -> np.ndarray:
+    """Column-major coset LDE from coefficients: uint32[w, n] (row c = the coefficients of
+    polynomial c, natural order, degree < n) -> uint32[w, n 2^k], row c = its evaluations on
+    shift*<omega_{n 2^k}>, natural order.  The same bits as
+    ``lde_columns(ntt(coeffs), log_blowup, shift)`` at the cost of the size-n 2^k forward
+    transform only: one bit-reversing gather scales coefficient j by shift^j into the
+    bit-reversed order the DIT stages read, and the LDE's replication and DIT passes
+    follow (no size-n forward or inverse transform).  The coset shift*<omega_{n 2^j}> of a
+    smaller blowup j is ``log_blowup = j`` with the same shift.
+
+    ``out``: optional uint32[w, n 2^k] C-contiguous array to write into (returned); it must
+    not overlap ``coeffs``.
+    """
+    a = _check_array(coeffs, "lde_from_coeffs")
+    if a.ndim != 2:
+        raise ValueError(f"lde_from_coeffs: expected a 2-d array [w, n], got shape {a.shape}")
+    k = _check_blowup(log_blowup)
+    w, n = a.shape
+    log_n = _log2_size(n, "lde_from_coeffs", k)
+    shift = _check_shift(shift)
+    if out is None:
+        out = np.empty((w, n << k), np.uint32)
+    else:
+        _check_array(out, "lde_from_coeffs: out")
+        if out.shape != (w, n << k):
+            raise ValueError(f"lde_from_coeffs: out has shape {out.shape}, expected {(w, n << k)}")
+        if not out.flags.c_contiguous or not out.flags.writeable:
+            raise ValueError("lde_from_coeffs: out must be a writeable C-contiguous array")
+        if np.shares_memory(out, a):
+            raise ValueError("lde_from_coeffs: out must not overlap coeffs")
+    if out.size:
+        t = np.empty((w, n), np.uint32)
+        _run(_lde_coeffs_program(log_n, k), t, out, twiddles(log_n + k, False),
+             tab=_table("pow" if log_n >= 8 else "pre", log_n, shift), log_n=log_n,
+             words=out.size, c=np.ascontiguousarray(a))
+    return out
+
+
 def _transpose(a, out):
     """out = a.T for C-contiguous uint32 matrices, in 32 x 32 tiles."""
     tiles = ((a.shape[0] + 31) // 32) * ((a.shape[1] + 31) // 32)
@@ -578,4 +655,4 @@ def bit_reverse_permutation(a: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 __all__ = ["ntt", "intt", "coset_ntt", "coset_intt", "coset_lde", "lde_columns",
-           "bit_reverse_permutation", "twiddles", "build_butterflies"]
+           "lde_from_coeffs", "bit_reverse_permutation", "twiddles", "build_butterflies"]

@@ -79,7 +79,10 @@ def _table(kind: str, log_n: int, shift: int) -> np.ndarray:
     * ``post``: shift^-j (coset_intt unscales coefficient j);
     * ``bitrev``: shift^rev(j) / n, the factors of the LDE's bit-reversed coefficients;
     * ``lde``: the same stored tile-transposed (entry 256 t + 16 p + g holds index
-      256 t + 16 g + p) when n >= 256, as :func:`_lde_tiles` reads it.
+      256 t + 16 g + p) when n >= 256, as :func:`_lde_tiles` reads it;
+    * ``pow`` (n >= 256): shift^j factored for the gather's mode 3 (16 + 16 + n/256
+      entries): shift^a (a < 16), shift^(rev_4(b) 2^(log n - 4)) (b < 16), shift^(16 m)
+      (m < n/256), so that shift^j = product of one of each.
     """
     key = (kind, log_n, shift)
     with _LOCK:
@@ -92,6 +95,14 @@ def _table(kind: str, log_n: int, shift: int) -> np.ndarray:
         tab = _powers(shift, n)
     elif kind == "post":
         tab = _powers(pow(shift, P - 2, P), n)
+    elif kind == "pow":
+        if n < _TILE * _TILE:
+            raise ValueError(f"the pow table needs n >= 256, got {n}")
+        rev4 = [int(f"{b:04b}"[::-1], 2) for b in range(_TILE)]
+        tab = np.concatenate([_powers(shift, _TILE),
+                              np.array([pow(shift, r << (log_n - 4), P) for r in rev4],
+                                       np.uint64),
+                              _powers(pow(shift, _TILE, P), n // (_TILE * _TILE))])
     elif kind == "bitrev":
         tab = _bitrev_powers(shift, log_n) * np.uint64(pow(n, P - 2, P)) % np.uint64(P)
     else:
