@@ -23,6 +23,7 @@ import numpy as np
 
 from . import isa
 from .block import Block
+from . import fastexec
 from .poseidon2 import permute_one
 from .rom import Rom, build_rom
 from steadfast.errors import SteadfastError
@@ -84,7 +85,50 @@ def _locate(block: Block, rom: Rom, pc: int, tx: int | None) -> tuple[str, str |
 
 
 def execute(block: Block, rom: Rom | None = None) -> ExecutionRecord:
-    """Run ``block``; raise :class:`ExecutionError` if any transaction fails."""
+    """Run ``block``; raise :class:`ExecutionError` if any transaction fails.
+
+    The loop runs compiled (:mod:`vm.fastexec`, the semantics of :func:`_execute_py` with
+    the same record and errors); a block whose memory or inputs are not canonical field
+    elements (no validated block) runs the Python loop."""
+    rom = rom if rom is not None else build_rom(block)
+    res = fastexec.run(block, rom)
+    if res is None:
+        return _execute_py(block, rom)
+    (status, detail, pc, tx, cycle, calls, pcs, vas, vbs, vcs, h_cycle, h_in, h_out,
+     n_out, out_tx, out_val, digests, memory) = res
+    n_tx = len(block.transactions)
+    if status != fastexec.OK:
+        d = [int(x) for x in detail]
+        reason = {
+            fastexec.ERR_CYCLES: lambda: f"cycle limit {block.max_cycles} reached",
+            fastexec.ERR_LT: lambda: (f"LT operand out of range: m[{d[0]}] = {d[2]}, "
+                                      f"m[{d[1]}] = {d[3]} (both must be < 2^{isa.LT_BITS})"),
+            fastexec.ERR_LOAD: lambda: (f"LOAD address m[{d[0]}] = {d[1]} out of range "
+                                        f"[0, {block.memory_size})"),
+            fastexec.ERR_STORE: lambda: (f"STORE address m[{d[0]}] = {d[1]} out of range "
+                                         f"[0, {block.memory_size})"),
+            fastexec.ERR_READ: lambda: (f"READ past the end of the inputs (the transaction "
+                                        f"has {d[0]})"),
+            fastexec.ERR_HALT: lambda: f"HALT with {d[0]} unread input(s)",
+            fastexec.ERR_OPCODE: lambda: rom.errors.get(int(pc), f"bad opcode {d[0]}"),
+        }[int(status)]()
+        where, path = _locate(block, rom, int(pc), int(tx) if tx < n_tx else None)
+        raise ExecutionError(reason, where, int(cycle), int(tx) if tx < n_tx else None, path)
+    outputs: list[list] = [[] for _ in range(n_tx)]
+    for t, v in zip(out_tx.tolist(), out_val.tolist()):
+        outputs[t].append(v)
+    dig = digests.tolist()
+    return ExecutionRecord(
+        block=block, rom=rom, pc=pcs, va=vas, vb=vbs, vc=vcs, hash_cycle=h_cycle,
+        hash_in=h_in, hash_out=h_out, outputs=tuple(tuple(o) for o in outputs),
+        final_memory=memory.tolist(), initial_digest=dig[0], final_digest=dig[1],
+        input_digest=dig[2], output_digest=dig[3])
+
+
+def _execute_py(block: Block, rom: Rom | None = None) -> ExecutionRecord:
+    """The interpreter loop in Python, one instruction at a time: the reference semantics
+    of :func:`execute` (tests compare the two record for record), run for blocks the
+    compiled loop does not take."""
     rom = rom if rom is not None else build_rom(block)
     rows = rom.rows.tolist()
     mem = block.dense_memory()

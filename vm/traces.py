@@ -67,31 +67,48 @@ def cpu_trace(rec: ExecutionRecord, max_cycles: int | None = None) -> np.ndarray
     """The CPU trace; ``max_cycles`` (default: the block's) is the public limit whose
     slack the STOP row decomposes.  A slack outside [0, 2^21) -- a false limit -- is left
     as zeros, which breaks ``cycle_limit``."""
+    from . import tracekernels as K
     L = CPU_LAYOUT.idx
     cycles = rec.cycles
     n = _pow2(cycles)
-    T = np.zeros((n, CPU_LAYOUT.width), dtype=np.int64)
+    # built column-major (U[column] contiguous) and transposed once at the end, in uint32
+    # from the start: every value is reduced mod p as it is stored (the same cells as
+    # building the trace in int64 and reducing it at the end, without the int64 copy)
+    U = np.zeros((CPU_LAYOUT.width, n), dtype=np.uint32)
+
+    def put(rows_, col, values):
+        v = np.asarray(values, dtype=np.int64)
+        if v.size and (v.min() < 0 or v.max() >= P):
+            v = v % P
+        U[col, rows_] = v.T
+
     rows = rec.rom.rows
-    op = rows[rec.pc, 0]
-    T[:, L["clk"]] = np.arange(n)
-    T[:cycles, L["pc"]] = rec.pc
-    T[:cycles, L["a"]] = rows[rec.pc, 1]
-    T[:cycles, L["b"]] = rows[rec.pc, 2]
-    T[:cycles, L["c"]] = rows[rec.pc, 3]
-    for k, name in enumerate(SELECTORS, start=1):
-        T[:cycles, L[f"is_{name.lower()}"]] = op == k
+    pc = np.asarray(rec.pc)
+    prow = rows[pc]
+    op = prow[:, 0]
+    put(slice(None), L["clk"], np.arange(n))
+    put(slice(0, cycles), L["pc"], pc)
+    put(slice(0, cycles), L["a"], prow[:, 1])
+    put(slice(0, cycles), L["b"], prow[:, 2])
+    put(slice(0, cycles), L["c"], prow[:, 3])
+    s0 = L["is_" + SELECTORS[0].lower()]
+    if all(L[f"is_{name.lower()}"] == s0 + k for k, name in enumerate(SELECTORS)):
+        U[s0:s0 + len(SELECTORS), :cycles] = op == np.arange(1, len(SELECTORS) + 1)[:, None]
+    else:
+        for k, name in enumerate(SELECTORS, start=1):
+            U[L[f"is_{name.lower()}"], :cycles] = op == k
     va, vb, vc = rec.va, rec.vb, rec.vc
     v0, o0 = L["v"], L["o"]
-    T[:cycles, v0] = va
-    T[:cycles, v0 + 8] = vb
-    T[:cycles, v0 + 16] = vc
-    T[:cycles, L["addr_b"]] = np.where(op == isa.LOAD, va, rows[rec.pc, 2])
-    T[:cycles, L["addr_c"]] = np.where(op == isa.STORE, va, rows[rec.pc, 3])
+    put(slice(0, cycles), v0, va)
+    put(slice(0, cycles), v0 + 8, vb)
+    put(slice(0, cycles), v0 + 16, vc)
+    put(slice(0, cycles), L["addr_b"], np.where(op == isa.LOAD, va, prow[:, 2]))
+    put(slice(0, cycles), L["addr_c"], np.where(op == isa.STORE, va, prow[:, 3]))
 
     # POSEIDON2 calls: inputs in v[0..16], outputs in o[0..16]
     hc = rec.hash_cycle
-    T[hc, v0:v0 + 16] = rec.hash_in
-    T[hc, o0:o0 + 16] = rec.hash_out
+    put(hc, slice(v0, v0 + 16), rec.hash_in)
+    put(hc, slice(o0, o0 + 16), rec.hash_out)
 
     # accumulators: the value before each row (see the hin_step / hout_step constraints)
     hop = op[hc]
@@ -107,9 +124,11 @@ def cpu_trace(rec: ExecutionRecord, max_cycles: int | None = None) -> np.ndarray
     new_hin[sponge] = rec.hash_out[sponge, 8:]
     changes = chain | sponge | (hop == isa.ABSORB_INIT) | (hop == isa.ABSORB_FINAL) | \
         (hop == isa.DISPATCH)
-    T[:, L["hin"]:L["hin"] + 8] = _forward_fill(n, hc[changes], new_hin[changes], iv)
+    K.forward_fill_into(U, L["hin"], hc[changes], new_hin[changes], iv)
     w = hop == isa.WRITE
-    T[:, L["hout"]:L["hout"] + 8] = _forward_fill(n, hc[w], rec.hash_out[w, :8], 0)
+    K.forward_fill_into(U, L["hout"], np.ascontiguousarray(hc[w]),
+                        np.ascontiguousarray(rec.hash_out[w, :8], dtype=np.int64),
+                        np.zeros(8, dtype=np.int64))
 
     # transaction index and I/O positions (values before each row)
     def before(flag):
@@ -117,34 +136,46 @@ def cpu_trace(rec: ExecutionRecord, max_cycles: int | None = None) -> np.ndarray
         c[1:cycles + 1] = np.cumsum(flag)[:n - 1] if cycles < n else np.cumsum(flag)[:-1]
         c[cycles + 1:] = c[cycles] if cycles < n else 0
         return c
-    T[:, L["tx"]] = before(op == isa.HALT)
+    put(slice(None), L["tx"], before(op == isa.HALT))
     disp_rows = np.nonzero(op == isa.DISPATCH)[0]
     for name, flag in (("jin", op == isa.READ), ("jout", op == isa.WRITE)):
         count = before(flag)
         base = _forward_fill(n, disp_rows, count[np.minimum(disp_rows + 1, n - 1)].reshape(-1, 1), 0)
-        T[:, L[name]] = count - base[:, 0]
+        put(slice(None), L[name], count - base[:, 0])
 
     # BNZ: nz = [m[a] != 0], inv = m[a]^-1 (0 if m[a] = 0)
     bnz = np.nonzero(op == isa.BNZ)[0]
     x = va[bnz].astype(np.uint64)
-    T[bnz, L["nz"]] = x != 0
-    T[bnz, L["inv"]] = F.inv(x).astype(np.int64)
+    U[L["nz"], bnz] = x != 0
+    put(bnz, L["inv"], F.inv(x).astype(np.int64))
     # LT: d = y - x - 1 if x < y else x - y
     lt = np.nonzero(op == isa.LT)[0]
-    T[lt, L["d"]] = np.where(vc[lt] == 1, vb[lt] - va[lt] - 1, va[lt] - vb[lt])
+    put(lt, L["d"], np.where(vc[lt] == 1, vb[lt] - va[lt] - 1, va[lt] - vb[lt]))
     # STOP (the last cycle, clk = cycles - 1): slack = max_cycles - cycles in limbs
     limit = rec.block.max_cycles if max_cycles is None else int(max_cycles)
     slack = limit - cycles
     if 0 <= slack < MAX_CYCLES:
         cols = slack_bits({"v": range(v0, v0 + 17), "o": range(o0, o0 + 16)})
-        T[cycles - 1, cols] = (slack >> np.arange(SLACK_BITS)) & 1
-    return (T % P).astype(np.uint32)
+        U[cols, cycles - 1] = (slack >> np.arange(SLACK_BITS)) & 1
+    return np.ascontiguousarray(U.T)
 
 
 def memory_accesses(cpu: np.ndarray) -> np.ndarray:
     """All memory accesses of a CPU trace as int64[k, 4] (address, time, value, is_write),
     exactly the tuples the CPU sends on the ``memory`` bus."""
+    from . import tracekernels as K
     L = CPU_LAYOUT.idx
+    cpu = np.asarray(cpu)
+    if cpu.ndim == 2 and cpu.dtype == np.uint32:
+        # one compiled pass (vm/tracekernels.py mem_accesses), the same rows in the same order
+        def cols(ops):
+            return np.array(sorted(L[f"is_{isa.OPCODE_NAMES[k].lower()}"] for k in ops),
+                            dtype=np.int64)
+        return K.mem_accesses(np.ascontiguousarray(cpu), cols(isa.READS_A), cols(isa.READS_B),
+                              cols(isa.WRITES_C),
+                              cols({isa.HASH, isa.ABSORB_INIT, isa.ABSORB_FINAL}),
+                              L["is_hash"], L["a"], L["addr_b"], L["addr_c"], L["clk"],
+                              L["v"], L["o"])
     T = cpu.astype(np.int64)
     sel = {k: T[:, L[f"is_{name.lower()}"]] for k, name in enumerate(SELECTORS, start=1)}
 
@@ -176,11 +207,25 @@ def memory_trace(acc: np.ndarray, slots: int = 1) -> np.ndarray:
     cell) they are 0."""
     if slots not in slot_menu("memory"):
         raise ValueError(f"MEMORY takes k in {slot_menu('memory')} slots, not {slots!r}")
+    from . import tracekernels as K
     L = MEMORY_LAYOUT.idx
-    order = np.lexsort((acc[:, 1], acc[:, 0]))
-    acc = acc[order]
+    acc = np.asarray(acc)
     k = acc.shape[0]
     n = _pow2(-(-k // slots)) * slots
+    if acc.ndim == 2 and acc.shape[1] == 4 and acc.dtype == np.int64 and k:
+        # compiled: a radix sort (the order of the lexsort below; not ok if an address or
+        # time is outside [0, 2^31)) and one pass over the rows
+        acc = np.ascontiguousarray(acc)
+        order, ok = K.sort_order(acc)
+        if ok:
+            cols = [L[c] for c in ("addr", "time", "value", "is_write", "is_real", "gap_lo",
+                                   "gap_hi")]
+            full = sorted(cols) == list(range(MEMORY_LAYOUT.width))   # mem_fill writes all
+            T = (np.empty if full else np.zeros)((n, MEMORY_LAYOUT.width), dtype=np.uint32)
+            K.mem_fill(acc, order, T, *cols)
+            return T.reshape(n // slots, slots * MEMORY_LAYOUT.width)
+    order = np.lexsort((acc[:, 1], acc[:, 0]))
+    acc = acc[order]
     T = np.zeros((n, MEMORY_LAYOUT.width), dtype=np.int64)
     T[:k, L["addr"]] = acc[:, 0]
     T[:k, L["time"]] = acc[:, 1]
@@ -205,8 +250,15 @@ def range_counts(cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
     """RANGE's multiplicity column: how often each value 0..2^16-1 is sent on ``range16``.
     Mirrors the sends of vm/airs.py -- CPU: x, y, d of every LT row; MEMORY: gap_lo,
     gap_hi and 2^8 gap_hi of every real row."""
+    from . import tracekernels as K
     L, M = CPU_LAYOUT.idx, MEMORY_LAYOUT.idx
     mem = mem.reshape(-1, MEMORY_LAYOUT.width)          # one access per row, any slots
+    if cpu.ndim == 2 and cpu.dtype == np.uint32 and mem.dtype == np.uint32:
+        counts, ok = K.range_bincount(np.ascontiguousarray(cpu), L["is_lt"], L["v"],
+                                      L["v"] + 8, L["d"], np.ascontiguousarray(mem),
+                                      M["is_real"], M["gap_lo"], M["gap_hi"], RANGE_SIZE)
+        if ok:                  # else a value is out of range: the error below says which
+            return counts.astype(np.uint32).reshape(-1, 1)
     lt = cpu[:, L["is_lt"]] == 1
     real = mem[:, M["is_real"]] == 1
     hi = mem[real, M["gap_hi"]].astype(np.int64)
@@ -231,19 +283,24 @@ def poseidon2_trace(hash_in: np.ndarray, k: int = 1) -> np.ndarray:
     mult 0."""
     if k not in slot_menu("poseidon2"):
         raise ValueError(f"POSEIDON2 takes k in {slot_menu('poseidon2')} slots, not {k!r}")
+    from . import tracekernels as K
     perms = hash_in.shape[0]
     n = _pow2(-(-perms // k))
-    states = np.zeros((n * k, WIDTH), dtype=np.uint32)
+    # the permutations and the first all-zero padding state (the rest repeat its row), one
+    # compiled pass writing every round's columns (vm/tracekernels.py p2_fill: the values
+    # of vm/poseidon2.py permute_rows)
+    m = min(perms + 1, n * k)
+    states = np.zeros((m, WIDTH), dtype=np.uint32)
     states[:perms] = hash_in
-    r = permute_rows(states)
     L = P2_LAYOUT.idx
-    T = np.zeros((n * k, P2_LAYOUT.width), dtype=np.uint32)
-    T[:, L["in"]:L["in"] + 16] = states
-    for rnd in range(2 * N_FULL_HALF):
-        T[:, L[f"cube{rnd}"]:L[f"cube{rnd}"] + 16] = r["full_cube"][rnd]
-        T[:, L[f"sbox{rnd}"]:L[f"sbox{rnd}"] + 16] = r["full_sbox"][rnd]
-    T[:, L["pcube"]:L["pcube"] + r["part_cube"].shape[0]] = r["part_cube"].T
-    T[:, L["psbox"]:L["psbox"] + r["part_sbox"].shape[0]] = r["part_sbox"].T
+    T = np.empty((n * k, P2_LAYOUT.width), dtype=np.uint32)
+    if P2_LAYOUT.width != 2 * N_FULL_HALF * 32 + 16 + 2 * 13 + 1:
+        T[:m] = 0                    # columns p2_fill does not write (it writes all but mult)
+    T[:m, L["mult"]] = 0
+    K.p2_fill(states, T, L["in"], np.array([L[f"cube{r}"] for r in range(2 * N_FULL_HALF)]),
+              np.array([L[f"sbox{r}"] for r in range(2 * N_FULL_HALF)]), L["pcube"],
+              L["psbox"], K.RCF_M, K.RCP_M, K.V16_M)
+    T[m:] = T[m - 1]
     T[:perms, L["mult"]] = 1
     # one permutation per row of n * k rows, k consecutive rows side by side per row
     return T.reshape(n, k * P2_LAYOUT.width)
