@@ -43,42 +43,20 @@ _TAG_DISPATCH, _TAG_INPUT, _TAG_OUTPUT = isa.TAG_DISPATCH, isa.TAG_INPUT, isa.TA
 
 
 @njit(cache=True)
-def _grow1(a, n):
-    b = np.empty(max(2 * a.shape[0], n), dtype=a.dtype)
-    b[:a.shape[0]] = a
-    return b
-
-
-@njit(cache=True)
-def _grow2(a, n):
-    b = np.empty((max(2 * a.shape[0], n), a.shape[1]), dtype=a.dtype)
-    b[:a.shape[0]] = a
-    return b
-
-
-@njit(cache=True)
-def _run(rows, mem, max_cycles, dispatch_pc, epi_start, tx_entry, in_off, in_vals, cap):
+def _run(rows, mem, max_cycles, dispatch_pc, epi_start, tx_entry, in_off, in_vals, pcs, vas,
+         vbs, vcs, h_cycle, h_in, h_out, out_tx, out_val, digests, detail):
     """The block's execution.  rows int64[R, 4]; mem int64[M] (modified in place: the final
     memory); tx_entry int64[T] (entry pc of each transaction's program); the inputs of
-    transaction t are in_vals[in_off[t]:in_off[t + 1]].  Returns (status, detail, pc, tx,
-    cycle, cycles, calls, pcs, vas, vbs, vcs, h_cycle, h_in, h_out, n_out, out_tx, out_val,
-    digests) -- digests int64[4, 8]: initial, final, input, output."""
+    transaction t are in_vals[in_off[t]:in_off[t + 1]].  Fills, each with room for
+    max_cycles entries (a row records at most one call and one output): pcs, vas, vbs, vcs
+    per cycle, h_cycle, h_in, h_out per call, out_tx, out_val per output; digests int64[4,
+    8] (initial, final, input, output) and detail (a failure's values).  Returns (status,
+    pc, tx, cycle, calls, outputs).  The buffers are the caller's, so the compiled code
+    has no growing arrays (they tripled its compile time)."""
     msize = mem.shape[0]
     n_tx = tx_entry.shape[0]
-    pcs = np.empty(cap, np.int64)
-    vas = np.empty(cap, np.int64)
-    vbs = np.empty(cap, np.int64)
-    vcs = np.empty(cap, np.int64)
-    hcap = max(16, cap // 4)
-    h_cycle = np.empty(hcap, np.int64)
-    h_in = np.empty((hcap, 16), np.uint32)
-    h_out = np.empty((hcap, 16), np.uint32)
-    out_tx = np.empty(16, np.int64)
-    out_val = np.empty(16, np.int64)
     out_count = np.zeros(max(n_tx, 1), np.int64)
     n_out = 0
-    digests = np.zeros((4, 8), np.int64)
-    detail = np.zeros(4, np.int64)
     st = np.empty((16, 1), np.uint64)
 
     h_acc = np.zeros(8, np.int64)
@@ -174,10 +152,6 @@ def _run(rows, mem, max_cycles, dispatch_pc, epi_start, tx_entry, in_off, in_val
                 status = ERR_READ
                 detail[0] = n_in
                 break
-            if calls == h_cycle.shape[0]:
-                h_cycle = _grow1(h_cycle, calls + 1)
-                h_in = _grow2(h_in, calls + 1)
-                h_out = _grow2(h_out, calls + 1)
             # the call's input state
             if op == _HASH:
                 for i in range(8):
@@ -231,9 +205,6 @@ def _run(rows, mem, max_cycles, dispatch_pc, epi_start, tx_entry, in_off, in_val
                 va = mem[a]
                 for i in range(8):
                     out_acc[i] = np.int64(h_out[k, i])
-                if n_out == out_tx.shape[0]:
-                    out_tx = _grow1(out_tx, n_out + 1)
-                    out_val = _grow1(out_val, n_out + 1)
                 out_tx[n_out] = tx
                 out_val[n_out] = va
                 n_out += 1
@@ -265,11 +236,6 @@ def _run(rows, mem, max_cycles, dispatch_pc, epi_start, tx_entry, in_off, in_val
             status = ERR_OPCODE
             detail[0] = op
             break
-        if cycle == pcs.shape[0]:
-            pcs = _grow1(pcs, cycle + 1)
-            vas = _grow1(vas, cycle + 1)
-            vbs = _grow1(vbs, cycle + 1)
-            vcs = _grow1(vcs, cycle + 1)
         pcs[cycle] = pc
         vas[cycle] = va
         vbs[cycle] = vb
@@ -280,10 +246,7 @@ def _run(rows, mem, max_cycles, dispatch_pc, epi_start, tx_entry, in_off, in_val
         pc = npc
     for i in range(8):
         digests[3, i] = out_acc[i]
-    return (status, detail, pc, tx, cycle, calls, pcs[:cycle].copy(), vas[:cycle].copy(),
-            vbs[:cycle].copy(), vcs[:cycle].copy(), h_cycle[:calls].copy(),
-            h_in[:calls].copy(), h_out[:calls].copy(), n_out, out_tx[:n_out].copy(),
-            out_val[:n_out].copy(), digests)
+    return status, pc, tx, cycle, calls, n_out
 
 
 def canonical(values) -> bool:
@@ -313,8 +276,20 @@ def run(block, rom):
     in_off[1:] = np.cumsum([len(t.inputs) for t in txs], dtype=np.int64)
     tx_entry = np.array([rom.entries[t.program] for t in txs], dtype=np.int64)
     rows = np.ascontiguousarray(rom.rows, dtype=np.int64)
-    cap = int(min(block.max_cycles, 1 << 16)) + 1
+    cap = max(int(block.max_cycles), 1)
+    # room for max_cycles of everything: np.empty maps the pages lazily, only the rows
+    # written become resident; the record keeps copies of the written part
+    pcs, vas, vbs, vcs, h_cycle, out_tx, out_val = (np.empty(cap, np.int64) for _ in range(7))
+    h_in = np.empty((cap, 16), np.uint32)
+    h_out = np.empty((cap, 16), np.uint32)
+    digests = np.zeros((4, 8), np.int64)
+    detail = np.zeros(4, np.int64)
     memory = np.array(mem, dtype=np.int64)
-    res = _run(rows, memory, int(block.max_cycles), int(rom.dispatch_pc), int(rom.epi_start),
-               tx_entry, in_off, np.array(flat_in, dtype=np.int64), cap)
-    return res + (memory,)
+    status, pc, tx, cycle, calls, n_out = _run(
+        rows, memory, int(block.max_cycles), int(rom.dispatch_pc), int(rom.epi_start),
+        tx_entry, in_off, np.array(flat_in, dtype=np.int64), pcs, vas, vbs, vcs, h_cycle,
+        h_in, h_out, out_tx, out_val, digests, detail)
+    return (status, detail, pc, tx, cycle, calls, pcs[:cycle].copy(), vas[:cycle].copy(),
+            vbs[:cycle].copy(), vcs[:cycle].copy(), h_cycle[:calls].copy(),
+            h_in[:calls].copy(), h_out[:calls].copy(), n_out, out_tx[:n_out].copy(),
+            out_val[:n_out].copy(), digests, memory)
