@@ -142,14 +142,17 @@ def test_mutations_are_seen():
         assert not np.array_equal(CH.quotient_host(air, shape, *args, SHIFT), base)
 
 
-def test_vm_tables_on_a_small_block():
+@pytest.mark.parametrize("log_blowup", [1, 2])
+def test_vm_tables_on_a_small_block(log_blowup):
     """The five VM tables of a real block: traces, LogUp aux trace and LDEs as a proof
-    builds them."""
+    builds them, at log_blowup 1 (CPU's LogUp at degree 3, 2 parts) and 2 (degree 5, 4
+    parts: the quotient domain is the whole LDE domain)."""
     vm_traces = pytest.importorskip("steadfast.vm.traces")
     from steadfast.vm.interpreter import execute
     from tests.vm_blocks import one_tx_block
-    bt = vm_traces.build_traces(execute(one_tx_block()))
-    params = Params(log_blowup=1, num_queries=2, pow_bits=0)
+    bt = vm_traces.build_traces(execute(one_tx_block()), log_blowup=log_blowup)
+    assert bt.airs[0].num_parts == (2 if log_blowup == 1 else 4)
+    params = Params(log_blowup=log_blowup, num_queries=2, pow_bits=0)
     rng = np.random.default_rng(12)
     seen = []
     for air, trace, pv in zip(bt.airs, bt.traces, bt.table_public_values):
