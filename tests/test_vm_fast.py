@@ -210,6 +210,8 @@ def test_non_canonical_memory_runs_the_python_loop():
     rec = execute(odd)
     _same_record(rec, REF.execute_ref(odd, rec.rom))
     assert rec.outputs == ((3,),)
+    assert rec.hash_in.max() > P and rec.va.max() > P       # the traces reduce them mod p
+    _same_traces(rec)
 
 
 # --------------------------------------------------------------------------- properties
