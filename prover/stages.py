@@ -25,7 +25,8 @@ from steadfast.air import field as F
 from steadfast.kernels import multiproof as mp
 from steadfast.kernels.hostlib import ef_inverse
 from steadfast.kernels.poseidon2 import poseidon2_permute
-from steadfast.kernels.ntt_host import bit_reverse_permutation, coset_intt, intt, lde_columns, ntt
+from steadfast.kernels.ntt_host import (bit_reverse_permutation, coset_intt, intt, lde_columns,
+                                        lde_from_coeffs)
 from steadfast.verifier.protocol import SHIFT, TableShape
 
 from . import commit as merkle
@@ -80,7 +81,7 @@ class _LdeSource:
 def lde_of_coeffs(coeffs: np.ndarray, log_blowup: int) -> np.ndarray:
     """uint32[c, n] coefficients (degree < n) -> their values on g<w_(n 2^log_blowup)>,
     natural order, uint32[c, n 2^log_blowup]."""
-    return lde_columns(ntt(coeffs), log_blowup, SHIFT)
+    return lde_from_coeffs(coeffs, log_blowup, SHIFT)
 
 
 class Committed:
@@ -244,8 +245,8 @@ class HostStages:
 
     def _commit_columns(self, evals_T: np.ndarray, shape: TableShape) -> Committed:
         coeffs = intt(evals_T)
-        lde = lde_columns(evals_T, shape.log_blowup, SHIFT)
         del evals_T
+        lde = lde_of_coeffs(coeffs, shape.log_blowup)
         return Committed.commit(lde, coeffs)
 
     # ------------------------------------------------------------------ R2
