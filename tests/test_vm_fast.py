@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from steadfast.vm import isa, traces as TR
+from steadfast.vm import fastexec, isa, traces as TR
 from steadfast.vm.airs import slot_menu
 from steadfast.vm.block import load_block, parse_block
 from steadfast.vm.interpreter import ExecutionError, _execute_py, execute
 from steadfast.vm.programs import sized_block
+from steadfast.vm.rom import build_rom
 
 from tests import vm_reference as REF
 from tests.vm_blocks import empty_block, hash_heavy_block, memory_heavy_block, one_tx_block
@@ -167,6 +168,7 @@ def _outcome(fn, blk):
 
 
 def _same_outcome(blk):
+    assert fastexec.rom_ok(build_rom(blk), blk.memory_size)     # the compiled loop runs it
     got, want = _outcome(execute, blk), _outcome(REF.execute_ref, blk)
     assert got[0] == want[0], (got, want)
     if got[0] == "error":
@@ -323,3 +325,28 @@ def test_memory_accesses_of_an_int64_trace():
     rec = execute(one_tx_block())
     cpu = TR.cpu_trace(rec)
     _same(TR.memory_accesses(cpu.astype(np.int64)), REF.memory_accesses_ref(cpu))
+
+
+@pytest.mark.parametrize("row,field,value", [(-1, 0, isa.ADD), (None, 1, 60), (None, 3, 99),
+                                             (None, 3, -1), (None, 2, P)])
+def test_a_rom_the_loop_cannot_run_unchecked_runs_the_python_loop(row, field, value):
+    import dataclasses
+    blk = parse_block(_obj([["SET", 3, 9], ["HASH", 8, 0, 16], ["JMP", 3], ["HALT"]]))
+    rom = build_rom(blk)
+    rows = rom.rows.copy()
+    if row is None:        # the program's SET, HASH or JMP row, one field out of range
+        row = rom.entries[0] + {1: 1, 3: 2, 2: 0}[field]
+    rows[row, field] = value
+    odd = dataclasses.replace(rom, rows=rows)
+    assert fastexec.rom_ok(rom, blk.memory_size) and not fastexec.rom_ok(odd, blk.memory_size)
+
+    def outcome(fn):
+        try:
+            return fn(blk, odd)
+        except Exception as exc:        # noqa: BLE001 -- whatever Python raises
+            return type(exc), str(exc)
+    got, want = outcome(execute), outcome(_execute_py)
+    if isinstance(want, tuple):
+        assert got == want
+    else:
+        _same_record(got, want)

@@ -261,16 +261,51 @@ def canonical(values) -> bool:
     return bool(arr.size == 0 or (arr.min() >= 0 and arr.max() < P))
 
 
+def rom_ok(rom, msize: int) -> bool:
+    """Whether every row the compiled loop could execute stays inside memory and the ROM
+    (a ROM from vm.rom.build_rom always does; the loop does not check indices, so another
+    ROM runs the Python loop, which fails as Python does): memory operands of the opcodes
+    that use them in [0, msize - width], jump targets, program entries, dispatch and
+    epilogue rows inside the ROM, immediates canonical, and a last row that stops."""
+    rows = np.asarray(rom.rows)
+    if rows.ndim != 2 or rows.shape[0] == 0 or rows.shape[1] != 4 or rows.dtype.kind not in "iu":
+        return False
+    rows = rows.astype(np.int64)
+    n = rows.shape[0]
+    op, a, b, c = rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3]
+    wide = (op == isa.HASH) | (op == isa.ABSORB_INIT) | (op == isa.ABSORB_FINAL)
+    width = np.where(wide, 8, 1)
+
+    def inside(field, ops):
+        use = np.isin(op, sorted(ops))
+        return bool(np.all(~use | ((field >= 0) & (field + width <= msize))))
+
+    uses_b = set(isa.READS_B) - {isa.LOAD}
+    uses_c = set(isa.WRITES_C) - {isa.STORE}
+    jumps = (op == isa.JMP) | (op == isa.BNZ)
+    imm = (op == isa.SET) | (op == isa.ADDI)
+    targets = [*rom.entries, rom.dispatch_pc, rom.epi_start]
+    return (inside(a, isa.READS_A) and inside(b, uses_b) and inside(c, uses_c)
+            and bool(np.all(~jumps | ((c >= 0) & (c < n))))
+            and bool(np.all(~imm | ((b >= 0) & (b < P))))
+            and all(0 <= int(x) < n for x in targets)
+            and int(op[-1]) in (isa.STOP, isa.INVALID))
+
+
 def run(block, rom):
     """Execute ``block`` on the compiled loop.  Returns the kernel's tuple followed by the
-    final memory (int64[M]), or None when the
-    block's memory or inputs are not canonical (the caller then runs the Python loop)."""
+    final memory (int64[M]), or None when the block's memory or inputs are not canonical
+    or the ROM is not one the loop can run unchecked (:func:`rom_ok`); the caller then
+    runs the Python loop."""
     mem = block.dense_memory()
     txs = block.transactions
     flat_in = [x for t in txs for x in t.inputs]
     if not (canonical(mem) and canonical(flat_in)):
         return None
     if any(type(x) is bool for x in mem) or any(type(x) is bool for x in flat_in):
+        return None
+    if not rom_ok(rom, block.memory_size) or any(
+            not 0 <= t.program < len(rom.entries) for t in txs):
         return None
     in_off = np.zeros(len(txs) + 1, dtype=np.int64)
     in_off[1:] = np.cumsum([len(t.inputs) for t in txs], dtype=np.int64)
