@@ -176,7 +176,15 @@ def level_digests(matrix: np.ndarray, level: int) -> np.ndarray:
         raise ValueError(f"level {level}: {matrix.shape[0]} rows are not a multiple of 2^{level}")
     _check_canonical(matrix, "matrix")
     cur = np.empty((matrix.shape[0], DIGEST), np.uint32)
-    _sponge(np.ascontiguousarray(matrix), cur, RATE)
+    _sponge(matrix, cur, RATE)                     # _check_u32 made it C-contiguous
+    return _levels_up(cur, level)
+
+
+def _levels_up(cur: np.ndarray, level: int) -> np.ndarray:
+    """``level`` compression levels above the digests ``cur`` (uint32[n, 8] C-contiguous,
+    canonical, n a multiple of 2^level): uint32[n >> level, 8] (``cur`` itself for level
+    0).  No checks: the internal step of :func:`level_digests` for callers whose digests
+    come from the sponge (the pruned LDE trees, prover/ldetree.py)."""
     for _ in range(level):
         nxt = np.empty((cur.shape[0] // 2, DIGEST), np.uint32)
         _sponge(cur.reshape(-1, WIDTH), nxt, WIDTH)

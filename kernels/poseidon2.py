@@ -435,30 +435,38 @@ def _fast_args():
     return (_RCF_S, _RCP_S, _K_IN64, _K_R2, _K_OUT64)
 
 
-def _sponge(m: np.ndarray, out: np.ndarray, rate: int) -> None:
-    """Overwrite-mode sponge of every row of m (uint32[n, w], canonical, C-contiguous) into
-    out (uint32[n, k], k <= 16, C-contiguous); see _sponge_kernel."""
+def _run_ranges(fn, nitems: int, min_per_worker: int = 4) -> None:
+    """fn(i0, i1) over [0, nitems) split into contiguous ranges, one per worker thread of
+    the shared pool (numba's thread count; fn must release the GIL: a nogil kernel)."""
     global _POOL, _POOL_SIZE
-    if m.shape[0] == 0:
+    if nitems <= 0:
         return
-    ro = m.view()
-    ro.setflags(write=False)        # one compiled signature whatever the caller's flags
-    nchunks = (m.shape[0] + BLOCK - 1) // BLOCK
-    workers = min(numba.get_num_threads(), max(1, nchunks // 4))
+    workers = min(numba.get_num_threads(), max(1, nitems // min_per_worker))
     if workers <= 1:
-        _sponge_kernel(ro, out, rate, 0, nchunks, *_fast_args())
+        fn(0, nitems)
         return
     with _POOL_LOCK:
         if _POOL is None or _POOL_SIZE < workers:
             _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="poseidon2")
             _POOL_SIZE = workers
         pool = _POOL
-    # contiguous chunk ranges, one per worker; the kernel releases the GIL
-    bounds = [nchunks * t // workers for t in range(workers + 1)]
-    futs = [pool.submit(_sponge_kernel, ro, out, rate, bounds[t], bounds[t + 1], *_fast_args())
-            for t in range(workers)]
+    bounds = [nitems * t // workers for t in range(workers + 1)]
+    futs = [pool.submit(fn, bounds[t], bounds[t + 1]) for t in range(workers)]
     for f in futs:
         f.result()
+
+
+def _sponge(m: np.ndarray, out: np.ndarray, rate: int) -> None:
+    """Overwrite-mode sponge of every row of m (uint32[n, w], canonical, C-contiguous) into
+    out (uint32[n, k], k <= 16, C-contiguous); see _sponge_kernel."""
+    if m.shape[0] == 0:
+        return
+    ro = m.view()
+    ro.setflags(write=False)        # one compiled signature whatever the caller's flags
+    nchunks = (m.shape[0] + BLOCK - 1) // BLOCK
+    args = _fast_args()
+    # contiguous chunk ranges, one per worker; the kernel releases the GIL
+    _run_ranges(lambda c0, c1: _sponge_kernel(ro, out, rate, c0, c1, *args), nchunks, 4)
 
 
 # ----------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from steadfast.kernels import multiproof as mp
+from steadfast.kernels.lde_rows import gather_rows, leaf_digests
 from steadfast.kernels.ntt_host import bit_reverse_permutation
 
 #: levels of an LDE tree's node array dropped after the commit (the leaves and the
@@ -13,25 +14,34 @@ from steadfast.kernels.ntt_host import bit_reverse_permutation
 #: row instead.  The node array then holds 64 N / 2^PRUNE_LEVELS bytes instead of 64 N
 #: (issue #12: at 2^16 cycles the full trees outweighed the LDEs).
 PRUNE_LEVELS = 6
-#: tree positions hashed per call when an LDE is committed (the row chunk is the only
-#: row-major copy of the LDE that ever exists)
+#: tree positions hashed per call when an LDE is committed (one chunk's leaf digests are
+#: the only per-row buffer; the rows are read straight from the columns)
 _COMMIT_CHUNK = 1 << 15
+#: a commit chunk is 2^_COMMIT_SPREAD runs of tree positions, one under each of the top
+#: 2^_COMMIT_SPREAD subtrees, so that it reads 2^_COMMIT_SPREAD adjacent natural rows of
+#: every column at once (16: one 64-byte line) -- see kernels/lde_rows.py
+_COMMIT_SPREAD = 4
 
 
 def _bitrev_rows(lde_T: np.ndarray) -> np.ndarray:
     """(c, N) natural columns -> (N, c) rows in bit-reversed order (the committed matrix)."""
-    return np.ascontiguousarray(bit_reverse_permutation(np.ascontiguousarray(lde_T.T), axis=0))
+    N = lde_T.shape[1] if lde_T.ndim == 2 else 0
+    if lde_T.dtype != np.uint32 or N == 0 or N & (N - 1) or lde_T.shape[0] == 0:
+        return np.ascontiguousarray(bit_reverse_permutation(np.ascontiguousarray(lde_T.T), axis=0))
+    log_n = N.bit_length() - 1
+    hb = min(_COMMIT_SPREAD, log_n)
+    return gather_rows(lde_T, hb, log_n - hb, 0)
 
 
-def _tree_rows(lde: np.ndarray, lo: int, count: int) -> np.ndarray:
+def _tree_rows(lde: np.ndarray, lo: int, count: int, out: np.ndarray | None = None) -> np.ndarray:
     """Committed rows lo .. lo + count - 1 (tree positions, bit-reversed order) of the LDE
-    columns (c, N): uint32[count, c].  For count = 2^b dividing lo, tree position
-    lo + t is the natural position bitrev(lo) + bitrev_b(t) N / 2^b: a strided slice of
-    the columns, bit-reversed."""
-    N = lde.shape[1]
-    base = int(_bitrev_index(np.array([lo], np.int64), N.bit_length() - 1)[0])
-    cols = np.ascontiguousarray(lde[:, base::N // count].T)          # (count, c)
-    return np.ascontiguousarray(bit_reverse_permutation(cols, axis=0))
+    columns (c, N): uint32[count, c] (into ``out`` when given).  For count = 2^b dividing
+    lo, tree position lo + t is the natural position bitrev(lo) + bitrev_b(t) N / 2^b: a
+    strided read of the columns (kernels/lde_rows.py, plan (0, b, lo / count))."""
+    b = int(count).bit_length() - 1
+    if count != 1 << b or lo % count:
+        raise ValueError(f"_tree_rows: count {count} must be a power of two dividing lo {lo}")
+    return gather_rows(lde, 0, b, lo >> b, out)
 
 
 class _LdeTree:
@@ -56,17 +66,25 @@ class _LdeTree:
         """Commit the rows of the LDE columns (c, N) in bit-reversed order, hashing
         ``_COMMIT_CHUNK`` tree positions at a time and keeping levels >= prune
         (default: PRUNE_LEVELS, at most log N - 8 so that every cap level is kept)."""
-        from steadfast.kernels.merkle import MerkleTree, level_digests
+        from steadfast.kernels.merkle import MerkleTree, _levels_up
         N = lde.shape[1]
         log_n = N.bit_length() - 1
         if N != 1 << log_n or lde.shape[0] == 0:
             raise ValueError(f"_LdeTree.commit: an LDE of shape {lde.shape}")
         if prune is None:
             prune = max(0, min(PRUNE_LEVELS, log_n - 8))
-        chunk = min(N, max(_COMMIT_CHUNK, 1 << prune))
+        # chunk k: 2^hb runs of 2^l tree positions (l >= prune), h N/2^hb + k 2^l + t
+        chunk_bits = min(log_n, max(_COMMIT_CHUNK.bit_length() - 1, prune))
+        hb = min(_COMMIT_SPREAD, chunk_bits - prune)
+        l = chunk_bits - hb
+        H, L = 1 << hb, 1 << l
         top = np.empty((N >> prune, 8), np.uint32)
-        for lo in range(0, N, chunk):
-            top[lo >> prune:(lo + chunk) >> prune] = level_digests(_tree_rows(lde, lo, chunk), prune)
+        runs = top.reshape(H, (N >> hb) >> prune, 8)          # the level-prune digests of run h
+        leaves = np.empty((1 << chunk_bits, 8), np.uint32)     # reused by every chunk
+        cols = np.ascontiguousarray(lde, dtype=np.uint32)      # (no copy: the LDE is)
+        for k in range(N >> chunk_bits):
+            digests = _levels_up(leaf_digests(cols, hb, l, k, leaves), prune)
+            runs[:, (k * L) >> prune:((k + 1) * L) >> prune] = digests.reshape(H, L >> prune, 8)
         return cls(MerkleTree.from_digests(top), prune, log_n, lde if src is None else src)
 
     @property
@@ -87,7 +105,7 @@ class _LdeTree:
 
     def _nodes_at(self, levels: np.ndarray, pos: np.ndarray, lde=None) -> np.ndarray:
         """The digests at (level, position) pairs: uint32[m, 8]."""
-        from steadfast.kernels.merkle import commit, level_offsets
+        from steadfast.kernels.merkle import _build_levels, level_offsets
         levels = np.asarray(levels, np.int64)
         pos = np.asarray(pos, np.int64)
         out = np.empty((levels.size, 8), np.uint32)
@@ -101,9 +119,12 @@ class _LdeTree:
             groups = pos[lo] >> (self._prune - levels[lo])
             if lde is None:
                 lde = self._src.get(keep=False)
+            lde = np.ascontiguousarray(lde, dtype=np.uint32)
             offs = level_offsets(self._prune)
+            mini = np.empty((2 * g_size - 1, 8), np.uint32)        # the group's subtree
             for g in np.unique(groups):
-                mini = commit(_tree_rows(lde, int(g) * g_size, g_size)).nodes
+                leaf_digests(lde, 0, self._prune, int(g), mini[:g_size])
+                _build_levels(mini, self._prune)
                 sel = lo[groups == g]
                 local = pos[sel] - (int(g) << (self._prune - levels[sel]))
                 out[sel] = mini[offs[levels[sel]] + local]
