@@ -8,6 +8,7 @@ import numpy as np
 from steadfast.kernels import multiproof as mp
 from steadfast.kernels.lde_rows import gather_rows, leaf_digests
 from steadfast.kernels.ntt_host import bit_reverse_permutation
+from steadfast.kernels.poseidon2 import RATE, _sponge
 
 #: levels of an LDE tree's node array dropped after the commit (the leaves and the
 #: levels just above): an opening rehashes the 2^PRUNE_LEVELS rows around each opened
@@ -103,8 +104,11 @@ class _LdeTree:
     def stored_bytes(self) -> int:
         return int(self._upper.nodes.nbytes)
 
-    def _nodes_at(self, levels: np.ndarray, pos: np.ndarray, lde=None) -> np.ndarray:
-        """The digests at (level, position) pairs: uint32[m, 8]."""
+    def _nodes_at(self, levels: np.ndarray, pos: np.ndarray, lde=None,
+                  grows: dict | None = None) -> np.ndarray:
+        """The digests at (level, position) pairs: uint32[m, 8].  Below the kept levels
+        each group is rehashed from ``grows`` (group -> its rows uint32[2^prune, c], tree
+        order) when given, else from the LDE ``lde`` (read from the source if None)."""
         from steadfast.kernels.merkle import _build_levels, level_offsets
         levels = np.asarray(levels, np.int64)
         pos = np.asarray(pos, np.int64)
@@ -117,13 +121,17 @@ class _LdeTree:
         if lo.size:
             g_size = 1 << self._prune
             groups = pos[lo] >> (self._prune - levels[lo])
-            if lde is None:
-                lde = self._src.get(keep=False)
-            lde = np.ascontiguousarray(lde, dtype=np.uint32)
+            if grows is None:
+                if lde is None:
+                    lde = self._src.get(keep=False)
+                lde = np.ascontiguousarray(lde, dtype=np.uint32)
             offs = level_offsets(self._prune)
             mini = np.empty((2 * g_size - 1, 8), np.uint32)        # the group's subtree
             for g in np.unique(groups):
-                leaf_digests(lde, 0, self._prune, int(g), mini[:g_size])
+                if grows is None:
+                    leaf_digests(lde, 0, self._prune, int(g), mini[:g_size])
+                else:
+                    _sponge(np.ascontiguousarray(grows[int(g)]), mini[:g_size], RATE)
                 _build_levels(mini, self._prune)
                 sel = lo[groups == g]
                 local = pos[sel] - (int(g) << (self._prune - levels[sel]))
@@ -161,6 +169,17 @@ class _LdeTree:
         """(rows, multiproof nodes against ``cap(log_cap)``) of sorted distinct tree
         positions, from one read of the LDE."""
         levels, pos = mp.multiproof_plan(idx, self._log_n, log_cap)
+        if getattr(self._src, "lde", None) is None and hasattr(self._src, "group_rows"):
+            # a released LDE: only the groups the openings touch (the opened rows' and
+            # the multiproof nodes' below the kept levels -- the same groups), evaluated
+            # from the coefficients on their cosets (kernels/open_rows.py)
+            b = self._prune
+            lo = levels < b
+            groups = np.unique(np.concatenate([idx >> b, pos[lo] >> (b - levels[lo])]))
+            gr = self._src.group_rows(groups, b)                    # (groups, 2^b, c)
+            rows = gr[np.searchsorted(groups, idx >> b), idx & ((1 << b) - 1)]
+            grows = {int(g): gr[i] for i, g in enumerate(groups)}
+            return np.ascontiguousarray(rows), self._nodes_at(levels, pos, grows=grows)
         lde = self._src.get(keep=False)
         return self.rows(idx, lde), self._nodes_at(levels, pos, lde)
 

@@ -23,6 +23,7 @@ import numpy as np
 import steadfast.air as airlib
 from steadfast.air import field as F
 from steadfast.kernels import multiproof as mp
+from steadfast.kernels import open_rows
 from steadfast.kernels.hostlib import ef_inverse
 from steadfast.kernels.poseidon2 import poseidon2_permute
 from steadfast.kernels.ntt_host import (bit_reverse_permutation, coset_intt, intt, lde_columns,
@@ -76,6 +77,21 @@ class _LdeSource:
             raise ValueError("this committed matrix's LDE was released and cannot be "
                              "recomputed (no coefficients)")
         return lde_of_coeffs(self.coeffs, k)
+
+    def group_rows(self, groups, log_group: int) -> np.ndarray:
+        """The committed rows (tree order) of tree groups ``groups`` (group j: tree
+        positions 2^log_group j ..): uint32[len(groups), 2^log_group, c], read from the
+        held LDE, else evaluated from the coefficients on those cosets alone
+        (kernels/open_rows.py: ~(log2 groups + 2) N products a column instead of an LDE)."""
+        groups = np.asarray(groups, np.int64).reshape(-1)
+        G = 1 << int(log_group)
+        if self.lde is not None:
+            return np.stack([_tree_rows(self.lde, int(g) * G, G) for g in groups]) if groups.size \
+                else np.empty((0, G, self.lde.shape[0]), np.uint32)
+        if self.log_blowup is None:
+            raise ValueError("this committed matrix's LDE was released and cannot be "
+                             "recomputed (no coefficients)")
+        return open_rows.group_rows(self.coeffs, self.log_blowup, SHIFT, groups, log_group)
 
 
 def lde_of_coeffs(coeffs: np.ndarray, log_blowup: int) -> np.ndarray:
