@@ -31,9 +31,13 @@ row conditions all/first/last/transition; next row = (i + M/n) mod M as the nump
 or its ``compiled=False`` argument selects the interpreter.
 
 :func:`logup_h_host` is the same for ``HostStages.aux_build``'s h columns: the interaction
-program through the same block kernel (outputs stored instead of folded), then one
-compiled pass per row for every interaction's fingerprint, denominator, inverse and signed
-multiplicity, summed per lookup batch (the accumulator stays numpy, in aux_build).
+program through the same block kernel (outputs stored instead of folded), then
+:func:`_logup_h_kernel` over blocks of rows (``prange``): every interaction's fingerprint
+and denominator vectorised across the block's rows in Montgomery form, the inverses by
+Montgomery's trick (prefix products over the interactions per row, then over the block's
+rows: one EF inversion per block of LOGUP_BLOCK rows x T interactions, ~3 EF products a
+fraction), the signed multiplicities summed per lookup batch (the accumulator stays
+numpy, in aux_build).  A vanishing denominator sets a flag -> ValueError.
 """
 from __future__ import annotations
 
@@ -461,8 +465,6 @@ def quotient_host(air, shape, main_lde, prep_lde, aux_lde, public_values, challe
 # ----------------------------------------------------------------------------- LogUp h
 
 _HF = field.build(njit(inline="always"))          # canonical (non-Montgomery) functions
-_cadd, _csub, _cmul, _cneg = _HF.add, _HF.sub, _HF.mul, _HF.neg
-_cef_inv, _cef_mul_base = _HF.ef_inv, _HF.ef_mul_base
 _VALUES: dict = {}
 
 
@@ -483,51 +485,148 @@ def _values_kernel(code, consts, main, prep, pv, M, nxt, nslots, block, ntasks, 
                        dummy_i, V, G, O, lo, w, M, 1, nxt)
 
 
+_cef_inv, _cfm, _ctm = _HF.ef_inv, _HF.from_mont, _HF.to_mont
+#: trace rows per block of the h kernel (its scratch per thread: 2 T + 2 EF rows of
+#: LOGUP_BLOCK, 2^18 rows: 256 -> 512 measured 37 -> 30 ns a fraction)
+LOGUP_BLOCK = 512
+_MONT_ONE = np.uint32(field.MONT_R)
+
+
+@njit(cache=True)
+def _ef_rows_mul(X, Y, w):
+    # X[:, r] *= Y[:, r] (EF, Montgomery form) for r < w; X, Y: [4, >= w]
+    for r in range(w):
+        x0, x1, x2, x3 = _ef_mmul(X[0, r], X[1, r], X[2, r], X[3, r],
+                                  Y[0, r], Y[1, r], Y[2, r], Y[3, r])
+        X[0, r] = x0
+        X[1, r] = x1
+        X[2, r] = x2
+        X[3, r] = x3
+
+
+@njit(cache=True)
+def _logup_block(O, it_pos, it_len, it_bus, it_sign, it_batch, bpow, lo, w, D, Pf, A, Q, H,
+                 flag):
+    # rows lo .. lo+w of the h columns.  Montgomery form inside (x R mod p, R = 2^32): the
+    # denominators d_t (D[t]), their prefix products over t per row (Pf[t] = prod_(s<t)
+    # d_s, A = prod over every t), Montgomery's trick over the block's rows for 1/A (one
+    # EF inversion per block), then the walk back over t: 1/d_t = Pf[t] / (prod_(s<=t) d_s).
+    # Every loop over the rows stores into ONE array (measured: LLVM leaves a row loop
+    # that stores into two arrays scalar, ~8x slower) and indexes by the loop counter
+    T = it_pos.shape[0]
+    for c in range(4):
+        A[c, :w] = 0
+    A[0, :w] = _MONT_ONE
+    zero = False
+    for t in range(T):
+        # d_t = (gamma - bus) - sum_j beta^(j+1) v_j: bpow rows j+1 hold beta^(j+1) R^2,
+        # so mont_mul(v, .) (v canonical) is v beta^(j+1) in Montgomery form
+        Dt = D[t]
+        Dt[0, :w] = _sub(bpow[0, 0], it_bus[t])
+        for c in range(1, 4):
+            Dt[c, :w] = bpow[0, c]
+        p0 = it_pos[t]
+        for j in range(it_len[t]):
+            b0 = bpow[j + 1, 0]
+            b1 = bpow[j + 1, 1]
+            b2 = bpow[j + 1, 2]
+            b3 = bpow[j + 1, 3]
+            vrow = O[p0 + j, lo:lo + w]
+            for r in range(w):
+                v = vrow[r]
+                Dt[0, r] = _sub(Dt[0, r], _mmul(v, b0))
+                Dt[1, r] = _sub(Dt[1, r], _mmul(v, b1))
+                Dt[2, r] = _sub(Dt[2, r], _mmul(v, b2))
+                Dt[3, r] = _sub(Dt[3, r], _mmul(v, b3))
+        nzero = 0
+        for r in range(w):
+            nzero += (Dt[0, r] | Dt[1, r] | Dt[2, r] | Dt[3, r]) == 0
+        if nzero:
+            zero = True
+        # Pf[t] = prod_(s<t) d_s, then A = prod_(s<=t) d_s
+        Pf[t, :, :w] = A[:, :w]
+        _ef_rows_mul(A, Dt, w)
+    if zero:
+        flag[0] = 1
+        return
+    # 1 / A[r] for the block's rows: prefix products (Q), one inversion, walk back
+    q0 = _MONT_ONE
+    q1 = np.uint32(0)
+    q2 = np.uint32(0)
+    q3 = np.uint32(0)
+    for r in range(w):
+        Q[0, r] = q0
+        Q[1, r] = q1
+        Q[2, r] = q2
+        Q[3, r] = q3
+        q0, q1, q2, q3 = _ef_mmul(q0, q1, q2, q3, A[0, r], A[1, r], A[2, r], A[3, r])
+    # canonical inverse of the canonical product, back to Montgomery form
+    i0, i1, i2, i3 = _cef_inv(_cfm(q0), _cfm(q1), _cfm(q2), _cfm(q3))
+    s0 = _ctm(i0)
+    s1 = _ctm(i1)
+    s2 = _ctm(i2)
+    s3 = _ctm(i3)
+    for r in range(w - 1, -1, -1):
+        a0 = A[0, r]
+        a1 = A[1, r]
+        a2 = A[2, r]
+        a3 = A[3, r]
+        x0, x1, x2, x3 = _ef_mmul(Q[0, r], Q[1, r], Q[2, r], Q[3, r], s0, s1, s2, s3)
+        A[0, r] = x0
+        A[1, r] = x1
+        A[2, r] = x2
+        A[3, r] = x3
+        s0, s1, s2, s3 = _ef_mmul(s0, s1, s2, s3, a0, a1, a2, a3)
+    # walk back over the interactions: A = 1 / prod_(s<=t) d_s; Pf[t] becomes 1 / d_t
+    for t in range(T - 1, -1, -1):
+        Pt = Pf[t]
+        Dt = D[t]
+        _ef_rows_mul(Pt, A, w)
+        _ef_rows_mul(A, Dt, w)
+        # h_b += sign m / d_t: Montgomery (1 / d_t) times canonical m is canonical
+        pm = it_pos[t] + it_len[t]
+        b = it_batch[t]
+        neg = it_sign[t] < 0
+        mrow = O[pm, lo:lo + w]
+        for c in range(4):
+            hrow = H[b, c, lo:lo + w]
+            x = Pt[c]
+            if neg:
+                for r in range(w):
+                    hrow[r] = _add(hrow[r], _mmul(x[r], _neg(mrow[r])))
+            else:
+                for r in range(w):
+                    hrow[r] = _add(hrow[r], _mmul(x[r], mrow[r]))
+
+
 @njit(cache=True, parallel=True)
-def _logup_h_kernel(O, it_pos, it_len, it_bus, it_sign, it_batch, bpow, nbatch, ntasks, H, flag):
+def _logup_h_kernel(O, it_pos, it_len, it_bus, it_sign, it_batch, bpow, block, ntasks, H, flag):
     # row i, interaction t: d = gamma - (bus + sum_j beta^(j+1) v_j) (EF), h_batch += sign m / d
     n = O.shape[1]
     T = it_pos.shape[0]
-    per = (n + ntasks - 1) // ntasks
+    nblocks = (n + block - 1) // block
     for task in prange(ntasks):
-        for i in range(task * per, min(n, (task + 1) * per)):
-            for t in range(T):
-                f0 = it_bus[t]
-                f1 = np.uint32(0)
-                f2 = np.uint32(0)
-                f3 = np.uint32(0)
-                p0 = it_pos[t]
-                for j in range(it_len[t]):
-                    v = O[p0 + j, i]
-                    f0 = _cadd(f0, _cmul(bpow[j + 1, 0], v))
-                    f1 = _cadd(f1, _cmul(bpow[j + 1, 1], v))
-                    f2 = _cadd(f2, _cmul(bpow[j + 1, 2], v))
-                    f3 = _cadd(f3, _cmul(bpow[j + 1, 3], v))
-                d0 = _csub(bpow[0, 0], f0)
-                d1 = _csub(bpow[0, 1], f1)
-                d2 = _csub(bpow[0, 2], f2)
-                d3 = _csub(bpow[0, 3], f3)
-                if d0 == 0 and d1 == 0 and d2 == 0 and d3 == 0:
-                    flag[0] = 1
-                m = O[p0 + it_len[t], i]
-                if it_sign[t] < 0:
-                    m = _cneg(m)
-                i0, i1, i2, i3 = _cef_inv(d0, d1, d2, d3)
-                e0, e1, e2, e3 = _cef_mul_base(i0, i1, i2, i3, m)
-                b = it_batch[t]
-                H[b, 0, i] = _cadd(H[b, 0, i], e0)
-                H[b, 1, i] = _cadd(H[b, 1, i], e1)
-                H[b, 2, i] = _cadd(H[b, 2, i], e2)
-                H[b, 3, i] = _cadd(H[b, 3, i], e3)
+        D = np.empty((T, 4, block), dtype=np.uint32)
+        Pf = np.empty((T, 4, block), dtype=np.uint32)
+        A = np.empty((4, block), dtype=np.uint32)
+        Q = np.empty((4, block), dtype=np.uint32)
+        for blk in range(task, nblocks, ntasks):
+            lo = blk * block
+            _logup_block(O, it_pos, it_len, it_bus, it_sign, it_batch, bpow, lo,
+                         min(block, n - lo), D, Pf, A, Q, H, flag)
 
 
-def logup_h_host(air, main: np.ndarray, public_values, challenges: dict) -> list:
+def logup_h_host(air, main: np.ndarray, public_values, challenges: dict,
+                 block: int | None = None) -> list:
     """The LogUp h columns of ``HostStages.aux_build``, compiled: one EF column per lookup
     batch, h_b[i] = sum_(t in batch b) sign_t m_t[i] / d_t[i] with
     d_t = gamma - (bus_t + sum_j beta^(j+1) v_tj) on trace row i.  ``main``: the trace
     uint32[n, w].  Returns a list of uint64[4, n] (canonical), bit-identical to the numpy
     loop; ValueError when a denominator vanishes."""
     import numba
+    block = int(LOGUP_BLOCK if block is None else block)
+    if not 1 <= block <= 1 << 16:
+        raise ValueError(f"block must be in [1, 65536], got {block}")
     main = np.asarray(main)
     if main.ndim != 2 or main.shape[1] != air.main_width:
         raise ValueError(f"{air.name}: main must be [n, {air.main_width}], got {main.shape}")
@@ -559,13 +658,12 @@ def logup_h_host(air, main: np.ndarray, public_values, challenges: dict) -> list
     its = air.interactions
     T = sum(len(it.values) + 1 for it in its)
     O = np.empty((max(1, T), n), dtype=np.uint32)
-    block = BLOCK
-    nblocks = (n + block - 1) // block
+    vblocks = (n + BLOCK - 1) // BLOCK
     threads = numba.get_num_threads()
     _values_kernel(enc.code, enc.consts, cols, prep,
                    field.to_mont_host(pv) if pv.size else np.zeros(1, np.uint32),
-                   np.int64(n), np.int64(1 % n), np.int64(enc.slots), np.int64(block),
-                   np.int64(max(1, min(nblocks, 4 * threads))), O)
+                   np.int64(n), np.int64(1 % n), np.int64(enc.slots), np.int64(BLOCK),
+                   np.int64(max(1, min(vblocks, 4 * threads))), O)
     batch_of = {id(it): b for b, batch in enumerate(air.lookup_batches) for it in batch}
     pos, p = [], 0
     for it in its:
@@ -573,17 +671,19 @@ def logup_h_host(air, main: np.ndarray, public_values, challenges: dict) -> list
         p += len(it.values) + 1
     arity = max(len(it.values) for it in its)
     beta = _ef4(challenges["logup_beta"], "logup_beta").reshape(4, 1)
+    # Montgomery form for the kernel: gamma and the bus ids x R, beta^(j+1) x R^2
     bpow = np.empty((arity + 1, 4), np.uint32)          # gamma, beta, beta^2, ...
-    bpow[0] = _ef4(challenges["logup_gamma"], "logup_gamma")
-    bpow[1:] = AF.ef_mul(AF.ef_powers(beta, arity), beta).T
+    bpow[0] = field.to_mont_host(_ef4(challenges["logup_gamma"], "logup_gamma"))
+    bpow[1:] = field.to_mont_host(field.to_mont_host(AF.ef_mul(AF.ef_powers(beta, arity), beta).T))
     B = len(air.lookup_batches)
     H = np.zeros((B, 4, n), dtype=np.uint32)
     flag = np.zeros(1, np.uint32)
+    nblocks = (n + block - 1) // block
     _logup_h_kernel(O, np.asarray(pos, np.int64), np.asarray([len(it.values) for it in its], np.int64),
-                    np.asarray([it.bus_id % P for it in its], np.uint32),
+                    field.to_mont_host(np.asarray([it.bus_id % P for it in its], np.uint64)),
                     np.asarray([it.sign for it in its], np.int64),
-                    np.asarray([batch_of[id(it)] for it in its], np.int64), bpow, np.int64(B),
-                    np.int64(max(1, min(n, 4 * threads))), H, flag)
+                    np.asarray([batch_of[id(it)] for it in its], np.int64), bpow, np.int64(block),
+                    np.int64(max(1, min(nblocks, 4 * threads))), H, flag)
     if flag[0]:
         raise ValueError(f"{air.name}: a LogUp denominator vanished (resample: "
                          "the challenges hit a tuple's fingerprint)")
