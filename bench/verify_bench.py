@@ -65,7 +65,9 @@ def _child(path: str, mode: str, reps: int) -> dict:
     imp = time.process_time() - t0
     bp = BlockProof.load(path)
     # POSEIDON2's slots (k permutations per row) as the verifier reads them: its width
-    airs = block_airs(bp.rom, slots_from_widths([len(t.ood_main) for t in decode(bp.proof).tables]))
+    dec = decode(bp.proof)
+    airs = block_airs(bp.rom, slots_from_widths([len(t.ood_main) for t in dec.tables]),
+                      dec.params.log_blowup)
     t = time.process_time()
     res = verify(bp.proof, airs, None, min_security_bits=0)
     first = time.process_time() - t

@@ -19,7 +19,7 @@ from .airs import (CPU_LAYOUT, MEMORY_LAYOUT, P2_LAYOUT, RANGE_SIZE, SELECTORS, 
                    table_air, DEFAULT_LOG_BLOWUP)
 from .block import MAX_CYCLES
 from .interpreter import ExecutionRecord
-from .poseidon2 import N_FULL_HALF, WIDTH, permute_rows
+from .poseidon2 import N_FULL_HALF, WIDTH
 from .statement import NUM_PUBLIC_VALUES, PV_MAX_CYCLES, block_public_values
 
 P = isa.P
