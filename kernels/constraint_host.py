@@ -30,9 +30,10 @@ row conditions all/first/last/transition; next row = (i + M/n) mod M as the nump
 ``HostStages.quotient`` uses it unless ``PROVER_HOST_QUOTIENT=numpy`` (docs/diagnostics.md)
 or its ``compiled=False`` argument selects the interpreter.
 
-:func:`logup_h_host` is the same for ``HostStages.aux_build``'s h columns: the interaction
-program through the same block kernel (outputs stored instead of folded), then
-:func:`_logup_h_kernel` over blocks of rows (``prange``): every interaction's fingerprint
+:func:`logup_h_host` is the same for ``HostStages.aux_build``'s h columns:
+:func:`_logup_h_kernel` over blocks of trace rows (``prange``, the trace read through a
+column view, no transposed copy): the interaction program through the same block kernel
+(outputs stored into the block's scratch instead of folded), then every interaction's fingerprint
 and denominator vectorised across the block's rows in Montgomery form, the inverses by
 Montgomery's trick (prefix products over the interactions per row, then over the block's
 rows: one EF inversion per block of LOGUP_BLOCK rows x T interactions, ~3 EF products a
@@ -468,26 +469,10 @@ _HF = field.build(njit(inline="always"))          # canonical (non-Montgomery) f
 _VALUES: dict = {}
 
 
-@njit(cache=True, parallel=True)
-def _values_kernel(code, consts, main, prep, pv, M, nxt, nslots, block, ntasks, O):
-    # the interaction program on the trace rows (columns (w, n)), outputs to O (canonical)
-    nblocks = (M + block - 1) // block
-    dummy_scal = np.zeros(4, np.uint32)
-    dummy_apow = np.zeros((1, 4), np.uint32)
-    dummy_i = np.zeros(1, np.int64)
-    for task in prange(ntasks):
-        V = np.empty((nslots, 4, block), dtype=np.uint32)
-        G = np.empty((4, 4, block), dtype=np.uint32)
-        for blk in range(task, nblocks, ntasks):
-            lo = blk * block
-            w = min(block, M - lo)
-            _run_block(code, consts, main, prep, main, pv, dummy_scal, dummy_apow, dummy_i,
-                       dummy_i, V, G, O, lo, w, M, 1, nxt)
-
-
 _cef_inv, _cfm, _ctm = _HF.ef_inv, _HF.from_mont, _HF.to_mont
-#: trace rows per block of the h kernel (its scratch per thread: 2 T + 2 EF rows of
-#: LOGUP_BLOCK, 2^18 rows: 256 -> 512 measured 37 -> 30 ns a fraction)
+#: trace rows per block of the h kernel (its scratch per thread: 2 T + 2 EF rows and
+#: the program's outputs and slots, of LOGUP_BLOCK each; 2^16 CPU rows, 1 thread:
+#: 256 -> 512 measured 37 -> 30 ns a fraction)
 LOGUP_BLOCK = 512
 _MONT_ONE = np.uint32(field.MONT_R)
 
@@ -507,7 +492,7 @@ def _ef_rows_mul(X, Y, w):
 @njit(cache=True)
 def _logup_block(O, it_pos, it_len, it_bus, it_sign, it_batch, bpow, lo, w, D, Pf, A, Q, H,
                  flag):
-    # rows lo .. lo+w of the h columns.  Montgomery form inside (x R mod p, R = 2^32): the
+    # rows lo .. lo+w of the h columns from the block's interaction values O[:, :w].  Montgomery form inside (x R mod p, R = 2^32): the
     # denominators d_t (D[t]), their prefix products over t per row (Pf[t] = prod_(s<t)
     # d_s, A = prod over every t), Montgomery's trick over the block's rows for 1/A (one
     # EF inversion per block), then the walk back over t: 1/d_t = Pf[t] / (prod_(s<=t) d_s).
@@ -526,12 +511,13 @@ def _logup_block(O, it_pos, it_len, it_bus, it_sign, it_batch, bpow, lo, w, D, P
         for c in range(1, 4):
             Dt[c, :w] = bpow[0, c]
         p0 = it_pos[t]
-        for j in range(it_len[t]):
+        k = it_len[t]
+        for j in range(k):
             b0 = bpow[j + 1, 0]
             b1 = bpow[j + 1, 1]
             b2 = bpow[j + 1, 2]
             b3 = bpow[j + 1, 3]
-            vrow = O[p0 + j, lo:lo + w]
+            vrow = O[p0 + j, :w]
             for r in range(w):
                 v = vrow[r]
                 Dt[0, r] = _sub(Dt[0, r], _mmul(v, b0))
@@ -587,7 +573,7 @@ def _logup_block(O, it_pos, it_len, it_bus, it_sign, it_batch, bpow, lo, w, D, P
         pm = it_pos[t] + it_len[t]
         b = it_batch[t]
         neg = it_sign[t] < 0
-        mrow = O[pm, lo:lo + w]
+        mrow = O[pm, :w]
         for c in range(4):
             hrow = H[b, c, lo:lo + w]
             x = Pt[c]
@@ -600,20 +586,35 @@ def _logup_block(O, it_pos, it_len, it_bus, it_sign, it_batch, bpow, lo, w, D, P
 
 
 @njit(cache=True, parallel=True)
-def _logup_h_kernel(O, it_pos, it_len, it_bus, it_sign, it_batch, bpow, block, ntasks, H, flag):
-    # row i, interaction t: d = gamma - (bus + sum_j beta^(j+1) v_j) (EF), h_batch += sign m / d
-    n = O.shape[1]
+def _logup_h_kernel(code, consts, main, prep, pv, nslots, it_pos, it_len, it_bus, it_sign,
+                    it_batch, bpow, block, ntasks, H, flag):
+    # per block of rows: the interaction program (values and multiplicities, canonical,
+    # into the block's Ob: the (values, mult) rows never exist for the whole trace), then
+    # the block's h columns.  Interaction values read the current row only: the block's
+    # column slices are the whole input (lo = 0, no next-row wrap)
+    n = H.shape[2]
     T = it_pos.shape[0]
+    nout = it_pos[T - 1] + it_len[T - 1] + 1
     nblocks = (n + block - 1) // block
+    dummy_scal = np.zeros(4, np.uint32)
+    dummy_apow = np.zeros((1, 4), np.uint32)
+    dummy_i = np.zeros(1, np.int64)
     for task in prange(ntasks):
+        V = np.empty((nslots, 4, block), dtype=np.uint32)
+        G = np.empty((4, 4, block), dtype=np.uint32)
+        Ob = np.empty((nout, block), dtype=np.uint32)
         D = np.empty((T, 4, block), dtype=np.uint32)
         Pf = np.empty((T, 4, block), dtype=np.uint32)
         A = np.empty((4, block), dtype=np.uint32)
         Q = np.empty((4, block), dtype=np.uint32)
         for blk in range(task, nblocks, ntasks):
             lo = blk * block
-            _logup_block(O, it_pos, it_len, it_bus, it_sign, it_batch, bpow, lo,
-                         min(block, n - lo), D, Pf, A, Q, H, flag)
+            w = min(block, n - lo)
+            mb = main[:, lo:lo + w]
+            _run_block(code, consts, mb, prep[:, lo:lo + w], mb, pv, dummy_scal, dummy_apow,
+                       dummy_i, dummy_i, V, G, Ob, 0, w, n, 1, 0)
+            _logup_block(Ob, it_pos, it_len, it_bus, it_sign, it_batch, bpow, lo, w, D, Pf,
+                         A, Q, H, flag)
 
 
 def logup_h_host(air, main: np.ndarray, public_values, challenges: dict,
@@ -640,30 +641,26 @@ def logup_h_host(air, main: np.ndarray, public_values, challenges: dict,
     key = tuple(air.fingerprint())
     enc = _VALUES.get(key)
     if enc is None:
-        kinds = {op for op, a, _, _ in air.interaction_program.ops if a < 0}
+        ops = air.interaction_program.ops
+        kinds = {op for op, a, _, _ in ops if a < 0}
         if not kinds <= {"main", "prep", "pv", "const"}:
             raise ValueError(f"{air.name}: interaction values read {sorted(kinds)}")
+        if any(op in ("main", "prep") and a < 0 and pl[1] for op, a, _, pl in ops):
+            raise ValueError(f"{air.name}: interaction values read the next row")
         enc = _encode(air, air.interaction_program, STORE)
         with _LOCK:
             _VALUES[key] = enc
     pv = np.asarray([int(v) for v in public_values], dtype=np.int64)
     if pv.shape != (air.num_public,) or np.any(pv < 0) or np.any(pv >= P):
         raise ValueError(f"{air.name}: expected {air.num_public} canonical public values")
-    cols = np.ascontiguousarray(main.T)
-    prep = np.zeros((1, 1), np.uint32)
+    cols = main.T                    # column view: the kernel reads a block of rows at a time
+    prep = np.zeros((1, n), np.uint32)                   # never read: no prep columns
     if air.prep_width:
         prep = np.ascontiguousarray(np.asarray(air.preprocessed, dtype=np.uint32).T)
         if prep.shape != (air.prep_width, n):
             raise ValueError(f"{air.name}: preprocessed height {prep.shape[1]} != trace height {n}")
     its = air.interactions
-    T = sum(len(it.values) + 1 for it in its)
-    O = np.empty((max(1, T), n), dtype=np.uint32)
-    vblocks = (n + BLOCK - 1) // BLOCK
     threads = numba.get_num_threads()
-    _values_kernel(enc.code, enc.consts, cols, prep,
-                   field.to_mont_host(pv) if pv.size else np.zeros(1, np.uint32),
-                   np.int64(n), np.int64(1 % n), np.int64(enc.slots), np.int64(BLOCK),
-                   np.int64(max(1, min(vblocks, 4 * threads))), O)
     batch_of = {id(it): b for b, batch in enumerate(air.lookup_batches) for it in batch}
     pos, p = [], 0
     for it in its:
@@ -679,7 +676,10 @@ def logup_h_host(air, main: np.ndarray, public_values, challenges: dict,
     H = np.zeros((B, 4, n), dtype=np.uint32)
     flag = np.zeros(1, np.uint32)
     nblocks = (n + block - 1) // block
-    _logup_h_kernel(O, np.asarray(pos, np.int64), np.asarray([len(it.values) for it in its], np.int64),
+    _logup_h_kernel(enc.code, enc.consts, cols, prep,
+                    field.to_mont_host(pv) if pv.size else np.zeros(1, np.uint32),
+                    np.int64(enc.slots), np.asarray(pos, np.int64),
+                    np.asarray([len(it.values) for it in its], np.int64),
                     field.to_mont_host(np.asarray([it.bus_id % P for it in its], np.uint64)),
                     np.asarray([it.sign for it in its], np.int64),
                     np.asarray([batch_of[id(it)] for it in its], np.int64), bpow, np.int64(block),

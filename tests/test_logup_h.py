@@ -73,31 +73,16 @@ def _logup_h_kernel_ref(O, it_pos, it_len, it_bus, it_sign, it_batch, bpow, nbat
 
 
 def logup_h_reference(air, main, public_values, challenges: dict) -> list:
-    """The e99b0f8 ``logup_h_host`` (its values pass, then the per-fraction kernel)."""
+    """The e99b0f8 ``logup_h_host``: its per-fraction kernel on the interaction values and
+    multiplicities, here from the numpy evaluator (``air.interaction_rows``)."""
     import numba
+    from steadfast.air import interaction_rows
     main = np.asarray(main)
-    if main.dtype != np.uint32:
-        main = main.astype(np.uint32)
     n = main.shape[0]
-    key = tuple(air.fingerprint())
-    enc = CH._VALUES.get(key)
-    if enc is None:
-        enc = CH._encode(air, air.interaction_program, CH.STORE)
-    pv = np.asarray([int(v) for v in public_values], dtype=np.int64)
-    cols = np.ascontiguousarray(main.T)
-    prep = np.zeros((1, 1), np.uint32)
-    if air.prep_width:
-        prep = np.ascontiguousarray(np.asarray(air.preprocessed, dtype=np.uint32).T)
     its = air.interactions
-    T = sum(len(it.values) + 1 for it in its)
-    O = np.empty((max(1, T), n), dtype=np.uint32)
-    block = CH.BLOCK
-    nblocks = (n + block - 1) // block
+    rows = interaction_rows(air, main.astype(np.uint64), public_values)
+    O = np.concatenate([np.concatenate([vals, mult[None]]) for vals, mult in rows]).astype(np.uint32)
     threads = numba.get_num_threads()
-    CH._values_kernel(enc.code, enc.consts, cols, prep,
-                      field.to_mont_host(pv) if pv.size else np.zeros(1, np.uint32),
-                      np.int64(n), np.int64(1 % n), np.int64(enc.slots), np.int64(block),
-                      np.int64(max(1, min(nblocks, 4 * threads))), O)
     batch_of = {id(it): b for b, batch in enumerate(air.lookup_batches) for it in batch}
     pos, p = [], 0
     for it in its:
@@ -376,3 +361,17 @@ def test_block_argument_checked():
     for bad in (0, -1, 1 << 17):
         with pytest.raises(ValueError, match="block"):
             CH.logup_h_host(air, main, pv, chal_of(rng), block=bad)
+
+
+def test_trace_layouts_and_dtypes():
+    """A column-major trace (the kernel reads a column view of it), a C-ordered one and an
+    int64 one give the same columns."""
+    rng = np.random.default_rng(4)
+    air = random_air(11, 1)
+    main = rnd(rng, 64, air.main_width)
+    pv = [int(x) for x in rnd(rng, 2)]
+    chal = chal_of(rng)
+    want = logup_h_reference(air, main, pv, chal)
+    for m in (main, np.asfortranarray(main), main.astype(np.int64),
+              np.ascontiguousarray(main.T).T):
+        assert same(CH.logup_h_host(air, m, pv, chal, block=24), want)
