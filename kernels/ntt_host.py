@@ -640,6 +640,16 @@ def coset_lde(evals: np.ndarray, log_blowup: int, shift: int = field.GENERATOR) 
     return out
 
 
+def bit_reverse_indices(idx, bits: int) -> np.ndarray:
+    """rev_bits(i) of every integer in ``idx`` (int64 array of the same shape): the index
+    form of :func:`bit_reverse_permutation`, for a few positions of a long axis."""
+    idx = np.asarray(idx, dtype=np.int64)
+    out = np.zeros_like(idx)
+    for b in range(int(bits)):
+        out |= ((idx >> b) & 1) << (bits - 1 - b)
+    return out
+
+
 def bit_reverse_permutation(a: np.ndarray, axis: int = -1) -> np.ndarray:
     """Copy of ``a`` (any dtype) with the indices along ``axis`` (length 2^L) bit-reversed:
     out[..., i, ...] = a[..., rev_L(i), ...]."""

@@ -22,13 +22,13 @@ import numpy as np
 from numba import njit, prange
 
 from .field import P, root_of_unity
+from .ntt_host import bit_reverse_indices
 
 _P = np.uint64(P)
 
 
 _M32 = np.uint64(0xFFFFFFFF)
 _NINV = np.uint64((-pow(P, -1, 1 << 32)) % (1 << 32))      # -p^-1 mod 2^32
-_TWO_P = np.uint32(2 * P)
 
 
 @njit(cache=True, parallel=True)
@@ -82,14 +82,6 @@ def _open_groups(coeffs, sizes, nkeys, key_off, parent, cvals, final_idx, xpow, 
                 out[q, t, col] = np.uint32(a[t])
 
 
-def _bitrev(x: np.ndarray, bits: int) -> np.ndarray:
-    x = np.asarray(x, np.int64)
-    out = np.zeros_like(x)
-    for b in range(bits):
-        out |= ((x >> b) & 1) << (bits - 1 - b)
-    return out
-
-
 def group_rows(coeffs: np.ndarray, log_blowup: int, shift: int, groups, log_group: int) -> np.ndarray:
     """The committed rows of tree groups ``groups`` (distinct group indices j: tree
     positions 2^log_group j .. 2^log_group (j + 1) - 1) of the coset LDE of ``coeffs``
@@ -115,7 +107,7 @@ def group_rows(coeffs: np.ndarray, log_blowup: int, shift: int, groups, log_grou
     if g.size == 0 or c == 0:
         return out
     w_n = root_of_unity(L)
-    bj = _bitrev(g, L - b)                          # x_j = shift w_N^bj
+    bj = bit_reverse_indices(g, L - b)                          # x_j = shift w_N^bj
     # levels m = n/2, n/4, ..., G (none when G >= n: the remainder is f itself)
     sizes, nkeys, key_off, parent, cvals = [], [], [], [], []
     prev_keys = np.zeros(1, np.int64)               # the root: f, one "key"

@@ -7,6 +7,7 @@ import numpy as np
 
 from steadfast.kernels import multiproof as mp
 from steadfast.kernels.lde_rows import gather_rows, leaf_digests
+from steadfast.kernels.ntt_host import bit_reverse_indices as _bitrev_index
 from steadfast.kernels.ntt_host import bit_reverse_permutation
 from steadfast.kernels.poseidon2 import RATE, _sponge
 
@@ -182,14 +183,6 @@ class _LdeTree:
             return np.ascontiguousarray(rows), self._nodes_at(levels, pos, grows=grows)
         lde = self._src.get(keep=False)
         return self.rows(idx, lde), self._nodes_at(levels, pos, lde)
-
-
-def _bitrev_index(idx: np.ndarray, bits: int) -> np.ndarray:
-    out = np.zeros_like(idx)
-    for b in range(bits):
-        out |= ((idx >> b) & 1) << (bits - 1 - b)
-    return out
-
 
 
 class _ArraySource:

@@ -33,7 +33,7 @@ from steadfast.verifier.protocol import SHIFT, TableShape
 from . import commit as merkle
 from .hostops import combine_rows, deep_accumulate, dot_columns
 from .ldetree import (PRUNE_LEVELS, _COMMIT_CHUNK, _bitrev_index, _bitrev_rows,  # noqa: F401
-                      _LdeTree, _tree_rows)
+                      _LdeTree)
 
 
 #: rows per chunk of the pointwise FRI input combination and folds
@@ -54,10 +54,7 @@ class _LdeSource:
     def get(self, keep: bool = True) -> np.ndarray:
         lde = self.lde
         if lde is None:
-            if self.log_blowup is None:
-                raise ValueError("this committed matrix's LDE was released and cannot be "
-                                 "recomputed (no coefficients)")
-            lde = lde_of_coeffs(self.coeffs, self.log_blowup)
+            lde = lde_of_coeffs(self._coeffs(), self.log_blowup)
             if keep:
                 self.lde = lde
         return lde
@@ -73,25 +70,20 @@ class _LdeSource:
                 raise ValueError(f"no sub-coset of blowup 2^{k} in this LDE")
             stride = 1 << (self.log_blowup - k)
             return self.lde if stride == 1 else np.ascontiguousarray(self.lde[:, ::stride])
-        if self.log_blowup is None:
-            raise ValueError("this committed matrix's LDE was released and cannot be "
-                             "recomputed (no coefficients)")
-        return lde_of_coeffs(self.coeffs, k)
+        return lde_of_coeffs(self._coeffs(), k)
 
     def group_rows(self, groups, log_group: int) -> np.ndarray:
         """The committed rows (tree order) of tree groups ``groups`` (group j: tree
-        positions 2^log_group j ..): uint32[len(groups), 2^log_group, c], read from the
-        held LDE, else evaluated from the coefficients on those cosets alone
+        positions 2^log_group j ..) of the released LDE: uint32[len(groups),
+        2^log_group, c], evaluated from the coefficients on those cosets alone
         (kernels/open_rows.py: ~(log2 groups + 2) N products a column instead of an LDE)."""
-        groups = np.asarray(groups, np.int64).reshape(-1)
-        G = 1 << int(log_group)
-        if self.lde is not None:
-            return np.stack([_tree_rows(self.lde, int(g) * G, G) for g in groups]) if groups.size \
-                else np.empty((0, G, self.lde.shape[0]), np.uint32)
+        return open_rows.group_rows(self._coeffs(), self.log_blowup, SHIFT, groups, log_group)
+
+    def _coeffs(self) -> np.ndarray:
         if self.log_blowup is None:
             raise ValueError("this committed matrix's LDE was released and cannot be "
                              "recomputed (no coefficients)")
-        return open_rows.group_rows(self.coeffs, self.log_blowup, SHIFT, groups, log_group)
+        return self.coeffs
 
 
 def lde_of_coeffs(coeffs: np.ndarray, log_blowup: int) -> np.ndarray:
@@ -139,22 +131,6 @@ class Committed:
     def release(self) -> None:
         """Drop the LDE (recomputed from the coefficients if read again)."""
         self._src.lde = None
-
-
-#: columns of a released LDE recomputed at a time where a round reads it column by column
-_LDE_COLUMNS = 8
-
-
-def _column_chunks(com):
-    """(uint32[w, N] columns c0 .. c0 + w - 1 of the LDE, c0) covering every column of a
-    committed matrix: the held LDE at once, else recomputed ``_LDE_COLUMNS`` columns at
-    a time from the coefficients (nothing kept)."""
-    if not isinstance(com, Committed) or com.holds_lde:
-        yield com.lde, 0
-        return
-    src = com._src
-    for c0 in range(0, src.coeffs.shape[0], _LDE_COLUMNS):
-        yield lde_of_coeffs(src.coeffs[c0:c0 + _LDE_COLUMNS], src.log_blowup), c0
 
 
 def logup_accumulator(rowsum: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -381,14 +357,10 @@ class HostStages:
                 continue
             mine = [(j, g[2]) for j, g in enumerate(groups) if g[0] is com]
             has_coeffs = isinstance(com, Committed) and com.coeffs is not None
-            mats = [(com.coeffs, 0)] if has_coeffs else _column_chunks(com)
-            dest = coef if has_coeffs else comb
-            for cols, c0 in mats:
-                for j, at_next in mine:
-                    part = combine_rows(cols, np.ascontiguousarray(lps[j][c0:c0 + cols.shape[0]]))
-                    _add_into(dest, at_next, part)
-                    del part
-                del cols
+            cols = com.coeffs if has_coeffs else com.lde
+            for j, at_next in mine:
+                _add_into(coef if has_coeffs else comb, at_next, combine_rows(cols, lps[j]))
+            del cols
             if isinstance(com, Committed):
                 com.release()
         for at_next in (False, True):

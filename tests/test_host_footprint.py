@@ -157,8 +157,8 @@ def test_combine_rows_rejects_non_canonical_coefficients():
 
 
 def test_deep_quotient_from_released_ldes_is_the_same():
-    """DEEP over released LDEs (recomputed a few columns at a time) equals DEEP over the
-    held LDEs, and releases them."""
+    """DEEP from the coefficients (the matrices' LDEs released) equals DEEP combined on
+    the LDE domain (the same matrices given by their LDEs alone), and releases them."""
     from steadfast.prover import stages as S
     from steadfast.verifier.protocol import table_shape
     from steadfast.verifier.proof_format import Params
@@ -182,13 +182,6 @@ def test_deep_quotient_from_released_ldes_is_the_same():
     a, b = commits()
     want = host.deep_quotient(shape, [(a, vals[0], False), (a, vals[1], True), (b, vals[2], False)], z, lam)
     assert not a.holds_lde and not b.holds_lde                   # released after their groups
-    a, b = commits()
-    a.release()
-    b.release()
-    cols = S._LDE_COLUMNS
-    try:
-        S._LDE_COLUMNS = 2                                       # several column chunks
-        got = host.deep_quotient(shape, [(a, vals[0], False), (a, vals[1], True), (b, vals[2], False)], z, lam)
-    finally:
-        S._LDE_COLUMNS = cols
+    a, b = (S.Committed(m.lde, None, m.tree, m.root) for m in commits())
+    got = host.deep_quotient(shape, [(a, vals[0], False), (a, vals[1], True), (b, vals[2], False)], z, lam)
     assert np.array_equal(got, want)

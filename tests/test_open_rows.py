@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from steadfast.kernels.field import P, root_of_unity
-from steadfast.kernels.ntt_host import lde_columns, ntt
-from steadfast.kernels.open_rows import _bitrev, group_rows
+from steadfast.kernels.ntt_host import bit_reverse_indices as _bitrev, lde_columns, ntt
+from steadfast.kernels.open_rows import group_rows
 
 
 def _want(coeffs, k, shift, groups, b):

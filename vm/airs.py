@@ -49,6 +49,7 @@ from .block import MAX_LOG_CYCLES
 from .statement import NUM_PUBLIC_VALUES
 
 from steadfast.kernels.poseidon2_constants import RC_FULL, RC_PARTIAL
+from steadfast.verifier.proof_format import Params
 
 RANGE_BITS = 16
 RANGE_SIZE = 1 << RANGE_BITS
@@ -67,7 +68,7 @@ SLACK_BITS = MAX_LOG_CYCLES
 assert len(PV_NAMES) == NUM_PUBLIC_VALUES
 # The log_blowup the AIRs are built for unless told (verifier/proof_format.py Params'
 # default; the LogUp batching's degree depends on it, air/builder.py choose_logup_degree).
-DEFAULT_LOG_BLOWUP = 2
+DEFAULT_LOG_BLOWUP = Params.log_blowup
 
 
 class Layout:
