@@ -15,9 +15,10 @@ Exit status (documented in docs/api.md and in ``--help``):
 
 ``verify`` refuses proofs whose parameters give fewer conjectured security bits than
 ``--min-security-bits`` (default :data:`DEFAULT_MIN_SECURITY_BITS`; the prover's defaults
-give 116): exit 1, before any hashing.  ``--min-security-bits 0`` accepts any parameters.
+give 110 on the example block): exit 1, before any hashing.  ``--min-security-bits 0`` accepts any parameters.
 
 No Python traceback ever reaches the terminal; ``-v`` adds detail, ``-q`` keeps only errors.
+``prove --cluster`` is :mod:`prover.cluster_cli`; both share :mod:`prover.cli_common`.
 """
 from __future__ import annotations
 
@@ -30,19 +31,16 @@ import sys
 import tempfile
 import time
 
-EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL, EXIT_XCHECK, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+from .cli_common import (EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, EXIT_USAGE,
+                         EXIT_XCHECK, default_output, prover_config)
+from .cli_common import Fail as _Fail
+
 DEFAULT_MIN_SECURITY_BITS = 100    # conjectured bits (docs/protocol.md section 7; = the library's)
 
 _EPILOG = ("exit status: 0 success; 1 unprovable block or invalid proof (with the reason); "
            "2 bad usage or unreadable input (a malformed block names the JSON path of the bad "
            "field); 3 internal error; 4 the proof failed the self-check or PROVER_GPU_XCHECK "
            "caught device corruption (a post-mortem was written, no proof)")
-
-
-class _Fail(Exception):
-    def __init__(self, code: int, message: str):
-        self.code = code
-        super().__init__(message)
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -192,11 +190,6 @@ def _fri_options(args) -> dict:
     return kw
 
 
-def _default_output(block_path: str) -> str:
-    root, ext = os.path.splitext(block_path)
-    return (root if ext.lower() == ".json" else block_path) + ".proof"
-
-
 def _precompile(prover, block, quiet: bool) -> int:
     """``prove --precompile``: compile the block's kernels, one line per step, then a total."""
     from .api import UnprovableBlock
@@ -329,17 +322,17 @@ def _run_prove(argv) -> int:
     t_start = time.perf_counter()       # what the user waits for: imports, compilation too
     args = _prove_parser().parse_args(argv)
     if args.cluster is not None or args.shard_tables:
-        from .cluster import run_cli       # prover/cluster.py
-        return run_cli(args, _Fail)
+        from .cluster_cli import run_cli
+        return run_cli(args)
     if len(args.block) != 1:
         raise _Fail(EXIT_USAGE, "prove takes one block (several need --cluster; see --help)")
     args.block = args.block[0]
     from steadfast.vm.block import BlockError, loads_block
-    from .api import ConfigError, Prover, ProverConfig, UnprovableBlock, digest_hex
+    from .api import ConfigError, Prover, UnprovableBlock, digest_hex
 
     _log_to_stderr(args.quiet)
     out = None if (args.execute_only or args.precompile) else (
-        args.output or _default_output(args.block))
+        args.output or default_output(args.block))
     try:
         with open(args.block, "rb") as fh:
             raw = fh.read()
@@ -352,12 +345,7 @@ def _run_prove(argv) -> int:
     if out is not None:
         _check_outputs(args, out)
     try:
-        cfg = ProverConfig(backend=args.backend, vram_budget=args.vram_budget,
-                           log_blowup=args.log_blowup, num_queries=args.queries,
-                           pow_bits=args.pow_bits, threads=args.threads, check=args.check,
-                           **_fri_options(args),
-                           postmortem_dir=args.postmortem_dir,
-                           self_check=not args.no_self_check)
+        cfg = prover_config(args, **_fri_options(args))
         dev = cfg.dev()
     except ConfigError as exc:
         raise _Fail(EXIT_USAGE, _flagify(str(exc))) from None

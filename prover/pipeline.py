@@ -45,7 +45,8 @@ from .device_stages import JOIN, DeviceResultError, DeviceStages, device_gate
 from .engines import CudaEngine, EmuEngine
 from .faults import FaultPlan, faults_from_env
 from .recovery import RecoveryCounters
-from .rounds import R1Main, fri_layer_heights, r1_aux, r1_challenges, r2_quotient, r3_ood, r4_deep, r4_join
+from .rounds import (R1Main, fri_layer_heights, r1_aux, r1_challenges, r2_quotient, r3_ood,
+                     r4_deep, r4_fri, r4_open, take_quotients)
 from .spans import NullSpans, Spans
 from .timeline import Timeline
 
@@ -572,7 +573,9 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
         try:
             try:
                 with mem.stream_scope(), timeline.span("join", JOIN):
-                    proof_obj = r4_join(st, r1, ch, deeps, stages, spans)
+                    deeps, dqs = take_quotients(deeps)
+                    fri = r4_fri(st, r1.transcript, deeps, dqs, stages, spans)
+                    proof_obj = r4_open(st, ch, deeps, fri, stages, spans)
             except DeviceResultError as exc:
                 if cfg.xcheck:      # the post-mortem, while everything is still resident
                     join_failure(stages, st, exc, cfg)

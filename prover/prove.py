@@ -27,7 +27,8 @@ from steadfast.air import check_buses, check_shapes, check_traces
 from steadfast.verifier.proof_format import Params, encode
 from steadfast.verifier.protocol import table_shape
 
-from .rounds import prove_table, r1_challenges, r1_main, r4_join, statement
+from .rounds import (prove_table, r1_challenges, r1_main, r4_fri, r4_open, statement,
+                     take_quotients)
 from .spans import NullSpans, Spans
 from .stages import HostStages
 
@@ -66,8 +67,9 @@ def prove(tables: Sequence[np.ndarray], airs: Sequence, public_values=None,
     the LogUp buses balanced across all tables; returns the proof bytes.
 
     ``public_values``: one list per table (None: no table has public values).
-    ``params``: :class:`verifier.proof_format.Params` (defaults: log_blowup 1, 100 queries,
-    16 bits of proof of work).  ``stages``: the per-table backend (default HostStages).
+    ``params``: :class:`verifier.proof_format.Params` (default ``Params()``: log_blowup 2,
+    50 queries, 16 bits of proof of work).  ``stages``: the per-table backend (default
+    HostStages).
     ``spans``: records per-round / per-table durations.  ``check``: run check mode first
     (raises ConstraintViolation / LookupImbalance naming table, constraint and row);
     ``check=False`` forces a proof of whatever the tables hold (for soundness tests).
@@ -91,7 +93,9 @@ def prove(tables: Sequence[np.ndarray], airs: Sequence, public_values=None,
     for i in range(len(st.airs)):                   # independent after the fork
         with spans.span("table", st.airs[i].name):
             deeps.append(prove_table(i, st, r1, ch, stages, spans))
-    proof = encode(r4_join(st, r1, ch, deeps, stages, spans))   # one FRI for all tables
+    deeps, dqs = take_quotients(deeps)     # the FRI consumes the DQs; the openings read the rest
+    fri = r4_fri(st, r1.transcript, deeps, dqs, stages, spans)     # one FRI for all tables
+    proof = encode(r4_open(st, ch, deeps, fri, stages, spans))     # every opening
     spans.count("proof_bytes", len(proof))
     if logs is not None:
         logs.append(r1.transcript.log)

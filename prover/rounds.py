@@ -5,8 +5,9 @@ The driver is backend-agnostic: all heavy work goes through ``stages`` (a
 fixed by table order -- never by completion order.  After ``r1_challenges`` every table
 works on its own transcript fork and touches nothing of the other tables, so the
 per-table chains r1_aux -> r4_deep (:func:`prove_table`) may run concurrently; the join
-(:func:`r4_join`: one FRI for all tables, the queries and every opening) runs once, on the
-main transcript, after all of them.
+runs once, on the main transcript, after all of them, in two halves: :func:`r4_fri` (one
+FRI for all tables, up to the queries; the DQs handed over by :func:`take_quotients`) and
+:func:`r4_open` (every opening at the query positions, :meth:`R4Fri.positions`).
 
 Transcript (proof format 3; exact order in docs/protocol.md §4):
   main:  params, num_tables, per table (shape + AIR fingerprint, public values),
@@ -252,17 +253,65 @@ def _fri_openings(tree, positions: np.ndarray, log_arity: int, stages, log_cap: 
     return values, nodes
 
 
-def r4_join(st: Statement, r1: R1Main, ch: R1Challenges, deeps: Sequence[R4Deep], stages,
-            spans: Spans) -> Proof:
-    """The join, on the main transcript after every table's chain: absorb the table
-    digests (table order), mu, one FRI over the tables' DEEP quotients (combined per
-    height with powers of mu, rolled in at their height), final polynomial, proof of work,
-    queries, and every opening.  Returns the whole :class:`Proof`."""
-    params, tr = st.params, r1.transcript
-    given = deeps
-    deeps = sorted(deeps, key=lambda d: d.index)
-    if [d.index for d in deeps] != list(range(len(st.airs))):
-        raise ValueError("r4_join needs exactly one R4Deep per table")
+def _in_table_order(deeps: Sequence[R4Deep], n: int) -> list:
+    """The chains' records sorted by table; exactly one per table (ValueError otherwise)."""
+    out = sorted(deeps, key=lambda d: d.index)
+    if [d.index for d in out] != list(range(n)):
+        raise ValueError("the join needs exactly one R4Deep per table")
+    return out
+
+
+class DeepQuotients:
+    """The tables' DEEP quotients on their way from the chains to the FRI.  :func:`r4_fri`
+    takes each height's quotients out as it combines them (:meth:`take`) and keeps no
+    reference after, so a host DQ -- the join's largest input -- is freed there rather
+    than at the end of the proof.  Made by :func:`take_quotients`."""
+
+    def __init__(self, dqs: dict):
+        self._dqs = dict(dqs)            # table index -> DQ_t
+
+    def take(self, indices: Sequence[int]) -> list:
+        """The DQs of tables ``indices`` (in that order), handed over: asked once each."""
+        return [self._dqs.pop(j) for j in indices]
+
+
+def take_quotients(deeps: Sequence[R4Deep]) -> tuple[list, DeepQuotients]:
+    """Split the chains' records (one :class:`R4Deep` per table, any order) into the
+    records in table order without their DQs -- what the join's digests and openings read
+    -- and the DQs for the FRI.  Nothing of ``deeps`` is modified: a caller that wants the
+    DQs freed as the FRI combines them keeps only the returned records."""
+    deeps = _in_table_order(deeps, len(deeps))
+    return ([dataclasses.replace(d, dq=None) for d in deeps],
+            DeepQuotients({d.index: d.dq for d in deeps}))
+
+
+@dataclass(frozen=True)
+class R4Fri:
+    """The join's FRI over every table's DEEP quotient, up to the queries: what the
+    openings (:func:`r4_open`) and the proof's FRI section need."""
+    heights: tuple               # the layer heights h_0 > ... > h_r (fri_layer_heights)
+    trees: tuple                 # the committed layers 0 .. r-1
+    caps: tuple                  # uint32[., 8] per committed layer
+    fold_nonces: tuple           # the proof of work before each fold's beta
+    final: np.ndarray            # the final polynomial's coefficients, uint32[L, 4]
+    pow_nonce: int               # the proof of work before the queries
+    mu_nonce: int                # the proof of work before mu
+    queries: np.ndarray          # int64[num_queries]: the query positions at height h_0
+
+    def positions(self, log_lde: int) -> np.ndarray:
+        """Where a table of LDE height 2^log_lde is opened: the distinct query positions
+        at its height, ascending."""
+        return np.unique(self.queries >> (self.heights[0] - log_lde))
+
+
+def r4_fri(st: Statement, tr: Transcript, deeps: Sequence[R4Deep], dqs: DeepQuotients,
+           stages, spans: Spans) -> R4Fri:
+    """The join's first half, on the main transcript ``tr`` after every table's chain:
+    absorb the table digests (table order), mu, one FRI over the tables' DEEP quotients
+    ``dqs`` (combined per height with powers of mu, rolled in at their height), the final
+    polynomial, the proof of work and the queries."""
+    params = st.params
+    deeps = _in_table_order(deeps, len(st.airs))
     for d in deeps:
         tr.absorb("table_digest", list(d.digest))
     with spans.span("grind"):
@@ -275,19 +324,10 @@ def r4_join(st: Statement, r1: R1Main, ch: R1Challenges, deeps: Sequence[R4Deep]
     L = 1 << (h_final - params.log_blowup)
 
     def combined(h: int):
-        dqs = [d.dq for d, lh in zip(deeps, log_ldes) if lh == h]
-        if not dqs:
+        tables = [j for j, lh in enumerate(log_ldes) if lh == h]
+        if not tables:
             return None
-        f = stages.fri_input(dqs, mu)
-        # a host DQ is not read after the FRI has combined it: drop it (from the
-        # caller's list too, when it passed one) -- the DQs are the join's largest inputs
-        for j, lh in enumerate(log_ldes):
-            if lh == h and isinstance(deeps[j].dq, np.ndarray):
-                old, deeps[j] = deeps[j], dataclasses.replace(deeps[j], dq=None)
-                if isinstance(given, list):
-                    given[:] = [deeps[j] if g is old else g for g in given]
-        del dqs
-        return f
+        return stages.fri_input(dqs.take(tables), mu)     # no DQ is read again
 
     trees, caps, fold_nonces = [], [], []
     with spans.span("r4_fri"):
@@ -311,12 +351,23 @@ def r4_join(st: Statement, r1: R1Main, ch: R1Challenges, deeps: Sequence[R4Deep]
     if not tr.check_pow("pow", nonce, params.pow_bits):      # advances the transcript
         raise RuntimeError("proof-of-work grinding returned a bad nonce")  # pragma: no cover
     queries = tr.sample_bits("queries", h_max, params.num_queries).astype(np.int64)
+    return R4Fri(tuple(heights), tuple(trees), tuple(caps), tuple(fold_nonces), final,
+                 int(nonce), int(mu_nonce), queries)
 
+
+def r4_open(st: Statement, ch: R1Challenges, deeps: Sequence[R4Deep], fri: R4Fri, stages,
+            spans: Spans) -> Proof:
+    """The join's second half: every table's trees opened at its query positions
+    (:meth:`R4Fri.positions`), every FRI layer at the queries' leaves; returns the whole
+    :class:`Proof` (the tables' sections, the FRI section)."""
+    params = st.params
+    deeps = _in_table_order(deeps, len(st.airs))
+    h_max = fri.heights[0]
     empty4 = np.zeros((0, 4), np.uint32)
     sections = []
     with spans.span("r4_open"):
         for d, shape in zip(deeps, st.shapes):
-            idx = np.unique(queries >> (h_max - shape.log_lde))
+            idx = fri.positions(shape.log_lde)
             opened = {}
             for name in ("main", "aux", "parts"):
                 tree = d.trees[name]
@@ -345,15 +396,16 @@ def r4_join(st: Statement, r1: R1Main, ch: R1Challenges, deeps: Sequence[R4Deep]
                 aux_rows=opened["aux"][0], aux_nodes=opened["aux"][1],
                 parts_rows=opened["parts"][0], parts_nodes=opened["parts"][1]))
         values, nodes = [], []
-        for tree, h, h_next in zip(trees, heights, heights[1:]):
-            v, n = _fri_openings(tree, queries >> (h_max - h), h - h_next, stages,
+        for tree, h, h_next in zip(fri.trees, fri.heights, fri.heights[1:]):
+            v, n = _fri_openings(tree, fri.queries >> (h_max - h), h - h_next, stages,
                                  params.log_cap)
             values.append(v)
             nodes.append(n)
-    fri = FriProof(caps=caps, fold_nonces=np.asarray(fold_nonces, np.uint32),
-                   final_poly=np.ascontiguousarray(final, np.uint32), pow_nonce=int(nonce),
-                   values=values, nodes=nodes, mu_nonce=int(mu_nonce))
-    return Proof(params=params, tables=sections, fri=fri, logup_nonce=ch.logup_nonce)
+    proof = FriProof(caps=list(fri.caps), fold_nonces=np.asarray(fri.fold_nonces, np.uint32),
+                     final_poly=np.ascontiguousarray(fri.final, np.uint32),
+                     pow_nonce=fri.pow_nonce, values=values, nodes=nodes,
+                     mu_nonce=fri.mu_nonce)
+    return Proof(params=params, tables=sections, fri=proof, logup_nonce=ch.logup_nonce)
 
 
 def statement(airs: Sequence, traces: Sequence, public_values, params: Params, shapes) -> Statement:

@@ -4,7 +4,8 @@ Every table's stages become complete events ("ph": "X") on the thread of the wor
 ran them; retries, downgrades and XCHECK verdicts are instant events ("ph": "i"); waits
 for the R2 lock and for admission are complete events named ``wait:...``.  The file is the
 JSON object format ``{"traceEvents": [...], "displayTimeUnit": "ms"}`` that
-chrome://tracing and ui.perfetto.dev open directly.
+chrome://tracing and ui.perfetto.dev open directly.  :meth:`Timeline.merge` adds another
+process's events (cluster mode: each worker's, as process "worker W").
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ class Timeline:
         self._lock = threading.Lock()
         self.events: list[dict] = []
         self._tids: dict[int, int] = {}
+        self._named: set[int] = set()       # pids named by merge()
 
     def _tid(self) -> int:
         ident = threading.get_ident()
@@ -70,6 +72,30 @@ class Timeline:
               "args": dict(args, **({"table": table} if table else {}))}
         with self._lock:
             self.events.append(ev)
+
+    def merge(self, events, *, pid: int, start: float, process: str | None = None,
+              **args) -> None:
+        """Add events another process recorded (its Timeline's ``to_json()["traceEvents"]``)
+        as process ``pid`` of this trace: their clock shifted so that their zero is
+        ``start`` (a ``time.perf_counter()`` of this process), ``args`` added to each
+        event's args, and -- the first time ``pid`` comes with events -- a ``process_name``
+        event calling it ``process``."""
+        if not self.enabled or not events:
+            return
+        base = self._us(start)
+        out = []
+        with self._lock:
+            if process is not None and pid not in self._named:
+                self._named.add(pid)
+                out.append({"ph": "M", "name": "process_name", "pid": pid,
+                            "args": {"name": process}})
+            for ev in events:
+                ev = dict(ev, pid=pid)
+                if "ts" in ev:
+                    ev["ts"] = round(ev["ts"] + base, 1)
+                ev["args"] = dict(ev.get("args", {}), **args)
+                out.append(ev)
+            self.events.extend(out)
 
     def to_json(self) -> dict:
         with self._lock:

@@ -103,7 +103,9 @@ def test_min_security_bits_refuses_weak_proofs_before_hashing(proofs, monkeypatc
     ParameterError -- before the ROM digest or the protocol verifier run -- and accepted
     only when the caller explicitly lowers the minimum."""
     import importlib
-    import steadfast.prover.api as api
+    from steadfast.prover import block_verify
+    from steadfast.verifier.proof_format import decode
+    from steadfast.vm.airs import slots_from_widths
     vv = importlib.import_module("steadfast.verifier.verify")   # the module, not the function
     from steadfast.verifier import verify as verify_protocol
     from steadfast.verifier.errors import ParameterError
@@ -116,8 +118,8 @@ def test_min_security_bits_refuses_weak_proofs_before_hashing(proofs, monkeypatc
         assert ei.value.required == 100 and ei.value.bits < 100
     res = _verify(proof, block=block, min_security_bits=0)
     bits = res.security_bits
-    decoded = api.decode(proof.proof)
-    airs = api.block_airs(proof.rom, api.slots_from_widths([len(t.ood_main) for t in decoded.tables]))
+    decoded = decode(proof.proof)
+    airs = block_airs(proof.rom, slots_from_widths([len(t.ood_main) for t in decoded.tables]))
     expect = proof_security(decoded.params, airs, [t.log_n for t in decoded.tables])
     assert bits == expect.bits == ei.value.bits
     # 8 queries and 2 PoW bits: log_blowup*8 + 2 bits for the one FRI of format 3; the
@@ -136,7 +138,7 @@ def test_min_security_bits_refuses_weak_proofs_before_hashing(proofs, monkeypatc
         raise AssertionError("expensive work before the parameter check")
     with monkeypatch.context() as m:
         for name in ("program_digest", "_verify_proof"):
-            m.setattr(api, name, expensive)
+            m.setattr(block_verify, name, expensive)
         with pytest.raises(ParameterError):
             _verify(proof, block=block, min_security_bits=bits + 1)
     # the protocol verifier has the same default, checked after shapes, before hashing
@@ -145,7 +147,7 @@ def test_min_security_bits_refuses_weak_proofs_before_hashing(proofs, monkeypatc
         verify_protocol(proof.proof, airs, pvs)
     assert verify_protocol(proof.proof, airs, pvs, min_security_bits=bits).public_values[0] == pvs[0]
     with monkeypatch.context() as m:
-        m.setattr(vv, "_verify_table", expensive)
+        m.setattr(vv, "verify_table", expensive)
         m.setattr(vv, "Transcript", expensive)
         with pytest.raises(ParameterError, match=f"below the required {bits + 1}"):
             verify_protocol(proof.proof, airs, pvs, min_security_bits=bits + 1)
@@ -365,11 +367,11 @@ def test_py_typed_and_version():
 def test_lock_wait_is_separate_from_proving(prover):
     """A proof that queues behind another records the wait apart from its proving time
     (the lock is held for at least 0.3 s: a lower bound, never an upper one)."""
-    from steadfast.prover import api
+    from steadfast.prover.control import PROVE_LOCK
     blk = empty_block()
-    api._PROVE_LOCK.acquire()
+    PROVE_LOCK.acquire()
     try:
-        t = threading.Timer(0.3, api._PROVE_LOCK.release)
+        t = threading.Timer(0.3, PROVE_LOCK.release)
         t.start()
         proof = prover.prove_block(blk)
     finally:
@@ -394,8 +396,8 @@ def test_cancel_and_timeout_stop_a_proof(prover):
     a stage boundary or while queued on the process lock; no proof; the prover stays
     usable.  Bad values are ConfigErrors."""
     import steadfast
-    from steadfast.prover import api
     from steadfast.prover.api import ProofAborted
+    from steadfast.prover.control import PROVE_LOCK
     blk = empty_block()
     ev = threading.Event()
     ev.set()
@@ -415,12 +417,12 @@ def test_cancel_and_timeout_stop_a_proof(prover):
         p2.prove_block(blk, cancel=ev2)
     assert ei.value.reason == "cancelled" and seen
     # a timeout while another proof holds the lock
-    api._PROVE_LOCK.acquire()
+    PROVE_LOCK.acquire()
     try:
         with pytest.raises(ProofAborted) as ei:
             prover.prove_block(blk, timeout=0.2)
     finally:
-        api._PROVE_LOCK.release()
+        PROVE_LOCK.release()
     assert ei.value.reason == "timeout"
     for bad in (0, -1, "5", True):
         with pytest.raises(ConfigError):

@@ -477,14 +477,14 @@ def test_outputs_are_all_or_nothing(tmp_path):
 def test_host_backend_warns_about_device_diagnostics(tmp_path, capsys, monkeypatch):
     """PROVER_GPU_* / PROVER_FAULTS on the host backend: malformed values refused as on a
     device backend (exit 2), well-formed ones warned about (they do nothing there)."""
-    from steadfast.prover import api
+    from steadfast.prover import config
     blk = write(tmp_path, "b.json", empty_block().to_json())
     monkeypatch.setenv("PROVER_GPU_XCHECK", "maybe")
     for backend in ("host", "emu"):
         code, _, err = run(main_prove, [blk, "--backend", backend, "--execute-only"], capsys)
         assert code == 2 and "PROVER_GPU_XCHECK must be 0 or 1" in err, (backend, err)
     monkeypatch.setenv("PROVER_GPU_XCHECK", "1")
-    monkeypatch.setattr(api, "_WARNED", set())
+    monkeypatch.setattr(config, "_WARNED", set())
     code, _, err = run(main_prove, [blk, "--backend", "host", "--execute-only"], capsys)
     assert code == 0 and "PROVER_GPU_XCHECK" in err and "host backend ignores" in err
 

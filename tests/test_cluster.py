@@ -64,12 +64,14 @@ def test_join_over_tree_refs_is_the_one_machine_proof():
     """The coordinator's join without Ray: every table's chain on host stages, its trees
     replaced by _TreeRef proxies (caps only), the openings from an opener standing in for
     the workers -> the bytes of prove() on one machine; every table's openings asked for
-    once, all together, when the queries are drawn; a request the prefetch did not cover
-    asks for that table alone; a cap of another height is refused."""
+    once, all together, once the FRI has drawn the queries (no transcript tap: the join
+    calls the FRI and the openings halves itself); a request the prefetch did not cover
+    asks for that table alone; a cap of another height is refused; the chains' records
+    are not changed by the join."""
     import numpy as np
-    from steadfast.prover.cluster import _join, _JoinStages, _TreeRef
+    from steadfast.prover.cluster_join import _join, _JoinStages, _TreeRef
     from steadfast.prover.prove import prepare, prove
-    from steadfast.prover.rounds import prove_table, r1_challenges, r1_main
+    from steadfast.prover.rounds import prove_table, r1_challenges, r1_main, take_quotients
     from steadfast.prover.spans import Spans
     from steadfast.prover.stages import HostStages
     _, bt = Prover(CFG)._build(one_tx_block(), {})
@@ -94,10 +96,13 @@ def test_join_over_tree_refs_is_the_one_machine_proof():
                           for m, t in trees[i].items()}) for i, idx in wanted.items()}
 
     js = _JoinStages(opener)
-    data = _join(st, ch, r1.transcript, proxied, js, sp)
+    given = list(proxied)
+    records, dqs = take_quotients(given)
+    assert all(a is b and a.dq is not None for a, b in zip(given, proxied))   # untouched
+    data = _join(st, ch, r1.transcript, records, dqs, js, sp)
     assert data == ref
     assert calls == [list(range(len(st.airs)))]
-    assert "sample_bits" not in vars(r1.transcript)        # the tap is gone
+    assert "sample_bits" not in vars(r1.transcript)        # nothing tapped
     other = np.array([0, 1], np.int64)
     rows, nodes = js.open_batch(proxied[1].trees["main"], other, lc)
     assert calls[-1] == [1]

@@ -1,0 +1,82 @@
+"""A proof of your own AIRs (:meth:`prover.api.Prover.prove_airs`) and its verification.
+
+:class:`AirProof` is the protocol proof's bytes (docs/protocol.md: parameters, public
+values and every table's section inside) with the prover's :class:`ProofStats`;
+:func:`verify_airs` checks one against the AIRs with the verifier's own code
+(:func:`verifier.verify`), the same minimum security as a block proof's ``verify``.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from steadfast.verifier import DEFAULT_MIN_SECURITY_BITS, VerifyResult
+from steadfast.verifier import verify as _verify_proof
+from steadfast.verifier.errors import ShapeError
+from steadfast.verifier.proof_format import Params, decode
+
+from .stats import ProofStats
+
+
+@dataclass(frozen=True)
+class AirProof:
+    """The proof of a statement over your own AIRs: ``proof`` its bytes (the file is these
+    bytes, nothing around them), ``stats`` the prover's record (None once read back)."""
+    proof: bytes
+    stats: ProofStats | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def params(self) -> Params:
+        """The protocol parameters the proof was made with."""
+        return decode(self.proof).params
+
+    @property
+    def public_values(self) -> list[list[int]]:
+        """The public values the proof carries, one list per table."""
+        return [[int(v) for v in t.public_values] for t in decode(self.proof).tables]
+
+    def to_bytes(self) -> bytes:
+        return self.proof
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "AirProof":
+        return cls(bytes(data))
+
+    def save(self, path: str | os.PathLike) -> None:
+        with open(path, "wb") as fh:
+            fh.write(self.proof)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "AirProof":
+        with open(path, "rb") as fh:
+            return cls(fh.read())
+
+
+def verify_airs(proof: AirProof | bytes | str | os.PathLike[str], airs: Sequence[Any],
+                public_values: Sequence[Sequence[int]] | None = None, *,
+                min_security_bits: int | None = DEFAULT_MIN_SECURITY_BITS) -> VerifyResult:
+    """Verify a proof of :meth:`prover.api.Prover.prove_airs` (an :class:`AirProof`, its
+    bytes or a path) for ``airs`` (in table order, as proven).  ``public_values``: the
+    expected values, one list per table (None: accept those in the proof and return
+    them).  Raises a :class:`verifier.errors.VerificationError` subclass on rejection
+    (ShapeError for malformed bytes or a proof of other shapes, PublicValuesError, ...);
+    ``min_security_bits`` as for a block proof's ``verify`` (default 100; 0 accepts any
+    parameters -- never for proofs from others).  -> the verifier's
+    :class:`verifier.VerifyResult` (``public_values``, ``seconds``, ``security``)."""
+    if isinstance(proof, (str, os.PathLike)):
+        proof = AirProof.load(proof)
+    elif isinstance(proof, (bytes, bytearray, memoryview)):
+        proof = AirProof.from_bytes(bytes(proof))
+    if not isinstance(proof, AirProof):
+        raise TypeError(f"a proof is an AirProof, bytes or a path, not {type(proof).__name__}")
+    try:
+        decoded = decode(proof.proof)
+    except ShapeError:
+        raise
+    except Exception as exc:        # decode raises ShapeError; anything else is malformed too
+        raise ShapeError(f"malformed proof: {exc}") from None
+    return _verify_proof(decoded, list(airs), public_values, min_security_bits=min_security_bits)
+
+
+__all__ = ["AirProof", "verify_airs"]

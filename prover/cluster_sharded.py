@@ -1,0 +1,151 @@
+"""Cluster mode, one block with its tables sharded (:meth:`prover.cluster.ClusterProver.
+prove_sharded`): the coordinator executes the block and puts each table's trace in Ray's
+object store; the workers commit the main traces (R1) and keep each table's state; the
+coordinator absorbs the main caps in table order and draws the LogUp challenges; each
+worker runs its tables' chains on their forks to the DEEP quotient and sends the DQs
+back, keeping the trees; the coordinator runs the join (:mod:`prover.cluster_join`: one
+FRI, then every table's openings by the worker holding its trees), encodes the proof and
+self-checks it.  The same bytes as one machine.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+
+import numpy as np
+
+from .api import BlockProof
+from .cluster_join import _join, _JoinStages
+from .cluster_pool import WorkerPool, _downgrades, _Piece, _sum_recovery
+from .stats import ProofStats, peak_rss_bytes, table_stats
+
+
+def prove_sharded(pool: WorkerPool, block, timeout: float | None = None) -> BlockProof:
+    """Prove one block with its tables spread over ``pool``'s workers (each on the
+    configured backend: host stages, or per-table device stages); the same bytes as
+    ``Prover.prove_block`` on one machine; the proof is self-checked here."""
+    from steadfast.verifier.protocol import absorb_statement
+    from steadfast.verifier.transcript import Transcript
+    from .prove import prepare
+    from .rounds import R1Challenges, R1Main, r1_challenges, take_quotients
+    from .spans import Spans
+    from .stages import HostStages
+    ray = pool._ray
+    t0 = time.perf_counter()
+    cfg = pool.config
+    phases: dict = {}
+    rec, bt = pool.local._build(block, phases)
+    airs, traces, pvs = list(bt.airs), list(bt.traces), bt.table_public_values
+    if cfg.check:
+        pool.local._check_tables(airs, traces, pvs, phases)
+    t1 = time.perf_counter()
+    params = cfg.params()
+    st = prepare(traces, airs, pvs, params, check=False)
+    rom = np.asarray(rec.rom.rows, dtype=np.int64)
+    shapes, pv = list(st.shapes), [list(p) for p in st.public_values]
+    n = len(airs)
+    job = uuid.uuid4().hex
+    refs = [ray.put(np.ascontiguousarray(t)) for t in traces]     # the object store
+    rom_ref = ray.put(rom)
+    moved = sum(int(t.nbytes) for t in traces) + int(rom.nbytes) * pool.workers
+    records: list = []
+    retries0, deaths0 = pool.retries, pool.worker_deaths
+    recomputed = 0
+    devs: list = []
+    live = pool._live() or [pool._least_busy()]
+    try:
+        # R1 on the workers: main commits, state kept per table
+        pieces = [_Piece(live[i % len(live)], "main_commit",
+                         (job, i, rom_ref, refs[i], params, shapes), i) for i in range(n)]
+        caps = [None] * n
+        where = [None] * n
+        for p, (cap, rec_, _) in pool._gather(pieces, timeout):
+            caps[p.tag], where[p.tag] = cap, p.worker
+            records.extend(rec_)
+        # the coordinator: statement, caps in table order, LogUp challenges, forks
+        spans = Spans()
+        tr = Transcript()
+        absorb_statement(tr, st.params, st.airs, st.shapes, st.public_values)
+        for cap in caps:
+            tr.absorb("main_cap", cap)
+        ch = r1_challenges(st, R1Main(tr, (), ()), spans, HostStages().permute)
+        chis = [R1Challenges(ch.challenges,
+                             tuple(f if j == i else None for j, f in enumerate(ch.forks)),
+                             ch.logup_nonce) for i in range(n)]
+        # every table's chain to its DEEP quotient, on the worker holding its R1 state
+        # (else the least busy one); the DQs come back through the object store
+        live = set(pool._live())
+        pieces = [_Piece(where[i] if where[i] in live else pool._least_busy(), "prove_table",
+                         (job, i, rom_ref, refs[i], pv, params, shapes, caps[i], chis[i]), i)
+                  for i in range(n)]
+        deeps = [None] * n
+        for p, (deep, rec_, redo, _) in pool._gather(pieces, timeout):
+            deeps[p.tag], where[p.tag] = deep, p.worker
+            records.extend(rec_)
+            recomputed += int(redo)
+            moved += int(deep.dq.nbytes)
+        deeps, dqs = take_quotients(deeps)     # the FRI takes the DQs, the openings the rest
+        tree_caps = [{m: (None if r is None else r.cap) for m, r in d.trees.items()}
+                     for d in deeps]
+
+        def opener(wanted: dict) -> dict:
+            """Open the tables of ``wanted`` ({table: indices}) on the workers that
+            hold their trees (a dead one's tables recomputed elsewhere)."""
+            nonlocal recomputed, moved
+            live = set(pool._live())
+            ps = [_Piece(where[i] if where[i] in live else pool._least_busy(), "open_table",
+                         (job, i, idx, rom_ref, refs[i], pv, params, shapes, tree_caps[i],
+                          chis[i]), i) for i, idx in wanted.items()]
+            out = {}
+            for p, (opened, rec_, redo, dev, _) in pool._gather(ps, timeout):
+                out[p.tag] = (wanted[p.tag], opened)
+                where[p.tag] = p.worker
+                records.extend(rec_)
+                recomputed += int(redo)
+                moved += sum(int(a.nbytes) for o in opened.values() if o is not None
+                             for a in o)
+                if dev is not None:
+                    devs.append(dev)
+            return out
+
+        # the join on the coordinator: one FRI over every table's DQ, the queries, the
+        # openings (by the workers holding the trees)
+        with pool.local._phase("join", phases):
+            proof = _join(st, ch, tr, deeps, dqs, _JoinStages(opener), spans)
+        records.extend(spans.stats.records)
+        del deeps, dqs
+    finally:
+        for a in pool._actors:
+            a.drop.remote(job)
+        del refs
+    phases["prove"] = time.perf_counter() - t1
+    self_check = {"enabled": bool(cfg.self_check), "checked": 0, "failed": 0, "seconds": 0.0}
+    if cfg.self_check:
+        with pool.local._phase("self_check", phases):
+            pool.local._self_check(proof, airs, pvs, [])
+        self_check.update(checked=1, seconds=round(phases["self_check"], 4))
+    phases["total"] = time.perf_counter() - t0
+    work = sum(s for name, t, s in records if name in ("r1_main", "table", "table_open"))
+    cluster = {"mode": "sharded", "workers": pool.workers, "gpus": pool.gpus,
+               "backend": pool.local.backend,
+               "retries": pool.retries - retries0, "recomputed": recomputed,
+               "worker_deaths": pool.worker_deaths - deaths0,
+               "device_downgrades": sum(_downgrades(d["recovery"]) for d in devs),
+               "bytes_through_object_store": moved,
+               "worker_seconds": round(work, 4),
+               "seconds": round(phases["prove"], 4)}
+    if devs:
+        cluster["device"] = {
+            "downgraded_tables": sum(int(d["downgraded"]) for d in devs),
+            "h2d_bytes": sum(d["h2d_bytes"] for d in devs),
+            "d2h_bytes": sum(d["d2h_bytes"] for d in devs),
+            "recovery": _sum_recovery([d["recovery"] for d in devs])}
+    counters = {"proof_bytes": len(proof), "self_check": self_check, "cluster": cluster}
+    stats = ProofStats(records=records, counters=counters, backend=pool.local.backend,
+                       cycles=rec.cycles, phases=phases, proof_bytes=len(proof),
+                       peak_rss_bytes=peak_rss_bytes())
+    stats.tables.extend(table_stats(airs, traces, records))
+    return BlockProof(rom, proof, stats)
+
+
+__all__ = ["prove_sharded"]

@@ -1,0 +1,196 @@
+"""How to prove: :class:`ProverConfig` (backend, VRAM budget, protocol parameters, threads,
+check mode, self-check, development mode), every field type-checked at construction and
+everything else -- ranges, the backend's availability, the device switches -- by
+:meth:`ProverConfig.resolve` (``Prover(config)`` calls it).  The table in docs/api.md
+("ProverConfig") documents the fields and their defaults (a test holds it to this
+dataclass)."""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from steadfast.verifier.proof_format import Params
+
+from .errors import ConfigError, ConfigTypeError
+
+log = logging.getLogger("steadfast.prover")
+
+
+def _available_backends() -> tuple:
+    """host always; the device backends when the device pipeline is part of this build."""
+    import importlib
+    try:
+        importlib.import_module(f"{__package__}.pipeline")
+    except ImportError:         # pragma: no cover - builds without the device path
+        return ("host",)
+    return ("host", "emu", "sim", "cuda")
+
+
+BACKENDS_AVAILABLE = _available_backends()
+
+_FIELD_TYPES = {"log_blowup": int, "num_queries": int, "pow_bits": int, "logup_pow_bits": int,
+                "deep_pow_bits": int, "commit_pow_bits": int, "log_fri_arity": int,
+                "log_cap": int, "threads": (int, type(None)),
+                "check": bool, "self_check": bool, "dev_mode": (bool, type(None)),
+                "backend": str, "postmortem_dir": (str, os.PathLike),
+                "vram_budget": (int, str, type(None))}
+
+
+def _check_types(cfg) -> None:
+    """Every field of a :class:`ProverConfig` has its declared type (bool is not an int;
+    a numpy integer is, and is stored as a Python int so the parameters stay plain)."""
+    for name, want in _FIELD_TYPES.items():
+        v = getattr(cfg, name)
+        kinds = want if isinstance(want, tuple) else (want,)
+        if int in kinds and isinstance(v, np.integer):
+            v = int(v)
+            object.__setattr__(cfg, name, v)        # frozen dataclass: normalise in place
+        bad = isinstance(v, bool) and bool not in kinds
+        if bad or not isinstance(v, kinds):
+            names = " or ".join("None" if k is type(None) else k.__name__ for k in kinds)
+            raise ConfigTypeError(f"{name} must be {names}, got {type(v).__name__} {v!r}", name)
+
+
+@dataclass(frozen=True)
+class ProverConfig:
+    """How to prove.  ``backend``: host | cuda | sim | emu | auto (auto: cuda when usable,
+    else host); the device backends run the device pipeline (:mod:`prover.pipeline`) and
+    produce the same bytes.  ``vram_budget``: bytes or a size such as "6GiB" (device
+    backends; default ``PROVER_VRAM_BUDGET``).  ``log_blowup``/``num_queries``/``pow_bits``:
+    the protocol parameters (defaults: :class:`verifier.proof_format.Params`'s, 2, 50 and
+    16).  ``threads``: numba threads for host kernels (None: numba's default).  ``check``: run the AIR check mode on every table before
+    proving (names table, constraint and row of any violation; off by default: it costs
+    about a quarter of the proving time on large blocks -- false claims and execution
+    failures are reported without it).  ``logup_pow_bits``/``deep_pow_bits``/
+    ``commit_pow_bits``: grinding before the LogUp, DEEP and z / FRI-fold challenges
+    (docs/protocol.md section 7).  ``log_fri_arity``: FRI folds by up to 2^log_fri_arity
+    per layer (1..4); ``log_cap``: every Merkle commitment is a cap of up to 2^log_cap
+    nodes (0..8) -- both trade proof size against prove time (docs/protocol.md section 7,
+    proof format 3).  ``self_check``: verify every proof with the verifier's
+    own code before returning it (on by default: a proof that fails is never returned --
+    :class:`ProofSelfCheckFailure` and a post-mortem instead).  Turning it off saves a
+    few percent of the proving time and removes the last guard against a device fault
+    that XCHECK is not enabled to catch: a wrong proof could then leave the prover."""
+    backend: str = "auto"
+    vram_budget: int | str | None = None
+    log_blowup: int = Params.log_blowup
+    num_queries: int = Params.num_queries
+    pow_bits: int = Params.pow_bits
+    threads: int | None = None
+    check: bool = False
+    postmortem_dir: str | os.PathLike[str] = "."
+    logup_pow_bits: int = Params.logup_pow_bits
+    deep_pow_bits: int = Params.deep_pow_bits
+    commit_pow_bits: int = Params.commit_pow_bits
+    log_fri_arity: int = Params.log_fri_arity
+    log_cap: int = Params.log_cap
+    self_check: bool = True
+    dev_mode: bool | None = None
+
+    def __post_init__(self):
+        _check_types(self)
+
+    def dev(self) -> bool:
+        """Development mode: this config's ``dev_mode``, else ``PROVER_DEV_MODE`` (0 or 1)."""
+        if self.dev_mode is not None:
+            return bool(self.dev_mode)
+        raw = os.environ.get("PROVER_DEV_MODE", "")
+        if raw not in ("", "0", "1"):
+            raise ConfigError(f"PROVER_DEV_MODE must be 0 or 1, got {raw!r}")
+        return raw == "1"
+
+    def params(self) -> Params:
+        return Params(log_blowup=self.log_blowup, num_queries=self.num_queries,
+                      pow_bits=self.pow_bits, logup_pow_bits=self.logup_pow_bits,
+                      deep_pow_bits=self.deep_pow_bits, commit_pow_bits=self.commit_pow_bits,
+                      log_fri_arity=self.log_fri_arity, log_cap=self.log_cap)
+
+    def resolve(self) -> tuple[str, int | None]:
+        """Validate everything; return (backend, vram budget in bytes or None)."""
+        from steadfast.kernels.backend import BACKEND_NAMES, BackendError, parse_bytes, resolve_backend
+        name = str(self.backend).strip().lower()
+        if name not in BACKEND_NAMES + ("auto",):
+            raise ConfigError(f"unknown backend {self.backend!r}; choose one of "
+                              f"{', '.join(BACKEND_NAMES + ('auto',))}")
+        if name not in BACKENDS_AVAILABLE + ("auto",):
+            raise ConfigError(f"backend {name!r} is not available in this build; use "
+                              f"{' or '.join(BACKENDS_AVAILABLE)}")
+        try:
+            name = resolve_backend(name)    # auto -> cuda if usable else host; checks cuda/sim
+        except BackendError as exc:
+            raise ConfigError(str(exc)) from None
+        if name == "sim":
+            _use_simulator()
+        if name not in BACKENDS_AVAILABLE:  # pragma: no cover - auto found a GPU, no pipeline
+            name = "host"
+        budget = None
+        if self.vram_budget is not None:
+            try:
+                budget = parse_bytes(self.vram_budget)
+            except ValueError as exc:
+                raise ConfigError(f"vram budget: {exc}") from None
+        if self.threads is not None:
+            import numba
+            most = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]  # set at import
+            if not isinstance(self.threads, int) or not 1 <= self.threads <= most:
+                raise ConfigError(f"threads must be in [1, {most}], "
+                                  f"got {self.threads!r}")
+        try:
+            self.params().validate()
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        return name, budget
+
+
+_DEVICE_SWITCHES = ("PROVER_GPU_XCHECK", "PROVER_GPU_SERIALIZE_R2", "PROVER_GPU_FORCE_DOWNGRADE",
+                    "PROVER_GPU_STREAMS", "PROVER_FAULTS", "PROVER_ARENA_POISON")
+_WARNED: set = set()
+
+
+def _host_diagnostics(timeline: bool) -> None:
+    """On the host backend the device diagnostics do nothing: refuse malformed values the
+    way a device backend does (:class:`ConfigError`), and warn once per process that the
+    ones set apply to device backends only."""
+    from .pipeline import PipelineConfig
+    try:
+        PipelineConfig.from_env("emu")       # the same parsing a device backend does
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    raw = os.environ.get("PROVER_GPU_STREAMS")
+    if raw not in (None, "", "0", "1"):
+        raise ConfigError(f"PROVER_GPU_STREAMS must be 0 or 1, got {raw!r}")
+    unused = [n for n in _DEVICE_SWITCHES if os.environ.get(n)]
+    unused += [k for k in sorted(os.environ) if k.startswith("PROVER_GPU_") and k not in unused
+               and os.environ[k]]
+    if timeline:
+        unused.append("the timeline")
+    key = tuple(unused)
+    if unused and key not in _WARNED:
+        _WARNED.add(key)
+        log.warning("%s: device-backend diagnostics (cuda, sim, emu); the host backend "
+                    "ignores %s", ", ".join(unused), "it" if len(unused) == 1 else "them")
+
+
+def _use_simulator() -> None:
+    """Backend ``sim``: numba reads NUMBA_ENABLE_CUDASIM into ``numba.core.config`` when
+    numba itself is imported (steadfast's host kernels import it long before a backend is
+    chosen), and numba.cuda picks the simulator or the driver from that config on its first
+    import.  ``resolve_backend('sim')`` has set the variable; re-read numba's config so
+    numba.cuda, imported later, is the simulator.  Too late once numba.cuda is the driver."""
+    import sys
+    if "numba" not in sys.modules:
+        return                      # numba will read the variable itself
+    from numba.core import config as numba_config
+    if numba_config.ENABLE_CUDASIM:  # type: ignore[attr-defined]  # numba sets it at import
+        return
+    if "numba.cuda" in sys.modules and "numba.cuda.simulator_init" not in sys.modules:
+        raise ConfigError("backend 'sim' must be chosen before numba.cuda is imported "
+                          "(set PROVER_BACKEND=sim or NUMBA_ENABLE_CUDASIM=1 at start-up)",
+                          "backend")
+    numba_config.reload_config()
+
+
+__all__ = ["ProverConfig", "BACKENDS_AVAILABLE"]

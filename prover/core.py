@@ -1,0 +1,281 @@
+"""The generic prover: a configuration resolved once, then any AIRs proven with the same
+guarantees whatever the statement -- the backend (host, or the device pipeline with its
+admission and recovery), the self-check (no proof that fails the verifier's own code is
+ever returned), the statistics, one proof at a time per process, and the caller's
+timeout and cancel event.
+
+:class:`ProverCore` knows nothing of the VM: the block methods are
+:class:`prover.block_prover.BlockProver`'s, built on it, and :class:`prover.api.Prover`
+is the class a node uses.  :meth:`ProverCore.prove_airs` is the public door for a team's
+own AIRs (docs/api.md "Your own AIRs"); its proofs verify with
+:func:`prover.air_proof.verify_airs`.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Sequence, Union
+
+import numpy as np
+
+from steadfast.air import ConstraintViolation, LookupImbalance, check_traces
+from steadfast.verifier import verify as _verify_proof
+from steadfast.verifier.errors import VerificationError
+
+from . import spans as _spans
+from .air_proof import AirProof
+from .config import ProverConfig, _host_diagnostics
+from .control import ProgressSpans, current_abort, limits, locked
+from .errors import ConfigError, ProofSelfCheckFailure
+from .prove import prepare, prove as _prove_protocol
+from .stats import ProofStats, peak_rss_bytes, table_stats
+from .timeline import Timeline
+
+#: ``progress(table, stage, event, seconds)``: table None for whole-proof stages,
+#: event "start" or "end" (seconds 0.0 at the start).
+ProgressCallback = Callable[[Union[str, None], str, str, float], None]
+
+log = logging.getLogger("steadfast.prover")
+
+
+class ProverCore:
+    """Proves statements, one after another, with one configuration.
+
+    ``progress(table, stage, event, seconds)`` is called as protocol stages start and end
+    (``table`` is None for whole-proof stages).  Construction validates the configuration
+    (:class:`ConfigError`)."""
+
+    def __init__(self, config: ProverConfig | None = None,
+                 progress: ProgressCallback | None = None,
+                 timeline: Timeline | None = None) -> None:
+        self.config = config or ProverConfig()
+        self.backend, self.vram_budget = self.config.resolve()
+        self.dev_mode = self.config.dev()
+        if self.dev_mode:
+            log.warning("DEVELOPMENT MODE (PROVER_DEV_MODE / dev_mode=True): proofs are fakes "
+                        "-- execution and constraint check only, no STARK; verify refuses "
+                        "them unless told accept_dev=True")
+        self.progress = progress
+        self.timeline = timeline        # a prover.timeline.Timeline, or None
+        self.self_check_failures = 0    # proofs this prover refused to emit (self-check)
+        if self.backend != "host":
+            self._device_config()            # the env switches, validated up front
+        else:
+            _host_diagnostics(timeline is not None)
+
+    def _device_config(self):
+        """The device pipeline's configuration: this config plus the SPEC §7 switches."""
+        from .pipeline import PipelineConfig
+        try:
+            return PipelineConfig.from_env(self.backend, budget=self.vram_budget,
+                                           timeline=self.timeline,
+                                           postmortem_dir=self.config.postmortem_dir,
+                                           precheck=bool(self.config.self_check))
+        except ValueError as exc:           # a bad PROVER_* switch or PROVER_FAULTS term
+            raise ConfigError(str(exc)) from None
+
+    # -- your own AIRs ----------------------------------------------------------------
+    def prove_airs(self, airs: Sequence[Any], traces: Sequence[np.ndarray],
+                   public_values: Sequence[Sequence[int]] | None = None, *,
+                   timeout: float | None = None,
+                   cancel: threading.Event | None = None) -> AirProof:
+        """Prove that ``traces[i]`` (uint32[n_i, w_i], n_i a power of two) satisfies
+        ``airs[i]`` (:class:`air.Air`, e.g. from :mod:`air.examples`) for every i, with
+        their LogUp buses balanced across all tables; ``public_values``: one list per table
+        (None: no table has any).  The guarantees of :meth:`prover.api.Prover.prove_block`:
+        this prover's backend (the device pipeline with its admission and recovery on
+        ``emu``/``sim``/``cuda``; the same bytes as ``host``), the self-check
+        (:class:`ProofSelfCheckFailure` instead of a proof that does not verify), the
+        statistics, one proof at a time per process, ``timeout`` / ``cancel`` as for
+        ``prove_block`` (:class:`ProofAborted`); ``config.check`` runs the AIR check mode
+        first (:class:`air.ConstraintViolation` / :class:`air.LookupImbalance` naming
+        table, constraint and row).  Development mode applies to blocks only: this always
+        proves.  Wrong shapes are refused before any work, naming the table: a count that
+        does not match (``ValueError``), a trace that is not a 2-d uint32 array
+        (``TypeError``), a width, height, value or public-value count the AIR does not
+        take (:class:`air.AirError`, a ``ValueError``).  Verify the result with
+        :func:`prover.air_proof.verify_airs`."""
+        t0 = time.perf_counter()
+        airs, traces, pvs = _check_statement(airs, traces, public_values)
+        prepare(traces, airs, pvs, self.config.params(), check=False)   # shapes, buses
+        with limits(timeout, cancel):
+            proof, stats = self._prove(airs, traces, pvs, 0, {}, t0, self._check_airs)
+        return AirProof(proof, stats)
+
+    def _check_airs(self, airs, tables, table_pv, phases: dict) -> None:
+        """The AIR check mode on every table (phase ``check``): its own errors, as they are."""
+        with self._phase("check", phases):
+            check_traces(airs, tables, table_pv)
+
+    # -- the proof itself -----------------------------------------------------------
+    def _self_check(self, proof: bytes, airs, table_pv, device_stats) -> int:
+        """Verify ``proof`` with the verifier (its own code: parsing, transcript, every
+        check); on failure write a post-mortem and raise :class:`ProofSelfCheckFailure`.
+        On device backends the per-table checks already ran as each table finished,
+        overlapped with the other tables' device work (pipeline ``precheck``); the
+        verifier skips a table only when its recomputed check key -- fork state, AIR,
+        section bytes, parameters, challenges -- matches one of those passes.  Returns
+        the number of tables so skipped.
+        No security minimum here: the parameters are the caller's choice (``prove`` warns
+        about weak ones); this checks that the bytes are a valid proof of the statement."""
+        keys = device_stats[0].precheck_keys if device_stats else ()
+        try:
+            res = _verify_proof(proof, airs, table_pv, min_security_bits=0, verified_tables=keys)
+            return res.tables_prechecked
+        except VerificationError as exc:
+            err = exc
+        extra = {"proof_bytes": len(proof)}
+        if device_stats:
+            extra["device"] = device_stats[0].as_dict()
+        path, report = self._postmortem(err.table or "block", err, extra)
+        log.error("self-check: the proof does not verify (%s: %s); not emitted; post-mortem %s",
+                  type(err).__name__, err, path)
+        raise ProofSelfCheckFailure(f"self-check: the finished proof does not verify "
+                                    f"({type(err).__name__}: {err}); no proof emitted; "
+                                    f"post-mortem {path}", path, report)
+
+    def _refuse_device_result(self, err) -> None:
+        """The self-check's refusal of a proof the device pipeline could not finish
+        because one of its results failed the prover's own check
+        (:class:`prover.device_stages.DeviceResultError`): post-mortem, then
+        :class:`ProofSelfCheckFailure`."""
+        path, report = self._postmortem("join", err, {})
+        log.error("self-check: a device result failed the prover's check (%s); no proof "
+                  "emitted; post-mortem %s", err, path)
+        raise ProofSelfCheckFailure(f"self-check: the device proof failed the prover's own "
+                                    f"check ({err}); no proof emitted; post-mortem {path}",
+                                    path, report) from err
+
+    def _postmortem(self, table: str, err, extra: dict) -> tuple[str, dict]:
+        """A self-check failure counted and its post-mortem written -> (path, report)."""
+        self.self_check_failures += 1
+        from .xcheck import write_postmortem
+        report = {"table": table, "check": "self_check", "backend": self.backend,
+                  "error": type(err).__name__, "message": str(err),
+                  "faults": os.environ.get("PROVER_FAULTS", ""),
+                  "xcheck": os.environ.get("PROVER_GPU_XCHECK", ""),
+                  "params": dict(vars(self.config.params())), **extra,
+                  "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        return write_postmortem(report, os.fspath(self.config.postmortem_dir)), report
+
+    @contextmanager
+    def _phase(self, name: str, phases: dict) -> Iterator[None]:
+        """Time a phase outside the protocol (execute, traces, check) and report it."""
+        if self.progress:
+            self.progress(None, name, "start", 0.0)
+        t = time.perf_counter()
+        yield
+        phases[name] = time.perf_counter() - t
+        if self.progress:
+            self.progress(None, name, "end", phases[name])
+
+    def _prove(self, airs, tables, table_pv, cycles: int, phases: dict, t0: float,
+               check) -> tuple[bytes, ProofStats]:
+        """Prove, under the process lock, then self-check outside it -> (the proof bytes,
+        its :class:`ProofStats`).  ``check(airs, tables, table_pv, phases)``: the AIR check
+        mode, run first when ``config.check`` is on."""
+        cfg = self.config
+        abort = current_abort()
+        spans = (ProgressSpans(self.progress, abort) if (self.progress or abort)
+                 else _spans.Spans())
+        t_wait = time.perf_counter()
+        with locked(abort):
+            lock_wait = time.perf_counter() - t_wait
+            from .xcheck import POSTMORTEM_CONTEXT
+            POSTMORTEM_CONTEXT.update(params=dict(vars(cfg.params())))
+            if cfg.threads is not None:
+                import numba
+                numba.set_num_threads(cfg.threads)
+            if cfg.check:
+                check(airs, tables, table_pv, phases)
+            t1 = time.perf_counter()
+            device, device_stats = None, []  # type: Any, list[Any]
+            if self.backend != "host":
+                device = self._device_config()
+            try:
+                proof = _prove_protocol(tables, airs, table_pv, cfg.params(), spans=spans,
+                                        check=False, device=device, device_stats=device_stats)
+            except Exception as exc:
+                # a device result the join's own check refused (v3: the final
+                # polynomial's degree) is the self-check's failure: no proof emitted
+                from .device_stages import DeviceResultError
+                if isinstance(exc, DeviceResultError) and cfg.self_check:
+                    self._refuse_device_result(exc)
+                raise
+            finally:
+                _release_memory()
+            phases["prove"] = time.perf_counter() - t1
+        # Never a wrong proof: the verifier's own code checks the bytes before they are
+        # returned.  Outside the process lock, on the CPU: another thread's proof can
+        # already use the device.
+        self_check = {"enabled": bool(cfg.self_check), "checked": 0, "failed": 0, "seconds": 0.0}
+        if cfg.self_check:
+            with self._phase("self_check", phases):
+                pre = self._self_check(proof, airs, table_pv, device_stats)
+            self_check.update(checked=1, seconds=round(phases["self_check"], 4),
+                              tables_prechecked=pre)
+            if device_stats:        # CPU time of the per-table checks overlapped with the device
+                self_check["precheck_s"] = round(device_stats[0].precheck_s, 4)
+        phases["total"] = time.perf_counter() - t0
+        raw = spans.stats
+        counters = dict(raw.counters)
+        counters["self_check"] = self_check
+        if device_stats:                    # the device pipeline's record: bytes, recoveries
+            counters["device"] = device_stats[0].as_dict()
+        stats = ProofStats(records=list(raw.records), counters=counters,
+                           backend=self.backend, cycles=cycles, phases=phases,
+                           proof_bytes=len(proof), peak_rss_bytes=peak_rss_bytes(),
+                           lock_wait_s=lock_wait)
+        stats.tables.extend(table_stats(airs, tables, raw.records))
+        log.info("proof: backend %s, %d cycles, %d tables, %d bytes, %.2fs (proving %.2fs, "
+                 "waiting for the process lock %.2fs, self-check %.2fs)", self.backend, cycles,
+                 len(tables), len(proof), phases["total"], phases.get("prove", 0.0), lock_wait,
+                 phases.get("self_check", 0.0))
+        return proof, stats
+
+
+def _check_statement(airs, traces, public_values) -> tuple[list, list, list]:
+    """The counts and kinds of a :meth:`ProverCore.prove_airs` statement, before any work:
+    ``ValueError`` / ``TypeError`` naming what is wrong (the shapes are
+    :func:`prover.prove.prepare`'s to check)."""
+    from steadfast.air import Air
+    airs, traces = list(airs), list(traces)
+    if not airs:
+        raise ValueError("prove_airs needs at least one AIR")
+    for i, air in enumerate(airs):
+        if not isinstance(air, Air):
+            raise TypeError(f"airs[{i}] is a {type(air).__name__}, not an air.Air")
+    if len(traces) != len(airs):
+        raise ValueError(f"{len(traces)} traces for {len(airs)} AIRs "
+                         f"({', '.join(a.name for a in airs)})")
+    for air, t in zip(airs, traces):
+        if not isinstance(t, np.ndarray) or t.ndim != 2:
+            raise TypeError(f"{air.name}: a trace is a 2-d numpy uint32 array (uint32[n, "
+                            f"{air.main_width}]), got {type(t).__name__} of shape {np.shape(t)}")
+    if public_values is None:
+        pvs: list = [[] for _ in airs]
+    else:
+        pvs = [list(pv or ()) for pv in public_values]
+        if len(pvs) != len(airs):
+            raise ValueError(f"{len(pvs)} public-value lists for {len(airs)} AIRs "
+                             "(one per table, [] for none)")
+    return airs, traces, pvs
+
+
+def _release_memory() -> None:
+    """Between proofs: collect garbage and hand freed heap pages back to the OS (glibc's
+    malloc_trim), so that a long-lived node's RSS reflects what it still holds rather than
+    the high-water mark of the last proof's buffers."""
+    import gc
+    gc.collect()
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):   # not glibc: nothing to trim
+        pass
+
+
+__all__ = ["ProverCore", "ProgressCallback"]
