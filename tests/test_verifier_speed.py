@@ -1,19 +1,19 @@
 """The verifier's fast paths against the formulas they replaced: the lane-major Montgomery
-Poseidon2 (vs the scalar SPEC formula on Python ints), the batched Merkle fold (vs a naive
-per-query fold), the transcript's block absorption (vs element-by-element observes), and
-the compiled DEEP / FRI / barycentric helpers (vs the numpy formulas of air.field)."""
+Poseidon2 (vs the scalar SPEC formula on Python ints), the transcript's block absorption
+(vs element-by-element observes), and the compiled DEEP / FRI / barycentric helpers (vs
+the numpy formulas of air.field)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from steadfast.air import field as F
-from steadfast.verifier import merkle
 from steadfast.verifier import poseidon2 as vp
+from steadfast.verifier.composition import _barycentric
 from steadfast.verifier.field import barycentric_at, ef_col, inv2
+from steadfast.verifier.join import (_INVW, _coset_points, _deep_at_rows, _final_kernel,
+                                     _layer_kernel)
 from steadfast.verifier.protocol import TableShape, deep_groups
 from steadfast.verifier.transcript import Transcript
-from steadfast.verifier.verify import (_INVW, _barycentric, _coset_points, _deep_at_rows,
-                                       _final_kernel, _layer_kernel)
 from tests.kat import KAT_IN, KAT_OUT
 
 P = vp.P
@@ -110,111 +110,6 @@ def test_montgomery_helpers_at_their_bounds():
     r_inv = pow(1 << 32, P - 2, P)
     for a, b in [(P - 1, P - 1), (0, P - 1), (12345, 67890)]:
         assert int(vp._mmul(np.uint64(a), np.uint64(b))) == a * b * r_inv % P
-
-
-# ---------------------------------------------------------------- Merkle fold
-def fold_each(digests, idx, paths):
-    """Every query folded on its own, one compress per step."""
-    out = digests.copy()
-    for r in range(paths.shape[0]):
-        for lvl in range(paths.shape[1]):
-            cur, sib = out[r][None], paths[r, lvl][None]
-            out[r] = vp.compress(sib, cur)[0] if (int(idx[r]) >> lvl) & 1 else \
-                vp.compress(cur, sib)[0]
-    return out
-
-
-def naive_roots(digests, idx, paths):
-    """The documented merge rule, one query and one node at a time: at each level the
-    queries at one node form a group whose leader is the first in (index, position)
-    order; a member whose current digest or sibling differs from the leader's marks both
-    bad (all ones); the leader's compress becomes every member's digest."""
-    q, depth = paths.shape[:2]
-    cur = [digests[r].copy() for r in range(q)]
-    bad = [False] * q
-    order = sorted(range(q), key=lambda r: (int(idx[r]), r))
-    for lvl in range(depth):
-        groups = {}
-        for r in order:
-            groups.setdefault(int(idx[r]) >> lvl, []).append(r)
-        for node, members in groups.items():
-            lead = members[0]
-            for r in members[1:]:
-                if (not np.array_equal(cur[r], cur[lead])
-                        or not np.array_equal(paths[r, lvl], paths[lead, lvl])):
-                    bad[r] = bad[lead] = True
-            pair = (paths[lead, lvl], cur[lead]) if node & 1 else (cur[lead], paths[lead, lvl])
-            new = vp.compress(pair[0][None], pair[1][None])[0]
-            for r in members:
-                cur[r] = new
-    return np.array([[0xFFFFFFFF] * 8 if bad[r] else cur[r] for r in range(q)], np.uint32)
-
-
-def _tree(rng, depth):
-    leaves = rng.integers(0, P, (1 << depth, 8), dtype=np.uint32)
-    levels = [leaves]
-    while levels[-1].shape[0] > 1:
-        lv = levels[-1]
-        levels.append(vp.compress(lv[0::2], lv[1::2]))
-    return levels
-
-
-def _paths(levels, idx):
-    depth = len(levels) - 1
-    return np.stack([np.stack([levels[lv][(int(i) >> lv) ^ 1] for lv in range(depth)])
-                     if depth else np.zeros((0, 8), np.uint32) for i in idx]).reshape(
-        len(idx), depth, 8)
-
-
-@pytest.mark.parametrize("depth, q", [(0, 1), (0, 3), (1, 1), (1, 4), (4, 1), (5, 12), (6, 40)])
-def test_roots_match_naive_fold(depth, q):
-    rng = np.random.default_rng(depth * 100 + q)
-    levels = _tree(rng, depth)
-    idx = rng.integers(0, 1 << depth, q)
-    if q > 2:
-        idx[1] = idx[0]                        # duplicates
-    digests = levels[0][idx]
-    paths = _paths(levels, idx)
-    got = merkle.roots_from_paths(digests, idx, paths)
-    assert np.array_equal(got, naive_roots(digests, idx, paths))
-    assert np.array_equal(got, fold_each(digests, idx, paths))
-    assert (got == levels[-1][0]).all()
-    if depth and q > 2:
-        # a disagreeing duplicate (different sibling at the top): both are marked bad
-        bad_paths = paths.copy()
-        bad_paths[1, depth - 1, 3] ^= 1
-        got = merkle.roots_from_paths(digests, idx, bad_paths)
-        assert np.array_equal(got, naive_roots(digests, idx, bad_paths))
-        assert (got[1] == 0xFFFFFFFF).all()             # the tampered query ...
-        top = idx >> (depth - 1)
-        lead = min(np.nonzero(top == top[1])[0], key=lambda r: (idx[r], r))
-        assert (got[lead] == 0xFFFFFFFF).all()          # ... and its node's leader
-        others = np.setdiff1d(np.arange(q), [1, lead])
-        assert (got[others] == levels[-1][0]).all()
-        # a disagreeing duplicate leaf digest
-        bad_dig = digests.copy()
-        bad_dig[1, 0] ^= 1
-        got = merkle.roots_from_paths(bad_dig, idx, paths)
-        assert np.array_equal(got, naive_roots(bad_dig, idx, paths))
-        assert (got[1] == 0xFFFFFFFF).all() and (got[0] == 0xFFFFFFFF).all()
-
-
-@settings(max_examples=15, deadline=None)
-@given(st.integers(1, 5), st.lists(st.integers(0, 31), min_size=1, max_size=10), st.data())
-def test_roots_random_tampering(depth, raw_idx, data):
-    rng = np.random.default_rng(depth + len(raw_idx))
-    levels = _tree(rng, depth)
-    idx = np.array([i % (1 << depth) for i in raw_idx])
-    digests = levels[0][idx].copy()
-    paths = _paths(levels, idx)
-    r = data.draw(st.integers(0, len(idx) - 1))
-    lvl = data.draw(st.integers(0, depth - 1))
-    paths[r, lvl, data.draw(st.integers(0, 7))] ^= 1 + data.draw(st.integers(0, 5))
-    got = merkle.roots_from_paths(digests, idx, paths)
-    assert np.array_equal(got, naive_roots(digests, idx, paths))
-    # a query passing is a query whose own path is valid
-    own_ok = (fold_each(digests, idx, paths) == levels[-1][0]).all(axis=1)
-    assert not ((got == levels[-1][0]).all(axis=1) & ~own_ok).any()
 
 
 # ---------------------------------------------------------------- transcript
@@ -366,7 +261,7 @@ def test_barycentric_matches_field_module(log_n, k):
 @pytest.mark.parametrize("a", [0, 1, 5])
 def test_combine_ef_columns_vectorised(a):
     from steadfast.verifier.field import ef_basis_combine
-    from steadfast.verifier.verify import _combine_ef_columns
+    from steadfast.verifier.composition import _combine_ef_columns
 
     def naive(vals):                # one EF value per 4 coefficient columns, in turn
         out = np.empty((vals.shape[0] // 4, 4), dtype=np.uint64)
@@ -384,7 +279,7 @@ def _composition_old(air, sh, tp, pv, chal, alpha, z):
     """The formula _composition_values replaced: air.eval.numerator_at_point on a
     point_leaf (typed values, numpy folding), Q(z) = sum_i z^(i n) q_i(z) in numpy."""
     from steadfast.air import numerator_at_point, point_leaf
-    from steadfast.verifier.verify import _combine_ef_columns
+    from steadfast.verifier.composition import _combine_ef_columns
     zf = ef_col(z).reshape(4, 1)
     opened = {("main", False): tp.ood_main, ("main", True): tp.ood_main_next}
     if sh.prep_width:
@@ -413,7 +308,7 @@ def test_composition_kernel_matches_numerator_at_point():
     AIRs and the VM's five AIRs at random opened values (and a base-field z); a changed
     opened value changes N(z)."""
     from steadfast.air import CHALLENGE_NAMES, examples as ex
-    from steadfast.verifier.verify import _composition_values
+    from steadfast.verifier.composition import _composition_values
     from steadfast.vm.airs import block_airs
     airs = [ex.fibonacci_air(), ex.cubic_air(), ex.adder_air(), ex.range_air(4),
             ex.pairs_air(4), ex.counter_air()]

@@ -4,10 +4,13 @@ Depends on numpy, numba (its own Poseidon2 kernel) and the statement (:mod:`air`
 never on ``kernels/`` or ``prover/``.
 
 * :func:`verify` ``(proof_bytes, airs, public_values=None, *, min_security_bits=100) -> VerifyResult``
+  (:mod:`verifier.verify`: the whole proof, step by step)
 * :mod:`verifier.security` -- the proof's security figure (``proof_security``, ``SecurityReport``)
 * :class:`Transcript` -- the one Fiat-Shamir transcript (the prover imports it from here)
-* :func:`verify_table` (one table's fork -> ``TableState``) and :func:`verify_join` (the one FRI
-  and every opening): the per-table / join split the prover's self-check uses
+* :func:`verify_table` (:mod:`verifier.table`: one table's fork -> ``TableState``, with the
+  composition at z of :mod:`verifier.composition`) and :func:`verify_join`
+  (:mod:`verifier.join`: the one FRI and every opening): the per-table / join split the
+  prover's self-check uses; :mod:`verifier.shapes` -- the shape checks before any hashing
 * :mod:`verifier.proof_format` -- ``Params``, ``Proof``, ``FriProof``, ``encode``, ``decode``, ``to_json``
 * :mod:`verifier.errors` -- ``VerificationError`` and its subclasses
 """

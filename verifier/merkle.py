@@ -1,5 +1,5 @@
-"""Merkle verification for the verifier (docs/protocol.md), batched: v3 caps and
-multiproofs, plus the v2 per-query paths.
+"""Merkle verification for the verifier (docs/protocol.md), batched: caps and
+multiproofs (proof format v3 on).
 
 Conventions (shared with the prover's trees, and written in docs/protocol.md):
 
@@ -14,8 +14,7 @@ Conventions (shared with the prover's trees, and written in docs/protocol.md):
   verifier recomputes level by level and compares the level-(h-c) nodes with the cap
   entries at S_(h-c).  The node count m is a function of S_0 alone
   (:func:`multiproof_size`): a nodes array of another length is a ShapeError, checked
-  before any hashing; a node that does not hash to the cap is a MerkleError;
-* v2 opening path for leaf ``i``: the siblings bottom-up (``path[l]`` is node (l, (i>>l)^1)).
+  before any hashing; a node that does not hash to the cap is a MerkleError.
 """
 from __future__ import annotations
 
@@ -24,92 +23,6 @@ from numba import njit
 
 from .errors import MerkleError, ShapeError
 from .poseidon2 import P, _from_mont, _permute_lanes, _to_mont, hash_rows
-
-
-@njit(cache=True)
-def _roots_kernel(digests, idx, paths, order):
-    # Queries are visited in index order (``order`` sorts idx), so queries sharing a node
-    # at any level are adjacent: the first of each run (its leader) is hashed, the others
-    # must carry the same current digest and sibling (else both are marked bad).  All of a
-    # level's leaders are permuted together as one lane-major batch.
-    q, depth = paths.shape[0], paths.shape[1]
-    cur = np.empty((q, 8), dtype=np.uint64)          # current digests, as given / canonical
-    for r in range(q):
-        for i in range(8):
-            cur[r, i] = np.uint64(digests[r, i])
-    bad = np.zeros(q, dtype=np.bool_)
-    st = np.empty((16, max(q, 1)), dtype=np.uint64)  # lane-major batch, Montgomery form
-    leaders = np.empty(max(q, 1), dtype=np.int64)
-    for level in range(depth):
-        # pass 1: followers must agree with their run's leader (current digest, sibling)
-        lead = -1
-        for k in range(q):
-            r = order[k]
-            if lead >= 0 and (idx[r] >> level) == (idx[lead] >> level):
-                for i in range(8):
-                    if cur[r, i] != cur[lead, i] or paths[r, level, i] != paths[lead, level, i]:
-                        bad[r] = True
-                        bad[lead] = True
-            else:
-                lead = r
-        # pass 2: gather each leader with its sibling (left || right) into column nl
-        nl = 0
-        lead = -1
-        for k in range(q):
-            r = order[k]
-            if lead >= 0 and (idx[r] >> level) == (idx[lead] >> level):
-                continue
-            lead = r
-            leaders[nl] = r
-            off_cur = 8 if (idx[r] >> level) & 1 else 0
-            off_sib = 8 - off_cur
-            for i in range(8):
-                st[off_cur + i, nl] = _to_mont(cur[r, i])
-                st[off_sib + i, nl] = _to_mont(np.uint64(paths[r, level, i]))
-            nl += 1
-        # pass 3: permute the batch, the leaders take lanes 0..7; followers copy
-        _permute_lanes(st, nl)
-        for j in range(nl):
-            r = leaders[j]
-            for i in range(8):
-                cur[r, i] = _from_mont(st[i, j])
-        lead = -1
-        for k in range(q):
-            r = order[k]
-            if lead >= 0 and (idx[r] >> level) == (idx[lead] >> level):
-                for i in range(8):
-                    cur[r, i] = cur[lead, i]
-            else:
-                lead = r
-    out = np.empty((q, 8), dtype=np.uint32)
-    for r in range(q):
-        for i in range(8):
-            out[r, i] = np.uint32(0xFFFFFFFF) if bad[r] else np.uint32(cur[r, i])
-    return out
-
-
-def roots_from_paths(digests: np.ndarray, indices: np.ndarray, paths: np.ndarray) -> np.ndarray:
-    """Fold every (leaf digest, index, path) up to a root: uint32[q, 8].
-
-    One numba kernel; queries that reach the same node are hashed once.  They are merged
-    only if their current digests AND their siblings agree; where two queries at one
-    node disagree, both get an all-ones "root" (never a valid digest: every element
-    >= p), so both fail the comparison with the real root.  A merged query shares a
-    computation that ends at the root, so it passes only if it is valid.
-    """
-    digests = np.ascontiguousarray(digests, dtype=np.uint32).reshape(-1, 8)
-    idx = np.ascontiguousarray(indices, dtype=np.int64).reshape(-1)
-    paths = np.ascontiguousarray(paths, dtype=np.uint32)
-    order = np.argsort(idx, kind="stable")
-    return _roots_kernel(digests, idx, paths, order)
-
-
-def check_rows(root: np.ndarray, rows: np.ndarray, indices: np.ndarray,
-               paths: np.ndarray) -> np.ndarray:
-    """Boolean mask: which opened rows (uint32[q, w]) authenticate against ``root``."""
-    digests = hash_rows(rows)
-    roots = roots_from_paths(digests, indices, paths)
-    return np.all(roots == np.asarray(root, dtype=np.uint32)[None, :], axis=1)
 
 
 def merkle_root(matrix: np.ndarray) -> np.ndarray:
@@ -122,9 +35,7 @@ def merkle_root(matrix: np.ndarray) -> np.ndarray:
     return level[0]
 
 
-
-
-# ---------------------------------------------------------------- v3: caps and multiproofs
+# ---------------------------------------------------------------- caps and multiproofs
 
 @njit(cache=True)
 def _count_kernel(idx, levels):
@@ -286,6 +197,6 @@ def cap_of(matrix: np.ndarray, log_cap: int) -> np.ndarray:
 
 
 # Load (or compile, on a cold cache) the kernels verify uses at import, like the
-# permutation (roots_from_paths, the format-2 path check, compiles on its first call).
+# permutation.
 _count_kernel(np.zeros(1, np.int64), 1)
 _multiproof_kernel(np.zeros((1, 8), np.uint32), np.zeros(1, np.int64), np.zeros((1, 8), np.uint32), 1)

@@ -56,15 +56,6 @@ class TableShape:
     def parts_width(self) -> int:
         return 4 * self.num_parts
 
-    @property
-    def num_fri_layers(self) -> int:
-        """Folds from degree < n down to degree < 2^log_final_poly_len."""
-        return max(0, self.log_n - self.log_final_poly_len)
-
-    @property
-    def final_poly_len(self) -> int:
-        return 1 << min(self.log_final_poly_len, self.log_n)
-
     def statement(self) -> list[int]:
         return [self.log_n, self.main_width, self.prep_width, self.aux_cols, self.num_parts,
                 self.num_public, int(self.uses_next_main), int(self.uses_next_prep)]
