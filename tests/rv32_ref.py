@@ -146,6 +146,8 @@ class _Ref:
             for pn in range(s.address >> 12, (s.address + len(s.data) - 1 >> 12) + 1):
                 self._map(pn, pn in exec_pages)
             uc.mem_write(s.address, s.data)
+        if 0xFFFFF not in self.pages:    # unicorn cannot map the top page from its
+            self._map(0xFFFFF)           # unmapped-access hook (UC_ERR_MAP): map it now
         uc.reg_write(_REGS[2], STACK_TOP)
         uc.hook_add(UC_HOOK_INTR, self._intr)
         uc.hook_add(UC_HOOK_MEM_UNMAPPED, self._unmapped)
@@ -168,11 +170,13 @@ class _Ref:
     def _unmapped(self, uc, access, addr, size, value, _):
         if access == UC_MEM_FETCH_UNMAPPED:
             return False
+        addr &= MASK                     # (unicorn may pass it sign-extended to 64 bits)
         for pn in range(addr >> 12, (min(addr + size - 1, MASK) >> 12) + 1):
             self._map(pn)
         return True
 
     def _access(self, uc, access, addr, size, value, _):
+        addr &= MASK
         if addr % size:
             kind = "store" if access == 17 else "load"      # UC_MEM_WRITE = 17
             self._fail("misaligned", uc.reg_read(_PC), f"{size}-byte {kind} at {addr:#x}")
@@ -203,8 +207,8 @@ class _Ref:
         pc = uc.reg_read(_PC)
         if intno in (8, 9, 11):
             self._ecall(pc)
-        elif intno in (2, 3):
-            self._fail("illegal", pc, f"interrupt {intno}")
+        elif intno in (2, 3):                # (unicorn's pc is past the instruction here)
+            self._fail("illegal", None, f"interrupt {intno} before pc {pc:#x}")
         elif intno in (4, 6):
             self._fail("misaligned", pc, f"interrupt {intno}")
         elif intno == 0:
@@ -292,4 +296,52 @@ def run(program, input: bytes = b"", max_cycles: int = 1 << 22,
     return _Ref(program, input, check_alignment).run(program.entry, max_cycles)
 
 
-__all__ = ["run", "RefRun", "RefError", "RefMemory", "poseidon2"]
+# ------------------------------------------------------------------ the tests' comparison
+
+def agree(program, input: bytes = b"", max_cycles: int = 1 << 22, check_alignment=True):
+    """Run ``program`` on both of our engines (with the record) and on this reference, and
+    assert they agree: on success the output, stderr, exit code, registers, pc, cycles and
+    every memory page (and the two records are identical); on failure the same error
+    (kind, pc, cycle and text) from both engines and the same kind from the reference (a
+    fetch just past a code segment may read as "illegal" here: unicorn's pages are 4 KiB).
+    Returns the compiled engine's Execution, or its ExecutionError."""
+    from steadfast.rv32 import ExecutionError, execute
+    outcomes = []
+    for engine in ("python", "compiled"):
+        try:
+            outcomes.append(execute(program, input, max_cycles, record=True, engine=engine))
+        except ExecutionError as exc:
+            outcomes.append(exc)
+    py, fast = outcomes
+    try:
+        ref = run(program, input, max_cycles, check_alignment)
+    except RefError as exc:
+        ref = exc
+    if isinstance(py, ExecutionError) or isinstance(fast, ExecutionError):
+        assert isinstance(py, ExecutionError) and isinstance(fast, ExecutionError), (py, fast)
+        assert (py.kind, py.pc, py.cycle, str(py)) == (fast.kind, fast.pc, fast.cycle,
+                                                       str(fast))
+        assert isinstance(ref, RefError), f"reference exited but ours failed: {fast}"
+        ok = {fast.kind} | ({"illegal"} if fast.kind == "fetch" else set())
+        assert ref.kind in ok, f"ours: {fast}; reference: {ref}"
+        if ref.pc is not None and fast.kind not in ("cycles", "jump"):
+            assert ref.pc == fast.pc, f"ours: {fast}; reference: {ref}"
+        return fast
+    assert not isinstance(ref, RefError), f"reference failed ({ref}) but ours exited"
+    for e in (py, fast):
+        assert e.output == ref.output
+        assert e.stderr == ref.stderr
+        assert e.exit_code == ref.exit_code
+        assert e.regs.tolist() == ref.regs.tolist()
+        assert e.pc == ref.pc
+        assert e.cycles == ref.cycles
+    mismatch = py.record.mismatch(fast.record)
+    assert mismatch is None, mismatch
+    assert py.memory == fast.memory
+    for pn in set(fast.memory.nonzero_pages()) | ref.memory.pages:
+        mine = bytes(fast.memory.pages.get(pn, bytes(PAGE)))
+        assert mine == ref.memory.page(pn), f"memory page 0x{pn:05x} differs"
+    return fast
+
+
+__all__ = ["run", "agree", "RefRun", "RefError", "RefMemory", "poseidon2"]
