@@ -4,7 +4,9 @@ from their code), the bench guest's cycle formula and an input maker for it.
 Each ``*_model(data) -> (output bytes, exit code)`` gives what the guest must produce for
 the input ``data``; tests/test_guests.py checks the ELFs against them.  sha256, sort and
 hello use hashlib / sorted / slicing; merkle and bench take the Poseidon2 compression
-as an argument (the project's: lanes 0..7 of the width-16 permutation).
+as an argument (``poseidon2_compress`` below: lanes 0..7 of the width-16 permutation,
+written from the SPEC with the project's constants; tests/test_guests.py checks it
+against the project's known-answer vector and the machine's results).
 """
 from __future__ import annotations
 
@@ -15,6 +17,47 @@ from typing import Callable, Sequence
 P = 2013265921
 M32 = 0xFFFFFFFF
 Compress = Callable[[Sequence[int]], Sequence[int]]   # 16 words -> (at least) 8 words
+
+
+# --------------------------------------------------------------------------- Poseidon2
+
+def poseidon2_permute(state: Sequence[int]) -> list[int]:
+    """The width-16 BabyBear Poseidon2 permutation (docs' SPEC §2, as the VM's HASH and the
+    machine's SYS_POSEIDON2 use it) over Python ints:  s = M_E(in);  4 full rounds;
+    13 partial rounds;  4 full rounds.  Full: s_i = (s_i + rc_i)^7 for every lane, then
+    M_E; partial: s_0 = (s_0 + rc)^7, then M_I.  M_E = circ(2,3,1,1) on each 4-lane block
+    plus the sum over blocks of each lane position; M_I = J + diag(V16).  Only the
+    constants come from the project (kernels/poseidon2_constants.py: the Grain LFSR
+    constants and V16; importing it compiles nothing)."""
+    from steadfast.kernels.poseidon2_constants import RC_FULL, RC_PARTIAL, V16
+
+    def m_e(v: list[int]) -> list[int]:
+        blocks = []
+        for k in range(4):
+            a, b, c, d = v[4 * k:4 * k + 4]
+            blocks.append([2 * a + 3 * b + c + d, a + 2 * b + 3 * c + d,
+                           a + b + 2 * c + 3 * d, 3 * a + b + c + 2 * d])
+        sums = [sum(blk[i] for blk in blocks) for i in range(4)]
+        return [(blocks[k][i] + sums[i]) % P for k in range(4) for i in range(4)]
+
+    def m_i(v: list[int]) -> list[int]:
+        total = sum(v)
+        return [(total + int(V16[i]) * v[i]) % P for i in range(16)]
+
+    s = m_e([int(x) % P for x in state])
+    for r in range(8):
+        if r == 4:
+            for rc in RC_PARTIAL:
+                s[0] = pow((s[0] + int(rc)) % P, 7, P)
+                s = m_i(s)
+        s = m_e([pow((s[i] + int(RC_FULL[r][i])) % P, 7, P) for i in range(16)])
+    return s
+
+
+def poseidon2_compress(words: Sequence[int]) -> list[int]:
+    """SYS_POSEIDON2: lanes 0..7 of the permutation of 16 words (each < p)."""
+    assert len(words) == 16 and all(0 <= w < P for w in words)
+    return poseidon2_permute(words)[:8]
 
 
 # --------------------------------------------------------------------------- simple ones
