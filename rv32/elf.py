@@ -230,6 +230,7 @@ def parse_elf(data: bytes) -> Program:
     if phoff + phnum * phentsize > len(data):
         raise ElfError("file", "truncated: the program headers run past the end of the file")
     segments = []
+    total = 0
     try:
         phdrs = [elf.get_segment(i).header for i in range(phnum)]
     except Exception as exc:
@@ -252,11 +253,12 @@ def parse_elf(data: bytes) -> Program:
         if vaddr + memsz > 1 << 32:
             raise ElfError(where, f"[0x{vaddr:08x}, +{memsz}) runs past the end of the 32-bit "
                                   f"address space")
-        if memsz > MAX_IMAGE_BYTES:
-            raise ElfError(where, f"memory size {memsz} (the image is at most "
-                                  f"{MAX_IMAGE_BYTES} bytes)")
         if memsz == 0:
             continue
+        total += memsz
+        if total > MAX_IMAGE_BYTES:              # before the zero fill is allocated
+            raise ElfError(where, f"the image reaches {total} bytes here (at most "
+                                  f"{MAX_IMAGE_BYTES})")
         body = data[off:off + filesz] + bytes(memsz - filesz)
         segments.append((i, Segment(vaddr, body, flags & 7)))
     segments.sort(key=lambda t: t[1].address)
