@@ -1,28 +1,40 @@
-"""Committed cells per cycle of block proofs, from the traces alone (no proof).
+"""Committed cells per cycle of block proofs, from the traces alone; with ``--slots``,
+POSEIDON2's one permutation per row against the slots build_traces chooses (and
+optionally a proof's CPU seconds at both).
 
-    PYTHONPATH=. python bench/cells_bench.py --sizes 12 14 16 18 20 [--hash-share 0.25]
-                                             [--log-blowup 2]
+    PYTHONPATH=. python bench/cells_bench.py [--sizes 12 14 16 18] [--hash-share 0.25]
+                                             [--seed 0] [--log-blowup 2] [--json out.json]
+    PYTHONPATH=. python bench/cells_bench.py --slots [--sizes ...] [--hash-share ...]
+                                             [--prove 14] [--reps 2] [--json out.json]
 
-For each size it executes ``sized_block(k, share)`` (the bench block of bench/block_bench.py
-and bench/make_block.py), builds the traces the prover would commit (vm/traces.py: the
-table shapes, slots included) and counts the committed cells per table on the trace
-domain: main columns, aux (4 base columns per LogUp EF column) and quotient parts (4 per
-part), times the table's rows.  It also reports the padding: the share of committed cells
-that hold no real row or slot (CPU rows past the last cycle, MEMORY slots past the last
-access, POSEIDON2 slots past the last permutation).  Cells on the LDE domain are these
-times 2^log_blowup for every table alike, so cells per cycle compare across blowups --
-but the AIRs depend on log_blowup (proof format 5: the LogUp batching degree, hence the
-aux and quotient-part columns, and the slot choices that follow; docs/protocol.md
-"LogUp"): ``--log-blowup`` (default 2, the default parameters') picks the proof's.
+For each size it executes ``sized_block(k, share, seed)`` (the bench block of
+bench/block_bench.py and bench/make_block.py), builds the traces the prover would commit
+(vm/traces.py: the table shapes, slots included) and counts the committed cells per table
+on the trace domain: main columns, aux (4 base columns per LogUp EF column) and quotient
+parts (4 per part), times the table's rows.  It also reports the padding: the share of
+committed cells that hold no real row or slot (CPU rows past the last cycle, MEMORY slots
+past the last access, POSEIDON2 slots past the last permutation).  Cells on the LDE domain
+are these times 2^log_blowup for every table alike, so cells per cycle compare across
+blowups -- but the AIRs depend on log_blowup (proof format 5: the LogUp batching degree,
+hence the aux and quotient-part columns, and the slot choices that follow;
+docs/protocol.md "LogUp"): ``--log-blowup`` (default 2, the default parameters') picks the
+proof's.  This is the "cells per cycle" figure of issue #12 (docs/benchmarks.md); it takes
+seconds per size, against minutes for a proof.
 
-This is the "cells per cycle" figure of issue #12 (docs/benchmarks.md); it takes seconds
-per size, against minutes for a proof.
+``--slots`` (docs/vm.md "Slots"): the same count with POSEIDON2 forced to k = 1 and with
+the k build_traces chooses (the other slotted tables take build_traces' choice on both
+sides).  ``--prove N``: the block of 2^N cycles proved with the default parameters on the
+host backend, k = 1 and the chosen k alternating (``--reps`` pairs), each proof in a fresh
+subprocess after a warm-up proof of a tiny block; CPU seconds = the process's user +
+system time during the proof (steadier than wall time on a shared machine).  The
+machine's load (uptime) is printed with every figure.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -30,20 +42,22 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 
-def count(k: int, share: float, seed: int = 0, log_blowup: int = 2) -> dict:
+def count(k: int, share: float, seed: int = 0, log_blowup: int = 2, slots=None) -> dict:
+    """The committed cells of ``sized_block(k, share, seed)``'s traces (``slots``:
+    build_traces' forced slot counts, None: its own choice)."""
     from steadfast.vm.interpreter import execute
     from steadfast.vm.programs import sized_block
     from steadfast.vm.traces import build_traces, memory_accesses
     t0 = time.perf_counter()
     rec = execute(sized_block(k, share, seed=seed))
-    bt = build_traces(rec, log_blowup=log_blowup)
+    bt = build_traces(rec, slots=slots, log_blowup=log_blowup)
     real = {"cpu": int(rec.cycles), "memory": int(memory_accesses(bt.traces[0]).shape[0]),
             "poseidon2": int(rec.hash_in.shape[0])}
-    slots = dict(getattr(bt, "slots", {}) or {})
+    chosen = dict(getattr(bt, "slots", {}) or {})
     tables, total, padded = {}, 0, 0
     for air, trace in zip(bt.airs, bt.traces):
         n = int(trace.shape[0])
-        kk = int(slots.get(air.name, 1))
+        kk = int(chosen.get(air.name, 1))
         main, aux, parts = n * air.main_width, n * 4 * air.aux_width, n * 4 * air.num_parts
         cells = main + aux + parts
         cap = n * kk
@@ -54,7 +68,7 @@ def count(k: int, share: float, seed: int = 0, log_blowup: int = 2) -> dict:
         total += cells
         padded += cells * (cap - used) / cap
     return {"k": k, "hash_share": share, "log_blowup": log_blowup, "cycles": int(rec.cycles),
-            "cells": total,
+            "perms": real["poseidon2"], "cells": total,
             "cells_per_cycle": total / rec.cycles, "padding_share": padded / total,
             "tables": tables, "seconds": time.perf_counter() - t0}
 
@@ -76,25 +90,114 @@ def render(results: list) -> str:
     return "\n".join(lines)
 
 
+# ----------------------------------------------------------------------------- --slots
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def slot_cells(log_cycles: int, share: float, seed: int = 0, log_blowup: int = 2) -> dict:
+    """POSEIDON2 at k = 1 against build_traces' choice: the block's and POSEIDON2's cells."""
+    out = {}
+    for label, slots in (("k1", {"poseidon2": 1}), ("chosen", None)):
+        r = count(log_cycles, share, seed, log_blowup, slots)
+        p2 = r["tables"]["poseidon2"]
+        out.update(log_cycles=log_cycles, cycles=r["cycles"], perms=r["perms"])
+        out[label] = {"k": p2["slots"], "cells": r["cells"], "cells_per_cycle": r["cells_per_cycle"],
+                      "poseidon2_rows": p2["rows"], "poseidon2_cells": p2["cells"]}
+    return out
+
+
+_CHILD = r"""
+import json, resource, sys, time
+sys.path.insert(0, sys.argv[1])
+from steadfast.prover.api import Prover, ProverConfig, verify
+from steadfast.vm.interpreter import execute
+from steadfast.vm.programs import sized_block
+from steadfast.vm.traces import build_traces
+from tests.vm_blocks import one_tx_block
+log_cycles, share, k, lb, seed = (int(sys.argv[2]), float(sys.argv[3]), sys.argv[4],
+                                  int(sys.argv[5]), int(sys.argv[6]))
+prover = Prover(ProverConfig(backend="host", log_blowup=lb))
+prover.prove_block(one_tx_block())                     # load the compiled kernels
+rec = execute(sized_block(log_cycles, share, seed=seed))
+bt = build_traces(rec, slots=None if k == "chosen" else {"poseidon2": int(k)}, log_blowup=lb)
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+c0, t0 = cpu(), time.perf_counter()
+proof = prover.prove_tables(bt.traces, bt.public_values, rec.rom.rows)
+c1, t1 = cpu(), time.perf_counter()
+verify(proof, min_security_bits=0)
+print(json.dumps({"k": bt.slots["poseidon2"], "cpu_s": c1 - c0, "wall_s": t1 - t0,
+                  "proof_bytes": len(proof.proof)}))
+"""
+
+
+def prove_time(log_cycles: int, share: float, k: str, log_blowup: int = 2, seed: int = 0) -> dict:
+    proc = subprocess.run([sys.executable, "-c", _CHILD, ROOT, str(log_cycles), str(share), k,
+                           str(log_blowup), str(seed)],
+                          capture_output=True, text=True, cwd=ROOT)
+    if proc.returncode:
+        raise RuntimeError(proc.stderr[-3000:])
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]), load=_load())
+
+
+def _slots_main(args) -> dict:
+    res = {"cells": [], "proofs": []}
+    print(f"load {_load()}")
+    print(f"{'log':>3} {'cycles':>8} {'perms':>7} | {'k':>2} {'p2 rows':>8} {'p2 cells':>11} "
+          f"{'cells':>11} {'c/cyc':>7} | {'k':>2} {'p2 rows':>8} {'p2 cells':>11} {'cells':>11} "
+          f"{'c/cyc':>7} | {'saved':>6}")
+    for n in args.sizes:
+        r = slot_cells(n, args.hash_share, args.seed, args.log_blowup)
+        a, b = r["k1"], r["chosen"]
+        print(f"{n:>3} {r['cycles']:>8} {r['perms']:>7} | {a['k']:>2} {a['poseidon2_rows']:>8} "
+              f"{a['poseidon2_cells']:>11,} {a['cells']:>11,} {a['cells_per_cycle']:>7.1f} | "
+              f"{b['k']:>2} {b['poseidon2_rows']:>8} {b['poseidon2_cells']:>11,} "
+              f"{b['cells']:>11,} {b['cells_per_cycle']:>7.1f} | {1 - b['cells'] / a['cells']:>6.1%}")
+        res["cells"].append(r)
+    if args.prove is not None:
+        for rep in range(args.reps):
+            for k in (("1", "chosen") if rep % 2 == 0 else ("chosen", "1")):
+                p = dict(prove_time(args.prove, args.hash_share, k, args.log_blowup, args.seed),
+                         rep=rep, label=k)
+                print(f"prove 2^{args.prove} k={p['k']} ({k}): {p['cpu_s']:.1f} CPU-s, "
+                      f"{p['wall_s']:.1f} s wall, proof {p['proof_bytes']:,} B, load {p['load']}")
+                res["proofs"].append(p)
+    return res
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[12, 14, 16, 18])
     ap.add_argument("--hash-share", type=float, default=0.25)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--log-blowup", type=int, default=2,
                     help="the proof's log_blowup (the AIRs' LogUp batching depends on it)")
     ap.add_argument("--json", help="write the results as JSON")
+    ap.add_argument("--slots", action="store_true",
+                    help="POSEIDON2 at k = 1 against the chosen k (docs/vm.md 'Slots')")
+    ap.add_argument("--prove", type=int, default=None,
+                    help="with --slots: also time proofs at 2^N cycles")
+    ap.add_argument("--reps", type=int, default=2, help="with --prove: alternating proof pairs")
     args = ap.parse_args(argv)
-    results = []
-    for k in args.sizes:
-        r = count(k, args.hash_share, args.seed, args.log_blowup)
-        results.append(r)
-        print(f"2^{k}: {r['cells_per_cycle']:.0f} cells/cycle, padding "
-              f"{100 * r['padding_share']:.1f} % ({r['seconds']:.1f} s)", file=sys.stderr, flush=True)
-    print(render(results))
+    if args.prove is not None and not args.slots:
+        ap.error("--prove compares the slot choices: use it with --slots")
+    if args.slots:
+        res = _slots_main(args)
+    else:
+        res = []
+        for k in args.sizes:
+            r = count(k, args.hash_share, args.seed, args.log_blowup)
+            res.append(r)
+            print(f"2^{k}: {r['cells_per_cycle']:.0f} cells/cycle, padding "
+                  f"{100 * r['padding_share']:.1f} % ({r['seconds']:.1f} s)", file=sys.stderr,
+                  flush=True)
+        print(render(res))
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump(results, fh, indent=1)
+            json.dump(res, fh, indent=1)
     return 0
 
 
