@@ -22,6 +22,11 @@ Compute engines: on ``emu`` the "device" work is the host kernels run on the emu
 device memory (a separate numpy memory space with its own byte budget and explicit
 transfers); on ``sim``/``cuda`` the numba.cuda kernels (see :mod:`prover.engines`).
 The output bytes are identical in every case: the engines are bit-identical to the host.
+
+This module holds the per-table stages (R1 to the DEEP quotient) and the plumbing every
+stage runs on; the join's stages are :class:`prover.device_join.DeviceJoinStages` (mixed
+in), which tables the device accepts is :mod:`prover.device_gate`, the locks and R2
+windows :mod:`prover.device_locks`, the post-mortem integrity checks :mod:`prover.integrity`.
 """
 from __future__ import annotations
 
@@ -31,59 +36,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from steadfast.errors import SteadfastError
-from steadfast.kernels import multiproof as mp
-from steadfast.kernels.backend import DeviceArray, DeviceMemory
-from steadfast.kernels.merkle import level_offsets
-from steadfast.kernels.ntt_host import bit_reverse_permutation
+from steadfast.kernels.backend import DeviceArray, DeviceMemory, DeviceOOM
+from steadfast.kernels.field import P
+from steadfast.kernels.ntt_host import bit_reverse_indices, bit_reverse_permutation
 from steadfast.verifier.protocol import TableShape
 
-from .engines import CudaEngine, EmuEngine, checksum_words
+from .device_gate import DISPATCH_CHECKS, MAX_DEVICE_LOG_LDE, device_gate, dispatch_ok
+from .device_join import JOIN, DeviceJoinStages, DeviceResultError, Layer
+from .device_join import host_of as _host_of  # noqa: F401  (prover/cluster.py imports it from here)
+from .device_locks import NULL_LOCK, R2_LOCK, SIM_SUBMIT_LOCK, R2Window, R2Windows
+from .engines import CudaEngine, EmuEngine
 from .faults import FaultPlan
+from .integrity import changed_handles, checksum_anyway
 from .recovery import Recovery, RecoveryCounters
 from .residency import DevCommitted, DevTree, ResidentHandle, TransferStats
 from .stages import Committed, HostStages
 from .timeline import Timeline
-from .xcheck import lde_matches_leaves, tree_consistent
-
-P = 2013265921
-
-#: the process-wide R2 lock (SPEC §6: R2 serialisation is process-wide, not per prover)
-R2_LOCK = threading.Lock()
-
-#: numba's CUDA simulator swaps module globals while a kernel runs and stores a launch's
-#: configuration on the kernel object: two launches from different worker threads corrupt
-#: each other.  On ``sim`` every device stage attempt holds this lock (on ``cuda`` each
-#: worker's launches go to its own stream -- DeviceMemory.stream_scope -- and need no
-#: lock; on ``emu`` there are no launches).
-SIM_SUBMIT_LOCK = threading.RLock()
-
-
-#: What each device dispatch requires of a table (kernel limits).  A device stage whose
-#: check fails declines (and the table recovers on the host); :func:`device_gate` is the
-#: conjunction of all of them, so a table the gate admits is accepted by every dispatch.
-MAX_DEVICE_LOG_LDE = 27            # twiddle tables / the field's two-adicity
-DISPATCH_CHECKS = {
-    "r1.main": lambda s: 1 <= s.log_n and s.log_lde <= MAX_DEVICE_LOG_LDE and s.main_width >= 1,
-    "r1.aux": lambda s: s.aux_cols == 0 or s.aux_width >= 4,
-    "r2": lambda s: s.log_n <= s.log_quotient <= s.log_lde,
-    "r2.tree": lambda s: 1 <= s.num_parts <= (1 << s.log_blowup),
-    "r3": lambda s: s.log_n >= 1,
-    "r4.deep": lambda s: s.log_lde <= MAX_DEVICE_LOG_LDE,
-    "r4.fri": lambda s: s.log_lde <= MAX_DEVICE_LOG_LDE,       # the join's fold kernel
-    "r4.open": lambda s: s.log_lde <= 62,
-}
-
-
-def dispatch_ok(site: str, shape) -> bool:
-    return bool(DISPATCH_CHECKS[site](shape))
-
-
-def device_gate(shape, budget: int | None, estimate: int) -> bool:
-    """Device-only mode (no host copies) for this table: every dispatch accepts it and its
-    estimated device bytes fit the budget."""
-    return all(dispatch_ok(site, shape) for site in DISPATCH_CHECKS) and \
-        (budget is None or estimate <= budget)
 
 
 @dataclass
@@ -99,45 +67,7 @@ class TableState:
     transfers: TransferStats = field(default_factory=TransferStats)
 
 
-@dataclass
-class R2Window:
-    table: str
-    start: float
-    end: float | None = None
-
-
-class R2Windows:
-    """Records every device R2 window; tells whether one overlapped another."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self.windows: list[R2Window] = []
-
-    def open(self, table: str) -> R2Window:
-        w = R2Window(table, time.perf_counter())
-        with self._lock:
-            self.windows.append(w)
-        return w
-
-    def close(self, w: R2Window) -> None:
-        w.end = time.perf_counter()
-
-    def overlapped(self, w: R2Window) -> bool:
-        end = w.end if w.end is not None else time.perf_counter()
-        with self._lock:
-            for o in self.windows:
-                if o is w:
-                    continue
-                o_end = o.end if o.end is not None else time.perf_counter()
-                if o.start < end and o_end > w.start:
-                    return True
-        return False
-
-    def any_overlap(self) -> bool:
-        return any(self.overlapped(w) for w in self.windows)
-
-
-class DeviceStages(HostStages):
+class DeviceStages(DeviceJoinStages, HostStages):
     """Every stage on the device (see module docstring)."""
 
     def __init__(self, mem: DeviceMemory, engine, *, faults: FaultPlan | None = None,
@@ -183,7 +113,6 @@ class DeviceStages(HostStages):
     @staticmethod
     def _declined(why: str):
         def dev():
-            from steadfast.kernels.backend import DeviceOOM
             raise DeviceOOM(0, 0, None, why)
         return dev
 
@@ -213,65 +142,24 @@ class DeviceStages(HostStages):
             self._xcheck_time(time.perf_counter() - t0)
 
     def integrity(self, table: str) -> list:
-        """Handles whose device copy was changed after its stage produced it.
-
-        Only the smaller buffers carry an integrity tag (a checksum taken at production:
-        coefficients, the quotient and its parts, FRI layers; the aux trace is released
-        after its commit); the largest
-        are checked here, on a failure only, against what they must agree with:
-
-        * the uploaded trace against the prover's host input;
-        * a Merkle tree against itself (its inner nodes rebuilt from its leaves);
-        * an LDE against its (self-consistent) tree's leaves, rehashed from the LDE.  The
-          tree was built from the LDE as it was produced, so an LDE that no longer hashes
-          to its leaves changed while resident.  A *wrong* LDE committed as produced (a
-          transient fault in the stage) still matches its tree, and is not reported."""
+        """Handles whose device copy was changed after its stage produced it (a
+        post-mortem's check: :func:`prover.integrity.changed_handles`)."""
         t0 = time.perf_counter()
-        st = self.table(table)
-        bad = []
-        lde_of = {}                         # prefix -> the latest LDE (made before its tree)
         with self.submission_lock():        # checksum kernels are launches too (sim)
-            for h in st.handles:
-                if h.stage.endswith("_lde"):
-                    lde_of[h.stage[:-len("_lde")]] = h
-                if not h.on_device:
-                    continue
-                tag = st.tags.get(id(h))
-                if tag is not None:
-                    if self._checksum_anyway(h) != tag:
-                        bad.append(h)
-                elif h.stage in st.host_inputs:
-                    ref = np.asarray(st.host_inputs[h.stage])
-                    if not np.array_equal(np.asarray(self.engine.download_view(h.device())), ref.T):
-                        bad.append(h)
-                elif h.stage.endswith("_tree"):
-                    nodes = np.asarray(self.engine.download_view(h.device()))
-                    if not tree_consistent(nodes):
-                        bad.append(h)
-                    else:
-                        lde = lde_of.get(h.stage[:-len("_tree")])
-                        if lde is not None and lde.on_device and not lde_matches_leaves(
-                                np.asarray(self.engine.download_view(lde.device())), nodes):
-                            bad.append(lde)
+            bad = changed_handles(self.table(table), self.engine)
         self._xcheck_time(time.perf_counter() - t0)
         return bad
 
     def _checksum_anyway(self, h: ResidentHandle) -> tuple:
-        """A post-mortem's integrity tag of a resident buffer: reduced on the device, or
-        (when the device has no room for the reduction's partials) on a downloaded copy
-        -- the same pair; a post-mortem must not fail for a transient device condition."""
-        from steadfast.kernels.backend import DeviceOOM, as_device_oom
-        try:
-            return self.engine.checksum(h.device())
-        except Exception as raw:
-            if not isinstance(raw, DeviceOOM) and as_device_oom(raw) is None:
-                raise
-            return checksum_words(np.asarray(self.engine.download_view(h.device())))
+        """A post-mortem's integrity tag of a resident buffer (:func:`prover.integrity.
+        checksum_anyway`: on a downloaded copy when the device has no room)."""
+        return checksum_anyway(self.engine, h)
 
     def _xcheck_time(self, dt: float) -> None:
         """XCHECK's own work outside cross_check/check_proof (integrity tags), for the stats."""
         with self._tlock:
             self.xcheck_s += dt
+
 
     def _put(self, table: str, stage: str, host: np.ndarray, seal: bool = True):
         """Upload a host array into a fresh device buffer (the budget is checked first)."""
@@ -282,14 +170,13 @@ class DeviceStages(HostStages):
 
     def submission_lock(self):
         """The lock kernel submission needs on this backend (see SIM_SUBMIT_LOCK)."""
-        return SIM_SUBMIT_LOCK if self.mem.kind == "sim" else _NULL_LOCK
+        return SIM_SUBMIT_LOCK if self.mem.kind == "sim" else NULL_LOCK
 
     def _run(self, site: str, table: str, device_fn, host_fn, inputs=()):
         shape = self.shapes.get(table)
 
         def locked():
             if shape is not None and not dispatch_ok(site, shape):
-                from steadfast.kernels.backend import DeviceOOM
                 raise DeviceOOM(0, 0, None, f"the {site} device kernels do not accept this table")
             with self.submission_lock():
                 return device_fn()
@@ -362,15 +249,20 @@ class DeviceStages(HostStages):
         coeffs_h = self._handle(table, f"{stage}_coeffs", coeffs_d)
         nodes_h = self._handle(table, f"{stage}_tree", nodes_d, seal=False)
         root = self._inject_commit(site, table, lde_h, nodes_h, root)
+        return DevCommitted(table, lde_h, coeffs_h, self._lde_tree(nodes_h, lde_h, shape, root))
+
+    def _lde_tree(self, nodes_h: ResidentHandle, lde_h: ResidentHandle, shape: TableShape,
+                  root: np.ndarray) -> DevTree:
+        """The committed tree of an LDE (natural columns (c, N); leaf j is the row at
+        position bitrev(j)): its opened rows are gathered from the LDE."""
         log_N = shape.log_lde
 
-        def rows_of(idx, on_device, lde_h=lde_h, log_N=log_N):
-            nat = _bitrev_idx(idx, log_N)
+        def rows_of(idx, on_device):
+            nat = bit_reverse_indices(idx, log_N)
             if on_device and lde_h.on_device:
                 return self.engine.gather_columns(lde_h.device(), nat)
             return np.ascontiguousarray(lde_h.host()[:, nat].T)
-        return DevCommitted(table, lde_h, coeffs_h,
-                            DevTree(nodes_h, log_N, rows_of, root, rows_h=lde_h))
+        return DevTree(nodes_h, log_N, rows_of, root, rows_h=lde_h)
 
     def main_commit(self, main: np.ndarray, shape: TableShape):
         t = shape.name
@@ -438,7 +330,6 @@ class DeviceStages(HostStages):
 
         def dev():
             if not all(isinstance(c, DevCommitted) for c in (main, aux) if c is not None):
-                from steadfast.kernels.backend import DeviceOOM
                 raise DeviceOOM(0, 0, None, "an input of r2 is host-only")
             for c in (main, aux):
                 if c is not None:
@@ -487,24 +378,14 @@ class DeviceStages(HostStages):
 
         def dev():
             if not isinstance(q, _Quotient):
-                from steadfast.kernels.backend import DeviceOOM
                 raise DeviceOOM(0, 0, None, "the quotient is host-only")
             self._inject_input("r2.tree", t, q.blocks, axis=1)
-            n, N = shape.n, 1 << shape.log_lde
             lde_d, nodes_d, root = self.engine.parts_lde_commit(self.mem, q.blocks.device(), shape,
                                                                 tag=f"{t}/parts")
             lde_h = self._handle(t, "parts_lde", lde_d, seal=False)
             nodes_h = self._handle(t, "parts_tree", nodes_d, seal=False)
             root = self._inject_commit("r2.tree", t, lde_h, nodes_h, root)
-
-            def rows_of(idx, on_device, lde_h=lde_h, log_N=shape.log_lde):
-                nat = _bitrev_idx(idx, log_N)
-                if on_device and lde_h.on_device:
-                    return self.engine.gather_columns(lde_h.device(), nat)
-                return np.ascontiguousarray(lde_h.host()[:, nat].T)
-            del n, N
-            com = DevCommitted(t, lde_h, q.blocks,
-                               DevTree(nodes_h, shape.log_lde, rows_of, root, rows_h=lde_h))
+            com = DevCommitted(t, lde_h, q.blocks, self._lde_tree(nodes_h, lde_h, shape, root))
             self.table(t).outputs["parts"] = com
             return com
 
@@ -538,167 +419,15 @@ class DeviceStages(HostStages):
 
         def dev():
             if len(inputs) != len(groups):
-                from steadfast.kernels.backend import DeviceOOM
                 raise DeviceOOM(0, 0, None, "an opened matrix is host-only")
             self._inject_input("r4.deep", t, inputs[-1], axis=1)     # the parts LDE
             vals_d = self.engine.deep_quotient(self, shape, groups, z, lam)
             h = self._handle(t, "dq", vals_d, seal=False)
             self._inject_output("r4.deep", t, h, axis=0)
-            return _Layer(h, shape.log_lde)
+            return Layer(h, shape.log_lde)
         return self._run("r4.deep", t, dev,
                          lambda: HostStages.deep_quotient(self, shape, groups, z, lam), inputs)
 
-    # ------------------------------------------------------------------ the join (v3)
-    # One FRI for all tables (docs/protocol.md §5), on the main thread after every
-    # table's chain.  Its buffers (combined inputs F_h, FRI layers and their trees) belong
-    # to the pseudo-table JOIN; a downgrade of the join moves the rest of the FRI to the
-    # host.  Table trees and DQs stay resident (or spilled to the host) until then.
-    def fri_input(self, dqs, mu):
-        t = JOIN
-        inputs = [d.h for d in dqs if isinstance(d, _Layer)]
-        n = dqs[0].h.shape[0] if isinstance(dqs[0], _Layer) else np.shape(dqs[0])[0]
-        log_h = int(n).bit_length() - 1
-
-        def dev():
-            devs = []
-            for j, d in enumerate(dqs):
-                if isinstance(d, _Layer):
-                    devs.append(d.h.device())          # uploads a spilled DQ again
-                else:                                  # a downgraded table's DQ
-                    devs.append(self._put(t, f"dq_upload_{log_h}_{j}", np.asarray(d),
-                                          seal=False).device())
-            out = self.engine.fri_input(self, devs, mu, tag=f"{t}/F_{log_h}")
-            h = self._handle(t, f"F_{log_h}", out, seal=False)
-            self._inject_output("r4.fri", t, h, axis=0)
-            for d in dqs:                      # nothing reads a DQ after its combination
-                if isinstance(d, _Layer):
-                    d.h.release()
-            for hh in self.table(t).handles:
-                if hh.stage.startswith(f"dq_upload_{log_h}_"):
-                    hh.release()
-            return _Layer(h, log_h)
-
-        def host():
-            return HostStages.fri_input(self, [_host_of(d) for d in dqs], mu)
-        return self._run("r4.fri", t, dev, host, inputs)
-
-    def fri_commit_layer(self, values, log_arity: int):
-        t = JOIN
-        if not isinstance(values, _Layer):
-            return self._run("r4.fri", t, self._declined("the layer is host-only"),
-                             lambda: HostStages.fri_commit_layer(self, values, log_arity))
-        width = 4 << log_arity
-
-        def dev():
-            self._inject_input("r4.fri", t, values.h, axis=0)
-            nodes_d, root = self.engine.commit_rows(self.mem, values.h.device(), width,
-                                                    tag=f"{t}/fri_{values.log_h}")
-            nodes_h = self._handle(t, f"fri_{values.log_h}_tree", nodes_d, seal=False)
-            n_leaves = values.h.shape[0] >> log_arity
-
-            def rows_of(idx, on_device, vh=values.h, width=width):
-                if on_device and vh.on_device:
-                    return self.engine.gather_rows(vh.device(), idx, width)
-                return np.ascontiguousarray(vh.host().reshape(-1, width)[idx])
-            return DevTree(nodes_h, n_leaves.bit_length() - 1, rows_of, root, rows_h=values.h)
-
-        def host():
-            return HostStages.fri_commit_layer(self, values.h.host(), log_arity)
-        return self._run("r4.fri", t, dev, host, [values.h])
-
-    def fri_fold(self, values, beta, log_arity: int, log_height: int, rollin=None):
-        t = JOIN
-        if not isinstance(values, _Layer):
-            return self._run("r4.fri", t, self._declined("the layer is host-only"),
-                             lambda: HostStages.fri_fold(self, values, beta, log_arity, log_height,
-                                                         _host_of(rollin)))
-        inputs = [values.h] + ([rollin.h] if isinstance(rollin, _Layer) else [])
-        nxt = log_height - log_arity
-
-        def dev():
-            if rollin is None or isinstance(rollin, _Layer):
-                roll_d = None if rollin is None else rollin.h.device()
-            else:
-                roll_d = self._put(t, f"roll_upload_{nxt}", np.asarray(rollin), seal=False).device()
-            out_d = self.engine.fold_layer(self, values.h.device(), beta, log_arity, log_height,
-                                           roll_d, tag=f"{t}/fri_{nxt}")
-            h = self._handle(t, f"fri_{nxt}", out_d, seal=False)
-            self._inject_output("r4.fri", t, h, axis=0)
-            if isinstance(rollin, _Layer):
-                rollin.h.release()             # rolled in: F_h is not read again
-            return _Layer(h, nxt)
-
-        def host():
-            return HostStages.fri_fold(self, values.h.host(), beta, log_arity, log_height,
-                                       _host_of(rollin))
-        return self._run("r4.fri", t, dev, host, inputs)
-
-    def fri_final(self, values, log_height: int, length: int):
-        """The final polynomial (on the host: 2^h_final values).  Its degree check failing
-        here means a wrong device result upstream (the statement was checked before
-        proving): :class:`DeviceResultError`, never a wrong proof."""
-        if isinstance(values, _Layer):
-            arr = values.h.host() if not values.h.on_device else \
-                self.engine.download_view(values.h.device())
-            values = np.array(arr)
-        try:
-            return HostStages.fri_final(self, values, log_height, length)
-        except RuntimeError as exc:
-            raise DeviceResultError(f"the join's {exc}; on backend {self.name} this is a "
-                                    "device fault (the statement was checked before proving)",
-                                    "final polynomial") from exc
-
-    def cap(self, tree, log_cap: int) -> np.ndarray:
-        """The tree's cap: a host copy of level h - c (no device allocation; a spilled or
-        downgraded tree reads its host copy)."""
-        if not isinstance(tree, DevTree):
-            return HostStages.cap(self, tree, log_cap)
-        c = mp.cap_height(tree.log_n, log_cap)
-        off = int(level_offsets(tree.log_n)[tree.log_n - c])
-        if tree.nodes.on_device:
-            with self.submission_lock():
-                return self.engine.slice_rows(tree.nodes.device(), off, off + (1 << c))
-        return np.array(tree.nodes.host()[off:off + (1 << c)], dtype=np.uint32)
-
-    def open_batch(self, tree, indices, log_cap: int):
-        idx = np.asarray(indices, dtype=np.int64)
-        if not isinstance(tree, DevTree):
-            # a host tree (a table downgraded before its commit, or the FRI after the
-            # join's downgrade): host memory only, nothing to decline -- and no recovery
-            # event charged to whichever table the calling thread is bound to (the join),
-            # except under FORCE_DOWNGRADE, where every site takes the recovery path
-            if self.force_downgrade:
-                return self._run("r4.open", self.bound_table() or JOIN,
-                                 self._declined("the tree is host-only"),
-                                 lambda: HostStages.open_batch(self, tree, idx, log_cap))
-            return HostStages.open_batch(self, tree, idx, log_cap)
-        if idx.ndim != 1 or idx.size == 0 or (idx.size > 1 and not (np.diff(idx) > 0).all()):
-            raise ValueError("open_batch: indices must be a non-empty sorted distinct 1-d array")
-        if idx[0] < 0 or idx[-1] >= (1 << tree.log_n):
-            raise ValueError(f"open_batch: index out of range [0, 2^{tree.log_n})")
-        t = tree.table
-        levels, pos = mp.multiproof_plan(idx, tree.log_n, log_cap)
-        node_rows = level_offsets(tree.log_n)[levels] + pos
-
-        def dev():
-            self._inject_input("r4.open", t, tree.nodes, axis=0)
-            rows = tree._rows_of(idx, True)
-            nodes = self.engine.gather_rows(tree.nodes.device(), node_rows) if tree.nodes.on_device \
-                else np.asarray(tree.nodes.host())[node_rows]
-            if self.inject and self.faults.fires("corrupt", "r4.open", t, 0, self.proof_id) \
-                    and rows.size:
-                rows = np.array(rows)
-                rows[0, 0] = (int(rows[0, 0]) + 1) % P
-                self.timeline.instant("inject:corrupt", t, site="r4.open", buffer="openings")
-            return np.ascontiguousarray(rows, np.uint32), np.ascontiguousarray(nodes, np.uint32)
-
-        def host():
-            # host copies only (the recovery materialised the missing sides): a device
-            # gather here would be a device allocation outside any recovery site
-            rows = tree._rows_of(idx, False)
-            nodes = np.asarray(tree.nodes.host())[node_rows]
-            return np.ascontiguousarray(rows, np.uint32), np.ascontiguousarray(nodes, np.uint32)
-        return self._run("r4.open", t, dev, host, tree.handles())
 
     # ------------------------------------------------------------------ lifecycle
     def release_table(self, table: str) -> None:
@@ -723,6 +452,7 @@ class DeviceStages(HostStages):
         return sum(h.nbytes for h in self.table(table).handles if h.on_device)
 
 
+
 @dataclass(frozen=True)
 class _Quotient:
     """R2's resident outputs: Q on the quotient domain and its decomposition into parts."""
@@ -736,64 +466,10 @@ class _AuxDev:
     h: ResidentHandle
 
 
-class _NullLock:
-    """A lock that never blocks (backends whose runtime needs no submission lock)."""
-
-    def acquire(self):
-        return True
-
-    def release(self):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-_NULL_LOCK = _NullLock()
-
-
-@dataclass(frozen=True)
-class _Layer:
-    """A DEEP quotient, combined FRI input or FRI layer (uint32[2^log_h, 4], bit-reversed
-    on g<w_{2^log_h}>) held by a resident handle."""
-    h: ResidentHandle
-    log_h: int
-
-
-def _host_of(v):
-    """A layer argument on the host (None stays None)."""
-    if v is None:
-        return None
-    return v.h.host() if isinstance(v, _Layer) else np.asarray(v)
-
-
-class DeviceResultError(SteadfastError, RuntimeError):
-    """A device result failed one of the prover's own checks before the proof was
-    finished (``check``: e.g. the final polynomial's degree): the proof is not emitted.
-    With XCHECK on the pipeline turns it into an :class:`prover.xcheck.XcheckFailure`
-    with a post-mortem."""
-
-    def __init__(self, message: str, check: str):
-        super().__init__(message)
-        self.check = check
-
-
-#: the pseudo-table that owns the join's buffers (F_h, FRI layers and trees) and names
-#: the join in recovery counters, fault rules and timelines
-JOIN = "<join>"
-
-
-def _bitrev_idx(idx: np.ndarray, bits: int) -> np.ndarray:
-    idx = np.asarray(idx, dtype=np.int64)
-    out = np.zeros_like(idx)
-    for b in range(bits):
-        out |= ((idx >> b) & 1) << (bits - 1 - b)
-    return out
-
 
 __all__ = ["DeviceStages", "DevCommitted", "DevTree", "R2_LOCK", "R2Windows", "JOIN",
-           "DeviceResultError",
-           "Committed", "bit_reverse_permutation"]
+           "DeviceResultError", "Committed", "bit_reverse_permutation",
+           # re-exported from the modules they moved to (prover.device_gate,
+           # prover.device_locks, prover.device_join)
+           "DISPATCH_CHECKS", "MAX_DEVICE_LOG_LDE", "device_gate", "dispatch_ok",
+           "SIM_SUBMIT_LOCK", "R2Window"]

@@ -23,7 +23,6 @@ from enum import Flag
 import numpy as np
 
 from steadfast.kernels.backend import DeviceArray, DeviceMemory
-from steadfast.kernels.merkle import MerkleTree
 
 
 class DataLost(RuntimeError):
@@ -137,8 +136,9 @@ class ResidentHandle:
 
 # ----------------------------------------------------------------- resident structures
 class DevTree:
-    """A Merkle tree whose nodes (and opened matrix) stay resident; ``open`` gathers only
-    the requested rows and paths."""
+    """A Merkle tree whose nodes (and opened matrix) stay resident; an opening
+    (:meth:`prover.device_join.DeviceJoinStages.open_batch`) gathers only the requested
+    rows and multiproof nodes."""
 
     def __init__(self, nodes: ResidentHandle, log_n: int, rows_of, root: np.ndarray,
                  rows_h: ResidentHandle | None = None):
@@ -157,20 +157,6 @@ class DevTree:
     def handles(self) -> list:
         """Every handle an opening reads (the tree and the opened matrix)."""
         return [self.nodes] + ([self.rows_h] if self.rows_h is not None else [])
-
-    def open(self, indices, engine=None):
-        """Rows and paths at ``indices``.  With an ``engine`` both are gathered on the
-        device where resident (may raise DeviceOOM: call it inside a recovery site);
-        without one only host copies are read (materialised if needed) -- the host
-        path after a downgrade must never touch device memory."""
-        idx = np.asarray(indices, dtype=np.int64)
-        on_device = engine is not None
-        if self.nodes.on_device and on_device:
-            paths = engine.gather_paths(self.nodes.device(), self.log_n, idx)
-        else:
-            paths = MerkleTree(self.nodes.host(), self.log_n, None).paths(idx)
-        rows = self._rows_of(idx, on_device)
-        return np.ascontiguousarray(rows, np.uint32), np.ascontiguousarray(paths)
 
 
 class DevCommitted:

@@ -34,14 +34,17 @@ from types import SimpleNamespace
 import numpy as np
 
 from steadfast.air import field as F
+from steadfast.errors import SteadfastError
 from steadfast.kernels.backend import DeviceArray
-from steadfast.kernels.merkle import MerkleTree, commit
-from steadfast.verifier.errors import CompositionError
+from steadfast.verifier import encode, verify
+from steadfast.verifier.composition import composition_check
+from steadfast.verifier.errors import CompositionError, VerificationError
 from steadfast.verifier.protocol import SHIFT, deep_groups
 
+from .device_join import JOIN
 from .engines import decompose
-from .stages import HostStages, _bitrev_rows
-from steadfast.errors import SteadfastError
+from .integrity import lde_matches_leaves, tree_consistent  # noqa: F401  (re-exported)
+from .stages import HostStages
 
 
 class XcheckFailure(SteadfastError, RuntimeError):
@@ -55,7 +58,6 @@ class XcheckFailure(SteadfastError, RuntimeError):
 
 def composition_ok(air, shape, ood: dict, terminal, pv, challenges, alpha, z) -> bool:
     """The verifier's composition check on opened values (True when it holds)."""
-    from steadfast.verifier.verify import composition_check
     empty4 = np.zeros((0, 4), np.uint32)
     tp = SimpleNamespace(
         ood_main=ood[("main", False)], ood_main_next=ood.get(("main", True), empty4),
@@ -238,7 +240,6 @@ def join_failure(stages, st, err, cfg) -> None:
     """XCHECK post-mortem of a device result the join's own check refused (e.g. a final
     polynomial of too high a degree: a wrong DQ, F or fold upstream); raises
     :class:`XcheckFailure`."""
-    from .device_stages import JOIN
     names = [s.name for s in st.shapes]
     bad = [f"{n}/{h.stage}" for n in names + [JOIN] for h in stages.integrity(n)]
     report = {**_report_head(stages, "join", f"self-verification of R4 ({err.check}: {err})"),
@@ -262,10 +263,6 @@ def check_proof(stages, st, ch, forks, proof, cfg) -> None:
     post-mortem tells a buffer corrupted while resident (``corrupted resident input``)
     from a wrong R4 result (``transient race``); the proof fails.  The post-mortem is
     filed under the table the verifier names, else under the join."""
-    from steadfast.verifier.errors import VerificationError
-    from steadfast.verifier.proof_format import encode
-    from steadfast.verifier.verify import verify
-    from .device_stages import JOIN
     try:
         verify(encode(proof), st.airs, [list(pv) for pv in st.public_values],
                min_security_bits=0)
@@ -288,32 +285,6 @@ def check_proof(stages, st, ch, forks, proof, cfg) -> None:
     stages.timeline.instant("xcheck:verdict", name, cat="xcheck", verdict=report["verdict"])
     raise XcheckFailure(f"XCHECK: the finished proof does not verify at table {name} ({err}); "
                         f"verdict: {report['verdict']}; post-mortem: {path}", path, report)
-
-
-# ------------------------------------------------------- integrity by recomputation
-# (DeviceStages.integrity: the untagged buffers, checked only in a post-mortem)
-def tree_consistent(nodes: np.ndarray) -> bool:
-    """A flat Merkle node array (leaves first, root last) whose inner nodes all equal
-    the compression of their children."""
-    n = (nodes.shape[0] + 1) // 2
-    try:
-        rebuilt = MerkleTree.from_digests(np.ascontiguousarray(nodes[:n])).nodes
-    except ValueError:                  # a leaf that is not a field element (poison)
-        return False
-    return bool(np.array_equal(rebuilt, nodes))
-
-
-def lde_matches_leaves(lde_T: np.ndarray, nodes: np.ndarray) -> bool:
-    """The leaves of a tree (flat nodes, leaves first) equal the digests of the LDE's
-    committed rows (natural columns (c, N) -> bit-reversed rows)."""
-    n = lde_T.shape[1]
-    if (nodes.shape[0] + 1) // 2 != n:
-        return False
-    try:
-        leaves = commit(_bitrev_rows(lde_T)).nodes[:n]
-    except ValueError:                  # an element that is not a field element (poison)
-        return False
-    return bool(np.array_equal(leaves, nodes[:n]))
 
 
 def _report_head(stages, name: str, check: str) -> dict:

@@ -402,7 +402,7 @@ def test_host_paths_never_touch_device_memory(block, monkeypatch):
 
     def no_room(self, *a, **k):
         raise DeviceOOM(64, 0, None, "scratch gather (no room)")
-    for name in ("gather_columns", "gather_paths", "gather_rows"):
+    for name in ("gather_columns", "gather_rows"):
         monkeypatch.setattr(EmuEngine, name, no_room)
     # (and the join at its first r4.fri site: then nothing is opened on the device)
     proof, stats = _run(block, backend="emu", faults=parse_faults("oom@r4.deep:1,oom@r4.fri:1"))
