@@ -1,0 +1,92 @@
+"""The tables of an RV32IM proof, in proof order, and their AIRs.
+
+==========  ============================================================  ============
+table       rows                                                          module
+==========  ============================================================  ============
+program     the image's nonzero words (preprocessed, decoded)             chips.program
+memory      every touched or image word, sorted (boundary)                chips.memory
+registers   x0..x31, the sink, the cursors (preprocessed; boundary)       chips.registers
+io          the input and output bytes (preprocessed)                     chips.io
+bytes       2^16 rows: AND, byte pairs, 16-bit range (preprocessed)       chips.bytes
+alu         ADD SUB SLT SLTU (+ I forms)                                  chips.alu
+bitwise     XOR OR AND (+ I forms)                                        chips.alu
+shift       SLL SRL SRA (+ I forms)                                       chips.shift
+branch      the six branches                                              chips.branch
+load        LB LH LW LBU LHU                                              chips.loadstore
+store       SB SH SW                                                      chips.loadstore
+jump        LUI AUIPC JAL JALR FENCE                                      chips.jump
+mul         MUL MULH MULHSU MULHU                                         chips.muldiv
+div         DIV DIVU REM REMU                                             chips.muldiv
+ecall       the system calls                                              chips.ecall
+ioword      the words read(0) writes and write(1) reads                   chips.io
+p2call      the memory side of SYS_POSEIDON2                              chips.precompile
+poseidon2   the permutations (vm/airs.py's table, k slots)                vm.airs
+==========  ============================================================  ============
+
+Only program (the image), registers (the entry point) and io (input and output) depend on
+the statement; the others are built once per LogUp degree cap (air/builder.py
+``logup_degree_cap``: the AIR depends on log_blowup only through it).
+"""
+from __future__ import annotations
+
+import threading
+
+from steadfast.air.builder import gc_paused, logup_degree_cap
+from steadfast.vm import airs as vm_airs
+
+from .chips.alu import build_alu, build_bitwise
+from .chips.branch import build_branch
+from .chips.bytes import build_bytes
+from .chips.ecall import build_ecall
+from .chips.io import build_io, build_ioword
+from .chips.jump import build_jump
+from .chips.loadstore import build_load, build_store
+from .chips.memory import build_memory
+from .chips.muldiv import build_div, build_mul
+from .chips.precompile import build_p2call
+from .chips.program import build_program
+from .chips.registers import build_registers
+from .chips.shift import build_shift
+
+TABLES = ("program", "memory", "registers", "io", "bytes", "alu", "bitwise", "shift", "branch",
+          "load", "store", "jump", "mul", "div", "ecall", "ioword", "p2call", "poseidon2")
+INDEX = {name: i for i, name in enumerate(TABLES)}
+CHIPS = ("alu", "bitwise", "shift", "branch", "load", "store", "jump", "mul", "div", "ecall")
+_BUILDERS = {"memory": build_memory, "bytes": build_bytes, "alu": build_alu,
+             "bitwise": build_bitwise, "shift": build_shift, "branch": build_branch, "load": build_load,
+             "store": build_store, "jump": build_jump, "mul": build_mul, "div": build_div,
+             "ecall": build_ecall, "ioword": build_ioword, "p2call": build_p2call}
+_CACHE: dict = {}
+_LOCK = threading.Lock()
+
+
+def static_air(name: str, log_blowup: int, p2_slots: int = 1):
+    """The AIR of a statement-independent table (cached)."""
+    key = (name, logup_degree_cap(log_blowup), p2_slots if name == "poseidon2" else 0)
+    with _LOCK:
+        if key not in _CACHE:
+            with gc_paused():
+                if name == "poseidon2":
+                    _CACHE[key] = vm_airs.table_air("poseidon2", p2_slots, log_blowup)
+                else:
+                    _CACHE[key] = _BUILDERS[name](log_blowup)
+        return _CACHE[key]
+
+
+def table_airs(image, input: bytes, output: bytes, log_blowup: int, p2_slots: int = 1) -> list:
+    """Every table's AIR in proof order (image: :func:`chips.program.image_of`)."""
+    with gc_paused():
+        out = []
+        for name in TABLES:
+            if name == "program":
+                out.append(build_program(image, log_blowup))
+            elif name == "registers":
+                out.append(build_registers(image.entry_w, log_blowup))
+            elif name == "io":
+                out.append(build_io(input, output, log_blowup))
+            else:
+                out.append(static_air(name, log_blowup, p2_slots))
+        return out
+
+
+__all__ = ["TABLES", "INDEX", "CHIPS", "static_air", "table_airs"]
