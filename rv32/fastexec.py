@@ -21,7 +21,8 @@ How it is fast:
   ECALL arrays are the caller's.  When one is full the loop saves its state and returns
   :data:`NEED_ROOM` *before* the instruction has any effect; :func:`run` enlarges that
   buffer and calls again (the per-cycle record is sized max_cycles up front: np.empty maps
-  pages lazily, only the written prefix becomes resident).
+  pages lazily, only the written prefix becomes resident, and the Record's arrays are
+  views of those prefixes).
 * A failure returns its ``ERR_*`` code and detail values; :func:`run` raises
   :func:`rv32.errors.execution_error` with them, the same text the reference builds.
 
@@ -614,7 +615,9 @@ def run(program, input: bytes = b"", max_cycles: int = abi.DEFAULT_MAX_CYCLES,
     rec_out = None
     if record:
         ne, nm = int(state[S_ECALLS]), int(state[S_EMEM])
-        cols = {name: rec[k, :cycles].copy() for k, name in enumerate(CYCLE_FIELDS)}
+        # views, not copies: rows of the max_cycles-wide buffer, of which only the
+        # written prefix is resident
+        cols = {name: rec[k, :cycles] for k, name in enumerate(CYCLE_FIELDS)}
         rec_out = Record(ecall_cycle=e_cycle[:ne].copy(), ecall_args=e_args[:ne].copy(),
                          ecall_mem_event=emem[0, :nm].copy(),
                          ecall_mem_word_addr=emem[1, :nm].copy(),
