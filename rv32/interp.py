@@ -1,6 +1,6 @@
 """The reference interpreter: the RV32IM machine in plain Python, the executable spec.
 
-Slow (about 10^5 instructions/s) and clear; :mod:`rv32.fastexec` is the compiled loop
+Slow (0.2-2 M instructions/s) and clear; :mod:`rv32.fastexec` is the compiled loop
 that must agree with it exactly (registers, memory, outputs, exit code, errors with pc and
 cycle, and the record).  docs/rv32.md states the same semantics in prose.
 

@@ -157,6 +157,14 @@ def test_every_decoded_word_re_encodes(word):
     assert asm.encode(m, ops) == word
 
 
+@given(st.lists(st.integers(0, MASK), min_size=200, max_size=200))
+@settings(max_examples=20, deadline=None)
+def test_compiled_decoder_is_the_decoder(words):
+    from steadfast.rv32 import fastexec
+    for w in words + [0x73, 0x0010_0073, 0xFFFF_FFFF, 0x8000_0063, 0x8000_006F, 0xFFFF_F037]:
+        assert tuple(fastexec._decode(w)) == isa.decode_fields(w), hex(w)
+
+
 @pytest.mark.parametrize("word,why", [
     (0x0010_0073, "EBREAK"), (0x3002_9073, "CSR"), (0x0000_2573, "CSR"),
     (0x3020_0073, "SYSTEM"), (0x0000_100F, "FENCE.I"), (0x0000_0000, "compressed"),
