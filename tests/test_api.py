@@ -429,3 +429,29 @@ def test_cancel_and_timeout_stop_a_proof(prover):
             prover.prove_block(blk, timeout=bad)
     proof = prover.prove_block(blk, timeout=3600)      # still usable, same bytes
     assert proof == prover.prove_block(blk)
+
+
+def test_precompile_without_a_block_is_a_default_blocks_kernels(monkeypatch):
+    """Prover.precompile() with no block asks for the kernels of a block of the default
+    shapes -- the five AIRs of vm.airs.block_airs with its default slots (k = 1) -- not
+    every k of the slotted tables' menus; with a block, that block's own shapes.  (The
+    kernel layer is replaced by a recorder: no compilation here.)"""
+    import sys
+    import types
+    from steadfast.vm.airs import SLOTTED, TABLES, table_air
+    asked = []
+    fake = types.ModuleType("steadfast.kernels.constraint_device")
+    fake.precompile = lambda airs, compile, progress: asked.append(list(airs)) or []
+    monkeypatch.setitem(sys.modules, "steadfast.kernels.constraint_device", fake)
+    p = Prover(FAST)
+    p.backend = "sim"                               # the precompiling backends: sim, cuda
+    assert p.precompile() == []
+    (airs,) = asked
+    assert [a.name for a in airs] == list(TABLES)
+    for name in SLOTTED:
+        assert airs[TABLES.index(name)] is table_air(name, 1, FAST.log_blowup)
+    p.precompile(memory_heavy_block())
+    rec = execute(memory_heavy_block())
+    bt = build_traces(rec, log_blowup=FAST.log_blowup)
+    assert [a.main_width for a in asked[1]] == [a.main_width for a in bt.airs]
+    assert bt.slots["memory"] != 1                  # (a block of other shapes than k = 1)

@@ -199,3 +199,35 @@ def test_honest_proof_shapes_with_mixed_heights(la, lc, lf):
 def encode_proof(p):
     from steadfast.verifier import encode
     return encode(p)
+
+
+def test_join_halves_hand_the_dqs_over_and_leave_the_records():
+    """rounds.take_quotients, r4_fri (the FRI with its queries), r4_open (the openings):
+    the bytes of prove(); the chains' records are not changed (the DQs are handed over
+    and each taken once); R4Fri.positions is each table's query positions; a missing or
+    doubled table is refused."""
+    from steadfast.prover.prove import prepare
+    from steadfast.prover.rounds import (prove_table, r1_challenges, r1_main, r4_fri, r4_open,
+                                         take_quotients)
+    from steadfast.prover.spans import NullSpans
+    airs, traces, pvs = _mixed_block()
+    params = Params(log_blowup=1, num_queries=6, pow_bits=1, log_final_poly_len=1,
+                    log_fri_arity=2, log_cap=1, logup_pow_bits=1, deep_pow_bits=1,
+                    commit_pow_bits=1)
+    st, sp = prepare(traces, airs, pvs, params), NullSpans()
+    r1 = r1_main(st, S, sp)
+    ch = r1_challenges(st, r1, sp, S.permute)
+    deeps = [prove_table(i, st, r1, ch, S, sp) for i in range(len(airs))]
+    given = list(deeps)
+    records, dqs = take_quotients(given[::-1])                  # any order
+    assert all(a is b and a.dq is not None for a, b in zip(given, deeps))
+    assert [d.index for d in records] == [0, 1, 2] and all(d.dq is None for d in records)
+    fri = r4_fri(st, r1.transcript, records, dqs, S, sp)
+    with pytest.raises(KeyError):                               # taken by the FRI
+        dqs.take([0])
+    for shape in st.shapes:
+        want = np.unique(fri.queries >> (fri.heights[0] - shape.log_lde))
+        np.testing.assert_array_equal(fri.positions(shape.log_lde), want)
+    assert encode_proof(r4_open(st, ch, records, fri, S, sp)) == prove(traces, airs, pvs, params)
+    with pytest.raises(ValueError, match="one R4Deep per table"):
+        take_quotients(deeps[:-1] + deeps[:1])
