@@ -14,7 +14,7 @@ from typing import Any, Sequence
 from steadfast.verifier import DEFAULT_MIN_SECURITY_BITS, VerifyResult
 from steadfast.verifier import verify as _verify_proof
 from steadfast.verifier.errors import ShapeError
-from steadfast.verifier.proof_format import Params, decode
+from steadfast.verifier.proof_format import Params, Proof, decode
 
 from .stats import ProofStats
 
@@ -64,19 +64,30 @@ def verify_airs(proof: AirProof | bytes | str | os.PathLike[str], airs: Sequence
     ``min_security_bits`` as for a block proof's ``verify`` (default 100; 0 accepts any
     parameters -- never for proofs from others).  -> the verifier's
     :class:`verifier.VerifyResult` (``public_values``, ``seconds``, ``security``)."""
+    decoded = decode_proof(read_proof(proof, AirProof, "an AirProof").proof)
+    return _verify_proof(decoded, list(airs), public_values, min_security_bits=min_security_bits)
+
+
+def read_proof(proof, cls, what: str):
+    """``proof`` -- a ``cls`` (:class:`AirProof`, a block proof), its bytes or the path of
+    its file -- as a ``cls``; ``TypeError`` (naming ``what`` it must be) otherwise."""
     if isinstance(proof, (str, os.PathLike)):
-        proof = AirProof.load(proof)
+        proof = cls.load(proof)
     elif isinstance(proof, (bytes, bytearray, memoryview)):
-        proof = AirProof.from_bytes(bytes(proof))
-    if not isinstance(proof, AirProof):
-        raise TypeError(f"a proof is an AirProof, bytes or a path, not {type(proof).__name__}")
+        proof = cls.from_bytes(bytes(proof))
+    if not isinstance(proof, cls):
+        raise TypeError(f"a proof is {what}, bytes or a path, not {type(proof).__name__}")
+    return proof
+
+
+def decode_proof(data: bytes) -> Proof:
+    """The protocol proof in ``data``; any malformation is a ShapeError."""
     try:
-        decoded = decode(proof.proof)
+        return decode(data)
     except ShapeError:
         raise
     except Exception as exc:        # decode raises ShapeError; anything else is malformed too
         raise ShapeError(f"malformed proof: {exc}") from None
-    return _verify_proof(decoded, list(airs), public_values, min_security_bits=min_security_bits)
 
 
 __all__ = ["AirProof", "verify_airs"]

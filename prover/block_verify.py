@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from steadfast.verifier import verify as _verify_proof
 from steadfast.verifier.errors import PublicValuesError, ShapeError
-from steadfast.verifier.proof_format import Params, decode
+from steadfast.verifier.proof_format import Params
 from steadfast.verifier.security import SecurityReport
 from steadfast.verifier.verify import (DEFAULT_MIN_SECURITY_BITS, check_security,
                                        validate_min_security_bits)
@@ -23,6 +23,7 @@ from steadfast.vm.rom import build_rom
 from steadfast.vm.statement import (NUM_PUBLIC_VALUES, PV_FINAL, PV_MAX_CYCLES, PV_PROGRAMS,
                                     block_public_values, describe_mismatch, program_digest)
 
+from .air_proof import decode_proof, read_proof
 from .block_proof import BlockLike, BlockProof, as_block
 from .errors import DevProofRefused
 
@@ -74,21 +75,11 @@ def verify(proof: BlockProof | bytes | str | os.PathLike[str], block: BlockLike 
     ``dev=True`` and no security figure."""
     t0 = time.perf_counter()
     min_security_bits = validate_min_security_bits(min_security_bits)
-    if isinstance(proof, (str, os.PathLike)):
-        proof = BlockProof.load(proof)
-    elif isinstance(proof, (bytes, bytearray, memoryview)):
-        proof = BlockProof.from_bytes(bytes(proof))
-    if not isinstance(proof, BlockProof):
-        raise TypeError(f"a proof is a BlockProof, bytes or a path, not {type(proof).__name__}")
+    proof = read_proof(proof, BlockProof, "a BlockProof")
     if proof.dev:
         return _verify_dev(proof, block, accept_dev, t0)
-    try:
-        decoded = decode(proof.proof)
-        pv = [int(v) for v in decoded.tables[0].public_values] if decoded.tables else []
-    except ShapeError:
-        raise
-    except Exception as exc:        # decode raises ShapeError; anything else is malformed too
-        raise ShapeError(f"malformed proof: {exc}") from None
+    decoded = decode_proof(proof.proof)
+    pv = [int(v) for v in decoded.tables[0].public_values] if decoded.tables else []
     if len(pv) != NUM_PUBLIC_VALUES:
         raise ShapeError(f"the CPU table carries {len(pv)} public values, expected {NUM_PUBLIC_VALUES}")
     msize = pv[0]

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator, Sequence, Union
 
 import numpy as np
 
-from steadfast.air import ConstraintViolation, LookupImbalance, check_traces
+from steadfast.air import check_traces
 from steadfast.verifier import verify as _verify_proof
 from steadfast.verifier.errors import VerificationError
 
