@@ -578,7 +578,7 @@ def run(program, input: bytes = b"", max_cycles: int = abi.DEFAULT_MAX_CYCLES,
     state[S_PC] = program.entry
     state[S_PAGES] = used
     state[S_EXIT] = -1
-    inp = np.frombuffer(bytes(input), np.uint8) if len(input) else np.zeros(0, np.uint8)
+    inp = np.frombuffer(bytes(input), np.uint8).copy()    # writable: one compiled signature
     out = np.zeros(256, np.uint8)
     err = np.zeros(256, np.uint8)
     if record:

@@ -546,3 +546,14 @@ def test_guest_programs(guest, case, info):
         assert ex.output == open(base + ".out", "rb").read()
     calls = (ex.record.ecall_args[:, 0] == SYS_POSEIDON2).sum()
     assert calls == info["poseidon2_calls"]
+
+
+def test_one_compiled_signature():
+    """Every run -- with or without input, record or buffer growth -- uses one compiled
+    specialisation of the loop (a second one would cost another cold compile)."""
+    from steadfast.rv32 import fastexec
+    p = prog("li a0, 0\nli a1, 0x30000\nli a2, 4\nli a7, 63\necall\n" + EXIT)
+    for data in (b"", b"abcd"):
+        for record in (False, True):
+            execute(p, data, record=record)
+    assert len(fastexec._run.signatures) == 1
