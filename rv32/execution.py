@@ -45,6 +45,10 @@ ENGINES = ("compiled", "python")
 def execute(program, input: bytes = b"", max_cycles: int = abi.DEFAULT_MAX_CYCLES,
             record: bool = False, engine: str = "compiled") -> Execution:
     """Run ``program`` (an :class:`~rv32.elf.Program`) on ``input`` (fd 0's bytes)."""
+    from .elf import Program
+    if not isinstance(program, Program):
+        raise TypeError(f"expected a Program (rv32.load_elf, parse_elf or Program.from_words), "
+                        f"got {type(program).__name__}")
     if engine == "compiled":
         from . import fastexec
         return fastexec.run(program, input, max_cycles, record)

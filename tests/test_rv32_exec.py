@@ -57,6 +57,8 @@ def test_execute_without_record_and_bad_arguments():
         assert ex.record is None and ex.exit_code == 9
     with pytest.raises(ValueError, match="engine"):
         execute(p, engine="qemu")
+    with pytest.raises(TypeError, match="expected a Program"):
+        execute(b"\x7fELF...")
     for bad in (0, -1, MAX_CYCLES_CEILING + 1, True, 2.0):
         with pytest.raises(ValueError, match="max_cycles"):
             execute(p, max_cycles=bad)
