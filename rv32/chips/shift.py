@@ -16,7 +16,7 @@ and the result byte c[j] is t[j - q] (0 below) or u[j + q] (fill 255 e above), s
 by g.  sg, the sign of rs1, is pinned by pair8(2 a[3] - 256 sg, 0).
 
 Columns: pcw clk rd rs1 rs2 imm_lo imm_hi, f_sll f_srl f_sra, a[0..3], r_lo r_hi, s0 s1 s2,
-g[0..3], t, pw, m, lo[0..3], hi[0..3], sg, e, u3, c[0..3], and the three accesses.
+g[0..3], t, pm = pw - 1, m, lo[0..3], hi[0..3], sg, e, u3, c[0..3], and the three accesses.
 """
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ def build_shift(log_blowup: int):
     r = (b.main("r_lo"), b.main("r_hi"))
     s0, s1, s2 = b.main("s0"), b.main("s1"), b.main("s2")
     g = b.main_cols("g", 4)
-    t, pw, m = b.main("t"), b.main("pw"), b.main("m")
+    t, pm, m = b.main("t"), b.main("pm"), b.main("m")
+    pw = pm + 1                       # stored as 2^r - 1 so that an all-zero row holds
     lo, hi = b.main_cols("lo", 4), b.main_cols("hi", 4)
     sg, e, u3 = b.main("sg"), b.main("e"), b.main("u3")
     out = b.main_cols("c", 4)
@@ -60,7 +61,7 @@ def build_shift(log_blowup: int):
     b.assert_zero(r[0] + c["imm_lo"] - (s0 + 2 * s1 + 4 * s2 + 8 * q + 32 * t), name="amount")
     range16(b, t, real)
     range16(b, 32 * t, real)
-    b.assert_zero(pw - (1 + s0) * (1 + 3 * s1) * (1 + 15 * s2), name="pow")
+    b.assert_zero(pw - (1 + s0) * (1 + 3 * s1) * (1 + 15 * s2), name="pow")   # 2^r
     b.assert_zero(f_sll * (m - pw) + right * (m * pw - 256), name="multiplier")
     for i in range(4):
         b.assert_zero(real * (a[i] * m - lo[i] - 256 * hi[i]), name=f"split{i}")
@@ -105,7 +106,7 @@ def shift_rows(ctx, cyc: np.ndarray, acc) -> tuple[Rows, np.ndarray]:
         rows[f"g[{i}]"] = q == i
         rows[f"c[{i}]"] = (out >> (8 * i)) & 0xFF
     rows.update({"r_lo": r & 0xFFFF, "r_hi": r >> 16, "s0": rr & 1, "s1": (rr >> 1) & 1,
-                 "s2": rr >> 2, "t": (bv & 0xFFFF) >> 5, "pw": pw, "m": m, "sg": sign,
+                 "s2": rr >> 2, "t": (bv & 0xFFFF) >> 5, "pm": pw - 1, "m": m, "sg": sign,
                  "e": e, "u3": rows["hi[3]"] + e * (256 - m)})
     _accesses(rows, ctx, acc, cyc, a, r, out)
     return rows, out

@@ -1,0 +1,295 @@
+"""Tampered RV32IM traces and claims are refused: in check mode (ConstraintViolation or
+LookupImbalance on the bus that carries the lie) for every instruction class, and where it
+is cheap to show, a proof built on the tampered trace (prove(check=False)) fails to verify.
+
+Each forgery changes the cells of one row *consistently* where that is possible (so that
+the row's own constraints hold and only the argument that binds it -- the memory
+argument, the program bus, the execution chain, the statement -- can catch it), and
+recomputes BYTES' multiplicities from the tampered traces, so that a range lookup does
+not give the lie away by accident.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from steadfast.air import ConstraintViolation, LookupImbalance, check_traces
+from steadfast.prover.prove import prove
+from steadfast.rv32 import isa
+from steadfast.rv32.chips.io import pack_output
+from steadfast.rv32.statement import program_airs
+from steadfast.rv32.tables import INDEX
+from steadfast.rv32.traces import _lookup_counts
+from steadfast.rv32.chips.bytes import bytes_trace
+from steadfast.verifier.errors import VerificationError
+from steadfast.verifier.proof_format import Params
+from steadfast.verifier.verify import verify
+
+import rv32_samples as S
+
+P = 2013265921
+FAST = Params(log_blowup=2, num_queries=6, pow_bits=1, logup_pow_bits=1, deep_pow_bits=1,
+              commit_pow_bits=1)
+
+
+class Forgery:
+    """A copy of the honest traces with named cells changed."""
+
+    def __init__(self):
+        self.prog, self.ex, tr = S.all_classes()
+        self.airs = list(tr.airs)
+        self.traces = [t.copy() for t in tr.traces]
+        self.pvs = [list(p) for p in tr.table_public_values]
+
+    def col(self, table, name):
+        return self.airs[INDEX[table]].main_names.index(name)
+
+    def get(self, table, row, name):
+        return int(self.traces[INDEX[table]][row, self.col(table, name)])
+
+    def set(self, table, row, name, value):
+        self.traces[INDEX[table]][row, self.col(table, name)] = int(value) % P
+
+    def add(self, table, row, name, delta):
+        self.set(table, row, name, self.get(table, row, name) + delta)
+
+    def rows(self, table, flag, where=None):
+        """Real rows of ``table`` whose column ``flag`` is 1 (and ``where(row)``)."""
+        t = self.traces[INDEX[table]]
+        out = [r for r in np.flatnonzero(t[:, self.col(table, flag)] == 1)
+               if where is None or where(int(r))]
+        assert out, f"no {table} row with {flag}"
+        return [int(r) for r in out]
+
+    def rebalance(self):
+        """BYTES' multiplicities of the tampered traces (kept if a tuple is not in the
+        table: then the lookup itself is the lie)."""
+        try:
+            counts = _lookup_counts(self.airs, self.traces, self.pvs)
+        except ValueError:
+            return self
+        self.traces[INDEX["bytes"]] = bytes_trace(counts)
+        return self
+
+    def refused(self, bus=None, constraint=None):
+        with pytest.raises((ConstraintViolation, LookupImbalance)) as e:
+            check_traces(self.airs, self.traces, self.pvs)
+        if bus is not None:
+            buses = (bus,) if isinstance(bus, str) else tuple(bus)
+            assert isinstance(e.value, LookupImbalance) and e.value.bus in buses, e.value
+        if constraint is not None:
+            assert isinstance(e.value, ConstraintViolation) and \
+                e.value.constraint == constraint, e.value
+        return e.value
+
+
+def test_honest_traces_pass():
+    f = Forgery().rebalance()
+    check_traces(f.airs, f.traces, f.pvs)
+
+
+# ------------------------------------------------------------------ results
+
+@pytest.mark.parametrize("table,flag,col,constraint", [
+    ("alu", "f_add", "c_lo", "c_lo_arith"),
+    ("alu", "f_sub", "c_hi", "c_hi_arith"),
+    ("alu", "f_slt", "c_lo", "c_lo_cmp"),
+    ("alu", "f_sltu", "c_lo", "c_lo_cmp"),
+    ("bitwise", "f_xor", "c_lo", "c_lo"),
+    ("bitwise", "f_and", "c_hi", "c_hi"),
+    ("shift", "f_sll", "c[0]", "c0"),
+    ("shift", "f_sra", "c[3]", "c3"),
+    ("shift", "f_srl", "c[1]", "c1"),
+    ("mul", "f_mul", "c_lo", "c_lo"),
+    ("mul", "f_mulh", "c_hi", "c_hi"),
+    ("div", "f_div", "c_lo", "c0"),
+    ("div", "f_remu", "c_hi", "c1"),
+    ("load", "f_lb", "c_lo", "c_lo"),
+    ("load", "f_lhu", "c_hi", "c_hi"),
+    ("store", "f_sb", "n_lo", "n_lo"),
+    ("store", "f_sh", "n_hi", "n_hi"),
+    ("ecall", "k_read", "res_lo", "res_lo"),
+    ("branch", "f_bne", "taken", "taken"),
+    ("branch", "f_bltu", "taken", "taken"),
+])
+def test_wrong_result(table, flag, col, constraint):
+    """A wrong value written by an instruction breaks its chip's constraint."""
+    f = Forgery()
+    f.add(table, f.rows(table, flag)[0], col, 1)
+    f.rebalance().refused(constraint=constraint)
+
+
+def test_wrong_alu_result_consistent_carries():
+    """ADD with its u limb, result and carry all moved together: the adder fails."""
+    f = Forgery()
+    r = f.rows("alu", "f_add")[0]
+    for name in ("c_lo", "u_lo"):
+        f.add("alu", r, name, 1)
+    f.rebalance().refused(constraint="adder_lo")
+
+
+def test_branch_outcome_forged():
+    """A branch taken the other way (taken and z flipped: the equality witness fails)."""
+    f = Forgery()
+    r = f.rows("branch", "f_beq")[0]
+    f.set("branch", r, "taken", 1 - f.get("branch", r, "taken"))
+    f.set("branch", r, "z", 1 - f.get("branch", r, "z"))
+    f.rebalance().refused()
+
+
+# ------------------------------------------------------------------ the memory argument
+
+def test_wrong_register_value_read():
+    """An ADD that reads rs1 as one more (and adds consistently): only the memory argument
+    sees that the register never held that value."""
+    f = Forgery()
+    ok = lambda r: f.get("alu", r, "a_lo") < 0xFFFE and f.get("alu", r, "u_lo") < 0xFFFE  # noqa
+    r = f.rows("alu", "f_add", ok)[0]
+    for name in ("a_lo", "u_lo", "c_lo"):
+        f.add("alu", r, name, 1)
+    f.rebalance().refused(bus="rv32_mem")
+
+
+def test_load_disagrees_with_last_store():
+    """LW returning a word one more than the last store put there (value and result moved
+    together): the memory argument refuses."""
+    f = Forgery()
+    ok = lambda r: f.get("load", r, "x0") < 0xFF and f.get("load", r, "o1") == 0  # noqa
+    r = f.rows("load", "f_lw", ok)[0]
+    for name in ("w_lo", "c_lo", "x0"):
+        f.add("load", r, name, 1)
+    f.rebalance().refused(bus="rv32_mem")
+
+
+def test_store_of_another_value():
+    """SW storing rs2 + 1 (rs2 read unchanged): the store chip's n = r constraint."""
+    f = Forgery()
+    r = f.rows("store", "f_sw")[0]
+    f.add("store", r, "n_lo", 1)
+    f.rebalance().refused(constraint="n_lo")
+
+
+def test_stale_timestamp():
+    """A read claiming the previous access is not earlier than itself."""
+    f = Forgery()
+    r = f.rows("alu", "f_add")[0]
+    ts = 3 * f.get("alu", r, "clk") + 1
+    f.set("alu", r, "r1_pts", ts)
+    f.rebalance().refused()
+
+
+def test_wrong_initial_memory():
+    """MEMORY claiming another initial value for an image word."""
+    f = Forgery()
+    r = f.rows("memory", "img")[0]
+    f.add("memory", r, "i_lo", 1)
+    f.rebalance().refused(bus="rv32_image")
+
+
+def test_memory_boundary_unsorted():
+    """Two MEMORY rows for one address (a second chain) break the sorted order."""
+    f = Forgery()
+    t = f.traces[INDEX["memory"]]
+    real = f.rows("memory", "real")
+    r = real[1]
+    for name in ("wl", "wh"):
+        f.set("memory", r, name, f.get("memory", real[0], name))
+    t[r, f.col("memory", "gap")] = 0
+    f.rebalance().refused()
+
+
+# ------------------------------------------------------------------ control flow, program
+
+def test_wrong_pc():
+    """A row executing at another pc: the execution chain and the program bus refuse."""
+    f = Forgery()
+    r = f.rows("alu", "f_add")[3]
+    f.add("alu", r, "pcw", 1)
+    f.rebalance().refused()
+
+
+def test_instruction_not_in_the_program():
+    """An ADD of b = 0 run as a SUB (a - 0 = a + 0: every constraint of the row holds):
+    no PROGRAM row holds a SUB at that pc."""
+    f = Forgery()
+    zero_b = lambda r: all(f.get("alu", r, c) == 0 for c in ("imm_lo", "imm_hi", "r_lo",  # noqa
+                                                              "r_hi"))
+    r = f.rows("alu", "f_add", zero_b)[0]
+    f.set("alu", r, "f_add", 0)
+    f.set("alu", r, "f_sub", 1)
+    f.rebalance().refused(bus="rv32_program")
+
+
+def test_write_to_x0():
+    """A row writing x0 instead of the sink: the decoded rd is 32."""
+    f = Forgery()
+    r = f.rows("alu", "f_add", lambda r: f.get("alu", r, "rd") == 32)[0]
+    f.set("alu", r, "rd", 0)
+    f.rebalance().refused()
+
+
+def test_jump_value_and_target():
+    """JAL/LUI/... writing another value or going elsewhere: the value and the target are
+    PROGRAM's (the first bus to disagree, alphabetically, is reported)."""
+    for col in ("v_lo", "tgt"):
+        f = Forgery()
+        f.add("jump", f.rows("jump", "real")[0], col, 1)
+        f.rebalance().refused(bus=("rv32_exec", "rv32_mem", "rv32_program"))
+
+
+# ------------------------------------------------------------------ the statement
+
+def test_forged_exit_code():
+    f = Forgery()
+    f.pvs[INDEX["registers"]][0] += 1
+    f.refused(bus="rv32_exit")
+
+
+def test_forged_output_byte():
+    """The IO table built for another output (what a verifier builds from a proof that
+    claims it) does not balance the bytes the program wrote."""
+    f = Forgery()
+    out = bytearray(f.ex.output)
+    out[1] ^= 1
+    f.airs = program_airs(f.prog, S.ALL_INPUT, bytes(out), 2)
+    f.pvs[INDEX["io"]] = pack_output(bytes(out))
+    f.refused(bus="rv32_io")
+
+
+def test_forged_input():
+    f = Forgery()
+    f.airs = program_airs(f.prog, b"jello world", f.ex.output, 2)
+    f.refused(bus="rv32_io")
+
+
+def test_forged_cycle_limit():
+    f = Forgery()
+    f.pvs[INDEX["ecall"]][0] = f.ex.cycles - 1
+    f.refused(constraint="cycle_limit")
+
+
+def test_ecall_kind_forged():
+    """The exit ECALL claimed as a read: the call number check fails."""
+    f = Forgery()
+    r = f.rows("ecall", "k_exit")[0]
+    f.set("ecall", r, "k_exit", 0)
+    f.set("ecall", r, "k_read", 1)
+    f.rebalance().refused()
+
+
+# ------------------------------------------------------------------ proofs
+
+@pytest.mark.parametrize("kind", ["memory", "constraint"])
+def test_proof_of_a_forgery_does_not_verify(kind):
+    f = Forgery()
+    if kind == "memory":
+        ok = lambda r: f.get("alu", r, "a_lo") < 0xFFFE and f.get("alu", r, "u_lo") < 0xFFFE  # noqa
+        r = f.rows("alu", "f_add", ok)[0]
+        for name in ("a_lo", "u_lo", "c_lo"):
+            f.add("alu", r, name, 1)
+    else:
+        f.add("alu", f.rows("alu", "f_add")[0], "c_lo", 1)
+    f.rebalance()
+    proof = prove(f.traces, f.airs, f.pvs, FAST, check=False)
+    with pytest.raises(VerificationError):
+        verify(proof, f.airs, f.pvs, min_security_bits=0)
