@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Sequence, TypeVar
 
 from steadfast.verifier import DEFAULT_MIN_SECURITY_BITS, VerifyResult
 from steadfast.verifier import verify as _verify_proof
@@ -17,6 +17,8 @@ from steadfast.verifier.errors import ShapeError
 from steadfast.verifier.proof_format import Params, Proof, decode
 
 from .stats import ProofStats
+
+_P = TypeVar("_P")
 
 
 @dataclass(frozen=True)
@@ -68,13 +70,13 @@ def verify_airs(proof: AirProof | bytes | str | os.PathLike[str], airs: Sequence
     return _verify_proof(decoded, list(airs), public_values, min_security_bits=min_security_bits)
 
 
-def read_proof(proof, cls, what: str):
+def read_proof(proof: object, cls: type[_P], what: str) -> _P:
     """``proof`` -- a ``cls`` (:class:`AirProof`, a block proof), its bytes or the path of
     its file -- as a ``cls``; ``TypeError`` (naming ``what`` it must be) otherwise."""
     if isinstance(proof, (str, os.PathLike)):
-        proof = cls.load(proof)
+        proof = cls.load(proof)             # type: ignore[attr-defined]
     elif isinstance(proof, (bytes, bytearray, memoryview)):
-        proof = cls.from_bytes(bytes(proof))
+        proof = cls.from_bytes(bytes(proof))    # type: ignore[attr-defined]
     if not isinstance(proof, cls):
         raise TypeError(f"a proof is {what}, bytes or a path, not {type(proof).__name__}")
     return proof
