@@ -14,6 +14,8 @@ so that the same ELF runs under qemu-riscv32 -- docs/rv32.md "System calls" has 
 """
 from __future__ import annotations
 
+import numbers
+
 P = 2013265921                   # BabyBear, 2^31 - 2^27 + 1 (POSEIDON2's words are < P)
 MASK = 0xFFFF_FFFF
 
@@ -54,9 +56,10 @@ def syscall_name(number: int) -> str:
     return _NAMES.get(int(number), f"syscall {int(number)}")
 
 
-def check_run_limits(input: bytes, max_cycles: int) -> None:
-    """Raise ValueError for an input or cycle limit the machine does not accept."""
-    if isinstance(max_cycles, bool) or not isinstance(max_cycles, int):
+def check_run_limits(input: bytes, max_cycles) -> int:
+    """``max_cycles`` as an int, or ValueError for an input or cycle limit the machine does
+    not accept."""
+    if isinstance(max_cycles, bool) or not isinstance(max_cycles, numbers.Integral):
         raise ValueError(f"max_cycles must be an int, got {type(max_cycles).__name__}")
     if not 1 <= max_cycles <= MAX_CYCLES_CEILING:
         raise ValueError(f"max_cycles = {max_cycles} is outside [1, {MAX_CYCLES_CEILING}]")
@@ -65,3 +68,4 @@ def check_run_limits(input: bytes, max_cycles: int) -> None:
     if len(input) > MAX_INPUT_BYTES:
         raise ValueError(f"input of {len(input)} bytes is over MAX_INPUT_BYTES = "
                          f"{MAX_INPUT_BYTES}")
+    return int(max_cycles)

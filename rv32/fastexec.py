@@ -568,7 +568,7 @@ def run(program, input: bytes = b"", max_cycles: int = abi.DEFAULT_MAX_CYCLES,
         record: bool = False) -> Execution:
     """Execute ``program`` on the compiled loop; the same results and errors as
     :func:`rv32.interp.run`."""
-    abi.check_run_limits(input, max_cycles)
+    max_cycles = abi.check_run_limits(input, max_cycles)
     cwords, segs = _code(program)
     dec = np.zeros(cwords.shape[0], np.int64)
     ptab, pool, used = _image(program, 64)

@@ -285,7 +285,7 @@ def _words(addr: int, length: int) -> range:
 def run(program, input: bytes = b"", max_cycles: int = abi.DEFAULT_MAX_CYCLES,
         record: bool = False) -> Execution:
     """Execute ``program`` on ``input``; raise :class:`~rv32.errors.ExecutionError`."""
-    abi.check_run_limits(input, max_cycles)
+    max_cycles = abi.check_run_limits(input, max_cycles)
     m = _Machine(program, input, record)
     cycle = 0
     while m.exit_code is None:

@@ -65,6 +65,7 @@ def test_execute_without_record_and_bad_arguments():
     with pytest.raises(ValueError, match="input"):
         execute(p, input="text")
     execute(p, max_cycles=MAX_CYCLES_CEILING)
+    assert execute(p, max_cycles=np.int32(5)).exit_code == 9         # numpy ints are ints
 
 
 def test_input_limit(monkeypatch):
