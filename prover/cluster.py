@@ -28,8 +28,8 @@ machine:
   coordinator runs the join (:mod:`prover.cluster_join`: :func:`prover.rounds.r4_fri`,
   one FRI over all tables, on host stages; then every table's openings launched at once
   on the workers holding the trees, at the FRI's query positions, and
-  :func:`prover.rounds.r4_open`); then it runs the prover's self-check.  Each worker runs its pieces on the
-  configured backend: host stages, or on a device backend one
+  :func:`prover.rounds.r4_open`); then it runs the prover's self-check.  Each worker runs
+  its pieces on the configured backend: host stages, or on a device backend one
   :class:`prover.device_stages.DeviceStages` per table (its buffers resident from R1 to
   its openings; recovery and downgrades as in the pipeline, counted per table).
 
