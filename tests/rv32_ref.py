@@ -296,6 +296,42 @@ def run(program, input: bytes = b"", max_cycles: int = 1 << 22,
     return _Ref(program, input, check_alignment).run(program.entry, max_cycles)
 
 
+# ------------------------------------------------------------------ ELF files, qemu-user
+
+def elf_bytes(program) -> bytes:
+    """``program`` written as a static ELF32 RISC-V executable (one PT_LOAD a segment), for
+    running it elsewhere (qemu-riscv32)."""
+    n = len(program.segments)
+    off = 52 + 32 * n
+    phdrs, body = b"", b""
+    for seg in program.segments:
+        pad = (seg.address - (off + len(body))) % PAGE     # p_offset = p_vaddr mod page
+        body += bytes(pad)
+        phdrs += struct.pack("<8I", 1, off + len(body), seg.address, seg.address,
+                             len(seg.data), len(seg.data), seg.flags, PAGE)
+        body += seg.data
+    ident = b"\x7fELF\x01\x01\x01" + bytes(9)
+    header = ident + struct.pack("<HHIIIIIHHHHHH", 2, 243, 1, program.entry, 52, 0, 0, 52,
+                                 32, n, 40, 0, 0)
+    return header + phdrs + body
+
+
+def run_qemu(qemu: str, program, input: bytes = b"", timeout: float = 60):
+    """(stdout, stderr, exit code) of ``program`` under qemu-user (``qemu`` = the path of
+    qemu-riscv32); a negative exit code is the signal that ended it."""
+    import os
+    import subprocess
+    import tempfile
+    with tempfile.NamedTemporaryFile(suffix=".elf", delete=False) as f:
+        f.write(elf_bytes(program))
+    try:
+        os.chmod(f.name, 0o755)
+        r = subprocess.run([qemu, f.name], input=input, capture_output=True, timeout=timeout)
+        return r.stdout, r.stderr, r.returncode
+    finally:
+        os.unlink(f.name)
+
+
 # ------------------------------------------------------------------ the tests' comparison
 
 def agree(program, input: bytes = b"", max_cycles: int = 1 << 22, check_alignment=True):
@@ -344,4 +380,5 @@ def agree(program, input: bytes = b"", max_cycles: int = 1 << 22, check_alignmen
     return fast
 
 
-__all__ = ["run", "agree", "RefRun", "RefError", "RefMemory", "poseidon2"]
+__all__ = ["run", "agree", "elf_bytes", "run_qemu", "RefRun", "RefError", "RefMemory",
+           "poseidon2"]
