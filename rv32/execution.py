@@ -1,4 +1,5 @@
-"""Running a program: :func:`execute` and what it returns, an :class:`Execution`.
+"""What a run of a program returns: an :class:`Execution` (:func:`rv32.run.execute` runs
+one; the engines build it).
 
 ``execute(program, input=b"", max_cycles=DEFAULT_MAX_CYCLES, record=False)`` runs the
 compiled loop (:mod:`rv32.fastexec`); ``engine="python"`` runs the reference interpreter
@@ -13,7 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import abi
 from .memory import Memory
 from .record import Record
 
@@ -39,23 +39,4 @@ class Execution:
         object.__setattr__(self, "regs", regs)
 
 
-ENGINES = ("compiled", "python")
-
-
-def execute(program, input: bytes = b"", max_cycles: int = abi.DEFAULT_MAX_CYCLES,
-            record: bool = False, engine: str = "compiled") -> Execution:
-    """Run ``program`` (an :class:`~rv32.elf.Program`) on ``input`` (fd 0's bytes)."""
-    from .elf import Program
-    if not isinstance(program, Program):
-        raise TypeError(f"expected a Program (rv32.load_elf, parse_elf or Program.from_words), "
-                        f"got {type(program).__name__}")
-    if engine == "compiled":
-        from . import fastexec
-        return fastexec.run(program, input, max_cycles, record)
-    if engine == "python":
-        from . import interp
-        return interp.run(program, input, max_cycles, record)
-    raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-
-
-__all__ = ["Execution", "execute", "ENGINES"]
+__all__ = ["Execution"]

@@ -189,7 +189,7 @@ def _rv32_engines() -> list[str]:
     """The project machine's engines that can be imported here (rv32/ is being written
     alongside the guests: none yet means skip)."""
     try:
-        from steadfast.rv32 import execution
+        from steadfast.rv32 import run as execution
     except Exception:
         return []
     engines = []
@@ -210,7 +210,7 @@ def test_rv32_machine(guest):
     engines = _rv32_engines()
     if not engines:
         pytest.skip("steadfast.rv32 (the machine) is not importable here")
-    from steadfast.rv32 import elf, execution
+    from steadfast.rv32 import elf, run as execution
     prog = elf.parse_elf(_elf(guest))
     for engine in engines:
         for case in sorted(MANIFEST[guest]):

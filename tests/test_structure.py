@@ -1,0 +1,157 @@
+"""The source tree's shape (issue #22): no module in the packages over 700 lines, and no
+import cycle between the packages' modules.
+
+Imports are read with ``ast`` (nothing is imported): every import statement, lazy ones
+inside functions included (only ``if TYPE_CHECKING:`` blocks are skipped), resolved to the
+modules of ``steadfast.*`` they name (``from X import Y`` is an edge to ``X.Y`` when that
+is a module, else to ``X``).  A cycle among those edges is two concepts that each need the
+other -- a lazy import only hides it from the interpreter, not from a reader.
+"""
+from __future__ import annotations
+
+import ast
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# folder -> import name (pyproject's package-dir)
+PACKAGES = {"steadfast": "steadfast", "air": "steadfast.air", "kernels": "steadfast.kernels",
+            "prover": "steadfast.prover", "verifier": "steadfast.verifier",
+            "vm": "steadfast.vm", "rv32": "steadfast.rv32"}
+MAX_LINES = 700
+
+
+def _modules() -> dict[str, str]:
+    """import name -> path, for every .py of the packages (subpackages included)."""
+    out = {}
+    for folder, name in PACKAGES.items():
+        base = os.path.join(ROOT, folder)
+        if not os.path.isdir(base):
+            continue
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            rel = os.path.relpath(dirpath, base)
+            pkg = name if rel == "." else name + "." + rel.replace(os.sep, ".")
+            for f in sorted(filenames):
+                if not f.endswith(".py"):
+                    continue
+                mod = pkg if f == "__init__.py" else pkg + "." + f[:-3]
+                out[mod] = os.path.join(dirpath, f)
+    return out
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _import_nodes(body):
+    """Every import statement of a module -- at module level, in class bodies and in
+    function bodies alike (a lazy import inside a function is still a dependency: a cycle
+    through one is a circle the design has not resolved) -- except ``if TYPE_CHECKING:``
+    blocks, which never run."""
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            yield from _import_nodes(node.orelse)
+        else:
+            yield from _import_nodes(ast.iter_child_nodes(node))
+
+
+def _edges(mods: dict[str, str]) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for mod, path in mods.items():
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), path)
+        is_pkg = path.endswith("__init__.py")
+        for node in _import_nodes(tree.body):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                if node.level:
+                    parts = mod.split(".")
+                    base = parts if is_pkg else parts[:-1]
+                    base = base[:len(base) - (node.level - 1)]
+                    src = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    src = node.module or ""
+                for a in node.names:
+                    targets.append(f"{src}.{a.name}" if f"{src}.{a.name}" in mods else src)
+            for t in targets:
+                # the longest known module prefix of t
+                while t and t not in mods:
+                    t = t.rpartition(".")[0]
+                if t and t != mod:
+                    graph[mod].add(t)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    if len(comp) > 1:
+                        out.append(sorted(comp))
+    return out
+
+
+def test_no_module_over_700_lines():
+    long = []
+    for mod, path in _modules().items():
+        with open(path, encoding="utf-8") as fh:
+            n = sum(1 for _ in fh)
+        if n > MAX_LINES:
+            long.append(f"{os.path.relpath(path, ROOT)}: {n} lines")
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+def test_no_import_cycle():
+    cycles = _cycles(_edges(_modules()))
+    assert not cycles, f"import cycles between modules: {cycles}"
+
+
+def test_the_cycle_finder_finds_cycles():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_edges_resolve_relative_and_absolute_imports(tmp_path):
+    mods = _modules()
+    graph = _edges(mods)
+    # a known edge either way it is written
+    assert "steadfast.air.builder" in graph
+    assert any(t.startswith("steadfast.air") for t in graph["steadfast.vm.airs"])
