@@ -38,12 +38,11 @@ from . import abi
 from .chips.io import pack_output, unpack_output
 from .chips.program import image_of
 from .chips.registers import PV_NAMES as REG_PV
-from .tables import INDEX, TABLES, table_airs
+from .tables import INDEX, TABLES, slots_from_widths, table_airs
 
 PV_EXIT, PV_OUT_LEN, PV_IN_LEN, PV_MAX_CYCLES, PV_ENTRY = range(5)
 PV_DIGEST = slice(5, 21)
 PV_INPUT_SHA = slice(21, 37)
-P2_WIDTH = 299                       # vm/airs.py P2_LAYOUT.width: POSEIDON2's k is width / 299
 
 
 def _limbs(digest: bytes) -> list[int]:
@@ -101,20 +100,23 @@ def claimed_output(proof) -> Claim:
     return Claim(reg[PV_EXIT], out)
 
 
-def p2_slots_of(proof) -> int:
-    """POSEIDON2's k, read off the proof (its main width is 299 k)."""
-    w = len(proof.tables[INDEX["poseidon2"]].ood_main)
-    if w % P2_WIDTH or not 1 <= w // P2_WIDTH <= 3:
-        raise ShapeError(f"poseidon2: main width {w} is not 299 k for k in 1..3", "poseidon2")
-    return w // P2_WIDTH
+def slots_of(proof) -> dict:
+    """The k of every slotted table, read off the proof's main widths (ShapeError if a
+    width is no k's)."""
+    widths = [len(tp.ood_main) for tp in proof.tables]
+    try:
+        return slots_from_widths(widths, proof.params.log_blowup)
+    except ValueError as e:
+        raise ShapeError(str(e)) from None
 
 
 def program_airs(program, input: bytes, output: bytes, log_blowup: int = 2,
-                 p2_slots: int = 1, image=None) -> list:
+                 slots: dict | None = None, image=None) -> list:
     """The AIRs of a proof about ``program`` on ``input`` claiming ``output``, for
-    proofs at ``log_blowup`` (POSEIDON2 with ``p2_slots`` permutations a row)."""
+    proofs at ``log_blowup`` with ``slots`` (table -> k, from :func:`slots_of`; 1 where
+    not given)."""
     image = image_of(program) if image is None else image
-    return table_airs(image, bytes(input), bytes(output), log_blowup, p2_slots)
+    return table_airs(image, bytes(input), bytes(output), log_blowup, slots)
 
 
 def verify_execution(proof_bytes: bytes, program, input: bytes,
@@ -127,11 +129,11 @@ def verify_execution(proof_bytes: bytes, program, input: bytes,
     proof = decode(proof_bytes)
     claim = claimed_output(proof)
     airs = program_airs(program, input, claim.output, proof.params.log_blowup,
-                        p2_slots_of(proof))
+                        slots_of(proof))
     expected = public_values(program, input, claim.output, claim.exit_code, max_cycles)
     result = verify(proof, airs, expected, min_security_bits=min_security_bits)
     return claim, result
 
 
-__all__ = ["public_values", "program_airs", "claimed_output", "p2_slots_of", "verify_execution",
+__all__ = ["public_values", "program_airs", "claimed_output", "slots_of", "verify_execution",
            "Claim", "input_sha256", "check_max_cycles"]

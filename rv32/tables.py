@@ -20,12 +20,14 @@ div         DIV DIVU REM REMU                                             chips.
 ecall       the system calls                                              chips.ecall
 ioword      the words read(0) writes and write(1) reads                   chips.io
 p2call      the memory side of SYS_POSEIDON2                              chips.precompile
-poseidon2   the permutations (vm/airs.py's table, k slots)                vm.airs
+poseidon2   the permutations (vm/airs.py's table)                         vm.airs
 ==========  ============================================================  ============
 
 Only program (the image), registers (the entry point) and io (input and output) depend on
-the statement; the others are built once per LogUp degree cap (air/builder.py
-``logup_degree_cap``: the AIR depends on log_blowup only through it).
+the statement; the others are built once per (k, LogUp degree cap) (air/builder.py
+``logup_degree_cap``: the AIR depends on log_blowup only through it).  The instruction
+chips and POSEIDON2 hold k items a row (chips/slots.py, ``SLOTTED``), k chosen per proof
+to commit the fewest cells (:func:`choose_slots`) and read back off the widths.
 """
 from __future__ import annotations
 
@@ -47,6 +49,8 @@ from .chips.precompile import build_p2call
 from .chips.program import build_program
 from .chips.registers import build_registers
 from .chips.shift import build_shift
+from .chips.slots import SLOT_MENU
+from .chips.common import pow2_rows
 
 TABLES = ("program", "memory", "registers", "io", "bytes", "alu", "bitwise", "shift", "branch",
           "load", "store", "jump", "mul", "div", "ecall", "ioword", "p2call", "poseidon2")
@@ -58,23 +62,70 @@ _BUILDERS = {"memory": build_memory, "bytes": build_bytes, "alu": build_alu,
              "ecall": build_ecall, "ioword": build_ioword, "p2call": build_p2call}
 _CACHE: dict = {}
 _LOCK = threading.Lock()
+# Tables whose rows may hold k items side by side (chips/slots.py), with their menus of k;
+# POSEIDON2's are vm/airs.py's.  The others have k = 1.
+SLOTTED = {name: SLOT_MENU for name in ("alu", "bitwise", "shift", "branch", "load", "store",
+                                        "jump", "mul", "div")}
+SLOTTED["poseidon2"] = vm_airs.P2_SLOTS
 
 
-def static_air(name: str, log_blowup: int, p2_slots: int = 1):
-    """The AIR of a statement-independent table (cached)."""
-    key = (name, logup_degree_cap(log_blowup), p2_slots if name == "poseidon2" else 0)
+def slot_menu(name: str) -> tuple:
+    return SLOTTED.get(name, (1,))
+
+
+def static_air(name: str, log_blowup: int, k: int = 1):
+    """The AIR of a statement-independent table with k slots (cached per LogUp degree
+    cap: the AIR depends on log_blowup only through it)."""
+    if k not in slot_menu(name):
+        raise ValueError(f"{name}: k = {k!r} slots is not in its menu {slot_menu(name)}")
+    key = (name, logup_degree_cap(log_blowup), k)
     with _LOCK:
         if key not in _CACHE:
             with gc_paused():
                 if name == "poseidon2":
-                    _CACHE[key] = vm_airs.table_air("poseidon2", p2_slots, log_blowup)
+                    _CACHE[key] = vm_airs.table_air("poseidon2", k, log_blowup)
+                elif name in SLOTTED:
+                    _CACHE[key] = _BUILDERS[name](log_blowup, k)
                 else:
                     _CACHE[key] = _BUILDERS[name](log_blowup)
         return _CACHE[key]
 
 
-def table_airs(image, input: bytes, output: bytes, log_blowup: int, p2_slots: int = 1) -> list:
-    """Every table's AIR in proof order (image: :func:`chips.program.image_of`)."""
+def cells_per_row(air) -> int:
+    return air.main_width + 4 * air.aux_width + 4 * air.num_parts
+
+
+def choose_slots(name: str, items: int, log_blowup: int) -> int:
+    """The k of ``name``'s menu committing the fewest cells for ``items`` items (rows =
+    pow2_rows(ceil(items / k))); ties to the smaller k."""
+    best = None
+    for k in slot_menu(name):
+        cells = pow2_rows(-(-int(items) // k)) * cells_per_row(static_air(name, log_blowup, k))
+        if best is None or cells < best[0]:
+            best = (cells, k)
+    return best[1]
+
+
+def slots_from_widths(widths, log_blowup: int) -> dict:
+    """Every slotted table's k from the tables' main widths (proof order); ValueError for a
+    width that no k of the menu gives."""
+    widths = list(widths)
+    if len(widths) != len(TABLES):
+        raise ValueError(f"{len(widths)} tables, an RV32 proof has {len(TABLES)}")
+    out = {}
+    for name in SLOTTED:
+        w = widths[INDEX[name]]
+        by_width = {static_air(name, log_blowup, k).main_width: k for k in slot_menu(name)}
+        if w not in by_width:
+            raise ValueError(f"{name}: main width {w} is not that of k in {slot_menu(name)}")
+        out[name] = by_width[w]
+    return out
+
+
+def table_airs(image, input: bytes, output: bytes, log_blowup: int, slots=None) -> list:
+    """Every table's AIR in proof order (image: :func:`chips.program.image_of`; ``slots``:
+    table -> k for the slotted tables, 1 where not given)."""
+    slots = dict(slots or {})
     with gc_paused():
         out = []
         for name in TABLES:
@@ -85,8 +136,9 @@ def table_airs(image, input: bytes, output: bytes, log_blowup: int, p2_slots: in
             elif name == "io":
                 out.append(build_io(input, output, log_blowup))
             else:
-                out.append(static_air(name, log_blowup, p2_slots))
+                out.append(static_air(name, log_blowup, int(slots.get(name, 1))))
         return out
 
 
-__all__ = ["TABLES", "INDEX", "CHIPS", "static_air", "table_airs"]
+__all__ = ["TABLES", "INDEX", "CHIPS", "SLOTTED", "slot_menu", "static_air", "table_airs",
+           "choose_slots", "slots_from_widths", "cells_per_row"]

@@ -44,7 +44,7 @@ from .chips.registers import ROWS as REG_ROWS, register_init, registers_rows
 from .chips.rows import Accesses, Rows
 from .chips.shift import SHIFT_OPS, shift_rows
 from .statement import public_values
-from .tables import INDEX, TABLES, table_airs
+from .tables import INDEX, SLOTTED, TABLES, choose_slots, table_airs
 
 DEFAULT_LOG_BLOWUP = 2
 _OPS = {"alu": ALU_OPS, "bitwise": BITWISE_OPS, "shift": SHIFT_OPS, "branch": BRANCH_OPS,
@@ -69,6 +69,7 @@ class Rv32Traces:
     table_public_values: list
     cycles: int
     real_rows: dict = field(default_factory=dict)
+    slots: dict = field(default_factory=dict)
 
     @property
     def names(self) -> list:
@@ -84,15 +85,16 @@ class Rv32Traces:
 
     def report(self) -> str:
         """One line per table: rows (real), width, aux, parts, cells, cells per cycle."""
-        lines = [f"{'table':<10} {'rows':>9} {'real':>9} {'main':>5} {'aux':>4} {'parts':>5} "
-                 f"{'cells':>12} {'per cycle':>9}"]
+        lines = [f"{'table':<10} {'rows':>9} {'k':>2} {'items':>9} {'main':>5} {'aux':>4} "
+                 f"{'parts':>5} {'cells':>12} {'per cycle':>9}"]
         cells = self.cells()
         for name, air, t in zip(TABLES, self.airs, self.traces):
-            lines.append(f"{name:<10} {t.shape[0]:>9,} {self.real_rows.get(name, 0):>9,} "
+            lines.append(f"{name:<10} {t.shape[0]:>9,} {self.slots.get(name, 1):>2} "
+                         f"{self.real_rows.get(name, 0):>9,} "
                          f"{air.main_width:>5} {air.aux_width:>4} {air.num_parts:>5} "
                          f"{cells[name]:>12,} {cells[name] / max(1, self.cycles):>9.1f}")
         total = sum(cells.values())
-        lines.append(f"{'total':<10} {'':>9} {'':>9} {'':>5} {'':>4} {'':>5} {total:>12,} "
+        lines.append(f"{'total':<10} {'':>9} {'':>2} {'':>9} {'':>5} {'':>4} {'':>5} {total:>12,} "
                      f"{total / max(1, self.cycles):>9.1f}   ({self.cycles:,} cycles)")
         return "\n".join(lines)
 
@@ -172,10 +174,12 @@ def _lookup_program(air, its):
 
 def build_traces(program, execution, max_cycles: int = abi.DEFAULT_MAX_CYCLES,
                  log_blowup: int = DEFAULT_LOG_BLOWUP, image=None,
-                 p2_slots: int | None = None) -> Rv32Traces:
+                 slots: dict | None = None) -> Rv32Traces:
     """AIRs, traces and public values for a proof that ``program`` run on the execution's
     input with limit ``max_cycles`` exits with its exit code and output (module
-    docstring).  ``image``: :func:`chips.program.image_of` of the program, if at hand."""
+    docstring).  ``image``: :func:`chips.program.image_of` of the program, if at hand;
+    ``slots``: table -> k to force a slotted table's k (tables.SLOTTED; the others get
+    the k committing the fewest cells)."""
     rec = execution.record
     if rec is None:
         raise ValueError("build_traces needs an execution run with record=True")
@@ -206,22 +210,23 @@ def build_traces(program, execution, max_cycles: int = abi.DEFAULT_MAX_CYCLES,
     rows["registers"] = _registers_rows(acc)
 
     output = bytes(rec.output)
-    airs = table_airs(image, rec.input, output, log_blowup,
-                      p2_slots if p2_slots is not None else
-                      vm_traces.choose_slots("poseidon2", max(1, len(p2_states)), log_blowup))
+    slots = dict(slots or {})
+    for name in SLOTTED:
+        if name not in slots:
+            items = len(p2_states) if name == "poseidon2" else rows[name].m
+            slots[name] = choose_slots(name, max(1, items), log_blowup)
+    airs = table_airs(image, rec.input, output, log_blowup, slots)
     pvs = public_values(program, rec.input, output, execution.exit_code, max_cycles)
     traces = [None] * len(TABLES)
     for name, r in rows.items():
         height = REG_ROWS if name == "registers" else None
-        traces[INDEX[name]] = r.trace(airs[INDEX[name]], height)
+        traces[INDEX[name]] = r.trace(airs[INDEX[name]], height, slots.get(name, 1))
     prog_air = airs[INDEX["program"]]
     traces[INDEX["program"]] = program_trace(image, ctx.pcw, prog_air.fixed_height)
     n_read = _final(acc, REG, 33)
     traces[INDEX["io"]] = io_trace(len(rec.input), n_read, airs[INDEX["io"]].fixed_height)
-    k = vm_traces.slots_from_widths  # noqa: F841  (the k of POSEIDON2 is its AIR's width)
-    p2k = airs[INDEX["poseidon2"]].main_width // 299
     states = np.asarray(p2_states, dtype=np.uint32).reshape(-1, 16)
-    traces[INDEX["poseidon2"]] = vm_traces.poseidon2_trace(states, p2k)
+    traces[INDEX["poseidon2"]] = vm_traces.poseidon2_trace(states, slots["poseidon2"])
     bidx = INDEX["bytes"]
     traces[bidx] = np.zeros((bytes_chip.SIZE, 3), dtype=np.uint32)
     counts = _lookup_counts(airs, traces, pvs)
@@ -229,7 +234,7 @@ def build_traces(program, execution, max_cycles: int = abi.DEFAULT_MAX_CYCLES,
     real = {name: r.m for name, r in rows.items()}
     real.update({"program": int(image.wa.size), "io": len(rec.input) + len(output),
                  "bytes": bytes_chip.SIZE, "poseidon2": int(states.shape[0])})
-    return Rv32Traces(airs, traces, pvs, cycles, real)
+    return Rv32Traces(airs, traces, pvs, cycles, real, slots)
 
 
 def _final(acc: Accesses, space: int, addr: int) -> int:
@@ -260,16 +265,16 @@ def _ioword(rec, info, acc) -> Rows:
 def _p2call(rec, info, acc):
     calls = np.flatnonzero(info["kinds"]["k_p2"])
     ev = rec.ecall_mem_event.astype(np.int64)
-    words_in = np.zeros((calls.size, 16), np.int64)
-    words_out = np.zeros((calls.size, 8), np.int64)
     before = rec.ecall_mem_before.astype(np.int64)
     after = rec.ecall_mem_after.astype(np.int64)
-    for j, e in enumerate(calls):
-        idx = np.flatnonzero(ev == e)
-        if idx.size != 24:
-            raise ValueError(f"POSEIDON2 call {e} touched {idx.size} words, not 24")
-        words_in[j] = before[idx[:16]]
-        words_out[j] = after[idx[16:]]
+    # the touched words are grouped by call, in call order: each call's 24 start at its
+    # first entry (16 reads, then 8 writes)
+    start = np.searchsorted(ev, calls)
+    idx = start[:, None] + np.arange(24)[None, :]
+    if calls.size and (idx.max() >= ev.size or np.any(ev[idx] != calls[:, None])):
+        raise ValueError("a POSEIDON2 call did not touch its 24 words")
+    words_in = before[idx[:, :16]] if calls.size else np.zeros((0, 16), np.int64)
+    words_out = after[idx[:, 16:]] if calls.size else np.zeros((0, 8), np.int64)
     states = permute(words_in.astype(np.uint32)) if calls.size else np.zeros((0, 16), np.uint32)
     if calls.size and not np.array_equal(states[:, :8].astype(np.int64), words_out):
         raise ValueError("a POSEIDON2 call's outputs are not the compression of its inputs")

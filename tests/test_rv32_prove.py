@@ -68,7 +68,7 @@ def test_forged_claim_proof_refused(what):
     airs = tr.airs
     if what == "output":
         out = b"elm"
-        airs = program_airs(prog, S.ALL_INPUT, out, FAST.log_blowup)
+        airs = program_airs(prog, S.ALL_INPUT, out, FAST.log_blowup, tr.slots)
         pvs[INDEX["io"]] = pack_output(out)
     else:
         pvs[INDEX["registers"]][0] = 8
@@ -86,10 +86,10 @@ def test_log_blowup_1():
         mv a0, a2
         ecall
     """)
-    airs = program_airs(prog, b"", b"", 1)
     params = Params(log_blowup=1, num_queries=8, pow_bits=1, logup_pow_bits=1,
                     deep_pow_bits=1, commit_pow_bits=1)
     tr1 = build_traces(prog, ex, max_cycles=10_000, log_blowup=1)
+    airs = program_airs(prog, b"", b"", 1, tr1.slots)
     assert [a.fingerprint() for a in tr1.airs] == [a.fingerprint() for a in airs]
     proof = prove(tr1.traces, tr1.airs, tr1.table_public_values, params, check=False)
     claim, _ = verify_execution(proof, prog, b"", 10_000, min_security_bits=0)

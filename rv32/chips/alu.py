@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from steadfast.air import AirBuilder
 
 from .. import isa
 from .common import AND8, REG, TWO16, fetch, range16, read, step, sum_of, ts_of, write
 from .rows import Rows
+from .slots import slotted
 
 ALU_OPS = (isa.ADD, isa.SUB, isa.SLT, isa.SLTU)
 BITWISE_OPS = (isa.XOR, isa.OR, isa.AND)
@@ -39,7 +39,7 @@ _FLAG = {isa.ADD: "f_add", isa.SUB: "f_sub", isa.SLT: "f_slt", isa.SLTU: "f_sltu
          isa.XOR: "f_xor", isa.OR: "f_or", isa.AND: "f_and"}
 
 
-def _adapter(b: AirBuilder, flags: dict, imm: bool = True):
+def _adapter(b, flags: dict, imm: bool = True):
     """pcw, clk, rd, rs1, rs2 (and imm); fetch + step.  ``flags``: op id -> flag column."""
     c = {n: b.main(n) for n in ("pcw", "clk", "rd", "rs1", "rs2")
          + (("imm_lo", "imm_hi") if imm else ())}
@@ -56,8 +56,12 @@ def _adapter(b: AirBuilder, flags: dict, imm: bool = True):
     return c, fl, real
 
 
-def build_alu(log_blowup: int):
-    b = AirBuilder("rv32_alu")
+def build_alu(log_blowup: int, k: int = 1):
+    """rv32_alu with k slots (chips/slots.py)."""
+    return slotted("rv32_alu", _alu_slot, k, log_blowup)
+
+
+def _alu_slot(b):
     c, fl, real = _adapter(b, {op: _FLAG[op] for op in ALU_OPS})
     f_add, f_sub, f_slt, f_sltu = (fl[op] for op in ALU_OPS)
     a = (b.main("a_lo"), b.main("a_hi"))
@@ -91,11 +95,14 @@ def build_alu(log_blowup: int):
     b.assert_zero(arith * (out[1] - u[1]), name="c_hi_arith")
     b.assert_zero(cmp_ * (out[0] - k1), name="c_lo_cmp")
     b.assert_zero(cmp_ * out[1], name="c_hi_cmp")
-    return b.build(log_blowup=log_blowup)
 
 
-def build_bitwise(log_blowup: int):
-    b = AirBuilder("rv32_bitwise")
+def build_bitwise(log_blowup: int, k: int = 1):
+    """rv32_bitwise with k slots (chips/slots.py)."""
+    return slotted("rv32_bitwise", _bitwise_slot, k, log_blowup)
+
+
+def _bitwise_slot(b):
     c, fl, real = _adapter(b, {op: _FLAG[op] for op in BITWISE_OPS})
     f_xor, f_or, f_and = (fl[op] for op in BITWISE_OPS)
     ab = b.main_cols("a", 4)
@@ -115,7 +122,6 @@ def build_bitwise(log_blowup: int):
     b.assert_zero(out[1] - res[2] - 256 * res[3], name="c_hi")
     for i in range(4):
         b.send(AND8, [ab[i], bb[i], nn[i]], multiplicity=real)
-    return b.build(log_blowup=log_blowup)
 
 
 # --------------------------------------------------------------------------- traces

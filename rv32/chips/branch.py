@@ -18,20 +18,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from steadfast.air import AirBuilder
 from steadfast.air import field as F
 
 from .. import isa
 from .common import REG, TWO16, fetch, range16, read, step, sum_of, ts_of
 from .rows import Rows
+from .slots import slotted
 
 BRANCH_OPS = (isa.BEQ, isa.BNE, isa.BLT, isa.BGE, isa.BLTU, isa.BGEU)
 _FLAGS = {isa.BEQ: "f_beq", isa.BNE: "f_bne", isa.BLT: "f_blt", isa.BGE: "f_bge",
           isa.BLTU: "f_bltu", isa.BGEU: "f_bgeu"}
 
 
-def build_branch(log_blowup: int):
-    b = AirBuilder("rv32_branch")
+def build_branch(log_blowup: int, k: int = 1):
+    """rv32_branch with k slots (chips/slots.py)."""
+    return slotted("rv32_branch", _branch_slot, k, log_blowup)
+
+
+def _branch_slot(b):
     c = {n: b.main(n) for n in ("pcw", "clk", "rs1", "rs2", "tgt")}
     fl = {op: b.main(name) for op, name in _FLAGS.items()}
     f_beq, f_bne, f_blt, f_bge, f_bltu, f_bgeu = (fl[op] for op in BRANCH_OPS)
@@ -71,7 +75,6 @@ def build_branch(log_blowup: int):
     range16(b, 2 * bv[1] - TWO16 * sb, signed)
     b.assert_zero(taken - f_beq * z - f_bne * (1 - z) - (f_blt + f_bltu) * k1
                   - (f_bge + f_bgeu) * (1 - k1), name="taken")
-    return b.build(log_blowup=log_blowup)
 
 
 def branch_rows(ctx, cyc: np.ndarray, acc) -> Rows:

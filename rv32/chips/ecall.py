@@ -26,11 +26,11 @@ unknown a7 is an execution error, so no flag fits it.  The "not" cases have witn
 
 The machine's error checks, so that no failing run is proved: read / write buffers
 a1 + a2 <= 2^32 (an adder with a carry out only onto 0), fd 1 / fd 2 at most
-MAX_OUTPUT_BYTES = 2^26 bytes (a2_hi < 2^10, then 2^26 - count - a2 = z in [0, 2^27)),
+MAX_OUTPUT_BYTES = 2^26 bytes (a2_hi < 2^11, then 2^26 - count - a2 = z in [0, 2^27)),
 POSEIDON2 pointers 4-aligned (a0 = 4 wla, a1 = 4 wl) and inside memory (the words from
 2^30 on have no MEMORY row, so accesses there cannot balance), inputs canonical (P2CALL),
 the cycle limit (exit).  n = min(a2, avail) with avail = input_len - cursor in limbs
-(av_hi < 2^10: avail is below 2^26) and one adder d + avail = a2 + 2^32 mk1, so mk1 =
+(av_hi < 2^11: avail is below 2^27) and one adder d + avail = a2 + 2^32 mk1, so mk1 =
 [a2 < avail].  The cursors are registers 33..35 (one field element in the lo slot), read
 and written at ts + 1 with multiplicity k_read + k_w1 + k_w2.
 """
@@ -113,7 +113,8 @@ def build_ecall(log_blowup: int):
     rd = k["k_read"]
     b.assert_zero(rd * (av[0] + TWO16 * av[1] - b.pv("input_len") + cur), name="avail")
     range16(b, av[0], rd)
-    range16(b, 64 * av[1], rd)
+    range16(b, av[1], rd)             # av_hi becomes n_hi, a limb of a0: a real limb,
+    range16(b, 32 * av[1], rd)        # and below 2^11 (avail <= input_len <= 2^26)
     b.assert_bool(mk0, name="mk0_bool")
     b.assert_bool(mk1, name="mk1_bool")
     b.assert_zero(rd * (d[0] + av[0] - a2[0] - TWO16 * mk0), name="min_lo")
@@ -125,7 +126,7 @@ def build_ecall(log_blowup: int):
         b.assert_zero(wr * (n[j] - a2[j]), name=f"write_n{j}")
     # writes: at most OUT_LIMIT bytes per fd
     z = _regs(b, "z")
-    range16(b, 64 * a2[1], wr)
+    range16(b, 32 * a2[1], wr)        # a2 < 2^27, so the count below cannot wrap
     b.assert_zero(wr * (OUT_LIMIT - cur - N - z[0] - TWO16 * z[1]), name="out_limit")
     range16(b, z[0], wr)
     range16(b, 32 * z[1], wr)

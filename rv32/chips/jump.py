@@ -18,14 +18,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from steadfast.air import AirBuilder
 
 from .common import OP_JUMP, REG, TWO16, fetch, range16, read, step, ts_of, write
 from .rows import Rows
+from .slots import slotted
 
 
-def build_jump(log_blowup: int):
-    b = AirBuilder("rv32_jump")
+def build_jump(log_blowup: int, k: int = 1):
+    """rv32_jump with k slots (chips/slots.py)."""
+    return slotted("rv32_jump", _jump_slot, k, log_blowup)
+
+
+def _jump_slot(b):
     c = {n: b.main(n) for n in ("pcw", "clk", "rd", "rs1", "imm_lo", "imm_hi", "v_lo", "v_hi",
                                 "tgt", "real")}
     real = c["real"]
@@ -44,7 +48,6 @@ def build_jump(log_blowup: int):
     range16(b, wl, real)
     range16(b, 4 * wl, real)
     range16(b, s_hi, real)
-    return b.build(log_blowup=log_blowup)
 
 
 def jump_rows(ctx, cyc: np.ndarray, acc) -> tuple[Rows, np.ndarray]:

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from steadfast.air import AirBuilder
 
 from .. import isa
 from .common import (MEMORY, PAIR8, REG, TWO16, access, fetch, range16, read, step, sum_of,
                      ts_of, write)
 from .rows import Rows
+from .slots import slotted
 
 LOAD_OPS = (isa.LB, isa.LH, isa.LW, isa.LBU, isa.LHU)
 STORE_OPS = (isa.SB, isa.SH, isa.SW)
@@ -61,8 +61,12 @@ def _address(b, a, imm, real):
     return wl + (1 << 14) * s_hi, o0, o1
 
 
-def build_load(log_blowup: int):
-    b = AirBuilder("rv32_load")
+def build_load(log_blowup: int, k: int = 1):
+    """rv32_load with k slots (chips/slots.py)."""
+    return slotted("rv32_load", _load_slot, k, log_blowup)
+
+
+def _load_slot(b):
     c = {n: b.main(n) for n in ("pcw", "clk", "rd", "rs1", "imm_lo", "imm_hi")}
     fl, real, op_id = _flags(b, _LFLAGS)
     f_lb, f_lh, f_lw, f_lbu, f_lhu = (fl[op] for op in LOAD_OPS)
@@ -92,11 +96,14 @@ def build_load(log_blowup: int):
                   + f_lb * (out[0] - bt - 0xFF00 * sg) + f_lbu * (out[0] - bt), name="c_lo")
     b.assert_zero(f_lw * (out[1] - w[1]) + (f_lh + f_lb) * (out[1] - 0xFFFF * sg)
                   + (f_lhu + f_lbu) * out[1], name="c_hi")
-    return b.build(log_blowup=log_blowup)
 
 
-def build_store(log_blowup: int):
-    b = AirBuilder("rv32_store")
+def build_store(log_blowup: int, k: int = 1):
+    """rv32_store with k slots (chips/slots.py)."""
+    return slotted("rv32_store", _store_slot, k, log_blowup)
+
+
+def _store_slot(b):
     c = {n: b.main(n) for n in ("pcw", "clk", "rs1", "rs2", "imm_lo", "imm_hi")}
     fl, real, op_id = _flags(b, _SFLAGS)
     f_sb, f_sh, f_sw = (fl[op] for op in STORE_OPS)
@@ -126,7 +133,6 @@ def build_store(log_blowup: int):
                   name="n_lo")
     b.assert_zero(f_sw * (n[1] - r[1]) + part * (n[1] - (1 - o1) * w[1]) - o1 * half,
                   name="n_hi")
-    return b.build(log_blowup=log_blowup)
 
 
 # --------------------------------------------------------------------------- traces

@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from steadfast.air import AirBuilder
 from steadfast.air import field as F
 
 from .. import isa
 from .common import PAIR8, REG, TWO16, range16, read, sum_of, ts_of, write
 from .alu import _adapter, _adapter_rows, _accesses
 from .rows import Rows
+from .slots import slotted
 
 MUL_OPS = (isa.MUL, isa.MULH, isa.MULHSU, isa.MULHU)
 DIV_OPS = (isa.DIV, isa.DIVU, isa.REM, isa.REMU)
@@ -48,8 +48,12 @@ def _products(x, y, k):
     return sum_of([x[i] * y[k - i] for i in range(4) if 0 <= k - i < 4])
 
 
-def build_mul(log_blowup: int):
-    b = AirBuilder("rv32_mul")
+def build_mul(log_blowup: int, k: int = 1):
+    """rv32_mul with k slots (chips/slots.py)."""
+    return slotted("rv32_mul", _mul_slot, k, log_blowup)
+
+
+def _mul_slot(b):
     c, fl, real = _adapter(b, _MFLAGS, imm=False)   # R-type only: PROGRAM's imm is 0
     f_mul, f_mulh, f_mulhsu, f_mulhu = (fl[op] for op in MUL_OPS)
     a, bb = b.main_cols("a", 4), b.main_cols("b", 4)
@@ -89,7 +93,6 @@ def build_mul(log_blowup: int):
     high = f_mulh + f_mulhsu + f_mulhu
     b.assert_zero(f_mul * (out[0] - p[0] - 256 * p[1]) + high * (out[0] - res[0]), name="c_lo")
     b.assert_zero(f_mul * (out[1] - p[2] - 256 * p[3]) + high * (out[1] - res[1]), name="c_hi")
-    return b.build(log_blowup=log_blowup)
 
 
 def _negation(b, name, v, real):
@@ -110,8 +113,12 @@ def _select(s, x, y):
     return (x[0] + s * (y[0] - x[0]), x[1] + s * (y[1] - x[1]))
 
 
-def build_div(log_blowup: int):
-    b = AirBuilder("rv32_div")
+def build_div(log_blowup: int, k: int = 1):
+    """rv32_div with k slots (chips/slots.py)."""
+    return slotted("rv32_div", _div_slot, k, log_blowup)
+
+
+def _div_slot(b):
     c, fl, real = _adapter(b, _DFLAGS, imm=False)
     f_div, f_divu, f_rem, f_remu = (fl[op] for op in DIV_OPS)
     signed = f_div + f_rem
@@ -185,7 +192,6 @@ def build_div(log_blowup: int):
     for j in range(2):
         b.assert_zero((f_div + f_divu) * (out[j] - q[j]) + (f_rem + f_remu) * (out[j] - r[j]),
                       name=f"c{j}")
-    return b.build(log_blowup=log_blowup)
 
 
 # --------------------------------------------------------------------------- traces

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .common import MEMORY, P, REG, TS_GAP_BITS, pow2_rows
+from .slots import base_names
 
 
 class Rows:
@@ -69,20 +70,21 @@ class Rows:
                 self.cols[f"{name}_phi"][sel] = phi
         self._pending = []
 
-    def trace(self, air, height: int | None = None) -> np.ndarray:
-        """uint32[n, width] in the AIR's column order (n = ``height`` or pow2_rows(m));
+    def trace(self, air, height: int | None = None, k: int = 1) -> np.ndarray:
+        """uint32[n, width] in the AIR's column order, row i of the table's items in row
+        i // k, slot i % k (chips/slots.py); n = ``height`` or pow2_rows(ceil(m / k));
         columns not set are zero."""
-        n = pow2_rows(self.m) if height is None else int(height)
-        names = {name: j for j, name in enumerate(air.main_names)}
+        n = pow2_rows(-(-self.m // k)) if height is None else int(height)
+        names = {name: j for j, name in enumerate(base_names(air, k))}
         unknown = set(self.cols) - set(names)
         if unknown:
             raise ValueError(f"{air.name}: no columns {sorted(unknown)}")
-        U = np.zeros((len(names), n), dtype=np.uint32)
+        U = np.zeros((len(names), n * k), dtype=np.uint32)
         for name, v in self.cols.items():
             if v.size and (v.min() < 0 or v.max() >= P):
                 v = v % P
             U[names[name], :self.m] = v
-        return np.ascontiguousarray(U.T)
+        return np.ascontiguousarray(U.T).reshape(n, k * len(names))
 
 
 class Accesses:

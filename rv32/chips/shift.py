@@ -22,19 +22,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from steadfast.air import AirBuilder
 
 from .. import isa
 from .common import PAIR8, REG, range16, read, sum_of, ts_of, write
 from .alu import _adapter, _adapter_rows, _accesses
 from .rows import Rows
+from .slots import slotted
 
 SHIFT_OPS = (isa.SLL, isa.SRL, isa.SRA)
 _FLAGS = {isa.SLL: "f_sll", isa.SRL: "f_srl", isa.SRA: "f_sra"}
 
 
-def build_shift(log_blowup: int):
-    b = AirBuilder("rv32_shift")
+def build_shift(log_blowup: int, k: int = 1):
+    """rv32_shift with k slots (chips/slots.py)."""
+    return slotted("rv32_shift", _shift_slot, k, log_blowup)
+
+
+def _shift_slot(b):
     c, fl, real = _adapter(b, _FLAGS)
     f_sll, f_srl, f_sra = (fl[op] for op in SHIFT_OPS)
     right = f_srl + f_sra
@@ -79,7 +83,6 @@ def build_shift(log_blowup: int):
     for i in range(4):
         b.send(PAIR8, [lo[i], hi[i]], multiplicity=real)
     b.send(PAIR8, [2 * a[3] - 256 * sg, 0], multiplicity=real)
-    return b.build(log_blowup=log_blowup)
 
 
 def shift_rows(ctx, cyc: np.ndarray, acc) -> tuple[Rows, np.ndarray]:

@@ -1,0 +1,69 @@
+"""RV32IM proofs: committed cells per cycle per table, trace-building time and (with
+--prove) whole host proofs, on guests/bin/bench.elf's mix (guests/models.py bench_input:
+per iteration 8 ALU units, 4 memory units, 2 mul/div units, 1 Poseidon2 call).
+
+    .venv/bin/python bench/rv32_cells.py 14 16 18 20            # cells, trace building
+    .venv/bin/python bench/rv32_cells.py 14 16 --prove          # + prove and verify
+    .venv/bin/python bench/rv32_cells.py 16 --mix 8,4,0,0       # another mix (alu,mem,mul,p2)
+
+Cells = rows x (main + 4 aux EF columns + 4 quotient parts) per table (the committed
+base-field cells per unit of blowup; rv32/traces.py committed_cells), divided by the
+execution's cycles.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "guests"))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("log_cycles", type=int, nargs="+")
+    ap.add_argument("--mix", default="8,4,2,1", help="alu,mem,mul,p2 units per iteration")
+    ap.add_argument("--prove", action="store_true", help="also prove (default parameters)")
+    ap.add_argument("--log-blowup", type=int, default=2)
+    args = ap.parse_args(argv)
+    import models
+    from steadfast import rv32
+    from steadfast.rv32.statement import verify_execution
+    from steadfast.rv32.traces import build_traces
+    alu, mem, mul, p2 = (int(x) for x in args.mix.split(","))
+    prog = rv32.load_elf(ROOT / "guests" / "bin" / "bench.elf")
+    limit = rv32.MAX_CYCLES_CEILING
+    for k in args.log_cycles:
+        data, _ = models.bench_input(1 << k, alu, mem, mul, p2)
+        t = time.perf_counter()
+        ex = rv32.execute(prog, data, max_cycles=limit, record=True)
+        t_exec = time.perf_counter() - t
+        t, c = time.perf_counter(), time.process_time()
+        tr = build_traces(prog, ex, max_cycles=limit, log_blowup=args.log_blowup)
+        t_build, c_build = time.perf_counter() - t, time.process_time() - c
+        print(f"\n== 2^{k}: {ex.cycles:,} cycles, mix {args.mix}; execute {t_exec:.2f} s, "
+              f"build_traces {t_build:.2f} s ({c_build:.2f} CPU s); load "
+              f"{os.getloadavg()[0]:.1f}")
+        print(tr.report())
+        if args.prove:
+            from steadfast.prover.prove import prove
+            from steadfast.verifier.proof_format import Params
+            params = Params(log_blowup=args.log_blowup)
+            t, c = time.perf_counter(), time.process_time()
+            proof = prove(tr.traces, tr.airs, tr.table_public_values, params, check=False)
+            t_prove, c_prove = time.perf_counter() - t, time.process_time() - c
+            t = time.perf_counter()
+            claim, res = verify_execution(proof, prog, data, limit)
+            t_ver = time.perf_counter() - t
+            print(f"prove {t_prove:.1f} s ({c_prove:.1f} CPU s): {ex.cycles / t_prove:,.0f} "
+                  f"cycles/s (+ build {ex.cycles / (t_prove + t_build):,.0f}); proof "
+                  f"{len(proof) / 1024:.0f} KB, {res.security.bits} bits; verify {t_ver:.2f} s; "
+                  f"load {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
