@@ -34,6 +34,7 @@ from numba import cuda, uint32
 from .ntt_host import build_butterflies
 from .ntt_tables import _check_blowup, _check_shift, _log2_size, _table as _host_table
 from .ntt_tables import twiddles as _host_twiddles
+from .backend import shared_allocations
 from .devicelib import DF, device_function, grid_1d, is_simulator, kernel
 from .field import GENERATOR, P, to_mont_host
 
@@ -161,6 +162,15 @@ def _scale_kernel(x, tab):
 
 
 # ----------------------------------------------------------------------------- tables
+# Device tables shared by every worker's stream.  A table leaves the cache when the
+# twiddles grow or the coset tables' LRU evicts it; a worker that took it before may still
+# have kernels queued on its own stream, so its memory must outlive them.  The tables are
+# allocated inside ``backend.shared_allocations()``: on ``cuda`` (the pooled memory
+# manager) numba dropping a table hands its block to the pool only after the next
+# device-wide synchronisation (end of the proof's epoch, a drain, a pool trim), not at
+# once to the allocating stream's next allocation.  Retiring a table therefore only drops
+# the cache's reference: no synchronisation under the lock.  (Off the pooled manager,
+# numba's own frees are deferred and cuMemFree waits for the device.)
 _LOCK = threading.Lock()
 _DEV_TW: dict = {}              # inverse -> device copy of ntt.twiddles (largest so far)
 _DEV_TABLES: dict = {}          # (kind, log_n, shift) -> device table (a few, LRU)
@@ -169,19 +179,18 @@ _MAX_TABLES = 8
 
 def _publish(host: np.ndarray, stream):
     """Upload a table shared by every stream: on the caller's stream, complete before it
-    is published (another worker's non-blocking stream may read it next)."""
-    d = cuda.to_device(host, stream=stream)
+    is published (another worker's non-blocking stream may read it next), as a shared
+    allocation (released only after a device-wide synchronisation)."""
+    with shared_allocations():
+        d = cuda.to_device(host, stream=stream)
     if stream:
         stream.synchronize()
     return d
 
 
 def _retire(old) -> None:
-    """A cached table leaves the cache: kernels queued on any stream may still read it,
-    so wait for the device before its memory can go back to the pool (rare: growth and
-    eviction only)."""
-    if old is not None:
-        cuda.synchronize()
+    """A cached table leaves the cache: drop the reference (its memory is released after
+    the next device-wide synchronisation; see above)."""
 
 
 def _twiddles(log_n: int, inverse: bool, stream=0):

@@ -68,6 +68,14 @@ import numpy as np
 
 #: how often each modelled cupy operation ran (proof that the cuda paths were taken)
 CALLS: Counter = Counter()
+#: every host wait, by kind: ``stream`` (cupy Stream.synchronize), ``numba stream``
+#: (numba's stream.synchronize, external streams included), ``device`` (cupy
+#: Device().synchronize or numba's cuda.synchronize), ``event``, ``get`` (a blocking cupy
+#: download), ``copy_to_host`` (a numba download without a stream: synchronous), ``cai``
+#: (an array-interface hand-off that synchronises)
+HOST_WAITS: Counter = Counter()
+#: strict mode: (thread name, kind, caller "file:line") of every host wait
+HOST_WAIT_LOG: list = []
 #: (site, thread name, ext_ptr of the numba stream or None/0, current fake cupy stream ptr,
 #: caller "file:line" -- only where the stream is not the thread's current cupy stream)
 STREAM_USES: list = []
@@ -81,6 +89,15 @@ _live_streams: dict = {}                           # ptr -> Stream
 def _count(name: str) -> None:
     with _lock:
         CALLS[name] += 1
+
+
+def _wait(kind: str) -> None:
+    """A host wait of ``kind`` (see :data:`HOST_WAITS`)."""
+    caller = _caller() if STRICT[0] else ""
+    with _lock:
+        HOST_WAITS[kind] += 1
+        if STRICT[0]:
+            HOST_WAIT_LOG.append((threading.current_thread().name, kind, caller))
 
 
 # ------------------------------------------------------------------------ stream work
@@ -162,17 +179,24 @@ class MemoryPointer:
 
 
 class ndarray:                                     # noqa: N801 - cupy's name
-    """``cupy.ndarray`` backed by a host numpy array standing for device memory."""
+    """``cupy.ndarray`` backed by a host numpy array standing for device memory.
 
-    __slots__ = ("_a",)
+    ``_fk`` (strict mode) is what keeps the array's pool block allocated: every view of
+    the array holds it, as cupy's views hold their ``MemoryPointer``; a kernel launch
+    does not (see :func:`install`), so a block can go back to the pool while a launch
+    queued on a stream still reads its memory, as on a GPU."""
+
+    __slots__ = ("_a", "_fk")
 
     def __init__(self, shape, dtype=float):
         self._a = np.empty(shape, dtype=dtype)
+        self._fk = None
 
     @classmethod
-    def _wrap(cls, a: np.ndarray) -> "ndarray":
+    def _wrap(cls, a: np.ndarray, fk=None) -> "ndarray":
         obj = cls.__new__(cls)
         obj._a = a
+        obj._fk = fk
         return obj
 
     # -- attributes
@@ -199,6 +223,7 @@ class ndarray:                                     # noqa: N801 - cupy's name
     # -- transfers
     def get(self, stream=None, order="C", out=None, blocking=True) -> np.ndarray:
         _count("get")
+        _wait("get")
         # a blocking copy on the current (or given) stream: its queued work runs first
         _drain((stream if stream is not None else get_current_stream()).ptr)
         if out is not None:
@@ -225,12 +250,13 @@ class ndarray:                                     # noqa: N801 - cupy's name
 
     # -- views and element access
     def view(self, dtype=None) -> "ndarray":
-        return ndarray._wrap(self._a.view() if dtype is None else self._a.view(dtype))
+        return ndarray._wrap(self._a.view() if dtype is None else self._a.view(dtype), self._fk)
 
     def reshape(self, *shape, order="C") -> "ndarray":
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        return ndarray._wrap(self._a.reshape(shape, order=order))   # a view when possible
+        r = self._a.reshape(shape, order=order)                # a view when possible
+        return ndarray._wrap(r, self._fk if np.shares_memory(r, self._a) else None)
 
     def fill(self, value) -> None:
         _count("fill")
@@ -239,7 +265,9 @@ class ndarray:                                     # noqa: N801 - cupy's name
 
     def __getitem__(self, key) -> "ndarray":
         r = self._a[key]
-        return ndarray._wrap(r if isinstance(r, np.ndarray) else np.asarray(r))  # 0-d, like cupy
+        if not isinstance(r, np.ndarray):
+            return ndarray._wrap(np.asarray(r))                                  # 0-d, like cupy
+        return ndarray._wrap(r, self._fk if np.shares_memory(r, self._a) else None)
 
     def __setitem__(self, key, value) -> None:
         # stricter than cupy where cupy would upload: the project copies device to device
@@ -291,15 +319,28 @@ def _allocate(shape, dtype, order, fill):
     make = np.zeros if fill else np.empty
     a = make(shape, dtype=dtype, order=order)
     if STRICT[0]:
-        # the pool books the block; it goes back when the last view of the data dies
-        # (cupy arrays, their views and numba views of them share ``a``)
-        block = _POOL.malloc(nbytes)
-        weakref.finalize(a, _keep, block)
+        # the thread's allocator (a private pool under cupy.cuda.using_allocator, else the
+        # default pool) books the block; it goes back when the last array or view that
+        # holds it dies (cupy arrays, their views and numba views taken of them)
+        block = _current_allocator()(nbytes)
+        _own_block(block, a)
+        return ndarray._wrap(a, block)
     return ndarray._wrap(a)
 
 
 def _keep(*_):
     """weakref.finalize target: the arguments (a pool block) die with the array."""
+
+
+#: strict mode: pool block address -> weakref to the memory (numpy array) of its last
+#: owner, so that a block the pool hands out again poisons what its last owner's queued
+#: readers would still read (see MemoryPool.malloc)
+_BLOCK_MEM: dict = {}
+
+
+def _own_block(block, mem: np.ndarray) -> None:
+    with _lock:
+        _BLOCK_MEM[int(block.ptr)] = weakref.ref(_data_owner(mem))
 
 
 def empty(shape, dtype=float, order="C") -> ndarray:
@@ -326,7 +367,7 @@ def asarray(a, dtype=None, order=None) -> ndarray:
             # (CUPY_CUDA_ARRAY_INTERFACE_SYNC=1): a host wait
             _host_wait("cupy.asarray of a numba array made on a stream")
             _drain(ptr)
-        out = ndarray._wrap(a._ary)
+        out = ndarray._wrap(a._ary, getattr(a, "_fk", None))    # cupy keeps the owner
     elif isinstance(a, np.ndarray):
         out = ndarray._wrap(np.array(a, order="C", copy=True))
     else:
@@ -359,6 +400,7 @@ class Stream:
 
     def synchronize(self) -> None:
         _count("stream_synchronize")
+        _wait("stream")
         _drain(self.ptr)
 
     def __repr__(self):
@@ -372,6 +414,28 @@ def get_current_stream() -> Stream:
     return getattr(_tls, "current", Stream.null)
 
 
+def _current_allocator():
+    """The calling thread's allocator (``cupy.cuda.using_allocator``), else the default
+    pool's ``malloc``."""
+    return getattr(_tls, "allocator", None) or _POOL.malloc
+
+
+class using_allocator:                               # noqa: N801 - cupy's name
+    """``cupy.cuda.using_allocator(allocator)``: a thread-local allocator inside."""
+
+    def __init__(self, allocator=None):
+        self.allocator = allocator
+
+    def __enter__(self):
+        self.prev = getattr(_tls, "allocator", None)
+        _tls.allocator = self.allocator
+        return self
+
+    def __exit__(self, *exc):
+        _tls.allocator = self.prev
+        return False
+
+
 class Device:
     def __init__(self, device=0):
         if device not in (0, None):
@@ -379,6 +443,7 @@ class Device:
 
     def synchronize(self) -> None:
         _count("device_synchronize")
+        _wait("device")
         _drain(None)
 
     def use(self) -> None:
@@ -389,13 +454,13 @@ class _Block:
     """One pool block (``cupy.cuda.MemoryPointer`` from ``MemoryPool.malloc``): goes back
     to the free list of the stream it was allocated on when the last reference dies."""
 
-    __slots__ = ("ptr", "size", "stream", "__weakref__")
+    __slots__ = ("ptr", "size", "stream", "pool", "__weakref__")
 
-    def __init__(self, ptr, size, stream):
-        self.ptr, self.size, self.stream = ptr, size, stream
+    def __init__(self, ptr, size, stream, pool):
+        self.ptr, self.size, self.stream, self.pool = ptr, size, stream, pool
 
     def __del__(self):
-        _POOL._release(self)
+        self.pool._release(self)
 
 
 class MemoryPool:
@@ -404,35 +469,57 @@ class MemoryPool:
     bytes, freed blocks cached per (stream, size) and reused only on that stream,
     ``set_limit`` capping cached + used bytes (on a miss over the limit the cache is
     freed once, then ``OutOfMemoryError``), and the device's capacity shared with numba's
-    own (non-pooled) allocations: over it, ``OutOfMemoryError`` cumulatively."""
+    own (non-pooled) allocations: over it, ``OutOfMemoryError`` cumulatively.
 
-    def __init__(self):
+    A block handed out again (from its stream's free list) first *poisons* the memory of
+    its previous owner, in stream order on that stream: a kernel of another stream that
+    still reads the old memory reads 0xFFFFFFFF words (not field elements), as it would
+    read whatever the new owner writes on a GPU.  Several pools may exist (cupy's
+    default pool and private ``MemoryPool()`` instances); the device capacity and the
+    peaks count all of them."""
+
+    _addresses = itertools.count(0x10_0000_0000, 0x1_0000)     # unique over all pools
+
+    def __init__(self, allocator=None):
         self.limit = None
         self.used = 0
         self.cached = 0
         self._free: dict = {}
-        self._ptrs = itertools.count(0x10_0000_0000, 0x1_0000)
+        with _lock:
+            _POOLS.add(self)
 
     def malloc(self, size: int) -> _Block:
         size = max(512, -(-int(size) // 512) * 512)
         stream = get_current_stream().ptr
+        ptr = None
         with _lock:
             lst = self._free.get((stream, size))
             if lst:
                 self.cached -= size
                 self.used += size
                 _note_held()
-                return _Block(lst.pop(), size, stream)
+                ptr = lst.pop()
+                ref = _BLOCK_MEM.pop(ptr, None)
+                old = ref() if ref is not None else None
+        if ptr is not None:
+            if old is not None and STRICT[0]:
+                with _lock:
+                    DEFERRED["reuse_poison"] += 1
+
+                def poison(old=old):
+                    old.reshape(-1).view(np.uint8).fill(0xFF)
+                _enqueue(stream, "reuse-poison", poison)
+            return _Block(ptr, size, stream, self)
         for attempt in (0, 1):
             with _lock:
                 total = self.used + self.cached
                 over_limit = self.limit is not None and total + size > self.limit
                 over_device = (CAPACITY[0] is not None
-                               and total + size + RAW[0] > CAPACITY[0])
+                               and _all_pool_bytes() + size + RAW[0] > CAPACITY[0])
                 if not (over_limit or over_device):
                     self.used += size
                     _note_held()
-                    return _Block(next(self._ptrs), size, stream)
+                    return _Block(next(MemoryPool._addresses), size, stream, self)
             if attempt == 0:
                 self.free_all_blocks()
         _count("out_of_memory")
@@ -479,10 +566,19 @@ PEAK_HELD: list = [0]
 PEAK_USED: list = [0]
 
 
+#: every pool made (the default pool and private ones)
+_POOLS: "weakref.WeakSet" = weakref.WeakSet()
+
+
+def _all_pool_bytes() -> int:
+    # caller holds _lock
+    return sum(p.used + p.cached for p in _POOLS)
+
+
 def _note_held() -> None:
     # caller holds _lock
-    PEAK_HELD[0] = max(PEAK_HELD[0], _POOL.used + _POOL.cached + RAW[0])
-    PEAK_USED[0] = max(PEAK_USED[0], _POOL.used + RAW[0])
+    PEAK_HELD[0] = max(PEAK_HELD[0], _all_pool_bytes() + RAW[0])
+    PEAK_USED[0] = max(PEAK_USED[0], sum(p.used for p in _POOLS) + RAW[0])
 
 
 _POOL = MemoryPool()
@@ -569,8 +665,44 @@ class NumbaMemoryPointer:
             self._finalizer = weakref.finalize(self, finalizer)
 
 
-class _NumbaDefaultManager(HostOnlyCUDAMemoryManager):
-    """numba's own manager: cuMemAlloc outside cupy's pool, frees deferred."""
+class _NumbaDefaultManager(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
+    """numba's own manager (``NumbaCUDAMemoryManager``): cuMemAlloc outside cupy's pool,
+    counted against the device's capacity, frees deferred through the pending queue."""
+
+    def initialize(self):
+        pass
+
+    @property
+    def interface_version(self):
+        return 1
+
+    def get_memory_info(self):
+        import collections
+        total = CAPACITY[0] or (1 << 40)
+        return collections.namedtuple("MemoryInfo", "free,total")(free=total, total=total)
+
+    def memalloc(self, size):
+        nbytes = int(size)
+        for attempt in (0, 1):
+            with _lock:
+                fits = (CAPACITY[0] is None
+                        or _all_pool_bytes() + RAW[0] + nbytes <= CAPACITY[0])
+                if fits:
+                    RAW[0] += nbytes
+                    _note_held()
+                    break
+            if attempt == 0:
+                self.deallocations.clear()
+        else:
+            _count("out_of_memory")
+            raise RuntimeError("[CUDA_ERROR_OUT_OF_MEMORY] Call to cuMemAlloc results in "
+                               "CUDA_ERROR_OUT_OF_MEMORY")
+        _count("numba_alloc_raw")
+        deallocs = self.deallocations
+        ptr = NumbaMemoryPointer(self.context, next(MemoryPool._addresses), nbytes,
+                                 finalizer=lambda: deallocs.add_item(_raw_free, nbytes, nbytes))
+        ptr._fake_raw = True
+        return ptr
 
 
 class _Context:
@@ -587,13 +719,13 @@ _EMM: list = [None]
 
 
 def set_memory_manager(cls):
+    """numba's ``set_memory_manager``: checks the interface version and sets the class of
+    the contexts made from now on (the existing context keeps its manager: the caller
+    swaps it, as :func:`kernels.backend.install_pooled_memory_manager` does)."""
     _count("set_memory_manager")
     if cls(context=None).interface_version != 1:
         raise RuntimeError("EMM Plugin interface version mismatch")
     _EMM[0] = cls
-    mm = cls(context=_CTX)
-    mm.initialize()
-    _CTX.memory_manager = mm
 
 
 def _raw_free(nbytes):
@@ -609,32 +741,20 @@ def _data_owner(a: np.ndarray) -> np.ndarray:
 
 def _numba_alloc(arr):
     """Strict mode: book a numba (simulator) device array's bytes the way numba-cuda
-    would -- through the installed EMM plugin, or else as numba's own allocation outside
-    the pool (counted against the device's capacity, freed through the pending queue)."""
+    would -- through the context's memory manager: the installed EMM plugin (cupy's pool,
+    or numba's own allocator for what the plugin passes through), or numba's own manager
+    (outside the pool, counted against the device's capacity, freed through the pending
+    queue).  The returned pointer is what keeps the allocation: the array and its views
+    hold it (``_fk``), a kernel launch does not."""
     root = _data_owner(arr._ary)
     nbytes = int(root.nbytes)
-    mm = _CTX.memory_manager
     _count("numba_alloc")
-    if not isinstance(mm, _NumbaDefaultManager):
+    mp = _CTX.memory_manager.memalloc(nbytes)
+    if not getattr(mp, "_fake_raw", False):
         _count("numba_alloc_pooled")
-        weakref.finalize(root, _keep, mm.memalloc(nbytes))
-        return arr
-    for attempt in (0, 1):
         with _lock:
-            fits = (CAPACITY[0] is None
-                    or _POOL.used + _POOL.cached + RAW[0] + nbytes <= CAPACITY[0])
-            if fits:
-                RAW[0] += nbytes
-                _note_held()
-                break
-        if attempt == 0:
-            mm.deallocations.clear()
-    else:
-        _count("out_of_memory")
-        raise RuntimeError("[CUDA_ERROR_OUT_OF_MEMORY] Call to cuMemAlloc results in "
-                           "CUDA_ERROR_OUT_OF_MEMORY")
-    _count("numba_alloc_raw")
-    weakref.finalize(root, mm.deallocations.add_item, _raw_free, nbytes, nbytes)
+            _BLOCK_MEM[int(getattr(mp, "device_pointer_value", 0) or 0)] = weakref.ref(root)
+    arr._fk = mp
     return arr
 
 
@@ -653,6 +773,8 @@ def _cupy_modules() -> tuple:
     cuda.get_current_stream = get_current_stream
     cuda.memory = memory
     cuda.MemoryPointer = MemoryPointer
+    cuda.MemoryPool = MemoryPool
+    cuda.using_allocator = using_allocator
     cupy = types.ModuleType("cupy")
     cupy.__version__ = "0.0.0+fake"
     cupy.ndarray = ndarray
@@ -740,6 +862,7 @@ def install(strict: bool = False, capacity: int | None = None):
 
         def synchronize(self):
             _count("numba_stream_synchronize")
+            _wait("numba stream")
             _drain(self.ext_ptr)
 
         def __repr__(self):
@@ -763,7 +886,10 @@ def install(strict: bool = False, capacity: int | None = None):
         cai = obj.__cuda_array_interface__
         if cai["data"][0] != obj._a.ctypes.data or cai["shape"] != obj._a.shape:
             raise RuntimeError("fake cupy: inconsistent __cuda_array_interface__")
-        return FakeCUDAArray(obj._a)                 # zero-copy: shares the memory
+        view = FakeCUDAArray(obj._a)                 # zero-copy: shares the memory
+        if obj._fk is not None:
+            view._fk = obj._fk                       # numba's view keeps its owner alive
+        return view
 
     class Event:
         def __init__(self, timing=True):
@@ -780,6 +906,7 @@ def install(strict: bool = False, capacity: int | None = None):
             _drain(getattr(self, "ptr", 0))
 
         def synchronize(self):
+            _wait("event")
             _drain(getattr(self, "ptr", 0))
 
         def elapsed_time(self, other):
@@ -810,7 +937,13 @@ def install(strict: bool = False, capacity: int | None = None):
             _drain(ptr)
             return orig_call(self, *conv)
 
-        def run(kernel=self, cfg=cfg, conv=tuple(conv)):
+        # a launch holds the memory it reads, never the allocations: fresh views without
+        # the owner token (``_fk``), so a block whose last owner drops it goes back to the
+        # pool while this launch is still queued, as on a GPU
+        conv = tuple(FakeCUDAArray(a._ary, a.stream) if isinstance(a, FakeCUDAArray) else a
+                     for a in conv)
+
+        def run(kernel=self, cfg=cfg, conv=conv):
             orig_getitem(kernel, cfg)
             orig_call(kernel, *conv)
         _enqueue(ptr, "launch", run)
@@ -857,6 +990,8 @@ def install(strict: bool = False, capacity: int | None = None):
             raise TypeError(f"copy_to_host: destination must be a numpy array, got "
                             f"{type(ary).__name__}")
         ptr = _ptr(stream)
+        if not stream:
+            _wait("copy_to_host")                 # a synchronous copy: the host waits
         if not _defers(ptr):
             return orig_to_host(self, ary, stream=stream)
         # asynchronous: the destination holds the data only after the stream's sync
@@ -886,7 +1021,26 @@ def install(strict: bool = False, capacity: int | None = None):
     cuda.is_cuda_array = lambda obj: isinstance(obj, (ndarray, FakeCUDAArray))
     cuda.event = Event
     cuda.to_device = to_device
-    cuda.synchronize = lambda: _drain(None)
+    def synchronize():
+        _wait("device")
+        _drain(None)
+    cuda.synchronize = synchronize
+    cuda.NumbaCUDAMemoryManager = _NumbaDefaultManager
+    # numba's views keep their owner's allocation (``_fk``): every FakeCUDAArray method
+    # that returns a view of the same memory passes the token on
+    for meth in ("__getitem__", "reshape", "view", "ravel", "transpose", "bind", "split"):
+        orig = getattr(FakeCUDAArray, meth)
+
+        def keeping(self, *a, _orig=orig, **k):
+            res = _orig(self, *a, **k)
+            fk = getattr(self, "_fk", None)
+            if fk is not None:
+                for r in (res if isinstance(res, list) else (res,)):
+                    if isinstance(r, FakeCUDAArray) and np.shares_memory(r._ary, self._ary):
+                        r._fk = fk
+            return res
+        setattr(FakeCUDAArray, meth, keeping)
+    FakeCUDAArray.T = property(lambda self: self.transpose())
     cuda.device_array = device_array
     simkernel.FakeCUDAKernel.__call__ = launch
     simkernel.FakeCUDAKernel.__getitem__ = configure
@@ -895,7 +1049,8 @@ def install(strict: bool = False, capacity: int | None = None):
     return cupy
 
 
-__all__ = ["install", "set_allocation_limit", "CALLS", "STREAM_USES", "SYNC_WAITS", "STRICT",
+__all__ = ["install", "set_allocation_limit", "CALLS", "HOST_WAITS", "HOST_WAIT_LOG",
+           "STREAM_USES", "SYNC_WAITS", "STRICT",
            "DEFER", "DEFERRED", "EXEC_LOCK", "pending",
            "CAPACITY", "RAW", "PEAK_HELD", "PEAK_USED", "ndarray",
            "MemoryPointer", "Stream", "OutOfMemoryError"]
