@@ -202,9 +202,6 @@ class EmuEngine:
         """A host copy of rows lo..hi of a device array (a cap: no device allocation)."""
         return np.array(self.download_view(dev)[lo:hi])
 
-    def gather_paths(self, nodes_dev, log_n: int, idx) -> np.ndarray:
-        return kmerkle.MerkleTree(self.download_view(nodes_dev), log_n, None).paths(idx)
-
 
 def decompose(q_values: np.ndarray, shape: TableShape) -> np.ndarray:
     """Q on g<w_M> (uint32[4, M]) -> the parts' coefficient blocks uint32[4 P, n]
@@ -226,7 +223,7 @@ class CudaEngine(EmuEngine):
 
     On the device: trace/aux/parts LDE (kernels.ntt_device), the committed row matrix
     (kernels.layout_device), Merkle commits of LDEs and FRI layers (kernels.merkle_device),
-    opened rows and paths gathered on the device.  ``host_assisted`` lists the stages that
+    opened rows and multiproof nodes gathered on the device.  ``host_assisted`` lists the stages that
     still compute on a host copy of their device inputs on this engine (their outputs go
     back to device memory; the stats report them).
     """
@@ -235,8 +232,8 @@ class CudaEngine(EmuEngine):
 
     def __init__(self, kind: str):
         from numba import cuda
-        from steadfast.kernels import (constraint_device, fri_device, layout_device, merkle_device,
-                                       ntt_device, stage_device)
+        from steadfast.kernels import (constraint_device, fri_device, layout_device, logup_device,
+                                       merkle_device, ntt_device, stage_device)
         self.name = kind
         self.kind = kind
         self._cuda = cuda
@@ -245,6 +242,7 @@ class CudaEngine(EmuEngine):
         self._layout = layout_device
         self._stage = stage_device
         self._constraint = constraint_device
+        self._logup = logup_device
         self._fri = fri_device
         self._selectors: dict = {}
         self.mem: DeviceMemory | None = None     # set by make_stages (scratch booking)
@@ -287,7 +285,7 @@ class CudaEngine(EmuEngine):
                                  f"booked {tuple(out.shape)}")
             return out.data
         try:
-            _, terminal = self._constraint.aux_build_device(
+            _, terminal = self._logup.aux_build_device(
                 air, shape, trace_dev.data, public_values, challenges, layout="cols", columns=True,
                 stream=self._s(), alloc=into_out)
         except BaseException:
@@ -386,10 +384,6 @@ class CudaEngine(EmuEngine):
     def gather_columns(self, lde_dev, nat_idx) -> np.ndarray:
         return self._layout.gather_columns_device(lde_dev.data, nat_idx, stream=self._s())
 
-    def gather_paths(self, nodes_dev, log_n: int, idx) -> np.ndarray:
-        return self._merkle.DeviceMerkleTree(nodes_dev.data, log_n, None, None).paths(
-            idx, stream=self._s())
-
     def fri_input(self, stages, dq_devs, mu, tag: str):
         n = dq_devs[0].shape[0]
         out = self._alloc(stages.mem, {"fold": (n, 4)}, tag)["fold"]
@@ -460,7 +454,7 @@ class CudaEngine(EmuEngine):
 # ----------------------------------------------------------------------------- scratch
 # The device kernels allocate some temporaries themselves (numba device arrays: twiddle
 # tables, LogUp denominators and scan levels, reduction partials, gathered rows and
-# paths, the uploaded preprocessed LDE).  Each CudaEngine call books an upper bound of
+# multiproof nodes, the uploaded preprocessed LDE).  Each CudaEngine call books an upper bound of
 # them against the budget for its duration (DeviceMemory.scratch), so the budget bounds
 # what the process really holds and a call whose temporaries do not fit declines with
 # DeviceOOM (and recovers) instead of overshooting.  Bounds in bytes (4-byte words); the
@@ -496,8 +490,6 @@ def _scratch_estimates():
             self.mem, (8 + 4 * (width or tuple(dev.shape)[-1])) * len(idx) + _SLACK),
         "gather_columns": lambda self, lde_dev, nat_idx: (
             self.mem, (4 * tuple(lde_dev.shape)[0] + 8) * len(nat_idx) + _SLACK),
-        "gather_paths": lambda self, nodes_dev, log_n, idx: (
-            self.mem, len(idx) * (32 * (log_n + 1) + 16) + _SLACK),
     }
 
 
