@@ -5,6 +5,9 @@ from :class:`steadfast.SteadfastError` and keeps its builtin base.
   configuration the prover cannot use;
 * :class:`UnprovableBlock` -- the block has no proof (execution fails, false claims, a
   trace breaks a constraint);
+* :class:`UnprovableProgram` -- the same for an RV32IM program (an
+  :class:`UnprovableBlock`): its execution fails (``kind``, ``pc``, ``cycle``) or a trace
+  breaks a constraint;
 * :class:`ProofSelfCheckFailure` (RuntimeError) -- the finished proof did not verify, so
   it was not emitted;
 * :class:`ProofAborted` -- the caller's timeout or cancel event stopped the proof;
@@ -51,6 +54,22 @@ class UnprovableBlock(SteadfastError):
         super().__init__(msg)
 
 
+class UnprovableProgram(UnprovableBlock):
+    """An RV32IM program has no proof on this input: its execution fails -- ``kind`` (one
+    of rv32.errors.KINDS: "cycles", "illegal", "misaligned", ...), ``pc`` and ``cycle``
+    locate the failing instruction (rv32.ExecutionError's) -- or, with the check mode, a
+    trace breaks a constraint (``table``, ``constraint``).  An :class:`UnprovableBlock`,
+    so ``except UnprovableBlock`` and the CLI's exit status 1 cover both."""
+
+    def __init__(self, reason: str, kind: str | None = None, pc: int | None = None,
+                 cycle: int | None = None, table: str | None = None,
+                 constraint: str | None = None, details: Sequence[str] = ()):
+        super().__init__(reason, table, constraint, details)
+        self.kind = kind
+        self.pc = pc
+        self.cycle = cycle
+
+
 class ProofSelfCheckFailure(SteadfastError, RuntimeError):
     """The finished proof did not verify (the prover's self-check), so it was not emitted:
     a device or prover fault, never the block's.  ``postmortem`` is the report's path,
@@ -82,5 +101,6 @@ class ClusterError(RuntimeError):
     times, the workers did not start, or a wait timed out."""
 
 
-__all__ = ["ConfigError", "ConfigTypeError", "UnprovableBlock", "ProofSelfCheckFailure",
+__all__ = ["ConfigError", "ConfigTypeError", "UnprovableBlock", "UnprovableProgram",
+           "ProofSelfCheckFailure",
            "ProofAborted", "DevProofRefused", "ClusterError"]

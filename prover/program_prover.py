@@ -1,0 +1,212 @@
+"""Proving RV32IM programs (docs/api.md "Proving programs"): :class:`ProgramProver` adds to
+the generic :class:`prover.core.ProverCore` what a program needs -- running it on the
+machine (rv32/), building its tables (rv32/traces.py), sizing a proof without making it,
+development-mode fakes and the kernels its proof launches.  The proofs go through
+:meth:`ProverCore._prove` like a block's: the same backends, device pipeline, recovery,
+XCHECK, self-check, statistics, timeline, process lock, timeout and cancel.  They are
+:class:`prover.program_proof.ProgramProof`; they verify with
+:func:`prover.program_verify.verify_program`.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from steadfast.air import ConstraintViolation, LookupImbalance, check_traces
+from steadfast.rv32 import abi
+from steadfast.rv32.errors import ExecutionError
+from steadfast.rv32.run import execute as rv32_execute
+from steadfast.rv32.statement import program_airs
+from steadfast.rv32.tables import SLOTTED, TABLES
+from steadfast.rv32.traces import build_traces, committed_cells
+
+from .control import PROVE_LOCK, limits
+from .core import ProverCore
+from .errors import UnprovableProgram
+from .program_proof import (ElfLike, ProgramProof, as_input, as_program, check_max_cycles,
+                            dev_body)
+from .program_report import ProgramReport, ProgramTableEstimate
+from .stats import ProofStats, peak_rss_bytes
+
+DEFAULT_MAX_CYCLES = abi.DEFAULT_MAX_CYCLES       # 2^22
+
+
+@dataclass(frozen=True)
+class ProgramAirs:
+    """What rebuilds a program proof's AIRs elsewhere (a cluster worker): the program, the
+    input, the output the proof claims, the slots and the blowup.  ``airs()`` is cached
+    per process (the PROGRAM and IO AIRs depend on the statement; the others are cached by
+    rv32.tables)."""
+    program: object
+    input: bytes
+    output: bytes
+    slots: tuple                    # ((table, k), ...) sorted
+    log_blowup: int
+    key: bytes = field(default=b"", compare=False)
+
+    def airs(self) -> list:
+        hit = _AIRS.get(self.key)
+        if hit is None or hit[0] != self:
+            hit = (self, program_airs(self.program, self.input, self.output, self.log_blowup,
+                                      dict(self.slots)))
+            _AIRS.clear()                # one statement at a time per worker
+            _AIRS[self.key] = hit
+        return hit[1]
+
+
+_AIRS: dict = {}
+
+
+class ProgramProver(ProverCore):
+    """Proves RV32IM programs (the generic guarantees are :class:`ProverCore`'s)."""
+
+    def prove_program(self, elf: ElfLike, input: bytes = b"", *,
+                      max_cycles: int = DEFAULT_MAX_CYCLES, timeout: float | None = None,
+                      cancel: threading.Event | None = None) -> ProgramProof:
+        """Run ``elf`` (an :class:`rv32.Program`, the ELF's bytes or its path) on ``input``
+        (fd 0's bytes) within ``max_cycles`` cycles and prove that it exits with its exit
+        code having written its output to fd 1 (rv32/statement.py) -> a
+        :class:`ProgramProof` (``exit_code``, ``output``, ``stats``).
+
+        Raises :class:`rv32.ElfError` (a ValueError) for a file the machine does not load,
+        ``TypeError`` / ``ValueError`` for an input or ``max_cycles`` it does not take
+        (bytes; [1, 2^24]), :class:`UnprovableProgram` when the execution fails (``kind``,
+        ``pc``, ``cycle``: an illegal instruction, a misaligned access, the cycle limit,
+        ...) or -- ``config.check`` -- a trace breaks a constraint, and
+        :class:`ProofSelfCheckFailure` as for blocks.  ``timeout`` / ``cancel`` as for
+        ``prove_block``.  In development mode the result is a marked fake (``dev``)."""
+        with limits(timeout, cancel):
+            t0 = time.perf_counter()
+            program, data, max_cycles = _arguments(elf, input, max_cycles)
+            phases: dict = {}
+            ex, tr = self._build_program(program, data, max_cycles, phases)
+            if self.dev_mode:
+                return self._dev_program_proof(ex, tr, phases, t0)
+            proof, stats = self._prove(tr.airs, tr.traces, tr.table_public_values, ex.cycles,
+                                       phases, t0, self._check_program_tables)
+            return ProgramProof(proof, stats)
+
+    def _build_program(self, program, data: bytes, max_cycles: int, phases: dict):
+        """Run the program and build its tables -> (rv32 Execution, rv32 Rv32Traces);
+        :class:`UnprovableProgram` when the execution fails (shared with cluster mode)."""
+        with self._phase("execute", phases):
+            ex = run_program(program, data, max_cycles)
+        with self._phase("traces", phases):
+            tr = build_traces(program, ex, max_cycles, log_blowup=self.config.params().log_blowup)
+        return ex, tr
+
+    def _check_program_tables(self, airs, tables, table_pv, phases: dict) -> None:
+        """The AIR check mode on every table (phase ``check``): a violation is an
+        :class:`UnprovableProgram` naming table, constraint and row."""
+        with self._phase("check", phases):
+            try:
+                check_traces(airs, tables, table_pv)
+            except ConstraintViolation as exc:
+                raise UnprovableProgram(f"trace check failed: {exc}", table=exc.table,
+                                        constraint=exc.constraint) from None
+            except LookupImbalance as exc:
+                raise UnprovableProgram(f"trace check failed: {exc}") from None
+
+    def _dev_program_proof(self, ex, tr, phases: dict, t0: float) -> ProgramProof:
+        """Development mode: the run and its tables are made and every constraint and bus
+        checked (the AIR check mode); the fake carries the public values, no STARK."""
+        with PROVE_LOCK:
+            self._check_program_tables(tr.airs, tr.traces, tr.table_public_values, phases)
+        body = dev_body(tr.table_public_values)
+        phases["total"] = time.perf_counter() - t0
+        stats = ProofStats(counters={"dev_mode": True}, backend=self.backend,
+                           cycles=int(ex.cycles), phases=phases, proof_bytes=len(body),
+                           peak_rss_bytes=peak_rss_bytes())
+        return ProgramProof(body, stats, dev=True)
+
+    def execute_program(self, elf: ElfLike, input: bytes = b"", *,
+                        max_cycles: int = DEFAULT_MAX_CYCLES) -> ProgramReport:
+        """Run ``elf`` on ``input`` and size its proof without proving it: cycles, exit
+        code, output, every table's rows, padded height and cells, the host and device
+        bytes a proof would need and the configured parameters' security for these
+        heights (:class:`ProgramReport`).  Errors as :meth:`prove_program`'s
+        (:class:`UnprovableProgram` also when a table is taller than the protocol
+        supports)."""
+        from steadfast.verifier.protocol import table_shape
+        from steadfast.verifier.security import proof_security
+        from steadfast.rv32.statement import input_sha256
+        from .pipeline import estimate_bytes
+        t0 = time.perf_counter()
+        program, data, max_cycles = _arguments(elf, input, max_cycles)
+        ex, tr = self._build_program(program, data, max_cycles, {})
+        params = self.config.params()
+        rows, log_ns = [], []
+        for name, air, t in zip(TABLES, tr.airs, tr.traces):
+            n = int(t.shape[0])
+            log_n = n.bit_length() - 1
+            try:
+                shape = table_shape(air, log_n, params)
+            except ValueError as exc:
+                raise UnprovableProgram(f"cannot be proven with these parameters: {exc}") from None
+            k = int(tr.slots.get(name, 1))
+            items = int(tr.real_rows.get(name, n))
+            used = -(-items // k) if name in SLOTTED else items
+            cells = committed_cells(air, n)
+            rows.append(ProgramTableEstimate(
+                air.name, used, n, air.main_width, air.aux_width, air.num_parts,
+                cells << params.log_blowup, estimate_bytes(shape), k, items, cells))
+            log_ns.append(log_n)
+        sec = proof_security(params, tr.airs, log_ns)
+        dev = [r.device_bytes for r in rows]
+        sha = b"".join(int(v).to_bytes(2, "little") for v in input_sha256(data))
+        return ProgramReport(
+            cycles=int(ex.cycles), exit_code=int(ex.exit_code), output=bytes(ex.output),
+            stderr=bytes(ex.stderr), max_cycles=max_cycles, input_len=len(data),
+            program_digest=program.digest().hex(), input_sha256=sha.hex(), tables=tuple(rows),
+            log_blowup=params.log_blowup,
+            committed_cells=sum(r.committed_cells for r in rows),
+            trace_cells=sum(r.trace_cells for r in rows),
+            host_bytes=sum(dev) + sum(int(t.nbytes) for t in tr.traces), device_bytes=sum(dev),
+            device_bytes_min=max(dev), security_bits=int(sec.bits),
+            seconds=time.perf_counter() - t0)
+
+    def precompile_program(self, elf: ElfLike, input: bytes = b"", *,
+                           max_cycles: int = DEFAULT_MAX_CYCLES,
+                           progress: Callable[[dict], None] | None = None) -> list[dict]:
+        """Compile the device kernels the proof of ``elf`` on ``input`` launches (its AIRs
+        at the slots its tables get) for this prover's backend, through the kernel cache;
+        as :meth:`prover.block_prover.BlockProver.precompile` (``[]`` on host and emu)."""
+        if self.backend not in ("cuda", "sim"):
+            return []
+        program, data, max_cycles = _arguments(elf, input, max_cycles)
+        _, tr = self._build_program(program, data, max_cycles, {})
+        from steadfast.kernels.constraint_device import precompile
+        return precompile(tr.airs, compile=self.backend == "cuda", progress=progress)
+
+
+def run_program(program, data: bytes, max_cycles: int):
+    """rv32.execute with the record; an execution failure is an
+    :class:`UnprovableProgram` with its kind, pc and cycle."""
+    try:
+        return rv32_execute(program, data, max_cycles, record=True)
+    except ExecutionError as exc:
+        raise UnprovableProgram(f"execution failed: {exc}", exc.kind, exc.pc,
+                                exc.cycle) from None
+
+
+def program_airs_spec(program, data: bytes, output: bytes, slots: dict,
+                      log_blowup: int) -> ProgramAirs:
+    """The :class:`ProgramAirs` of a proof of ``program`` on ``data`` claiming ``output``
+    with ``slots`` (table -> k) at ``log_blowup``."""
+    import hashlib
+    slots_t = tuple(sorted((k, int(v)) for k, v in slots.items()))
+    key = hashlib.sha256(program.digest() + hashlib.sha256(data).digest()
+                         + hashlib.sha256(output).digest()
+                         + repr((slots_t, log_blowup)).encode()).digest()
+    return ProgramAirs(program, bytes(data), bytes(output), slots_t, log_blowup, key)
+
+
+def _arguments(elf, input, max_cycles):
+    """(Program, input bytes, max_cycles) checked before any work."""
+    return as_program(elf), as_input(input), check_max_cycles(max_cycles)
+
+
+__all__ = ["ProgramProver", "ProgramAirs", "run_program", "program_airs_spec",
+           "DEFAULT_MAX_CYCLES"]
