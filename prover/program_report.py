@@ -70,7 +70,7 @@ class ProgramReport:
         more = f" ... ({len(self.output):,} bytes)" if len(self.output) > 64 else ""
         lines = [f"{self.cycles:,} cycles (max_cycles {self.max_cycles:,}); exit code "
                  f"{self.exit_code}; output {out!r}{more}",
-                 f"{"table":<14} {"items":>9} {'k':>2} {'rows':>9} {'padded':>9} {'cols':>5} "
+                 f"{'table':<14} {'items':>9} {'k':>2} {'rows':>9} {'padded':>9} {'cols':>5} "
                  f"{'aux':>4} {'parts':>5} {'committed cells':>16} {'per cycle':>9} "
                  f"{'device MiB':>10}"]
         for t in self.tables:
