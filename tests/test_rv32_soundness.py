@@ -304,3 +304,56 @@ def test_proof_of_a_forgery_does_not_verify(kind):
     proof = prove(f.traces, f.airs, f.pvs, FAST, check=False)
     with pytest.raises(VerificationError):
         verify(proof, f.airs, f.pvs, min_security_bits=0)
+
+
+# ------------------------------------------------------------------ system calls
+
+def test_read_of_another_input_byte():
+    """read(0) writing a byte the input does not have at that position."""
+    f = Forgery()
+    r = [i for i in f.rows("ioword", "k_in") if f.get("ioword", i, "f[1]") == 1][0]
+    f.add("ioword", r, "a[1]", 1)
+    f.rebalance().refused(bus=("rv32_io", "rv32_mem"))
+
+
+def test_read_count_forged():
+    """read(0) claiming one byte fewer than min(count, available)."""
+    f = Forgery()
+    r = f.rows("ecall", "k_read")[0]
+    f.add("ecall", r, "n_lo", -1)
+    f.add("ecall", r, "res_lo", -1)
+    f.rebalance().refused(constraint="read_n0")
+
+
+def test_write_skipping_a_byte():
+    """write(1) moving one byte fewer of a word (the chain's counts then disagree)."""
+    f = Forgery()
+    r = [i for i in f.rows("ioword", "k_out") if f.get("ioword", i, "h[3]") == 0][0]
+    j = max(j for j in range(4) if f.get("ioword", r, f"f[{j}]") == 1)
+    f.set("ioword", r, f"f[{j}]", 0)
+    f.set("ioword", r, f"h[{j}]", 0)
+    f.rebalance().refused()
+
+
+def test_poseidon2_output_forged():
+    """SYS_POSEIDON2 writing another word than the permutation's lane."""
+    f = Forgery()
+    r = f.rows("p2call", "real")[0]
+    f.add("p2call", r, "out0_lo", 1)
+    f.rebalance().refused(bus=("poseidon2", "rv32_mem"))
+
+
+def test_non_canonical_poseidon2_word():
+    """An input word w + p (the same field element, another 32-bit word) fails the
+    canonical check even where the permutation would accept it."""
+    f = Forgery()
+    r = f.rows("p2call", "real")[0]
+    lo, hi = f.get("p2call", r, "in0_lo"), f.get("p2call", r, "in0_hi")
+    w = lo + (hi << 16) + P
+    assert w < 1 << 32
+    f.set("p2call", r, "in0_lo", w & 0xFFFF)
+    f.set("p2call", r, "in0_hi", w >> 16)
+    f.set("p2call", r, "in0_beta", 1)
+    with pytest.raises(ValueError):           # the range check cannot succeed
+        _lookup_counts(f.airs, f.traces, f.pvs)
+    f.refused()

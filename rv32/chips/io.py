@@ -112,6 +112,7 @@ def build_ioword(log_blowup: int):
         b.assert_bool(h[j], name=f"h{j}_bool")
     for j in range(3):
         b.assert_zero(h[j + 1] * (1 - h[j]), name=f"h{j}_prefix")
+    b.assert_zero(h[0] * (1 - real), name="h_real")      # padding rows move no byte
     g = [(1 - o0) * (1 - o1), 1 - o1, 1 - o0 * o1, 1]         # g_j = [off <= j]
     for j in range(4):
         b.assert_zero(f[j] - g[j] * h[j], name=f"f{j}")
