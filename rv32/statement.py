@@ -83,18 +83,22 @@ class Claim:
 
 
 def claimed_output(proof) -> Claim:
-    """The exit code and output a decoded proof (verifier.proof_format.Proof) claims;
-    ShapeError / PublicValuesError if its public values cannot be a statement."""
-    if len(proof.tables) != len(TABLES):
-        raise ShapeError(f"an RV32 proof has {len(TABLES)} tables, this one {len(proof.tables)}")
-    reg = [int(v) for v in proof.tables[INDEX["registers"]].public_values]
+    """The exit code and output a proof claims: ``proof`` is a decoded proof
+    (verifier.proof_format.Proof) or its per-table public values (a list of lists in
+    proof order, e.g. ``VerifyResult.public_values``).  ShapeError / PublicValuesError if
+    they cannot be an RV32 statement."""
+    tables = getattr(proof, "tables", None)
+    pvs = [list(tp.public_values) for tp in tables] if tables is not None else list(proof)
+    if len(pvs) != len(TABLES):
+        raise ShapeError(f"an RV32 proof has {len(TABLES)} tables, this one {len(pvs)}")
+    reg = [int(v) for v in pvs[INDEX["registers"]]]
     if len(reg) != len(REG_PV):
         raise PublicValuesError(f"registers: {len(reg)} public values, expected {len(REG_PV)}",
                                 "rv32_registers")
     if not 0 <= reg[PV_EXIT] < 256 or reg[PV_OUT_LEN] > abi.MAX_OUTPUT_BYTES:
         raise PublicValuesError("exit code or output length out of range", "rv32_registers")
     try:
-        out = unpack_output(proof.tables[INDEX["io"]].public_values, reg[PV_OUT_LEN])
+        out = unpack_output(pvs[INDEX["io"]], reg[PV_OUT_LEN])
     except ValueError as e:
         raise PublicValuesError(f"io: {e}", "rv32_io") from None
     return Claim(reg[PV_EXIT], out)

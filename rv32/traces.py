@@ -75,6 +75,10 @@ class Rv32Traces:
     def names(self) -> list:
         return list(TABLES)
 
+    def __iter__(self):
+        """``airs, traces, table_public_values = build_traces(...)``."""
+        return iter((self.airs, self.traces, self.table_public_values))
+
     def cells(self) -> dict:
         """Committed cells per table (rows x (main + 4 aux + 4 parts))."""
         return {name: committed_cells(air, t.shape[0])

@@ -107,3 +107,20 @@ def test_guest_at_default_parameters():
     claim, result = verify_execution(proof, prog, data)
     assert claim == Claim(ex.exit_code, ex.output)
     assert result.security.bits >= 100
+
+
+def test_statement_decoding():
+    """claimed_output reads the claim off a decoded proof or off the verified public
+    values; build_traces unpacks as (airs, traces, public values)."""
+    from steadfast.rv32.chips.io import unpack_output
+    from steadfast.rv32.statement import claimed_output
+    from steadfast.verifier.proof_format import decode
+    prog, ex, tr = S.all_classes()
+    airs, traces, pvs = tr
+    assert claimed_output(decode(_honest())) == claimed_output(pvs) == Claim(7, b"ell")
+    for out in (b"", b"a", b"ab", b"abc", bytes(range(256)) * 3):
+        assert unpack_output(pack_output(out), len(out)) == out
+    with pytest.raises(ValueError):
+        unpack_output(pack_output(b"abcd"), 3)
+    with pytest.raises(ValueError):
+        unpack_output([1 << 24], 3)

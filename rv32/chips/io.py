@@ -49,14 +49,13 @@ def pack_output(output: bytes) -> list[int]:
 
 
 def unpack_output(values, length: int) -> bytes:
-    """Inverse of :func:`pack_output` (``length`` bytes; ValueError if the values do not
-    encode exactly that many bytes)."""
+    """Inverse of :func:`pack_output` (``length`` bytes; ValueError if the values are not
+    exactly the packing of that many bytes)."""
     values = [int(v) for v in values]
-    if len(values) != -(-length // BYTES_PER_PV):
-        raise ValueError(f"{len(values)} output values for {length} bytes")
-    data = b"".join(v.to_bytes(BYTES_PER_PV, "little") if 0 <= v < 1 << 24 else b"\xff" * 4
-                    for v in values)
-    if len(data) != len(values) * BYTES_PER_PV or any(data[length:]):
+    if len(values) != -(-length // BYTES_PER_PV) or any(not 0 <= v < 1 << 24 for v in values):
+        raise ValueError(f"{len(values)} output values are not a packing of {length} bytes")
+    data = b"".join(v.to_bytes(BYTES_PER_PV, "little") for v in values)
+    if any(data[length:]):
         raise ValueError("the output values are not a packing of bytes")
     return data[:length]
 
