@@ -51,18 +51,36 @@ DF = field.build(device_function(inline="always"))
 KERNELS: list[tuple[str, object, tuple]] = []
 #: qualified name -> the cuda.jit dispatcher of that kernel (for ``precompile``)
 DISPATCHERS: dict[str, object] = {}
+#: the largest block (threads) the project launches a kernel with, unless it declares
+#: its own (``kernel(..., block=N)``); ``bench/ptxas_report.py --gate`` checks
+#: registers x this <= 65,536 and tests/test_launch_audit.py every launch against it
+DEFAULT_LAUNCH_BLOCK = 256
+#: qualified name -> the largest launch block it declares
+LAUNCH_BLOCKS: dict[str, int] = {}
 
-def kernel(*signatures):
-    """Declare a device kernel; ``signatures`` are numba signatures used for the PTX check."""
+
+def launch_block(name: str) -> int:
+    """The largest block (threads) kernel ``name`` may be launched with."""
+    return LAUNCH_BLOCKS.get(name, DEFAULT_LAUNCH_BLOCK)
+
+
+def kernel(*signatures, block: int | None = None):
+    """Declare a device kernel; ``signatures`` are numba signatures -- the PTX check and
+    ``Prover.precompile`` compile exactly these, and numba reuses a compiled kernel only
+    for a launch whose argument types match one exactly (tests/test_launch_audit.py);
+    ``block``: the largest launch block, if not :data:`DEFAULT_LAUNCH_BLOCK`."""
     def deco(fn):
-        KERNELS.append((f"{fn.__module__}.{fn.__qualname__}", fn, signatures))
+        name = f"{fn.__module__}.{fn.__qualname__}"
+        KERNELS.append((name, fn, signatures))
+        if block is not None:
+            LAUNCH_BLOCKS[name] = int(block)
         disp = cuda.jit(fn)
         if not is_simulator():
             from .kernel_cache import numba_cache
             cache = numba_cache(fn)         # None: disabled or unavailable (no disk cache)
             if cache is not None and hasattr(disp, "_cache"):
                 disp._cache = cache
-        DISPATCHERS[f"{fn.__module__}.{fn.__qualname__}"] = disp
+        DISPATCHERS[name] = disp
         return disp
     return deco
 

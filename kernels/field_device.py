@@ -2,7 +2,10 @@
 
 These are the device twins of :mod:`kernels.hostlib`'s array functions; the prover's
 device stages use them (e.g. the batch inversion of LogUp denominators).  All take and
-return numba device arrays of canonical uint32; EF arrays are uint32[n, 4].
+return C-contiguous numba device arrays of canonical uint32; EF arrays are uint32[n, 4].
+The kernels are declared for exactly the types the wrappers launch with (C-contiguous
+arrays, the operation code as uint32): numba reuses a precompiled kernel only for an
+exact match (tests/test_launch_audit.py).
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ _ef_mul, _ef_inv = DF.ef_mul, DF.ef_inv
 BLOCK = 128
 
 
-@kernel((uint32[:], uint32[:], uint32[:], uint32),)
+@kernel((uint32[::1], uint32[::1], uint32[::1], uint32),)
 def _binop_kernel(a, b, out, op):
     i = cuda.grid(1)
     if i < out.shape[0]:
@@ -29,7 +32,7 @@ def _binop_kernel(a, b, out, op):
             out[i] = _mul(a[i], b[i])
 
 
-@kernel((uint32[:, :], uint32[:, :], uint32[:, :]),)
+@kernel((uint32[:, ::1], uint32[:, ::1], uint32[:, ::1]),)
 def _ef_mul_kernel(a, b, out):
     i = cuda.grid(1)
     if i < out.shape[0]:
@@ -40,7 +43,7 @@ def _ef_mul_kernel(a, b, out):
         out[i, 3] = r[3]
 
 
-@kernel((uint32[:, :], uint32[:, :]),)
+@kernel((uint32[:, ::1], uint32[:, ::1]),)
 def _ef_inv_kernel(a, out):
     i = cuda.grid(1)
     if i < out.shape[0]:
@@ -51,7 +54,7 @@ def _ef_inv_kernel(a, out):
         out[i, 3] = r[3]
 
 
-@kernel((uint32[:], uint32[:], uint64),)
+@kernel((uint32[::1], uint32[::1], uint64),)
 def _batch_inv_kernel(a, out, chunk):
     # One thread inverts one chunk with Montgomery's trick: prefix products,
     # a single Fermat inversion, then a backward sweep.
@@ -77,14 +80,22 @@ def _batch_inv_kernel(a, out, chunk):
         inv_acc = _mul(inv_acc, a[i])
 
 
+def _contiguous(*arrays) -> None:
+    for a in arrays:
+        if not a.is_c_contiguous():
+            raise ValueError("field_device: arrays must be C-contiguous (the kernels are "
+                             "compiled for that layout)")
+
+
 def _launch_binop(a, b, op, out=None, stream=0):
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(f"elementwise device op needs equal 1-D shapes, got {a.shape} and {b.shape}")
     if out is None:
         out = cuda.device_array(a.shape, dtype=np.uint32, stream=stream)
+    _contiguous(a, b, out)
     if a.shape[0]:
         g, b_ = grid_1d(a.shape[0], BLOCK)
-        _binop_kernel[g, b_, stream](a, b, out, op)
+        _binop_kernel[g, b_, stream](a, b, out, np.uint32(op))
     return out
 
 
@@ -105,6 +116,7 @@ def ef_mul(a, b, out=None, stream=0):
         raise ValueError(f"ef_mul needs equal [n, 4] shapes, got {a.shape} and {b.shape}")
     if out is None:
         out = cuda.device_array(a.shape, dtype=np.uint32, stream=stream)
+    _contiguous(a, b, out)
     if a.shape[0]:
         g, b_ = grid_1d(a.shape[0], BLOCK)
         _ef_mul_kernel[g, b_, stream](a, b, out)
@@ -117,6 +129,7 @@ def ef_inverse(a, out=None, stream=0):
         raise ValueError(f"ef_inverse needs an [n, 4] array, got {a.shape}")
     if out is None:
         out = cuda.device_array(a.shape, dtype=np.uint32, stream=stream)
+    _contiguous(a, out)
     if a.shape[0]:
         g, b_ = grid_1d(a.shape[0], BLOCK)
         _ef_inv_kernel[g, b_, stream](a, out)
@@ -131,6 +144,7 @@ def batch_inverse(a, out=None, stream=0, chunk: int = 64):
         raise ValueError("chunk must be >= 1")
     if out is None:
         out = cuda.device_array(a.shape, dtype=np.uint32, stream=stream)
+    _contiguous(a, out)
     n = a.shape[0]
     if n:
         threads = (n + chunk - 1) // chunk
