@@ -1,0 +1,171 @@
+"""``prove PROGRAM.elf [--input FILE] [-o PROOF] [--max-cycles N]`` (docs/api.md "Proving
+programs"): the program side of ``prove`` (:mod:`prover.cli` reads the file and hands an
+ELF over), with the block's options -- backends, ``--execute-only``, development mode,
+``--json``, ``--stats-json``, ``--timeline``, the self-check, ``--precompile``.
+
+In this command's JSON (``--json``, ``--stats-json``, ``--execute-only --json``)
+``exit_code`` is always the program's exit code (null when there is none: the run failed)
+and ``status`` the command's exit status; ``output`` is the fd 1 bytes in hex.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+
+from . import cli_prove as _P
+from .cli_common import (DEFAULT_MIN_SECURITY_BITS, EXIT_INVALID, EXIT_OK, EXIT_USAGE, Fail,
+                         check_outputs, default_output, device_name, version, warn)
+
+
+def _program(args, raw: bytes):
+    from steadfast.rv32.elf import parse_elf
+    from steadfast.rv32.errors import ElfError
+    try:
+        return parse_elf(raw)
+    except ElfError as exc:
+        raise Fail(EXIT_USAGE, f"{args.block}: not a program the RV32IM machine runs: "
+                               f"{exc}") from None
+
+
+def _input(args) -> bytes:
+    from .program_proof import as_input
+    if args.input is None:
+        return b""
+    try:
+        with open(args.input, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise Fail(EXIT_USAGE, f"cannot read {args.input}: {exc.strerror or exc}") from None
+    try:
+        return as_input(data)
+    except ValueError as exc:
+        raise Fail(EXIT_USAGE, f"--input {args.input}: {exc}") from None
+
+
+def _max_cycles(args) -> int:
+    from .program_proof import check_max_cycles
+    from .program_prover import DEFAULT_MAX_CYCLES
+    if args.max_cycles is None:
+        return DEFAULT_MAX_CYCLES
+    try:
+        return check_max_cycles(args.max_cycles)
+    except (TypeError, ValueError) as exc:
+        raise Fail(EXIT_USAGE, str(exc).replace("max_cycles", "--max-cycles")) from None
+
+
+def _failure_record(exc) -> dict:
+    rec = {"error": type(exc).__name__, "message": str(exc)}
+    for k in ("kind", "pc", "cycle"):
+        if getattr(exc, k, None) is not None:
+            rec[k] = getattr(exc, k)
+    return rec
+
+
+def run_prove_program(args, raw: bytes, t_start: float, kernels_cached) -> int:
+    """Prove the program in ``raw`` (the file ``args.block``'s bytes) on ``--input``;
+    ``kernels_cached()`` says whether numba's cache holds the host kernels (a cold start
+    otherwise)."""
+    from steadfast.rv32.tables import TABLES
+    program, data, limit = _program(args, raw), _input(args), _max_cycles(args)
+    path = args.block
+    out = None if (args.execute_only or args.precompile) else (
+        args.output or default_output(path))
+    if out is not None:
+        check_outputs(args, out, [("program", path), ("input file", args.input)])
+    session = _P.setup(args, out, tables=len(TABLES))
+    prover, dev, quiet = session.prover, session.dev, session.quiet
+    if args.precompile:
+        return _P.precompile_steps(prover, lambda show: prover.precompile_program(
+            program, data, max_cycles=limit, progress=show), quiet, "program")
+    meta = {"steadfast_version": version(), "program": path,
+            "program_sha256": hashlib.sha256(raw).hexdigest(),
+            "program_digest": program.digest().hex(), "input": args.input,
+            "input_len": len(data), "input_sha256": hashlib.sha256(data).hexdigest(),
+            "max_cycles": limit, "backend": prover.backend}
+    if args.execute_only:
+        return _execute_only(prover, program, data, limit, args, meta)
+    params = session.cfg.params()
+    _P.warn_weak_params(params, dev)
+    cold = not kernels_cached()
+    _P.announce_cold_start(cold, quiet)
+    if not quiet:
+        print(f"proving {path}: {len(program.segments)} segments, {len(data):,} bytes of "
+              f"input, max_cycles {limit:,}, backend {prover.backend}", file=sys.stderr)
+    meta.update({"proof": out, "device": device_name(prover.backend),
+                 "params": dict(vars(params)), "dev_mode": dev,
+                 "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    from .xcheck import POSTMORTEM_CONTEXT
+    POSTMORTEM_CONTEXT.update({k: meta[k] for k in ("program", "program_digest", "device")})
+    proof, failure = _P.run_proof(
+        lambda: prover.prove_program(program, data, max_cycles=limit), session, "program")
+    if failure is not None:
+        _P.fail_with_stats(args, session, failure, dict(
+            meta, ok=False, proof=None, failure=failure.record, status=failure.code,
+            exit_code=None))
+    blob = proof.to_bytes()
+    st = proof.stats
+    sec = None if dev else _security(program, data, proof, params)
+    wall = time.perf_counter() - t_start
+    stats = dict(st.to_json(), **meta, ok=True, proof_file_bytes=len(blob), status=EXIT_OK,
+                 exit_code=proof.exit_code, output=proof.output.hex(),
+                 output_len=len(proof.output), wall_s=wall)
+    if sec is not None:
+        stats["security_bits"] = sec.bits
+    _P.write_outputs(args, session, out, blob, stats)
+    _P.warn_weak_proof(sec, "program")
+    if args.json:
+        print(json.dumps(stats))
+        return EXIT_OK
+    if not args.quiet:
+        print(_P.wrote_line(out, blob, st, wall, cold, dev, "program"))
+        print(f"the program exits with code {proof.exit_code}; output "
+              f"({len(proof.output):,} bytes): {_show(proof.output)}")
+        if dev:
+            print(_P.DEV_LINE)
+            return EXIT_OK
+        print(st.summary())
+        if args.verbose:
+            _P.print_verbose(st)
+    return EXIT_OK
+
+
+def _security(program, data: bytes, proof, params):
+    """The proof's conjectured security for its tables (the AIRs a verifier builds)."""
+    from steadfast.rv32.statement import program_airs
+    from steadfast.rv32.tables import slots_from_widths
+    from steadfast.verifier.security import proof_security
+    st = proof.stats
+    slots = slots_from_widths([t.main_width for t in st.tables], params.log_blowup)
+    airs = program_airs(program, data, proof.output, params.log_blowup, slots)
+    return proof_security(params, airs, [t.rows.bit_length() - 1 for t in st.tables])
+
+
+def _show(output: bytes, limit: int = 200) -> str:
+    more = f" ... ({len(output):,} bytes)" if len(output) > limit else ""
+    return f"{output[:limit]!r}{more}"
+
+
+def _execute_only(prover, program, data: bytes, limit: int, args, meta: dict) -> int:
+    """``prove PROGRAM.elf --execute-only``: the run and the proof's size, no proof."""
+    from .errors import UnprovableBlock
+    try:
+        rep = prover.execute_program(program, data, max_cycles=limit)
+    except UnprovableBlock as exc:
+        if args.json:
+            print(json.dumps(dict(meta, ok=False, status=EXIT_INVALID, exit_code=None,
+                                  failure=_failure_record(exc))))
+        raise Fail(EXIT_INVALID, f"program cannot be proven: {exc}") from None
+    if args.json:
+        print(json.dumps(dict(meta, **rep.to_json(), ok=True, status=EXIT_OK,
+                              min_security_bits_default=DEFAULT_MIN_SECURITY_BITS)))
+    elif not args.quiet:
+        print(rep.summary())
+    if rep.security_bits < DEFAULT_MIN_SECURITY_BITS:
+        warn(f"these parameters give this program {rep.security_bits} conjectured security "
+             f"bits; a default verify requires {DEFAULT_MIN_SECURITY_BITS}")
+    return EXIT_OK
+
+
+__all__ = ["run_prove_program"]
