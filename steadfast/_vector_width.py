@@ -13,17 +13,30 @@ The 512-bit choice also leaves AVX-512 DQ out of code generation (see ``_drop``)
 ``vpmullq`` made the Montgomery reductions slower than AVX2's ``vpmuludq`` forms.
 
 ``STEADFAST_VECTOR_WIDTH``: ``auto`` (default: 512 where the host has AVX-512 F/DQ/VL),
-``256`` (leave numba's default), ``512`` (require AVX-512; a clear error otherwise).  An
-explicit ``NUMBA_CPU_FEATURES`` always wins.  The arithmetic is integer and exact: the
-width changes speed, never a result (the proofs are bit-identical either way).
+``numba`` or ``256`` (leave numba's default alone), ``512`` (require AVX-512; a clear
+error otherwise).  An explicit ``NUMBA_CPU_FEATURES`` always wins.  The arithmetic is
+integer and exact: the width changes speed, never a result (the proofs are bit-identical
+either way).
+
+This is process-wide: numba has one CPU code generator per process, so a host
+application that imports steadfast gets the same features for its own ``@njit``
+functions (and a fresh entry in numba's on-disk cache for them, whose key holds the
+features).  It is therefore logged once (logger ``steadfast``, level INFO, naming the
+opt-out), readable back with :func:`applied`, and avoidable: ``STEADFAST_VECTOR_WIDTH=numba``
+before the first ``import steadfast`` keeps numba's default for the whole process (the
+cost for steadfast's own Poseidon2 on AVX-512: about 2x per core; docs/diagnostics.md has
+what the default costs a host application's own kernels).
 """
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
 _AVX512 = ("avx512f", "avx512dq", "avx512vl")
-CHOICES = ("auto", "256", "512")
+CHOICES = ("auto", "256", "512", "numba")
+#: the feature string this process applied (None: numba's default) -- see applied()
+_APPLIED: list = []
 
 
 def features_for(width: str, host: dict) -> str | None:
@@ -32,7 +45,7 @@ def features_for(width: str, host: dict) -> str | None:
     if width not in CHOICES:
         raise ValueError(f"STEADFAST_VECTOR_WIDTH must be one of {', '.join(CHOICES)}, "
                          f"got {width!r}")
-    if width == "256":
+    if width in ("256", "numba"):
         return None
     has512 = all(host.get(f, False) for f in _AVX512)
     if not has512:
@@ -54,13 +67,36 @@ def _drop(name: str) -> bool:
     return name in ("avx512dq", "avx512fp16") or name.startswith("avx10")
 
 
+def applied() -> str | None:
+    """The CPU feature string steadfast set for numba in this process, or None (numba's
+    default: opted out, an explicit ``NUMBA_CPU_FEATURES``, or no AVX-512)."""
+    return _APPLIED[0] if _APPLIED else None
+
+
 def configure() -> str | None:
     """Apply the choice to numba (env and, if numba is already imported, its config).
-    Returns the feature string applied, or None."""
+    Returns the feature string applied, or None.  Logged once per process."""
+    if _APPLIED:
+        return _APPLIED[0]
+    flat = _choose()
+    _APPLIED.append(flat)
+    if flat is not None:
+        os.environ["NUMBA_CPU_FEATURES"] = flat
+        if "numba.core.config" in sys.modules:     # read at codegen creation
+            sys.modules["numba.core.config"].CPU_FEATURES = flat
+        logging.getLogger("steadfast").info(
+            "steadfast: numba's CPU code generation for this whole process set to 512-bit "
+            "vectors without AVX-512 DQ (STEADFAST_VECTOR_WIDTH=%s; every @njit of the "
+            "process gets it); STEADFAST_VECTOR_WIDTH=numba before importing steadfast "
+            "keeps numba's default", os.environ.get("STEADFAST_VECTOR_WIDTH", "auto"))
+    return flat
+
+
+def _choose() -> str | None:
     if os.environ.get("NUMBA_CPU_FEATURES"):
         return None
     width = os.environ.get("STEADFAST_VECTOR_WIDTH", "auto").strip().lower()
-    if width == "256":
+    if width in ("256", "numba"):
         return None
     try:
         import llvmlite.binding as ll
@@ -69,10 +105,4 @@ def configure() -> str | None:
         if width == "512":
             raise
         return None
-    flat = features_for(width, host)
-    if flat is None:
-        return None
-    os.environ["NUMBA_CPU_FEATURES"] = flat
-    if "numba.core.config" in sys.modules:     # read at codegen creation
-        sys.modules["numba.core.config"].CPU_FEATURES = flat
-    return flat
+    return features_for(width, host)
