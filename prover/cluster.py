@@ -65,10 +65,12 @@ from .errors import ClusterError
 
 
 class ClusterFuture:
-    """The pending proof of one block (:meth:`ClusterProver.submit`)."""
+    """The pending proof of one block or program (:meth:`ClusterProver.submit`,
+    :meth:`ClusterProver.submit_program`)."""
 
-    def __init__(self, cp: "ClusterProver", piece: _Piece, t0: float):
+    def __init__(self, cp: "ClusterProver", piece: _Piece, t0: float, result=None):
         self._cp, self._piece, self._t0 = cp, piece, t0
+        self._make = result or cp._block_result
         self._result = None
 
     def done(self) -> bool:
@@ -77,12 +79,12 @@ class ClusterFuture:
         ready, _ = self._cp._ray.wait([self._piece.ref], timeout=0)
         return bool(ready)
 
-    def result(self, timeout: float | None = None) -> BlockProof:
-        """The BlockProof (stats with ``counters["cluster"]``); re-raises the worker's
-        error; :class:`TimeoutError` after ``timeout`` seconds."""
+    def result(self, timeout: float | None = None):
+        """The BlockProof or ProgramProof (stats with ``counters["cluster"]``); re-raises
+        the worker's error; :class:`TimeoutError` after ``timeout`` seconds."""
         if self._result is None:
             for piece, value in self._cp._gather([self._piece], timeout):
-                self._result = self._cp._block_result(piece, value, self._t0)
+                self._result = self._make(piece, value, self._t0)
         return self._result
 
 
@@ -123,14 +125,16 @@ class ClusterProver(WorkerPool):
     def _block_result(self, piece: _Piece, value, t0: float) -> BlockProof:
         data, stats, _ = value
         bp = BlockProof.from_bytes(data)
-        stats.counters["cluster"] = {
-            "mode": "blocks", "workers": self.workers, "worker": piece.worker,
-            "retries": piece.attempts, "gpus": self.gpus, "backend": stats.backend,
-            "device_downgrades": _downgrades(stats.counters.get("device", {}).get("recovery")),
-            "worker_deaths_total": self.worker_deaths,
-            "bytes_through_object_store": len(data) + len(pickle.dumps(piece.args)),
-            "seconds": round(time.perf_counter() - t0, 4)}
+        stats.counters["cluster"] = self._counters("blocks", piece, stats, len(data), t0)
         return BlockProof(bp.rom, bp.proof, stats)
+
+    def _counters(self, mode: str, piece: _Piece, stats, size: int, t0: float) -> dict:
+        return {"mode": mode, "workers": self.workers, "worker": piece.worker,
+                "retries": piece.attempts, "gpus": self.gpus, "backend": stats.backend,
+                "device_downgrades": _downgrades(stats.counters.get("device", {}).get("recovery")),
+                "worker_deaths_total": self.worker_deaths,
+                "bytes_through_object_store": size + len(pickle.dumps(piece.args)),
+                "seconds": round(time.perf_counter() - t0, 4)}
 
     def submit(self, block) -> ClusterFuture:
         """Start proving ``block`` (Block, dict, JSON text or path) on the least busy
@@ -145,14 +149,20 @@ class ClusterProver(WorkerPool):
         order.  At most ``per_worker`` blocks are queued on a worker at a time (the next
         one waits in the coordinator, so a fast worker takes more).  ``timeout``: for the
         whole batch (:class:`TimeoutError`)."""
-        todo = list(enumerate(blocks))[::-1]
+        yield from self._many(list(blocks), self._block_piece, self._block_result, timeout,
+                              per_worker)
+
+    def _many(self, items: list, make_piece, result, timeout, per_worker: int):
+        """Launch ``make_piece(item, index)`` pieces, at most ``per_worker`` per worker at a
+        time, and yield (index, ``result(piece, value, t0)``) as they finish."""
+        todo = list(enumerate(items))[::-1]
         starts: dict = {}
 
         def take(n):
             out = []
             while todo and len(out) < n:
-                idx, blk = todo.pop()
-                piece, _ = self._block_piece(blk, idx)
+                idx, item = todo.pop()
+                piece, _ = make_piece(item, idx)
                 starts[idx] = time.perf_counter()
                 out.append(piece)
                 self._inflight[piece.worker] += 1    # reserve while choosing the next
@@ -166,7 +176,46 @@ class ClusterProver(WorkerPool):
 
         first = take(self.workers * per_worker)
         for piece, value in self._gather(first, timeout, feed):
-            yield piece.tag, self._block_result(piece, value, starts[piece.tag])
+            yield piece.tag, result(piece, value, starts[piece.tag])
+
+    # -- many programs ----------------------------------------------------------------
+    def _program_piece(self, job, index) -> tuple[_Piece, object]:
+        """A program job -- ``elf``, ``(elf, input)`` or ``(elf, input, max_cycles)``; elf a path,
+        the ELF's bytes or an rv32 Program -- checked here (a malformed ELF or argument
+        fails at once, typed) and sent to a worker as a Program."""
+        from .program_proof import as_input, as_program, check_max_cycles
+        from .program_prover import DEFAULT_MAX_CYCLES
+        job = list(job) if isinstance(job, (tuple, list)) else [job]
+        if not 1 <= len(job) <= 3:
+            raise TypeError("a program job is elf, (elf, input) or (elf, input, max_cycles)")
+        elf, data, limit = job + [b"", DEFAULT_MAX_CYCLES][len(job) - 1:]
+        args = (as_program(elf), as_input(data), check_max_cycles(limit))
+        return _Piece(self._least_busy(), "prove_program", args + (f"program:{index}",),
+                      index), args
+
+    def _program_result(self, piece: _Piece, value, t0: float):
+        from .program_proof import ProgramProof
+        data, stats, _ = value
+        pp = ProgramProof.from_bytes(data)
+        stats.counters["cluster"] = self._counters("programs", piece, stats, len(data), t0)
+        return ProgramProof(pp.proof, stats, pp.dev)
+
+    def submit_program(self, elf, input: bytes = b"", max_cycles: int | None = None) -> ClusterFuture:
+        """Start proving ``elf`` on ``input`` (as :meth:`prover.api.Prover.prove_program`)
+        on the least busy worker; -> a :class:`ClusterFuture` whose result is a
+        ProgramProof."""
+        t0 = time.perf_counter()
+        job = (elf, input) if max_cycles is None else (elf, input, max_cycles)
+        piece, _ = self._program_piece(job, f"submit:{uuid.uuid4().hex[:8]}")
+        self._launch(piece)
+        return ClusterFuture(self, piece, t0, self._program_result)
+
+    def prove_programs(self, jobs, timeout: float | None = None, per_worker: int = 2):
+        """Prove program ``jobs`` -- each ``(elf, input)`` or ``(elf, input, max_cycles)`` --
+        across the workers; yield (index, ProgramProof) in completion order (as
+        :meth:`prove_many`)."""
+        yield from self._many(list(jobs), self._program_piece, self._program_result, timeout,
+                              per_worker)
 
     # -- one block, tables sharded ------------------------------------------------------
 
@@ -178,6 +227,14 @@ class ClusterProver(WorkerPool):
         (:func:`prover.cluster_sharded.prove_sharded`)."""
         from .cluster_sharded import prove_sharded
         return prove_sharded(self, block, timeout)
+
+    def prove_program_sharded(self, elf, input: bytes = b"", max_cycles: int | None = None,
+                              timeout: float | None = None):
+        """Prove one program run with its tables spread over the workers -> a
+        ProgramProof, the same bytes as ``Prover.prove_program`` on one machine
+        (:func:`prover.cluster_sharded.prove_program_sharded`)."""
+        from .cluster_sharded import prove_program_sharded
+        return prove_program_sharded(self, elf, input, max_cycles, timeout)
 
 
 __all__ = ["ClusterProver", "ClusterFuture", "ClusterError", "DEFAULT_MAX_RETRIES",

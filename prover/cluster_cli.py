@@ -1,7 +1,9 @@
-"""``prove --cluster [ADDRESS] BLOCK...``: the command line of cluster mode
-(:mod:`prover.cluster`), reached from :mod:`prover.cli`, which parses the options.  Writes
-each block's proof beside it, one progress line per block, the exit statuses of
-``prove`` (:mod:`prover.cli_common`).
+"""``prove --cluster [ADDRESS] BLOCK...`` / ``PROGRAM.elf... [--input FILE]``: the command
+line of cluster mode (:mod:`prover.cluster`), reached from :mod:`prover.cli`, which parses
+the options.  Writes each block's or program's proof beside it, one progress line per
+proof, the exit statuses of ``prove`` (:mod:`prover.cli_common`).  Programs (told from
+blocks by the ELF magic; one kind per command) all run on ``--input`` with
+``--max-cycles``.
 """
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import os
 import sys
 import time
 
-from steadfast.vm.block import BlockError, load_block
+from steadfast.vm.block import BlockError, loads_block
 
 from .cli_common import (EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, EXIT_USAGE, EXIT_XCHECK, Fail,
                          default_output, prover_config)
@@ -26,25 +28,18 @@ def run_cli(args) -> int:
     cluster failure, 4 a self-check failure."""
     paths = list(args.block)
     address = args.cluster or None
-    if address is not None and (os.path.exists(address) or address.lower().endswith(".json")):
+    if address is not None and (os.path.exists(address) or address.lower().endswith((".json", ".elf"))):
         paths.insert(0, address)         # "--cluster BLOCK ...": no address, a local Ray
         address = None
     if not paths:
-        raise Fail(EXIT_USAGE, "no block given (see --help)")
+        raise Fail(EXIT_USAGE, "no block or program given (see --help)")
     if args.precompile or getattr(args, "execute_only", False):
         raise Fail(EXIT_USAGE, "--precompile and --execute-only do not apply to --cluster")
     if args.shard_tables and len(paths) != 1:
-        raise Fail(EXIT_USAGE, f"--shard-tables proves one block, got {len(paths)}")
+        raise Fail(EXIT_USAGE, f"--shard-tables proves one block or program, got {len(paths)}")
     if args.output and len(paths) != 1:
         raise Fail(EXIT_USAGE, "-o/--output needs exactly one block")
-    blocks = []
-    for path in paths:
-        try:
-            blocks.append(load_block(path))
-        except OSError as exc:
-            raise Fail(EXIT_USAGE, f"cannot read {path}: {exc.strerror or exc}") from None
-        except BlockError as exc:
-            raise Fail(EXIT_USAGE, f"{path}: {exc}") from None
+    blocks, programs = _read(args, paths)
     outs = [args.output] if args.output else [default_output(p) for p in paths]
     for out in outs:
         d = os.path.dirname(os.path.abspath(out))
@@ -65,11 +60,17 @@ def run_cli(args) -> int:
         raise Fail(EXIT_USAGE, str(exc)) from None
     except ClusterError as exc:
         raise Fail(EXIT_INTERNAL, str(exc)) from None
-    say(f"cluster: {workers} workers ({cp.gpus} GPUs), {len(paths)} block(s)"
+    say(f"cluster: {workers} workers ({cp.gpus} GPUs), {len(paths)} "
+        f"{'program' if programs else 'block'}(s)"
         + (", tables sharded" if args.shard_tables else ""))
     with cp:
         try:
-            if args.shard_tables:
+            if programs:
+                if args.shard_tables:
+                    results = [(0, cp.prove_program_sharded(*programs[0]))]
+                else:
+                    results = cp.prove_programs(programs)
+            elif args.shard_tables:
                 results = [(0, cp.prove_sharded(blocks[0]))]
             else:
                 results = cp.prove_many(blocks)
@@ -86,8 +87,9 @@ def run_cli(args) -> int:
                     f"{c.get('seconds', 0):.2f}s; retries {c.get('retries', 0)})")
         except UnprovableBlock as exc:
             i = getattr(exc, "cluster_piece", 0) if not args.shard_tables else 0
-            name = paths[i] if isinstance(i, int) and 0 <= i < len(paths) else "a block"
-            lines = [f"{name}: block cannot be proven: {exc}"] + [f"  {d}" for d in exc.details]
+            what = "program" if programs else "block"
+            name = paths[i] if isinstance(i, int) and 0 <= i < len(paths) else f"a {what}"
+            lines = [f"{name}: {what} cannot be proven: {exc}"] + [f"  {d}" for d in exc.details]
             raise Fail(EXIT_INVALID, "\n".join(lines)) from None
         except ProofSelfCheckFailure as exc:
             raise Fail(EXIT_XCHECK, f"{exc}; no proof written") from None
@@ -101,6 +103,44 @@ def run_cli(args) -> int:
                     print(f"error: cannot write the timeline {args.timeline}: "
                           f"{exc.strerror or exc}", file=sys.stderr)
     return EXIT_OK
+
+
+def _read(args, paths):
+    """-> (blocks, program jobs): every path read and parsed (exit 2 naming a file that
+    cannot be read or parsed, or a mix of blocks and programs)."""
+    from .program_proof import ELF_MAGIC
+    raws = []
+    for path in paths:
+        try:
+            with open(path, "rb") as fh:
+                raws.append(fh.read())
+        except OSError as exc:
+            raise Fail(EXIT_USAGE, f"cannot read {path}: {exc.strerror or exc}") from None
+    elf = [r[:4] == ELF_MAGIC for r in raws]
+    if any(elf) and not all(elf):
+        raise Fail(EXIT_USAGE, "--cluster proves blocks or programs, not both in one command")
+    if not any(elf):
+        if args.input is not None or args.max_cycles is not None:
+            raise Fail(EXIT_USAGE, "--input and --max-cycles apply to programs (ELF files)")
+        blocks = []
+        for path, raw in zip(paths, raws):
+            try:
+                blocks.append(loads_block(raw))
+            except BlockError as exc:
+                raise Fail(EXIT_USAGE, f"{path}: {exc}") from None
+        return blocks, []
+    from steadfast.rv32.elf import parse_elf
+    from steadfast.rv32.errors import ElfError
+    from .cli_program import max_cycles_of, read_input
+    data, limit = read_input(args), max_cycles_of(args)
+    jobs = []
+    for path, raw in zip(paths, raws):
+        try:
+            jobs.append((parse_elf(raw), data, limit))
+        except ElfError as exc:
+            raise Fail(EXIT_USAGE, f"{path}: not a program the RV32IM machine runs: "
+                                   f"{exc}") from None
+    return [], jobs
 
 
 __all__ = ["run_cli"]

@@ -5,10 +5,14 @@ coordinator absorbs the main caps in table order and draws the LogUp challenges;
 worker runs its tables' chains on their forks to the DEEP quotient and sends the DQs
 back, keeping the trees; the coordinator runs the join (:mod:`prover.cluster_join`: one
 FRI, then every table's openings by the worker holding its trees), encodes the proof and
-self-checks it.  The same bytes as one machine.
+self-checks it.  The same bytes as one machine.  A program run (:func:`prove_program_sharded`)
+goes the same way: the coordinator runs it and builds its tables, the workers rebuild its
+AIRs from a :class:`prover.program_prover.ProgramAirs` (the program, the input, the
+claimed output, the slots) instead of a ROM.
 """
 from __future__ import annotations
 
+import pickle
 import time
 import uuid
 
@@ -24,6 +28,47 @@ def prove_sharded(pool: WorkerPool, block, timeout: float | None = None) -> Bloc
     """Prove one block with its tables spread over ``pool``'s workers (each on the
     configured backend: host stages, or per-table device stages); the same bytes as
     ``Prover.prove_block`` on one machine; the proof is self-checked here."""
+    t0 = time.perf_counter()
+    phases: dict = {}
+    rec, bt = pool.local._build(block, phases)
+    airs, traces, pvs = list(bt.airs), list(bt.traces), bt.table_public_values
+    if pool.config.check:
+        pool.local._check_tables(airs, traces, pvs, phases)
+    rom = np.asarray(rec.rom.rows, dtype=np.int64)
+    proof, stats = _sharded(pool, airs, traces, pvs, rom, rec.cycles, phases, t0, timeout)
+    return BlockProof(rom, proof, stats)
+
+
+def prove_program_sharded(pool: WorkerPool, elf, input: bytes = b"",
+                          max_cycles: int | None = None, timeout: float | None = None):
+    """Prove one program run (as ``Prover.prove_program``) with its tables spread over
+    ``pool``'s workers -> a :class:`prover.program_proof.ProgramProof`, the same bytes as
+    one machine; self-checked here.  Development mode is refused (``ConfigError``: a fake
+    has no tables to shard)."""
+    from .errors import ConfigError
+    from .program_proof import ProgramProof, as_input, as_program, check_max_cycles
+    from .program_prover import DEFAULT_MAX_CYCLES, program_airs_spec
+    t0 = time.perf_counter()
+    local = pool.local
+    if local.dev_mode:
+        raise ConfigError("development mode does not apply to sharded proofs")
+    program, data = as_program(elf), as_input(input)
+    limit = check_max_cycles(DEFAULT_MAX_CYCLES if max_cycles is None else max_cycles)
+    phases: dict = {}
+    ex, tr = local._build_program(program, data, limit, phases)
+    airs, traces, pvs = list(tr.airs), list(tr.traces), tr.table_public_values
+    if pool.config.check:
+        local._check_program_tables(airs, traces, pvs, phases)
+    spec = program_airs_spec(program, data, bytes(ex.output), tr.slots,
+                             pool.config.params().log_blowup)
+    proof, stats = _sharded(pool, airs, traces, pvs, spec, ex.cycles, phases, t0, timeout)
+    return ProgramProof(proof, stats)
+
+
+def _sharded(pool: WorkerPool, airs, traces, pvs, source, cycles: int, phases: dict,
+             t0: float, timeout: float | None):
+    """The sharded proof of built tables -> (proof bytes, ProofStats).  ``source``: what
+    the workers rebuild the AIRs from (a block's ROM, a program's ProgramAirs)."""
     from steadfast.verifier.protocol import absorb_statement
     from steadfast.verifier.transcript import Transcript
     from .prove import prepare
@@ -31,23 +76,17 @@ def prove_sharded(pool: WorkerPool, block, timeout: float | None = None) -> Bloc
     from .spans import Spans
     from .stages import HostStages
     ray = pool._ray
-    t0 = time.perf_counter()
     cfg = pool.config
-    phases: dict = {}
-    rec, bt = pool.local._build(block, phases)
-    airs, traces, pvs = list(bt.airs), list(bt.traces), bt.table_public_values
-    if cfg.check:
-        pool.local._check_tables(airs, traces, pvs, phases)
     t1 = time.perf_counter()
     params = cfg.params()
     st = prepare(traces, airs, pvs, params, check=False)
-    rom = np.asarray(rec.rom.rows, dtype=np.int64)
     shapes, pv = list(st.shapes), [list(p) for p in st.public_values]
     n = len(airs)
     job = uuid.uuid4().hex
     refs = [ray.put(np.ascontiguousarray(t)) for t in traces]     # the object store
-    rom_ref = ray.put(rom)
-    moved = sum(int(t.nbytes) for t in traces) + int(rom.nbytes) * pool.workers
+    rom_ref = ray.put(source)
+    size = int(source.nbytes) if isinstance(source, np.ndarray) else len(pickle.dumps(source))
+    moved = sum(int(t.nbytes) for t in traces) + size * pool.workers
     records: list = []
     retries0, deaths0 = pool.retries, pool.worker_deaths
     recomputed = 0
@@ -142,10 +181,10 @@ def prove_sharded(pool: WorkerPool, block, timeout: float | None = None) -> Bloc
             "recovery": _sum_recovery([d["recovery"] for d in devs])}
     counters = {"proof_bytes": len(proof), "self_check": self_check, "cluster": cluster}
     stats = ProofStats(records=records, counters=counters, backend=pool.local.backend,
-                       cycles=rec.cycles, phases=phases, proof_bytes=len(proof),
+                       cycles=cycles, phases=phases, proof_bytes=len(proof),
                        peak_rss_bytes=peak_rss_bytes())
     stats.tables.extend(table_stats(airs, traces, records))
-    return BlockProof(rom, proof, stats)
+    return proof, stats
 
 
-__all__ = ["prove_sharded"]
+__all__ = ["prove_sharded", "prove_program_sharded"]

@@ -1,5 +1,7 @@
 """Cluster mode's worker side (:mod:`prover.cluster`): one Ray actor per worker, a warm
-:class:`prover.api.Prover` for whole blocks and, for sharded proofs, each table's state
+:class:`prover.api.Prover` for whole blocks and programs and, for sharded proofs (a
+block's AIRs rebuilt from its ROM, a program's from its
+:class:`prover.program_prover.ProgramAirs`), each table's state
 between its pieces -- its R1 main commit, its chain to the DEEP quotient (the DQ sent
 back, the trees kept), its openings at the join's query positions.  Every piece is
 deterministic: a worker without a table's state (restarted, or not the table's worker)
@@ -53,11 +55,24 @@ def _maybe_die(fault: str | None, fault_dir: str | None, key: str) -> None:
         time.sleep(120.0)
 
 
-def _writable(a) -> np.ndarray:
+def _writable(a):
     """Arrays from the object store are read-only views of shared memory; the host
-    kernels are compiled for writable arrays: a private copy (one table's trace)."""
-    a = np.asarray(a)
+    kernels are compiled for writable arrays: a private copy (one table's trace).  What
+    is not an array (a program's :class:`prover.program_prover.ProgramAirs`) as it is."""
+    if not isinstance(a, np.ndarray):
+        return a
     return a if a.flags.writeable else a.copy()
+
+
+def _airs_of(source, shapes, params) -> list:
+    """The AIRs of a sharded proof's tables: a block's from its ROM (``source`` an array)
+    and the slots its widths give; a program's from its
+    :class:`prover.program_prover.ProgramAirs`."""
+    if not isinstance(source, np.ndarray):
+        return source.airs()
+    from steadfast.vm.airs import block_airs, slots_from_widths
+    return block_airs(source, slots_from_widths([s.main_width for s in shapes]),
+                      params.log_blowup)
 
 
 class _Worker:
@@ -101,6 +116,22 @@ class _Worker:
             self.prover.timeline = None
         return proof.to_bytes(), proof.stats, (tl.to_json()["traceEvents"] if tl else None)
 
+    def prove_program(self, program, data: bytes, max_cycles: int, key: str,
+                      timeline: bool = False):
+        """A whole program run -> (ProgramProof bytes, ProofStats, timeline events or
+        None)."""
+        _maybe_die(self.fault, self.fault_dir, key)
+        tl = None
+        if timeline:
+            from .timeline import Timeline
+            tl = Timeline()
+        self.prover.timeline = tl
+        try:
+            proof = self.prover.prove_program(program, data, max_cycles=max_cycles)
+        finally:
+            self.prover.timeline = None
+        return proof.to_bytes(), proof.stats, (tl.to_json()["traceEvents"] if tl else None)
+
     # -- sharded: R1 main commit, then the table's chain after the fork ---------------
     def _stages(self, shape, params, tl):
         """The stages of one table of a sharded proof: host stages, or on a device backend
@@ -125,10 +156,8 @@ class _Worker:
         """R1 of table i on new stages -> (stages, Committed, preprocessed LDE, span
         records, main cap)."""
         from contextlib import nullcontext
-        from steadfast.vm.airs import block_airs, slots_from_widths
         from .spans import Spans
-        air = block_airs(rom, slots_from_widths([s.main_width for s in shapes]),
-                         params.log_blowup)[i]
+        air = _airs_of(rom, shapes, params)[i]
         stages, spans = self._stages(shapes[i], params, tl), Spans()
         device = getattr(stages, "mem", None)
         with (device.stream_scope() if device is not None else nullcontext()):
@@ -172,7 +201,6 @@ class _Worker:
         chain this worker already ran is returned as held (its DQ already sent: None)
         if ``held_chain``, else recomputed."""
         from contextlib import nullcontext
-        from steadfast.vm.airs import block_airs, slots_from_widths
         from .rounds import R1Main, Statement
         from .spans import Spans
         held = self.state.pop((job, i), None)
@@ -193,8 +221,7 @@ class _Worker:
                 raise ClusterError(f"table {i}: the recomputed main cap differs")  # pragma: no cover
         else:
             _, com, prep, stages = held
-        airs = tuple(block_airs(rom, slots_from_widths([s.main_width for s in shapes]),
-                                params.log_blowup))
+        airs = tuple(_airs_of(rom, shapes, params))
         n = len(airs)
         st = Statement(airs, tuple(trace if j == i else None for j in range(n)),
                        tuple(tuple(int(v) for v in pv) for pv in public_values), params,
