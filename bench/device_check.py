@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """The one prepared device check: bit-identity against the host and timings on a GPU.
 
-    PYTHONPATH=. python3 bench/device_check.py                  # the H200 run (< 5 minutes)
+    PYTHONPATH=. python3 bench/device_check.py                  # the H200 run (< 10 minutes)
     PYTHONPATH=. python3 bench/device_check.py --quick          # small sizes
     PYTHONPATH=. python3 bench/device_check.py --dry-run        # numba's CUDA simulator, tiny sizes
     PYTHONPATH=. python3 bench/device_check.py --json out.json  # every figure as JSON too
+    PYTHONPATH=. python3 bench/device_check.py --preflight-only # the preflight, then exit
+
+The first GPU run, as one command, and its expected timeline: docs/benchmarks.md ("The
+first GPU run").
 
 Each check runs the device kernel on fresh random inputs (``--seed``; default from the
 clock, printed), compares the result bit for bit with the host kernel, then times it:
@@ -20,6 +24,14 @@ Fibonacci table on the simulator instead.
 
 Order -- what matters most first, so that a short or failing first run still answers it:
 
+0. preflight, without a device (the dry run too): numba, numba-cuda and cupy versions,
+   NVVM and its version (or the simulator), numba's threading layer in use (must be
+   ``omp`` or ``tbb``: the host kernels run from several threads and ``workqueue`` aborts
+   the process), the kernel cache directory and whether it is writable.  A failure is
+   one line, ``preflight: FAILED -- ...``, exit status 2 at once (recorded in the JSON
+   under ``preflight``).  Unless ``PROVER_KERNEL_CACHE`` is set, the kernel cache is the
+   checkout's git-ignored ``.kernel-cache/`` folder, so a second command on the same lent
+   machine starts warm;
 1. versions (python, numpy, numba, numba-cuda, cupy, CUDA driver/runtime, device) and a
    sanity launch (a field multiply kernel against numpy);
 2. precompile: every kernel a block proof launches (``Prover.precompile``: the generated
@@ -35,11 +47,12 @@ Order -- what matters most first, so that a short or failing first run still ans
 5. the rest of the end-to-end ladder, cuda vs host, on blocks of about 2^k cycles from
    ``bench/make_block.py``'s generator (same defaults), comparing the proof bytes.
 
-Time budget: every check runs in a worker thread; none starts after ``--soft`` seconds
-(default 240) or when its predicted time does not fit, and one still running at
-``--budget`` seconds (default 285) is abandoned, so the summary table -- printed last,
-then ``device_check: N/M identical, elapsed Xs`` -- always appears.  Exit status: 0 all
-identical, 1 a mismatch, 2 an error or timeout and no mismatch.
+Time budget (sized for a lent machine's one 600 s command): every check runs in a worker
+thread; none starts after ``--soft`` seconds (default 480) or when its predicted time does
+not fit, and one still running at ``--budget`` seconds (default 590) is abandoned, so the
+summary table -- printed last, then ``device_check: N/M identical, elapsed Xs`` -- always
+appears.  ``--json FILE`` records the budget as ``budget_s``.  Exit status: 0 all
+identical, 1 a mismatch, 2 an error, a timeout or a failed preflight, and no mismatch.
 """
 from __future__ import annotations
 
@@ -59,7 +72,8 @@ os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 import numpy as np  # noqa: E402
 
 from bench.device_common import (  # noqa: E402
-    P, SPEC_IN, SPEC_OUT, P2_TARGET, LDE_TARGET, SIZES, SECTIONS, fmt_bw, yn, Report, Runner, Dev, Ctx)
+    P, SPEC_IN, SPEC_OUT, P2_TARGET, LDE_TARGET, SIZES, SECTIONS, HARD_S, SOFT_S, fmt_bw, yn,
+    Report, Runner, Dev, Ctx, preflight, preflight_line)
 from bench.device_e2e import E2E  # noqa: E402
 
 
@@ -391,6 +405,18 @@ def env_info(dev: Dev | None = None, sim: bool = False) -> dict:
     return info
 
 
+def write_json(report: Report, args, el: float, rows: list) -> None:
+    if not args.json:
+        return
+    try:
+        with open(args.json, "w") as fh:
+            json.dump({"args": vars(args), "elapsed_s": el, "rows": rows, **report.extra},
+                      fh, indent=1, default=str)
+        print(f"figures written to {args.json}")
+    except Exception as exc:  # noqa: BLE001
+        print(f"could not write {args.json}: {exc}")
+
+
 def finish(report: Report, args) -> int:
     with report.lock:
         report.closed = True
@@ -400,14 +426,7 @@ def finish(report: Report, args) -> int:
     yes = sum(r["identical"] == "yes" for r in tried)
     bad = sum(r["identical"] in ("error", "timeout") for r in tried)
     skipped = sum(r["identical"] == "skipped" for r in rows)
-    if args.json:
-        try:
-            with open(args.json, "w") as fh:
-                json.dump({"args": vars(args), "elapsed_s": el, "rows": rows, **report.extra},
-                          fh, indent=1, default=str)
-            print(f"figures written to {args.json}")
-        except Exception as exc:  # noqa: BLE001
-            print(f"could not write {args.json}: {exc}")
+    write_json(report, args, el, rows)
     extra = [f"{bad} errors/timeouts"] * bool(bad) + [f"{skipped} skipped"] * bool(skipped)
     print("\n== device_check summary ==")
     print(report.table())
@@ -425,8 +444,12 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes on a GPU")
     ap.add_argument("--json", metavar="FILE", help="write every figure to FILE")
     ap.add_argument("--seed", type=int, help="random inputs (default: from the clock)")
-    ap.add_argument("--budget", type=float, help="hard limit, s (default 285; sim 600)")
-    ap.add_argument("--soft", type=float, help="no check starts after this, s (default budget-45)")
+    ap.add_argument("--budget", type=float,
+                    help=f"hard limit, s (default {HARD_S:.0f}: a lent machine's 600 s command)")
+    ap.add_argument("--soft", type=float,
+                    help=f"no check starts after this, s (default {SOFT_S:.0f}, or budget - 110 "
+                         "when --budget is given)")
+    ap.add_argument("--preflight-only", action="store_true", help="the preflight, then exit")
     ap.add_argument("--sections", default=",".join(SECTIONS),
                     help=f"comma-separated subset of {','.join(SECTIONS)}")
     ap.add_argument("--e2e-k", nargs="+", metavar="K",
@@ -447,9 +470,20 @@ def main(argv=None) -> int:
         args.seed = time.time_ns() % (1 << 31)
     size_name = "sim" if sim else ("quick" if args.quick else "full")
     S = SIZES[size_name]
-    hard = args.budget or (600.0 if sim else 285.0)
-    soft = args.soft or max(hard - 45.0, hard * 0.8)
+    hard = args.budget or HARD_S
+    soft = args.soft or (SOFT_S if args.budget is None else max(hard - 110.0, hard * 0.8))
     report = Report()
+    report.extra["budget_s"] = {"soft": soft, "hard": hard}
+    # the kernel cache in the checkout (git-ignored) unless told otherwise: on a lent
+    # machine a second command finds the first one's compiled kernels there
+    os.environ.setdefault("PROVER_KERNEL_CACHE", os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".kernel-cache"))
+    pf = preflight(sim)
+    report.extra["preflight"] = pf
+    print(preflight_line(pf), flush=True)
+    if not pf["ok"] or args.preflight_only:
+        write_json(report, args, report.elapsed(), [])
+        return 0 if pf["ok"] else 2
     runner = Runner(report, soft, hard)
     ctx = Ctx(args, S, report, runner)
     wanted = {s.strip() for s in args.sections.split(",") if s.strip()}

@@ -47,6 +47,106 @@ SIZES = {
 SECTIONS = ("copy", "ntt", "lde", "poseidon2", "merkle", "stage", "e2e")
 
 
+#: the time budget of a lent machine's one command (600 s): no check is running past
+#: HARD_S, and none starts after SOFT_S (device_check --budget / --soft)
+HARD_S, SOFT_S = 590.0, 480.0
+
+
+# ----------------------------------------------------------------------------- preflight
+def preflight(sim: bool) -> dict:
+    """What must hold before a device run spends its minutes, checked without a device:
+    package versions; NVVM (numba-cuda's compiler; the simulator needs none); numba's
+    threading layer in use (the host kernels are ``parallel=True`` and run from several
+    pipeline threads: ``workqueue`` would abort the process); the kernel cache directory
+    and whether it is writable.  -> {"ok": bool, "failures": [...], ...}."""
+    import importlib.metadata as md
+    out: dict = {"failures": []}
+    fail = out["failures"].append
+    for pkg in ("numba", "numba-cuda"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            out[pkg] = None
+            fail(f"{pkg} is not installed")
+    cupy = next((v for v in (_version(n) for n in ("cupy-cuda13x", "cupy-cuda12x", "cupy"))
+                 if v), None)
+    if sim:
+        out["cupy"] = cupy or "n/a (sim)"
+        out["nvvm"] = "simulator (compiles nothing)"
+    else:
+        out["cupy"] = cupy
+        if cupy is None:
+            fail("cupy is not installed (pip install -e '.[gpu]', or '.[gpu12]' for CUDA 12)")
+        try:
+            from numba.cuda.cudadrv import nvvm
+            if not nvvm.is_available():
+                raise RuntimeError("libNVVM not found")
+            v = nvvm.NVVM()
+            out["nvvm"] = ".".join(map(str, v.get_version())) + \
+                " (IR " + ".".join(map(str, v.get_ir_version())) + ")"
+        except Exception as exc:  # noqa: BLE001 - report it
+            out["nvvm"] = None
+            fail(f"NVVM not usable ({type(exc).__name__}: {exc}); numba-cuda cannot compile "
+                 "kernels: pip install 'numba-cuda[cu13]' (or [cu12])")
+    from steadfast.kernels.backend import threading_layer
+    layer, why = threading_layer()
+    out["threading_layer"] = layer
+    if why:
+        fail(why)
+    from steadfast.kernels import kernel_cache as kc
+    try:
+        root = kc.cache_root()
+    except Exception as exc:  # noqa: BLE001 - a bad PROVER_KERNEL_CACHE
+        root = None
+        fail(f"kernel cache: {exc}")
+    if root is None:
+        out["kernel_cache"] = {"dir": None, "writable": False, "note": "disabled (cold compiles)"}
+    else:
+        d = kc.cache_dir()
+        ok = False
+        if d is not None:
+            probe = d / f".preflight-{os.getpid()}"
+            try:
+                probe.write_bytes(b"ok")
+                probe.unlink()
+                ok = True
+            except OSError:
+                pass
+        out["kernel_cache"] = {"dir": str(d or root), "writable": ok,
+                               "warm": bool(d is not None and any(d.iterdir()))}
+        if not ok:
+            fail(f"kernel cache {d or root} is not writable (set PROVER_KERNEL_CACHE to a "
+                 "writable folder, or 0 to compile without one)")
+    try:
+        from steadfast import _vector_width as vw
+        out["cpu_features"] = vw.applied() or "numba's default"
+    except Exception:  # noqa: BLE001 - informative only
+        pass
+    out["ok"] = not out["failures"]
+    return out
+
+
+def preflight_line(pf: dict) -> str:
+    """The one line device_check prints."""
+    kc = pf.get("kernel_cache") or {}
+    cache = (f"{kc.get('dir')} ({'writable' if kc.get('writable') else 'NOT writable'}"
+             f"{', warm' if kc.get('warm') else ', cold'})") if kc.get("dir") else "off"
+    body = (f"numba {pf.get('numba')}, numba-cuda {pf.get('numba-cuda')}, cupy {pf.get('cupy')}, "
+            f"NVVM {pf.get('nvvm')}, threading layer {pf.get('threading_layer')}, "
+            f"kernel cache {cache}")
+    if pf["ok"]:
+        return "preflight: ok -- " + body
+    return "preflight: FAILED -- " + "; ".join(pf["failures"]) + " -- " + body
+
+
+def _version(pkg: str):
+    import importlib.metadata as md
+    try:
+        return md.version(pkg)
+    except md.PackageNotFoundError:
+        return None
+
+
 # ----------------------------------------------------------------------------- report
 def fmt_s(s) -> str:
     if s is None:
@@ -207,6 +307,8 @@ class Dev:
             pass
         if self.cp is not None:
             self.cp.get_default_memory_pool().free_all_blocks()
+            from steadfast.kernels.backend import trim_pools
+            trim_pools()                 # each prover's DeviceMemory has its own pool
 
     def used(self):
         if self.cp is None:

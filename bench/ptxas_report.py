@@ -5,9 +5,16 @@
     PYTHONPATH=. python3 bench/ptxas_report.py                    # every registered kernel
     PYTHONPATH=. python3 bench/ptxas_report.py --match quotient_  # the generated quotients
     PYTHONPATH=. python3 bench/ptxas_report.py --json out.json
+    PYTHONPATH=. python3 bench/ptxas_report.py --gate               # the resource gate
+    PYTHONPATH=. python3 bench/ptxas_report.py --gate --skip REGEX  # ... leaving some out
 
 Columns: NVVM seconds (numba -> PTX), ptxas seconds, registers, spill stores/loads
-(bytes), stack frame (bytes).  The CUDA simulator must be off (it is unset here).
+(bytes), stack frame (bytes), the largest launch block (``devicelib.launch_block``).  The
+CUDA simulator must be off (it is unset here).
+
+``--gate``: exit status 1 when any kernel fails the resource gate -- registers x largest
+launch block > 65,536 (the register file of one SM: such a block cannot launch at all),
+spill stores or loads > 512 B, or a stack frame > 1 KiB -- and one line per failure.
 """
 from __future__ import annotations
 
@@ -22,13 +29,36 @@ os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+#: the resource gate (--gate)
+GATE = {"regs_x_block": 65536, "spill": 512, "stack": 1024}
+
+
+def gate_failures(row: dict) -> list:
+    """Why ``row`` (registers, spills, stack frame, block) fails the gate; [] if it passes."""
+    why = []
+    if row["registers"] * row["block"] > GATE["regs_x_block"]:
+        why.append(f"{row['registers']} registers x {row['block']} threads = "
+                   f"{row['registers'] * row['block']:,} > {GATE['regs_x_block']:,}")
+    spill = max(row["spill_stores"], row["spill_loads"])
+    if spill > GATE["spill"]:
+        why.append(f"{spill} B of spills > {GATE['spill']} B")
+    if row["stack_frame"] > GATE["stack"]:
+        why.append(f"{row['stack_frame']} B stack frame > {GATE['stack']} B")
+    return why
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--match", help="only kernels whose name matches this regex")
+    ap.add_argument("--skip", help="leave out kernels whose name matches this regex")
     ap.add_argument("--json", metavar="FILE", help="write the rows as JSON")
     ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--gate", action="store_true",
+                    help=f"fail on registers x block > {GATE['regs_x_block']:,}, spills > "
+                         f"{GATE['spill']} B or a stack frame > {GATE['stack']} B")
     args = ap.parse_args(argv)
     from numba import cuda
+    from steadfast.kernels import devicelib
     from steadfast.kernels import ptx_check as pc
     pc.fake_sm90()
     exe = pc.ptxas_path()
@@ -38,11 +68,12 @@ def main(argv=None) -> int:
     cc = tuple(int(c) for c in args.arch.split("_")[1])
     rows = []
     pat = re.compile(args.match) if args.match else None
+    skip = re.compile(args.skip) if args.skip else None
     print(f"{'kernel':<58} {'nvvm s':>7} {'ptxas s':>7} {'regs':>5} {'spill st':>8} "
-          f"{'spill ld':>8} {'stack':>6}", flush=True)
+          f"{'spill ld':>8} {'stack':>6} {'block':>5}", flush=True)
     for qualname, fn, sigs in pc.registered_kernels():
         short = qualname.replace("steadfast.kernels.", "")
-        if pat and not pat.search(short):
+        if (pat and not pat.search(short)) or (skip and skip.search(short)):
             continue
         for i, sig in enumerate(sigs):
             name = short + (f"#{i}" if len(sigs) > 1 else "")
@@ -55,18 +86,37 @@ def main(argv=None) -> int:
                 print(f"{name:<58} FAILED {type(exc).__name__}: {str(exc)[:80]}", flush=True)
                 rows.append(dict(kernel=name, error=f"{type(exc).__name__}: {exc}"[:300]))
                 continue
-            rows.append(dict(kernel=name, nvvm_s=nvvm, ptxas_s=r["seconds"], **{
-                k: r[k] for k in ("registers", "spill_stores", "spill_loads", "stack_frame")}))
+            row = dict(kernel=name, nvvm_s=nvvm, ptxas_s=r["seconds"],
+                       block=devicelib.launch_block(qualname), **{
+                           k: r[k] for k in ("registers", "spill_stores", "spill_loads",
+                                             "stack_frame")})
+            row["gate"] = gate_failures(row)
+            rows.append(row)
             print(f"{name[:58]:<58} {nvvm:7.1f} {r['seconds']:7.1f} {r['registers']:5d} "
-                  f"{r['spill_stores']:8d} {r['spill_loads']:8d} {r['stack_frame']:6d}", flush=True)
+                  f"{r['spill_stores']:8d} {r['spill_loads']:8d} {r['stack_frame']:6d} "
+                  f"{row['block']:5d}" + ("  GATE: " + "; ".join(row["gate"]) if row["gate"] else ""),
+                  flush=True)
     ok = [r for r in rows if "error" not in r]
+    failed = [r for r in ok if r["gate"]]
+    worst = max(ok, key=lambda r: r["registers"] * r["block"], default=None)
     print(f"ptxas_report: {len(ok)}/{len(rows)} kernels; NVVM {sum(r['nvvm_s'] for r in ok):.1f}s, "
           f"ptxas {sum(r['ptxas_s'] for r in ok):.1f}s; "
-          f"{sum(r['spill_stores'] > 0 for r in ok)} spill")
+          f"{sum(r['spill_stores'] > 0 for r in ok)} spill; max spill "
+          f"{max((max(r['spill_stores'], r['spill_loads']) for r in ok), default=0)} B, max stack "
+          f"{max((r['stack_frame'] for r in ok), default=0)} B, max registers x block "
+          + (f"{worst['registers'] * worst['block']:,} ({worst['kernel']})" if worst else "-"))
+    if args.gate:
+        for r in failed:
+            print(f"ptxas gate: FAIL {r['kernel']}: {'; '.join(r['gate'])}")
+        print(f"ptxas gate: {'FAILED' if failed or len(ok) != len(rows) else 'passed'} "
+              f"({len(ok) - len(failed)}/{len(rows)} kernels within registers x block <= "
+              f"{GATE['regs_x_block']:,}, spills <= {GATE['spill']} B, stack <= {GATE['stack']} B)")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)
-    return 0 if len(ok) == len(rows) else 1
+    if len(ok) != len(rows):
+        return 1
+    return 1 if args.gate and failed else 0
 
 
 if __name__ == "__main__":
