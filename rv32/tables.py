@@ -27,11 +27,14 @@ Only program (the image), registers (the entry point) and io (input and output) 
 the statement; the others are built once per (k, LogUp degree cap) (air/builder.py
 ``logup_degree_cap``: the AIR depends on log_blowup only through it).  The instruction
 chips and POSEIDON2 hold k items a row (chips/slots.py, ``SLOTTED``), k chosen per proof
-to commit the fewest cells (:func:`choose_slots`) and read back off the widths.
+(:func:`choose_slots`: by default for the smallest proof, else the fewest cells) and read
+back off the widths.
 """
 from __future__ import annotations
 
 import threading
+
+import numpy as np
 
 from steadfast.air.builder import gc_paused, logup_degree_cap
 from steadfast.vm import airs as vm_airs
@@ -95,14 +98,38 @@ def cells_per_row(air) -> int:
     return air.main_width + 4 * air.aux_width + 4 * air.num_parts
 
 
-def choose_slots(name: str, items: int, log_blowup: int) -> int:
-    """The k of ``name``'s menu committing the fewest cells for ``items`` items (rows =
-    pow2_rows(ceil(items / k))); ties to the smaller k."""
+def opening_bytes(air, rows: int, log_blowup: int, num_queries: int = 50) -> float:
+    """A table's expected share of a proof (docs/protocol.md section 5), in bytes: its
+    opened rows (the expected d distinct rows of q queries x the committed width, 4 bytes
+    an element) and its trees'
+    multiproofs, per tree (main, aux, parts) about q (h - log2 q - 1.3) nodes of 32 bytes
+    for a tree of 2^h leaves (the queries open the top levels completely; fitted on
+    bench/rv32_cells.py --bytes at q = 50: within 2 % for trees of 2^11..2^21 leaves).
+    The model behind :func:`choose_slots`' "size" objective."""
+    h = max(1, int(rows).bit_length() - 1) + log_blowup
+    q = float(num_queries)
+    d = (1 << h) * -np.expm1(q * np.log1p(-1.0 / (1 << h)))     # distinct rows of q draws
+    trees = 3 if air.aux_width else 2
+    levels = max(0.0, h - np.log2(q) - 1.3)
+    return 4 * d * cells_per_row(air) + 32 * q * levels * trees
+
+
+def choose_slots(name: str, items: int, log_blowup: int, objective: str = "size") -> int:
+    """The k of ``name``'s menu for ``items`` items (rows = pow2_rows(ceil(items / k))):
+    objective "size" (the default) takes the k with the smallest :func:`opening_bytes` --
+    in practice k = 1, as a slot widens every opened row k times and saves only log2 k
+    tree levels; "cells" the k committing the fewest cells (the faster prover, proofs
+    up to 1.6 times larger).  Ties to the smaller k."""
+    if objective not in ("size", "cells"):
+        raise ValueError(f"objective {objective!r}: 'size' or 'cells'")
     best = None
     for k in slot_menu(name):
-        cells = pow2_rows(-(-int(items) // k)) * cells_per_row(static_air(name, log_blowup, k))
-        if best is None or cells < best[0]:
-            best = (cells, k)
+        air = static_air(name, log_blowup, k)
+        rows = pow2_rows(-(-int(items) // k))
+        cost = rows * cells_per_row(air) if objective == "cells" else \
+            opening_bytes(air, rows, log_blowup)
+        if best is None or cost < best[0]:
+            best = (cost, k)
     return best[1]
 
 
@@ -141,4 +168,4 @@ def table_airs(image, input: bytes, output: bytes, log_blowup: int, slots=None) 
 
 
 __all__ = ["TABLES", "INDEX", "CHIPS", "SLOTTED", "slot_menu", "static_air", "table_airs",
-           "choose_slots", "slots_from_widths", "cells_per_row"]
+           "choose_slots", "slots_from_widths", "cells_per_row", "opening_bytes"]

@@ -178,12 +178,13 @@ def _lookup_program(air, its):
 
 def build_traces(program, execution, max_cycles: int = abi.DEFAULT_MAX_CYCLES,
                  log_blowup: int = DEFAULT_LOG_BLOWUP, image=None,
-                 slots: dict | None = None) -> Rv32Traces:
+                 slots: dict | None = None, slot_objective: str = "size") -> Rv32Traces:
     """AIRs, traces and public values for a proof that ``program`` run on the execution's
     input with limit ``max_cycles`` exits with its exit code and output (module
     docstring).  ``image``: :func:`chips.program.image_of` of the program, if at hand;
     ``slots``: table -> k to force a slotted table's k (tables.SLOTTED; the others get
-    the k committing the fewest cells)."""
+    :func:`tables.choose_slots`' k for ``slot_objective``: "size", the smallest proof,
+    or "cells", the fewest committed cells)."""
     rec = execution.record
     if rec is None:
         raise ValueError("build_traces needs an execution run with record=True")
@@ -218,7 +219,7 @@ def build_traces(program, execution, max_cycles: int = abi.DEFAULT_MAX_CYCLES,
     for name in SLOTTED:
         if name not in slots:
             items = len(p2_states) if name == "poseidon2" else rows[name].m
-            slots[name] = choose_slots(name, max(1, items), log_blowup)
+            slots[name] = choose_slots(name, max(1, items), log_blowup, slot_objective)
     airs = table_airs(image, rec.input, output, log_blowup, slots)
     pvs = public_values(program, rec.input, output, execution.exit_code, max_cycles)
     traces = [None] * len(TABLES)

@@ -166,3 +166,24 @@ def test_every_slot_count(k):
     check_traces(tr.airs, tr.traces, tr.table_public_values)
     got = slots_from_widths([t.shape[1] for t in tr.traces], 2)
     assert {n: got[n] for n in forced} == forced
+
+
+def test_slot_objective():
+    """choose_slots: "size" (the default) takes the k with the smallest opening
+    (k = 1 for a large table: a slot widens every opened row k times and saves only
+    log2 k tree levels); "cells" the fewest committed cells; anything else is refused."""
+    from steadfast.rv32.tables import choose_slots, opening_bytes, static_air
+    from steadfast.rv32.chips.common import pow2_rows
+    items = 300_000
+    assert choose_slots("alu", items, 2) == 1
+    assert choose_slots("poseidon2", 6_000, 2) == 1
+    k = choose_slots("alu", items, 2, "cells")
+    assert k == 3
+    size = [opening_bytes(static_air("alu", 2, j), pow2_rows(-(-items // j)), 2)
+            for j in (1, k)]
+    assert size[0] < size[1]
+    with pytest.raises(ValueError, match="objective"):
+        choose_slots("alu", items, 2, "speed")
+    prog, ex, _ = S.all_classes()
+    tr = build_traces(prog, ex, max_cycles=1000, slot_objective="cells")
+    check_traces(tr.airs, tr.traces, tr.table_public_values)
