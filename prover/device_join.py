@@ -126,13 +126,16 @@ class DeviceJoinStages:
             if rollin is None or isinstance(rollin, Layer):
                 roll_d = None if rollin is None else rollin.h.device()
             else:
-                roll_d = self._put(t, f"roll_upload_{nxt}", np.asarray(rollin), seal=False).device()
+                roll_up = self._put(t, f"roll_upload_{nxt}", np.asarray(rollin), seal=False)
+                roll_d = roll_up.device()
             out_d = self.engine.fold_layer(self, values.h.device(), beta, log_arity, log_height,
                                            roll_d, tag=f"{t}/fri_{nxt}")
             h = self._handle(t, f"fri_{nxt}", out_d, seal=False)
             self._inject_output("r4.fri", t, h, axis=0)
             if isinstance(rollin, Layer):
                 rollin.h.release()             # rolled in: F_h is not read again
+            elif rollin is not None:
+                roll_up.release()              # the upload of a host F_h, likewise
             return Layer(h, nxt)
 
         def host():

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -90,13 +91,28 @@ class DeviceStages(DeviceJoinStages, HostStages):
         self.recovery = Recovery(mem, self.faults, self.counters, self.timeline,
                                  force_downgrade=force_downgrade, proof=proof_id)
         self.r2_windows = R2Windows()
-        self.inject = True                 # off while a post-mortem reruns the device chain
         self._tables: dict[str, TableState] = {}
         self._tlock = threading.Lock()
         self._local = threading.local()     # the table this worker thread is proving
         self.xcheck_s = 0.0                 # integrity tagging/checking time (XCHECK on)
         self.shapes: dict = {}               # table -> TableShape (for the dispatch checks)
         self.gate: dict = {}                 # table -> device-only admitted
+
+    # fault injection is off while a post-mortem reruns a device chain -- on the thread
+    # running that post-mortem only: the other tables' workers keep their faults, and two
+    # overlapping post-mortems cannot turn it back on under each other
+    @property
+    def inject(self) -> bool:
+        return not getattr(self._local, "no_inject", 0)
+
+    @contextmanager
+    def no_injection(self):
+        """No fault fires on the calling thread inside (an XCHECK post-mortem's rerun)."""
+        self._local.no_inject = getattr(self._local, "no_inject", 0) + 1
+        try:
+            yield
+        finally:
+            self._local.no_inject -= 1
 
     def bind(self, table: str) -> None:
         """Tell the stages which table the calling worker thread is proving (used by
@@ -164,7 +180,7 @@ class DeviceStages(DeviceJoinStages, HostStages):
     def _put(self, table: str, stage: str, host: np.ndarray, seal: bool = True):
         """Upload a host array into a fresh device buffer (the budget is checked first)."""
         dev = self.mem.to_device(np.ascontiguousarray(host), tag=f"{table}/{stage}")
-        self.table(table).transfers.h2d_bytes += host.nbytes
+        self.table(table).transfers.add(h2d_bytes=host.nbytes)
         device_only = self.device_only and self.gate.get(table, True)
         return self._handle(table, stage, dev, None if device_only else host, seal=seal)
 
@@ -178,10 +194,35 @@ class DeviceStages(DeviceJoinStages, HostStages):
         def locked():
             if shape is not None and not dispatch_ok(site, shape):
                 raise DeviceOOM(0, 0, None, f"the {site} device kernels do not accept this table")
-            with self.submission_lock():
+            with self.submission_lock(), self._attempt(table):
                 return device_fn()
         with self.timeline.span(site, table, cat="stage"):
             return self._run_site(site, table, locked, host_fn, inputs)
+
+    @contextmanager
+    def _attempt(self, table: str):
+        """One device attempt of a stage: when it raises, every handle it created (an
+        upload before a commit that did not fit, an output of a kernel that failed) is
+        released and forgotten, so the retry -- and, after a downgrade, the host path --
+        starts with exactly the device bytes the first attempt found (issue #28.1).
+        Only the table's own worker appends to its handles (the join: the main thread)."""
+        st = self.table(table)
+        n0 = len(st.handles)
+        try:
+            yield
+        except BaseException:
+            made = st.handles[n0:]
+            del st.handles[n0:]
+            for h in made:
+                st.tags.pop(id(h), None)
+                for stage, out in list(st.outputs.items()):
+                    if out is h:
+                        del st.outputs[stage]
+                try:
+                    h.release()
+                except Exception:       # noqa: BLE001 -- the attempt's own error wins
+                    pass
+            raise
 
     def _run_site(self, site: str, table: str, device_fn, host_fn, inputs=()):
         st = self.table(table)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from contextlib import contextmanager
 from types import SimpleNamespace
 
 import numpy as np
@@ -108,17 +109,32 @@ class EmuEngine:
             raise
         return out
 
+    @staticmethod
+    @contextmanager
+    def _outputs(mem: DeviceMemory, bufs):
+        """A call's outputs (a dict of buffers or one) go back to the pool if the call
+        raises (a kernel's error, a temporary that does not fit): they are in no handle
+        yet, so nothing else could free them before the epoch ends (issue #28.2)."""
+        try:
+            yield bufs
+        except BaseException:
+            for a in (bufs.values() if isinstance(bufs, dict) else (bufs,)):
+                if not a.freed:
+                    mem.free(a)
+            raise
+
     # -- stages -------------------------------------------------------------------
     def lde_commit(self, mem, evals_T_dev, shape: TableShape, tag: str):
         w, n = evals_T_dev.shape
         N = 1 << shape.log_lde
         bufs = self._alloc(mem, {"coeffs": (w, n), "lde": (w, N), "tree": _nodes_shape(N)}, tag)
-        evals_T = self.download_view(evals_T_dev)
-        self.upload_into(bufs["coeffs"], intt(np.ascontiguousarray(evals_T)))
-        lde = lde_columns(np.ascontiguousarray(evals_T), shape.log_blowup, SHIFT)
-        self.upload_into(bufs["lde"], lde)
-        tree = kmerkle.commit(_bitrev_rows(lde))
-        self.upload_into(bufs["tree"], tree.nodes)
+        with self._outputs(mem, bufs):
+            evals_T = self.download_view(evals_T_dev)
+            self.upload_into(bufs["coeffs"], intt(np.ascontiguousarray(evals_T)))
+            lde = lde_columns(np.ascontiguousarray(evals_T), shape.log_blowup, SHIFT)
+            self.upload_into(bufs["lde"], lde)
+            tree = kmerkle.commit(_bitrev_rows(lde))
+            self.upload_into(bufs["tree"], tree.nodes)
         return bufs["coeffs"], bufs["lde"], bufs["tree"], np.asarray(tree.root, np.uint32)
 
     def aux_build(self, stages, air, shape, main, public_values, challenges, trace_dev=None):
@@ -134,20 +150,22 @@ class EmuEngine:
         M = 1 << shape.log_quotient
         bufs = self._alloc(stages.mem, {"q": (4, M), "blocks": (4 * shape.num_parts, shape.n)},
                            f"{shape.name}/r2")
-        q = HostStages.quotient(stages, air, shape, self._view(main), prep_lde, self._view(aux),
-                                public_values, challenges, alpha, terminal)
-        self.upload_into(bufs["q"], q)
-        self.upload_into(bufs["blocks"], decompose(q, shape))
+        with self._outputs(stages.mem, bufs):
+            q = HostStages.quotient(stages, air, shape, self._view(main), prep_lde,
+                                    self._view(aux), public_values, challenges, alpha, terminal)
+            self.upload_into(bufs["q"], q)
+            self.upload_into(bufs["blocks"], decompose(q, shape))
         return bufs["q"], bufs["blocks"]
 
     def parts_lde_commit(self, mem, blocks_dev, shape: TableShape, tag: str):
         c = 4 * shape.num_parts
         N = 1 << shape.log_lde
         bufs = self._alloc(mem, {"lde": (c, N), "tree": _nodes_shape(N)}, tag)
-        lde = parts_lde(self.download_view(blocks_dev), shape)
-        self.upload_into(bufs["lde"], lde)
-        tree = kmerkle.commit(_bitrev_rows(lde))
-        self.upload_into(bufs["tree"], tree.nodes)
+        with self._outputs(mem, bufs):
+            lde = parts_lde(self.download_view(blocks_dev), shape)
+            self.upload_into(bufs["lde"], lde)
+            tree = kmerkle.commit(_bitrev_rows(lde))
+            self.upload_into(bufs["tree"], tree.nodes)
         return bufs["lde"], bufs["tree"], np.asarray(tree.root, np.uint32)
 
     def ood(self, coeffs_dev, point) -> np.ndarray:
@@ -156,16 +174,18 @@ class EmuEngine:
     def deep_quotient(self, stages, shape, groups, z, lam):
         N = 1 << shape.log_lde
         out = self._alloc(stages.mem, {"fri0": (N, 4)}, f"{shape.name}/deep")["fri0"]
-        views = [(self._view(c), v, nx) for c, v, nx in groups]
-        self.upload_into(out, HostStages.deep_quotient(stages, shape, views, z, lam))
+        with self._outputs(stages.mem, out):
+            views = [(self._view(c), v, nx) for c, v, nx in groups]
+            self.upload_into(out, HostStages.deep_quotient(stages, shape, views, z, lam))
         return out
 
     def commit_rows(self, mem, values_dev, width: int, tag: str):
         vals = self.download_view(values_dev)
         rows = np.ascontiguousarray(vals.reshape(-1, width))
         out = self._alloc(mem, {"tree": _nodes_shape(rows.shape[0])}, tag)["tree"]
-        tree = kmerkle.commit(rows)
-        self.upload_into(out, tree.nodes)
+        with self._outputs(mem, out):
+            tree = kmerkle.commit(rows)
+            self.upload_into(out, tree.nodes)
         return out, np.asarray(tree.root, np.uint32)
 
     def gather_columns(self, lde_dev, nat_idx) -> np.ndarray:
@@ -176,18 +196,20 @@ class EmuEngine:
         """F = sum_j mu^j dq_j of device DEEP quotients uint32[N, 4] (one height)."""
         n = dq_devs[0].shape[0]
         out = self._alloc(stages.mem, {"fold": (n, 4)}, tag)["fold"]
-        self.upload_into(out, HostStages.fri_input(
-            stages, [np.ascontiguousarray(self.download_view(d)) for d in dq_devs], mu))
+        with self._outputs(stages.mem, out):
+            self.upload_into(out, HostStages.fri_input(
+                stages, [np.ascontiguousarray(self.download_view(d)) for d in dq_devs], mu))
         return out
 
     def fold_layer(self, stages, values_dev, beta, log_arity: int, log_height: int, roll_dev,
                    tag: str):
         """One layer's fold by 2^log_arity (+ beta^a roll-in) -> a new device buffer."""
         out = self._alloc(stages.mem, {"fold": (values_dev.shape[0] >> log_arity, 4)}, tag)["fold"]
-        roll = None if roll_dev is None else np.ascontiguousarray(self.download_view(roll_dev))
-        self.upload_into(out, HostStages.fri_fold(
-            stages, np.ascontiguousarray(self.download_view(values_dev)), beta, log_arity,
-            log_height, roll))
+        with self._outputs(stages.mem, out):
+            roll = None if roll_dev is None else np.ascontiguousarray(self.download_view(roll_dev))
+            self.upload_into(out, HostStages.fri_fold(
+                stages, np.ascontiguousarray(self.download_view(values_dev)), beta, log_arity,
+                log_height, roll))
         return out
 
     def gather_rows(self, dev, idx, width: int | None = None) -> np.ndarray:
@@ -348,14 +370,17 @@ class CudaEngine(EmuEngine):
         N = 1 << shape.log_lde
         bufs = self._alloc(mem, {"coeffs": (w, n), "lde": (w, N), "tree": _nodes_shape(N),
                                  "rows": (N, w)}, tag)
-        try:
-            src, s = evals_T_dev.data, self._s()
-            self._ntt.intt_device(src, out=bufs["coeffs"].data, stream=s)
-            self._ntt.coset_lde_device(src, shape.log_blowup, SHIFT, out=bufs["lde"].data, stream=s)
-            self._layout.bitrev_rows_device(bufs["lde"].data, out=bufs["rows"].data, stream=s)
-            tree = self._merkle.commit_device(bufs["rows"].data, out=bufs["tree"].data, stream=s)
-        finally:
-            mem.free(bufs["rows"])           # openings gather from the LDE itself
+        with self._outputs(mem, bufs):
+            try:
+                src, s = evals_T_dev.data, self._s()
+                self._ntt.intt_device(src, out=bufs["coeffs"].data, stream=s)
+                self._ntt.coset_lde_device(src, shape.log_blowup, SHIFT, out=bufs["lde"].data,
+                                           stream=s)
+                self._layout.bitrev_rows_device(bufs["lde"].data, out=bufs["rows"].data, stream=s)
+                tree = self._merkle.commit_device(bufs["rows"].data, out=bufs["tree"].data,
+                                                  stream=s)
+            finally:
+                mem.free(bufs["rows"])           # openings gather from the LDE itself
         return bufs["coeffs"], bufs["lde"], bufs["tree"], np.asarray(tree.root, np.uint32)
 
     def parts_lde_commit(self, mem, blocks_dev, shape: TableShape, tag: str):
@@ -363,22 +388,26 @@ class CudaEngine(EmuEngine):
         N = 1 << shape.log_lde
         bufs = self._alloc(mem, {"lde": (c, N), "tree": _nodes_shape(N), "rows": (N, c),
                                  "padded": (c, N)}, tag)
-        try:
-            s = self._s()
-            self._layout.pad_columns_device(blocks_dev.data, bufs["padded"].data, stream=s)
-            self._ntt.coset_ntt_device(bufs["padded"].data, SHIFT, out=bufs["lde"].data, stream=s)
-            self._layout.bitrev_rows_device(bufs["lde"].data, out=bufs["rows"].data, stream=s)
-            tree = self._merkle.commit_device(bufs["rows"].data, out=bufs["tree"].data, stream=s)
-        finally:
-            mem.free(bufs["rows"])
-            mem.free(bufs["padded"])
+        with self._outputs(mem, bufs):
+            try:
+                s = self._s()
+                self._layout.pad_columns_device(blocks_dev.data, bufs["padded"].data, stream=s)
+                self._ntt.coset_ntt_device(bufs["padded"].data, SHIFT, out=bufs["lde"].data,
+                                           stream=s)
+                self._layout.bitrev_rows_device(bufs["lde"].data, out=bufs["rows"].data, stream=s)
+                tree = self._merkle.commit_device(bufs["rows"].data, out=bufs["tree"].data,
+                                                  stream=s)
+            finally:
+                mem.free(bufs["rows"])
+                mem.free(bufs["padded"])
         return bufs["lde"], bufs["tree"], np.asarray(tree.root, np.uint32)
 
     def commit_rows(self, mem, values_dev, width: int, tag: str):
         rows_n = values_dev.shape[0] * values_dev.shape[1] // width
         out = self._alloc(mem, {"tree": _nodes_shape(rows_n)}, tag)["tree"]
-        rows = values_dev.data.reshape(rows_n, width)
-        tree = self._merkle.commit_device(rows, out=out.data, stream=self._s())
+        with self._outputs(mem, out):
+            rows = values_dev.data.reshape(rows_n, width)
+            tree = self._merkle.commit_device(rows, out=out.data, stream=self._s())
         return out, np.asarray(tree.root, np.uint32)
 
     def gather_columns(self, lde_dev, nat_idx) -> np.ndarray:

@@ -339,6 +339,10 @@ class Admission:
         self.cancelled = False
 
     def acquire(self, table: str, est: int) -> float:
+        """Wait until ``table`` fits (spilling idle tables if need be) and book ``est``.
+        If it raises (cancelled, or a spill failed) nothing of it is booked and the
+        table's own idle bytes are still held: ``reserved``/``held``/``running`` stay as
+        they were."""
         t0 = time.perf_counter()
         with self.cond:
             while True:
@@ -346,28 +350,46 @@ class Admission:
                     raise ProofCancelled(f"{table}: proof cancelled while waiting for admission")
                 held = self.held.pop(table, 0)
                 self.reserved -= held
-                if self.budget is None or self.reserved + est <= self.budget or self.running == 0:
-                    if self.budget is not None and self.reserved + est > self.budget and self.held:
-                        self._spill_idle()
+                fits = self.budget is None or self.reserved + est <= self.budget
+                if fits or self.running == 0:
+                    if not fits and self.held:
+                        self._spill_idle_keeping(table, held)
                         continue
                     self.reserved += est
                     self.running += 1
                     return time.perf_counter() - t0
-                self.reserved += held
-                if held:
-                    self.held[table] = held
+                self._hold(table, held)
                 if self.running == 0 and self.held:
                     self._spill_idle()
                     continue
                 self.cond.wait(timeout=0.5)
 
+    def _hold(self, table: str, nbytes: int) -> None:
+        self.reserved += nbytes
+        if nbytes:
+            self.held[table] = nbytes
+
+    def _spill_idle_keeping(self, table: str, held: int) -> None:
+        """Spill one idle table while ``table``'s own idle bytes (``held``) are out of the
+        books; on a failure they go back before the error leaves."""
+        try:
+            self._spill_idle()
+        except BaseException:
+            self._hold(table, held)
+            raise
+
     def _spill_idle(self) -> None:
-        # called with the condition held: move the largest idle table to the host
+        # called with the condition held: move the largest idle table to the host; if the
+        # spill fails the table stays held (what is still resident is still booked)
         name = max(self.held, key=self.held.get)
         nbytes = self.held.pop(name)
         self.reserved -= nbytes
         if self._spill:
-            self._spill(name)
+            try:
+                self._spill(name)
+            except BaseException:
+                self._hold(name, nbytes)
+                raise
 
     def release(self, table: str, est: int, keep_resident: int = 0) -> None:
         with self.cond:
@@ -484,12 +506,25 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
 
     adm = Admission(cfg.budget, spill)
     failure: list[BaseException] = []
+    stats_lock = threading.Lock()          # statistics several workers add to
+
+    def fail(exc):
+        with stats_lock:
+            if not failure:
+                failure.append(exc)
+        adm.cancel()
 
     def guarded(i, fn, keep_resident=False):
         name = shapes[i].name
         if failure:
             raise ProofCancelled(f"{name}: cancelled after another table failed")
-        wait = adm.acquire(name, est[i])
+        try:
+            # admission may spill idle tables, which can fail (a host MemoryError while
+            # downloading, a device error): that is this worker's failure (issue #28.3)
+            wait = adm.acquire(name, est[i])
+        except BaseException as exc:
+            fail(exc)
+            raise
         stats.tables[name].admission_wait_s += wait
         if wait > 1e-3:
             timeline.complete("wait:admission", time.perf_counter() - wait, time.perf_counter(),
@@ -502,9 +537,7 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
             ok = True
             return out
         except BaseException as exc:
-            if not failure:
-                failure.append(exc)
-            adm.cancel()
+            fail(exc)
             raise
         finally:
             stats.tables[name].peak_device_bytes = max(stats.tables[name].peak_device_bytes,
@@ -546,8 +579,11 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
                 r3 = r3_ood(i, st, r1, ch, aux, r2, stages, spans)
                 if cfg.xcheck:
                     t0 = time.perf_counter()
-                    cross_check(stages, st, i, r1, ch, aux, r2, r3, cfg)
-                    stats.xcheck_s += time.perf_counter() - t0
+                    try:
+                        cross_check(stages, st, i, r1, ch, aux, r2, r3, cfg)
+                    finally:
+                        with stats_lock:
+                            stats.xcheck_s += time.perf_counter() - t0
                 if failure:
                     raise ProofCancelled(f"{name}: cancelled after another table failed")
                 deeps[i] = r4_deep(i, st, r1, ch, aux, r2, r3, stages, spans)
@@ -623,16 +659,21 @@ def names_unique(shapes) -> list:
 
 
 def _run_all(workers: int, order, fn, failure: list) -> None:
-    """Run fn(i) for i in order on a pool; re-raise the first failure after all stop."""
+    """Run fn(i) for i in order on a pool; after all stop, re-raise the first recorded
+    failure -- or, if none was recorded, the first exception any worker raised: no
+    worker's exception is ever dropped (issue #28.3)."""
+    raised = []
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="table") as pool:
         futures = [pool.submit(fn, i) for i in order]
         for f in futures:
             try:
                 f.result()
-            except BaseException:
-                pass
+            except BaseException as exc:
+                raised.append(exc)
     if failure:
         raise failure[0]
+    if raised:
+        raise raised[0]
 
 
 __all__ = ["PipelineConfig", "PipelineStats", "run_pipeline", "estimate_bytes",

@@ -38,9 +38,20 @@ class Where(Flag):
 
 @dataclass
 class TransferStats:
+    """A table's transfers (shared by its handles; a spill or the join may move them from
+    another thread than the table's worker, so every update takes the lock: :meth:`add`)."""
     h2d_bytes: int = 0
     d2h_bytes: int = 0
     host_materialisations: int = 0
+
+    def __post_init__(self):
+        self._lock = threading.Lock()
+
+    def add(self, h2d_bytes: int = 0, d2h_bytes: int = 0, host_materialisations: int = 0) -> None:
+        with self._lock:
+            self.h2d_bytes += int(h2d_bytes)
+            self.d2h_bytes += int(d2h_bytes)
+            self.host_materialisations += int(host_materialisations)
 
 
 class ResidentHandle:
@@ -98,8 +109,7 @@ class ResidentHandle:
                 raise DataLost(f"{self.table}/{self.stage}: no host copy and the device "
                                f"buffer is gone")
             self._host = self.mem.to_host(self._dev)
-            self.stats.d2h_bytes += self._host.nbytes
-            self.stats.host_materialisations += 1
+            self.stats.add(d2h_bytes=self._host.nbytes, host_materialisations=1)
             return self._host
 
     def device(self) -> DeviceArray:
@@ -110,7 +120,7 @@ class ResidentHandle:
             if self._host is None:
                 raise DataLost(f"{self.table}/{self.stage}: no device copy and no host copy")
             self._dev = self.mem.to_device(self._host, tag=f"{self.table}/{self.stage}")
-            self.stats.h2d_bytes += self._host.nbytes
+            self.stats.add(h2d_bytes=self._host.nbytes)
             return self._dev
 
     # -- release --------------------------------------------------------------------

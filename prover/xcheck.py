@@ -42,6 +42,7 @@ from steadfast.verifier.errors import CompositionError, VerificationError
 from steadfast.verifier.protocol import SHIFT, deep_groups
 
 from .device_join import JOIN
+from .device_locks import NULL_LOCK, R2_LOCK
 from .engines import decompose
 from .integrity import lde_matches_leaves, tree_consistent  # noqa: F401  (re-exported)
 from .stages import HostStages
@@ -137,41 +138,45 @@ def _rerun_device_chain(stages, st, i, ch, alpha, z, resident: bool):
         temps.extend([c, l, nd])
         return SimpleNamespace(lde_h=SimpleNamespace(device=lambda l=l: l), coeffs_dev=c)
 
-    stages.inject = False
-    stages.submission_lock().acquire()
-    try:
-        if resident:
-            main = SimpleNamespace(lde_h=out["main"].lde_h, coeffs_dev=out["main"].coeffs_h.device())
-        else:
-            main = commit(out["trace"].device(), f"{shape.name}/rerun_main")
-        aux = terminal = None
-        if shape.aux_cols:
-            if resident and "aux" in out:
-                aux = SimpleNamespace(lde_h=out["aux"].lde_h, coeffs_dev=out["aux"].coeffs_h.device())
-                terminal = None
-            trace = np.ascontiguousarray(eng.download_view(out["trace"].device()).T)
-            aux_res, terminal = eng.aux_build(stages, air, shape, trace, pv, ch.challenges,
-                                              trace_dev=out["trace"].device())
-            if isinstance(aux_res, DeviceArray):
-                up = aux_res
+    # no fault fires during the rerun -- on this thread only (the other tables keep their
+    # faults: issue #28.6)
+    with stages.no_injection(), stages.submission_lock():
+        try:
+            if resident:
+                main = SimpleNamespace(lde_h=out["main"].lde_h, coeffs_dev=out["main"].coeffs_h.device())
             else:
-                up = mem.to_device(np.ascontiguousarray(aux_res.T), tag=f"{shape.name}/rerun_aux")
-            temps.append(up)
-            if aux is None:
-                aux = commit(up, f"{shape.name}/rerun_aux")
-        prep = HostStages.prep_lde(stages, air, shape)
-        q_d, blocks_d = eng.quotient_decompose(stages, air, shape, main, prep, aux, pv,
-                                               ch.challenges, alpha, terminal)
-        temps.extend([q_d, blocks_d])
-        zn, z_next = _ood_points(shape, z)
-        mats = {"main": main.coeffs_dev, "aux": aux.coeffs_dev if aux else None, "parts": blocks_d}
-        ood = {(m, nx): eng.ood(mats[m], z_next if nx else zn) for m, nx in deep_groups(shape)}
-        return ood, terminal
-    finally:
-        stages.inject = True
-        for t in temps:
-            mem.free(t)
-        stages.submission_lock().release()
+                main = commit(out["trace"].device(), f"{shape.name}/rerun_main")
+            aux = terminal = None
+            if shape.aux_cols:
+                if resident and "aux" in out:
+                    aux = SimpleNamespace(lde_h=out["aux"].lde_h, coeffs_dev=out["aux"].coeffs_h.device())
+                    terminal = None
+                trace = np.ascontiguousarray(eng.download_view(out["trace"].device()).T)
+                aux_res, terminal = eng.aux_build(stages, air, shape, trace, pv, ch.challenges,
+                                                  trace_dev=out["trace"].device())
+                if isinstance(aux_res, DeviceArray):
+                    up = aux_res
+                else:
+                    up = mem.to_device(np.ascontiguousarray(aux_res.T), tag=f"{shape.name}/rerun_aux")
+                temps.append(up)
+                if aux is None:
+                    aux = commit(up, f"{shape.name}/rerun_aux")
+            prep = HostStages.prep_lde(stages, air, shape)
+            # the rerun's R2 window takes the R2 lock like every device R2 (issue #28.7): with
+            # serialisation on, a race cannot reappear in the rerun and pass for a persistent
+            # fault
+            r2_lock = R2_LOCK if stages.serialize_r2 else NULL_LOCK
+            with r2_lock:
+                q_d, blocks_d = eng.quotient_decompose(stages, air, shape, main, prep, aux, pv,
+                                                       ch.challenges, alpha, terminal)
+            temps.extend([q_d, blocks_d])
+            zn, z_next = _ood_points(shape, z)
+            mats = {"main": main.coeffs_dev, "aux": aux.coeffs_dev if aux else None, "parts": blocks_d}
+            ood = {(m, nx): eng.ood(mats[m], z_next if nx else zn) for m, nx in deep_groups(shape)}
+            return ood, terminal
+        finally:
+            for t in temps:
+                mem.free(t)
 
 
 def cross_check(stages, st, i, r1, ch, aux, r2, r3, cfg) -> None:
