@@ -31,7 +31,10 @@ Order -- what matters most first, so that a short or failing first run still ans
    one line, ``preflight: FAILED -- ...``, exit status 2 at once (recorded in the JSON
    under ``preflight``).  Unless ``PROVER_KERNEL_CACHE`` is set, the kernel cache is the
    checkout's git-ignored ``.kernel-cache/`` folder, so a second command on the same lent
-   machine starts warm;
+   machine starts warm.  Then the warm-up (``--warm-jobs``; on cuda half the cores, at most
+   8): child processes compile disjoint parts of the device kernels into that cache and
+   one proves a small block on the host (numba's cache of the host kernels), while this
+   process initialises the device; its precompile waits for the parts and loads them;
 1. versions (python, numpy, numba, numba-cuda, cupy, CUDA driver/runtime, device) and a
    sanity launch (a field multiply kernel against numpy);
 2. precompile: every kernel a block proof launches (``Prover.precompile``: the generated
@@ -94,10 +97,17 @@ def check_sanity(ctx: Ctx) -> None:
                    note="field mul kernel vs numpy (time includes its compile)")
 
 
-def check_precompile(ctx: Ctx, block) -> None:
-    """Compile every kernel a proof of ``block`` launches, timed apart (Prover.precompile)."""
+def check_precompile(ctx: Ctx, block, warm=None) -> None:
+    """Compile every kernel a proof of ``block`` launches, timed apart (Prover.precompile);
+    with warm-up children, after waiting for their parts (the precompile then loads them)."""
     from steadfast.kernels.kernel_cache import cache_dir
     from steadfast.prover.api import Prover, ProverConfig
+    waited = ""
+    if warm is not None and warm.procs:
+        w = warm.wait_precompile(ctx.runner.left() - 60.0)
+        ctx.report.extra["warmup"] = {**w, "children": warm.status()}
+        waited = (f"; {len(w['parts'])} warm-up processes, done at {w['seconds']:.0f}s "
+                  f"(exit {sorted(set(map(str, w['parts'].values())))})")
     t0 = time.perf_counter()
     rows = Prover(ProverConfig(backend=ctx.args.backend)).precompile(block)
     dt = time.perf_counter() - t0
@@ -107,7 +117,7 @@ def check_precompile(ctx: Ctx, block) -> None:
     slow = sorted(rows, key=lambda r: -r["seconds"])[:3]
     note = (", ".join(f"{n} {h}" for h, n in sorted(how.items())) +
             "; slowest " + ", ".join(f"{r['name'].split('.')[-1][:32]} {r['seconds']:.1f}s"
-                                     for r in slow) + f"; cache {cache_dir() or 'off'}")
+                                     for r in slow) + f"; cache {cache_dir() or 'off'}" + waited)
     ctx.report.add("precompile", f"{len(rows)} steps", "n/a", dt, note=note, steps=rows)
 
 
@@ -450,6 +460,11 @@ def main(argv=None) -> int:
                     help=f"no check starts after this, s (default {SOFT_S:.0f}, or budget - 110 "
                          "when --budget is given)")
     ap.add_argument("--preflight-only", action="store_true", help="the preflight, then exit")
+    ap.add_argument("--warm-jobs", type=int,
+                    help="warm-up processes that compile parts of the device kernels into the "
+                         "kernel cache, plus one that proves a block on the host (numba's "
+                         "cache), while the device initialises (default on cuda: half the "
+                         "cores, at most 8, none under 4 cores; sim: 0)")
     ap.add_argument("--sections", default=",".join(SECTIONS),
                     help=f"comma-separated subset of {','.join(SECTIONS)}")
     ap.add_argument("--e2e-k", nargs="+", metavar="K",
@@ -498,6 +513,20 @@ def main(argv=None) -> int:
               flush=True)
     except Exception as exc:  # noqa: BLE001
         print(f"version info failed: {exc}")
+    from bench.device_common import Warmup
+    cores = os.cpu_count() or 1
+    jobs = args.warm_jobs if args.warm_jobs is not None else (
+        0 if sim or cores < 4 else min(8, cores // 2))
+    warm = Warmup(jobs, S["first_k"], args.backend, host=jobs > 0 and "e2e" in wanted)
+    try:
+        _run(args, S, sim, report, runner, ctx, wanted, warm)
+    finally:
+        warm.stop()
+        report.extra.setdefault("warmup", {})["children"] = warm.status()
+    return finish(report, args)
+
+
+def _run(args, S, sim, report, runner, ctx, wanted, warm) -> None:
     st, dev, note = runner.call("init", lambda: Dev(sim))
     if st != "ok":
         report.add("device init", "-", st, note=note)
@@ -522,7 +551,7 @@ def main(argv=None) -> int:
         except Exception as exc:  # noqa: BLE001
             pre_block = None
             print(f"block generator failed: {exc}", flush=True)
-        runner.run("precompile", "-", lambda: check_precompile(ctx, pre_block))
+        runner.run("precompile", "-", lambda: check_precompile(ctx, pre_block, warm))
         if first_k is not None:
             try:
                 e2e.first(first_k)
@@ -563,7 +592,6 @@ def main(argv=None) -> int:
             except Exception as exc:  # noqa: BLE001
                 traceback.print_exc()
                 report.add("end-to-end", "-", "error", note=f"{type(exc).__name__}: {exc}"[:160])
-    return finish(report, args)
 
 
 if __name__ == "__main__":

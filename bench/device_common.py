@@ -377,3 +377,111 @@ class Ctx:
         return out
 
 
+
+
+# ----------------------------------------------------------------------------- warm-up
+# The cold start is compilation: NVVM and ptxas for every device kernel (single-threaded,
+# 246 s for the 60 kernels on the 2-core development VM) and numba's host kernels on a
+# first proof.  A lent machine has 16 cores: device_check starts child processes right
+# after the preflight that compile disjoint parts of the device kernels into the kernel
+# cache (PROVER_KERNEL_CACHE) and, in one more, prove a small block on the host (numba's
+# on-disk cache of the host kernels), while the parent initialises the device; the
+# parent's precompile then waits for the parts and loads everything from the cache.
+
+def warm_part(kind: str, part: int, parts: int, k: int, backend: str) -> None:
+    """A warm-up child's work.  ``precompile``: ``Prover.precompile`` of the 2^k block,
+    compiling only the kernels whose name hashes to ``part`` (mod ``parts``); ``host``:
+    one host proof of that block."""
+    from steadfast.prover.api import Prover, ProverConfig
+    from steadfast.vm.programs import sized_block
+    block = sized_block(k, **BLOCK_ARGS)
+    if kind == "host":
+        Prover(ProverConfig(backend="host")).prove_block(block)
+        return
+    partition_dispatchers(part, parts)
+    Prover(ProverConfig(backend=backend)).precompile(block)
+
+
+def in_part(name: str, part: int, parts: int) -> bool:
+    """Whether kernel ``name`` is compiled by warm-up part ``part`` of ``parts``."""
+    import zlib
+    return zlib.crc32(name.encode()) % parts == part
+
+
+class _OtherPart:
+    """A kernel another warm-up part compiles: ``compile`` does nothing here."""
+
+    def compile(self, sig):
+        return None
+
+
+def partition_dispatchers(part: int, parts: int) -> None:
+    """(A warm-up child only: process-wide) make ``devicelib.DISPATCHERS`` hand out the
+    real dispatcher only for this part's kernels, so that ``Prover.precompile`` compiles
+    just those (the generated kernels register into it as they are generated)."""
+    from steadfast.kernels import devicelib
+
+    class _Part(dict):
+        def __getitem__(self, name):
+            disp = dict.__getitem__(self, name)
+            return disp if in_part(name, part, parts) else _OtherPart()
+    devicelib.DISPATCHERS = _Part(devicelib.DISPATCHERS)
+
+
+class Warmup:
+    """The warm-up children (see above); ``jobs`` precompile parts (0: none) and one host
+    proof when ``host``."""
+
+    def __init__(self, jobs: int, k: int, backend: str, host: bool):
+        import subprocess
+        import sys
+        import tempfile
+        self.t0 = time.perf_counter()
+        self.procs: dict = {}
+        self.logs: dict = {}
+        self._dir = tempfile.mkdtemp(prefix="device-check-warm-")
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+        env.setdefault("NUMBA_NUM_THREADS", "2")   # compiling is single-threaded
+        work = [("precompile", i) for i in range(jobs)] + ([("host", 0)] if host else [])
+        for kind, i in work:
+            code = (f"from bench.device_common import warm_part; "
+                    f"warm_part({kind!r}, {i}, {max(1, jobs)}, {int(k)}, {backend!r})")
+            self.logs[(kind, i)] = path = os.path.join(self._dir, f"{kind}-{i}.log")
+            with open(path, "w") as log:
+                self.procs[(kind, i)] = subprocess.Popen([sys.executable, "-c", code], env=env,
+                                                         cwd=root, stdout=log, stderr=log)
+
+    def wait_precompile(self, timeout: float) -> dict:
+        """Wait (at most ``timeout`` s) for the precompile parts -> {part: exit status or
+        "running"}, the seconds since they started."""
+        import subprocess
+        end = time.perf_counter() + max(0.0, timeout)
+        out = {}
+        for (kind, i), p in self.procs.items():
+            if kind != "precompile":
+                continue
+            try:
+                out[i] = p.wait(max(0.0, end - time.perf_counter()))
+            except subprocess.TimeoutExpired:
+                out[i] = "running"
+        return {"parts": out, "seconds": time.perf_counter() - self.t0}
+
+    def status(self) -> dict:
+        """{"KIND I": {"exit": status or "running", "tail": the log's last 400 chars}}."""
+        out = {}
+        for key, p in self.procs.items():
+            try:
+                with open(self.logs[key], errors="replace") as fh:
+                    tail = fh.read()[-400:]
+            except OSError:
+                tail = ""
+            out[f"{key[0]} {key[1]}"] = {"exit": p.poll() if p.poll() is not None else "running",
+                                         "tail": tail}
+        return out
+
+    def stop(self) -> None:
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.kill()

@@ -23,7 +23,7 @@ def test_device_check_dry_run_all_identical(tmp_path):
     env.pop("NUMBA_THREADING_LAYER", None)
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "device_check.py"),
                            "--dry-run", "--seed", "5", "--e2e-k", "10", "11", "--warm-k", "0",
-                           "--json", str(out)],
+                           "--warm-jobs", "2", "--json", str(out)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=580)
     tail = proc.stdout.strip().splitlines()
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -51,6 +51,10 @@ def test_device_check_dry_run_all_identical(tmp_path):
     assert pf["ok"] and pf["failures"] == [] and pf["threading_layer"] in ("omp", "tbb")
     assert pf["nvvm"].startswith("simulator") and pf["numba-cuda"]
     assert pf["kernel_cache"]["writable"] and pf["kernel_cache"]["dir"].startswith(str(tmp_path))
+    # the warm-up children (two precompile parts, one host proof) ran and finished
+    children = figures["warmup"]["children"]
+    assert set(children) == {"precompile 0", "precompile 1", "host 0"}, children
+    assert all(c["exit"] == 0 for c in children.values()), children
     rows = figures["rows"]
     assert {r["identical"] for r in rows} <= {"yes", "n/a"}
     assert any(r["check"].startswith("prove block") and r["identical"] == "yes" for r in rows)
@@ -77,3 +81,23 @@ def test_a_failed_preflight_is_one_line_and_exit_2(tmp_path):
     assert "sanity launch" not in proc.stdout and "Traceback" not in proc.stderr
     pf = json.loads(out.read_text())["preflight"]
     assert not pf["ok"] and pf["threading_layer"] == "workqueue" and len(pf["failures"]) == 1
+
+
+def test_warm_up_parts_cover_every_kernel_once():
+    sys.path.insert(0, ROOT)
+    from bench.device_common import _OtherPart, in_part, partition_dispatchers
+    from steadfast.kernels import devicelib, ptx_check
+    ptx_check.registered_kernels([m for m in ptx_check.DEVICE_MODULES
+                                  if not m.endswith("constraint_device")])
+    names = list(devicelib.DISPATCHERS)
+    assert len(names) > 20
+    for n in names:
+        assert sum(in_part(n, i, 4) for i in range(4)) == 1
+    saved = devicelib.DISPATCHERS
+    try:
+        partition_dispatchers(1, 4)
+        got = {n: not isinstance(devicelib.DISPATCHERS[n], _OtherPart) for n in names}
+        assert got == {n: in_part(n, 1, 4) for n in names} and any(got.values())
+        assert _OtherPart().compile("void()") is None
+    finally:
+        devicelib.DISPATCHERS = saved
