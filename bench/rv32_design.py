@@ -3,6 +3,7 @@
 (rv32/chips/common.py) so that only the split differs.
 
     .venv/bin/python bench/rv32_design.py [--log-blowup 2]
+    .venv/bin/python bench/rv32_design.py --unions 20     # proof-size model of table unions
 
 Alternatives:
 
@@ -16,6 +17,11 @@ Alternatives:
   vm's MEMORY(k) AIR with one more limb column.
 * **byte limbs**: the ALU with 4-byte operands (4 carries, pair8 checks) instead of
   16-bit limbs.
+* **table unions** (``--unions LOG``): the tables' opened rows + multiproof nodes
+  (rv32.tables ``opening_bytes``, the proof-size model) for the bench mix at 2^LOG cycles,
+  now and with same-height chips side by side in one table (each member's columns and
+  buses, one LogUp running sum and one set of quotient parts; sound by the slots
+  argument) -- docs/rv32.md "Proof size".
 """
 from __future__ import annotations
 
@@ -112,7 +118,11 @@ def byte_alu_air(log_blowup: int):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--log-blowup", type=int, default=2)
-    lb = ap.parse_args(argv).log_blowup
+    ap.add_argument("--unions", type=int, metavar="LOG", help="model table unions at 2^LOG cycles")
+    args = ap.parse_args(argv)
+    lb = args.log_blowup
+    if args.unions:
+        return unions(args.unions, lb)
     from steadfast.rv32.tables import SLOTTED, static_air
     from steadfast.vm.airs import build_memory
     print(f"committed cells per row at log_blowup {lb} (main + 4 aux + 4 parts)")
@@ -136,6 +146,48 @@ def main(argv=None) -> int:
     ba = byte_alu_air(lb)
     print(f"byte limbs: ALU {cells(ba)} ({ba.main_width} main) against "
           f"{cells(static_air('alu', lb, 1))} with 16-bit limbs")
+    return 0
+
+
+UNION_PLANS = (
+    (("alu", "branch"), ("bitwise", "shift"), ("load", "store", "mul", "div")),
+    (("alu", "branch", "jump"), ("bitwise", "shift"), ("load", "store", "mul", "div"),
+     ("ecall", "p2call", "ioword")),
+    (("alu", "branch", "jump"), ("bitwise", "shift", "load", "store", "mul", "div"),
+     ("ecall", "p2call", "ioword")),
+)
+
+
+def unions(log_cycles: int, lb: int) -> int:
+    """The proof-size model (rows + nodes of every table) now and for UNION_PLANS."""
+    from pathlib import Path
+    from types import SimpleNamespace
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "guests"))
+    import models
+    from steadfast import rv32
+    from steadfast.rv32.tables import TABLES, opening_bytes
+    prog = rv32.load_elf(root / "guests" / "bin" / "bench.elf")
+    data, _ = models.bench_input(1 << log_cycles, 8, 4, 2, 1)
+    ex = rv32.execute(prog, data, max_cycles=rv32.MAX_CYCLES_CEILING, record=True)
+    tr = rv32.build_traces(prog, ex, max_cycles=rv32.MAX_CYCLES_CEILING, log_blowup=lb)
+    shape = {n: (t.shape[0], a.main_width, a.aux_width, a.num_parts)
+             for n, a, t in zip(TABLES, tr.airs, tr.traces)}
+
+    def kb(shapes):
+        return sum(opening_bytes(SimpleNamespace(main_width=m, aux_width=a, num_parts=p), n, lb)
+                   for n, m, a, p in shapes) / 1024
+
+    print(f"2^{log_cycles} cycles ({ex.cycles:,}), slots {tr.slots}: tables' rows + nodes "
+          f"(model) {kb(shape.values()):.0f} KB, {len(shape)} tables")
+    for plan in UNION_PLANS:
+        merged = [n for g in plan for n in g]
+        out = [v for n, v in shape.items() if n not in merged]
+        for g in plan:
+            ms = [shape[n] for n in g]
+            out.append((max(m[0] for m in ms), sum(m[1] for m in ms),
+                        sum(m[2] - 1 for m in ms) + 1, max(m[3] for m in ms)))
+        print(f"  {' | '.join('+'.join(g) for g in plan)}: {kb(out):.0f} KB, {len(out)} tables")
     return 0
 
 

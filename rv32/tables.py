@@ -104,7 +104,8 @@ def opening_bytes(air, rows: int, log_blowup: int, num_queries: int = 50) -> flo
     an element) and its trees'
     multiproofs, per tree (main, aux, parts) about q (h - log2 q - 1.3) nodes of 32 bytes
     for a tree of 2^h leaves (the queries open the top levels completely; fitted on
-    bench/rv32_cells.py --bytes at q = 50: within 2 % for trees of 2^11..2^21 leaves).
+    bench/rv32_cells.py --bytes at q = 50: rows + nodes 3-7 % low for tables of 2^10 to
+    2^19 rows, more for the smallest tables).
     The model behind :func:`choose_slots`' "size" objective."""
     h = max(1, int(rows).bit_length() - 1) + log_blowup
     q = float(num_queries)
