@@ -207,8 +207,9 @@ _FLUSH_LOCK = threading.Lock()
 def flush_numba_frees(cuda) -> None:
     """Flush numba's deferred deallocations (the context's pending-free queue) now, under
     one process-wide lock.  With the pooled memory manager installed (backend ``cuda``)
-    device frees no longer wait in that queue (they go straight back to cupy's
-    stream-ordered pool); what remains there is host-side (pinned memory, modules)."""
+    our device frees never wait in that queue (they go straight back to the memory's
+    stream-ordered pool); what remains there is host-side (pinned memory, modules) and
+    the frees of allocations that were not ours (numba's own allocator)."""
     with _FLUSH_LOCK:
         try:
             ctx = cuda.current_context()
