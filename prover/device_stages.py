@@ -50,7 +50,7 @@ from .engines import CudaEngine, EmuEngine
 from .faults import FaultPlan
 from .integrity import changed_handles, checksum_anyway
 from .recovery import Recovery, RecoveryCounters
-from .residency import DevCommitted, DevTree, ResidentHandle, TransferStats
+from .residency import DevCommitted, DevTree, ResidentHandle, TransferStats, tracking_uploads
 from .stages import Committed, HostStages
 from .timeline import Timeline
 
@@ -203,15 +203,24 @@ class DeviceStages(DeviceJoinStages, HostStages):
     def _attempt(self, table: str):
         """One device attempt of a stage: when it raises, every handle it created (an
         upload before a commit that did not fit, an output of a kernel that failed) is
-        released and forgotten, so the retry -- and, after a downgrade, the host path --
-        starts with exactly the device bytes the first attempt found (issue #28.1).
-        Only the table's own worker appends to its handles (the join: the main thread)."""
+        released and forgotten, and every input it brought back to the device from the
+        host (a spilled table's buffer) gives that device copy back, so the retry -- and,
+        after a downgrade, the host path -- starts with exactly the device bytes the
+        first attempt found (issue #28.1).  Only the table's own worker appends to its
+        handles (the join: the main thread); uploads are tracked per thread."""
         st = self.table(table)
         n0 = len(st.handles)
         try:
-            yield
+            with tracking_uploads() as uploads:
+                yield
         except BaseException:
             made = st.handles[n0:]
+            for h in uploads:
+                if h.on_host and all(h is not m for m in made):
+                    try:
+                        h.drop_device()     # the host copy it was uploaded from stays
+                    except Exception:       # noqa: BLE001 -- the attempt's own error wins
+                        pass
             del st.handles[n0:]
             for h in made:
                 st.tags.pop(id(h), None)

@@ -25,6 +25,25 @@ import numpy as np
 from steadfast.kernels.backend import DeviceArray, DeviceMemory
 
 
+#: the uploads of the calling thread's current device attempt (see :func:`tracking_uploads`)
+_TRACK = threading.local()
+
+
+class tracking_uploads:
+    """Inside, every :meth:`ResidentHandle.device` of the calling thread that uploads (a
+    spilled input brought back) is recorded in the yielded list, so a failed device attempt
+    can give those device copies back (prover.device_stages.DeviceStages._attempt)."""
+
+    def __enter__(self) -> list:
+        self._prev = getattr(_TRACK, "uploads", None)
+        _TRACK.uploads = []
+        return _TRACK.uploads
+
+    def __exit__(self, *exc):
+        _TRACK.uploads = self._prev
+        return False
+
+
 class DataLost(RuntimeError):
     """A resident buffer has no valid copy on either side (unrecoverable)."""
 
@@ -121,6 +140,9 @@ class ResidentHandle:
                 raise DataLost(f"{self.table}/{self.stage}: no device copy and no host copy")
             self._dev = self.mem.to_device(self._host, tag=f"{self.table}/{self.stage}")
             self.stats.add(h2d_bytes=self._host.nbytes)
+            uploads = getattr(_TRACK, "uploads", None)
+            if uploads is not None:
+                uploads.append(self)
             return self._dev
 
     # -- release --------------------------------------------------------------------
