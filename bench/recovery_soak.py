@@ -1,0 +1,84 @@
+"""Recovery soak: a long-lived node (one Prover, a device backend, faults on) proves N
+blocks and must end every proof with nothing booked (issue #28).
+
+    PYTHONPATH=. python bench/recovery_soak.py --proofs 200 [--backend emu] \
+        [--budget 60000] [--faults 'oom@*:0.3'] [--log-cycles 8] [--json]
+
+Each block is proved once on the host first (its reference bytes); then on the device
+backend under the budget with ``PROVER_FAULTS`` (a fresh seed per proof, so each proof
+draws other faults).  After every proof: the bytes equal the reference, the device
+memory's ledger books 0 bytes and holds no live buffer.  At the end: no stale free was
+dropped.  Prints one line per 10 proofs, then ``recovery_soak: N/N identical, booked
+after every proof 0, retries R, downgrades D, stale frees 0, S s`` (or a JSON object);
+exits 1 on any violation.  The test-sized variant is
+tests/test_recovery_lifetime.py::test_a_node_proving_50_proofs_with_faults_ends_with_nothing_booked.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from steadfast.prover.api import Prover, ProverConfig  # noqa: E402
+from steadfast.prover.pipeline import device_memory  # noqa: E402
+from steadfast.vm.programs import sized_block  # noqa: E402
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--proofs", type=int, default=200)
+    ap.add_argument("--backend", default="emu", choices=("emu", "sim", "cuda"))
+    ap.add_argument("--budget", type=int, default=60_000, help="device bytes")
+    ap.add_argument("--faults", default="oom@*:0.3", help="PROVER_FAULTS terms (no seed)")
+    ap.add_argument("--log-cycles", type=int, default=8)
+    ap.add_argument("--blocks", type=int, default=4, help="distinct blocks, cycled")
+    ap.add_argument("--queries", type=int, default=8)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    kw = dict(num_queries=args.queries, pow_bits=2)
+    blocks = [sized_block(args.log_cycles, 0.25, seed=s, memory_size=64, table_size=16, n_tx=1)
+              for s in range(args.blocks)]
+    host = Prover(ProverConfig(backend="host", **kw))
+    refs = [host.prove_block(b).proof for b in blocks]
+    node = Prover(ProverConfig(backend=args.backend, vram_budget=args.budget, **kw))
+    mem = device_memory(args.backend, args.budget)
+    bad, retries, downgrades = [], 0, 0
+    t0 = time.perf_counter()
+    for k in range(args.proofs):
+        os.environ["PROVER_FAULTS"] = f"{args.faults},seed={k}"
+        res = node.prove_block(blocks[k % len(blocks)])
+        if res.proof != refs[k % len(blocks)]:
+            bad.append(f"proof {k}: bytes differ")
+        if mem.ledger.in_use or mem._live:
+            bad.append(f"proof {k}: {mem.ledger.in_use} B booked, {len(mem._live)} live buffers")
+        dev = res.stats.counters.get("device", {}) if res.stats is not None else {}
+        for c in dev.get("recovery", {}).values():
+            retries += c["retries"]
+            downgrades += c["downgrades"]
+        if (k + 1) % 10 == 0 and not args.json:
+            print(f"  {k + 1} proofs, {time.perf_counter() - t0:.1f} s, booked {mem.ledger.in_use}",
+                  flush=True)
+    if mem.stale_frees_dropped:
+        bad.append(f"{mem.stale_frees_dropped} stale frees dropped")
+    secs = time.perf_counter() - t0
+    out = {"proofs": args.proofs, "identical_and_nothing_booked": args.proofs - len(bad),
+           "retries": retries, "downgrades": downgrades,
+           "stale_frees_dropped": mem.stale_frees_dropped, "seconds": round(secs, 1),
+           "violations": bad[:20]}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        for b in bad[:20]:
+            print("VIOLATION", b)
+        print(f"recovery_soak: {args.proofs - len(bad)}/{args.proofs} identical, booked after "
+              f"every proof {'0' if not bad else 'NOT 0'}, retries {retries}, downgrades "
+              f"{downgrades}, stale frees {mem.stale_frees_dropped}, {secs:.1f} s")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
