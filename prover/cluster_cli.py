@@ -93,6 +93,8 @@ def run_cli(args) -> int:
             raise Fail(EXIT_INVALID, "\n".join(lines)) from None
         except ProofSelfCheckFailure as exc:
             raise Fail(EXIT_XCHECK, f"{exc}; no proof written") from None
+        except ConfigError as exc:                # development mode with --shard-tables
+            raise Fail(EXIT_USAGE, str(exc)) from None
         except (ClusterError, TimeoutError) as exc:
             raise Fail(EXIT_INTERNAL, f"cluster: {exc}") from None
         finally:
