@@ -25,7 +25,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from steadfast.kernels.backend import DeviceArray, DeviceMemory
+from steadfast.kernels.backend import DeviceArray, DeviceMemory, shared_allocations
 from steadfast.kernels.ntt_host import bit_reverse_permutation, coset_intt, coset_ntt, intt, lde_columns
 from steadfast.kernels import merkle as kmerkle
 from steadfast.kernels.hostlib import copy_checksum, checksum_words
@@ -324,7 +324,10 @@ class CudaEngine(EmuEngine):
         key = (shape.log_n, shape.log_quotient)
         s = self._s()
         if key not in self._selectors:
-            sels = self._constraint.quotient_selectors_device(*key, stream=s)
+            # shared between the tables' streams: released only after a device-wide sync
+            # (kernels.numba_emm.shared_allocations), never reissued under a reader
+            with shared_allocations():
+                sels = self._constraint.quotient_selectors_device(*key, stream=s)
             if s:
                 s.synchronize()         # complete before another table's stream reads them
             self._selectors[key] = sels

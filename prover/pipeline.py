@@ -614,7 +614,8 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
                     proof_obj = r4_open(st, ch, deeps, fri, stages, spans)
             except DeviceResultError as exc:
                 if cfg.xcheck:      # the post-mortem, while everything is still resident
-                    join_failure(stages, st, exc, cfg)
+                    with mem.scope():       # its device allocations are this proof's
+                        join_failure(stages, st, exc, cfg)
                 raise
             stats.join.downgraded = stages.table(JOIN).downgraded
             for name in names_unique(shapes):
@@ -623,7 +624,8 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
             stats.join.peak_device_bytes = stages.device_bytes(JOIN)
             if cfg.xcheck:          # checked while the trees and layers are still resident
                 t0 = time.perf_counter()
-                check_proof(stages, st, ch, pristine, proof_obj, cfg)
+                with mem.scope():           # its device allocations are this proof's
+                    check_proof(stages, st, ch, pristine, proof_obj, cfg)
                 stats.xcheck_s += time.perf_counter() - t0
             if checker is not None:
                 checker.finish(proof_obj)
