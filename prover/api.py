@@ -50,6 +50,7 @@ import os
 from steadfast.errors import SteadfastError
 from steadfast.rv32.errors import ElfError
 from steadfast.verifier.errors import ShapeError
+from steadfast.verifier.verify import DEFAULT_MIN_SECURITY_BITS
 
 from .air_proof import AirProof, verify_airs
 from .block_proof import BlockLike, BlockProof
@@ -80,7 +81,7 @@ class Prover(BlockProver, ProgramProver):
 def verify(proof: BlockProof | ProgramProof | bytes | str | os.PathLike[str],
            block: BlockLike | None = None, *, elf: ElfLike | None = None,
            input: bytes | None = None, max_cycles: int | None = None,
-           min_security_bits: int | None = 100,
+           min_security_bits: int | None = DEFAULT_MIN_SECURITY_BITS,
            accept_dev: bool = False) -> VerifiedBlock | VerifiedProgram:
     """Verify a block proof (:func:`prover.block_verify.verify`, ``block`` optional) or,
     given ``elf``, a program proof (:func:`verify_program`: ``input`` default empty,
