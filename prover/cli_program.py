@@ -29,7 +29,7 @@ def _program(args, raw: bytes):
                                f"{exc}") from None
 
 
-def _input(args) -> bytes:
+def read_input(args) -> bytes:
     from .program_proof import as_input
     if args.input is None:
         return b""
@@ -44,7 +44,7 @@ def _input(args) -> bytes:
         raise Fail(EXIT_USAGE, f"--input {args.input}: {exc}") from None
 
 
-def _max_cycles(args) -> int:
+def max_cycles_of(args) -> int:
     from .program_proof import check_max_cycles
     from .program_prover import DEFAULT_MAX_CYCLES
     if args.max_cycles is None:
@@ -68,7 +68,7 @@ def run_prove_program(args, raw: bytes, t_start: float, kernels_cached) -> int:
     ``kernels_cached()`` says whether numba's cache holds the host kernels (a cold start
     otherwise)."""
     from steadfast.rv32.tables import TABLES
-    program, data, limit = _program(args, raw), _input(args), _max_cycles(args)
+    program, data, limit = _program(args, raw), read_input(args), max_cycles_of(args)
     path = args.block
     out = None if (args.execute_only or args.precompile) else (
         args.output or default_output(path))
@@ -168,4 +168,4 @@ def _execute_only(prover, program, data: bytes, limit: int, args, meta: dict) ->
     return EXIT_OK
 
 
-__all__ = ["run_prove_program"]
+__all__ = ["run_prove_program", "read_input", "max_cycles_of"]
