@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from steadfast.kernels import backend as B
+from steadfast.kernels import backend_select as S   # where the patched lookups live
 
 
 @pytest.mark.parametrize("text,expect", [
@@ -35,22 +36,22 @@ def test_resolve_backend(monkeypatch):
 
 def test_auto_needs_cupy_as_well_as_a_gpu(monkeypatch):
     # a GPU machine with only `pip install -e .`: auto must fall back to the host
-    monkeypatch.setattr(B, "_cuda_driver_usable", lambda: True)
-    monkeypatch.setattr(B.importlib.util, "find_spec",
+    monkeypatch.setattr(S, "_cuda_driver_usable", lambda: True)
+    monkeypatch.setattr(S.importlib.util, "find_spec",
                         lambda name, *a: None if name == "cupy" else object())
-    assert B._cupy_installed() is False
+    assert S._cupy_installed() is False
     assert B.resolve_backend("auto") == "host"
     monkeypatch.setenv("PROVER_BACKEND", "auto")
     assert B.resolve_backend() == "host"
     # ... and with cupy importable, auto picks the GPU
-    monkeypatch.setattr(B.importlib.util, "find_spec", lambda name, *a: object())
+    monkeypatch.setattr(S.importlib.util, "find_spec", lambda name, *a: object())
     assert B.resolve_backend("auto") == "cuda"
     assert B.resolve_backend("cuda") == "cuda"
 
 
 def test_explicit_cuda_without_cupy_says_how_to_install(monkeypatch):
-    monkeypatch.setattr(B, "_cuda_driver_usable", lambda: True)
-    monkeypatch.setattr(B, "_cupy_installed", lambda: False)
+    monkeypatch.setattr(S, "_cuda_driver_usable", lambda: True)
+    monkeypatch.setattr(S, "_cupy_installed", lambda: False)
     with pytest.raises(B.BackendError, match=r"cupy.*pip install -e '\.\[gpu\]'.*\[gpu12\]"):
         B.resolve_backend("cuda")
     monkeypatch.setenv("PROVER_BACKEND", "CUDA")

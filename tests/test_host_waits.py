@@ -69,7 +69,7 @@ def _scenario(**cfg) -> dict:
 
 
 def _free_waits(sites: dict) -> int:
-    return sum(n for s, n in sites.items() if "kernels/backend.py" in s)
+    return sum(n for s, n in sites.items() if "kernels/device_memory.py" in s)
 
 
 @pytest.mark.timeout(480)
@@ -77,7 +77,7 @@ def test_table_workers_wait_less_per_stage():
     r = _scenario(workers=2)
     assert r["identical"], r
     n = r["tables"]
-    # in kernels/backend.py only the stream-scope ends are left (two phases a table):
+    # in kernels/device_memory.py only the stream-scope ends are left (two phases a table):
     # no free on the allocating stream waits (before: 18 more, one per free)
     assert _free_waits(r["sites"]) <= 2 * n, r["sites"]
     assert r["worker_waits"] <= 25 * n, (r["worker_waits"], r["sites"])       # before: 30 n
