@@ -26,7 +26,7 @@ def _view(a):
     return cuda.as_cuda_array(a, sync=False)
 
 
-@kernel((uint32[:, :], uint32[:, :], int64),)
+@kernel((uint32[:, ::1], uint32[:, ::1], int64),)
 def _bitrev_rows_kernel(src, dst, log_n):
     # dst[s, c] = src[c, bitrev(s)] ; one thread per output element
     t = cuda.grid(1)
@@ -43,7 +43,7 @@ def _bitrev_rows_kernel(src, dst, log_n):
         dst[s, col] = src[col, r]
 
 
-@kernel((uint32[:, :], int64[:], uint32[:, :]),)
+@kernel((uint32[:, ::1], int64[::1], uint32[:, ::1]),)
 def _gather_columns_kernel(src, idx, dst):
     # dst[q, c] = src[c, idx[q]]
     t = cuda.grid(1)
@@ -90,7 +90,7 @@ def gather_columns_device(src, idx: np.ndarray, stream=None) -> np.ndarray:
     return fetch(d_out, s, out)
 
 
-@kernel((uint32[:, :], uint32[:, :], int64),)
+@kernel((uint32[:, ::1], uint32[:, ::1], int64),)
 def _split_parts_kernel(coeffs, blocks, n):
     # blocks[4 i + c, j] = coeffs[c, i n + j]: Q = sum_i X^(i n) q_i, q_i's coefficients
     t = cuda.grid(1)
@@ -103,7 +103,7 @@ def _split_parts_kernel(coeffs, blocks, n):
         blocks[r, j] = coeffs[c, i * n + j]
 
 
-@kernel((uint32[:, :], uint32[:, :]),)
+@kernel((uint32[:, ::1], uint32[:, ::1]),)
 def _pad_columns_kernel(src, dst):
     # dst[r, j] = src[r, j] for j < n, 0 beyond (zero-padded coefficients for an LDE)
     t = cuda.grid(1)

@@ -26,17 +26,11 @@ from steadfast.air import examples as ex
 from steadfast.kernels import devicelib
 from steadfast.kernels.field import P
 
-#: kernels in files this change does not own (kernels/layout_device.py), launched with
-#: C-contiguous arrays but declared with ``[:]``/``[:, :]`` (layout A): each JIT-compiles
-#: a second variant at its first launch on a GPU.  The fix there: declare
-#: ``uint32[:, ::1]`` / ``int64[::1]`` (the layout the wrappers pass).  Everything else
-#: must match exactly; the test fails when one of these is fixed (remove it here then).
-OTHERS = {
-    "steadfast.kernels.layout_device._bitrev_rows_kernel",
-    "steadfast.kernels.layout_device._gather_columns_kernel",
-    "steadfast.kernels.layout_device._split_parts_kernel",
-    "steadfast.kernels.layout_device._pad_columns_kernel",
-}
+#: kernels allowed to launch with a signature they do not declare (each would JIT-compile
+#: a second variant at its first launch on a GPU); none now -- layout_device's kernels
+#: declare ``uint32[:, ::1]`` / ``int64[::1]``, the layout their wrappers pass.  The test
+#: fails when one listed here is fixed (remove it then).
+OTHERS: set = set()
 
 
 def rnd(rng, *shape):
