@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from steadfast.air import field as AF
+from ..air import field as AF
 from .constraint_codegen import (CHAL_SLOT, DFC, M2, SOURCES, TERM_SLOT, GeneratedKernels,
                                  dummy, generated, pv_device, split_of)
 from .constraint_codegen import _module_source  # noqa: F401  (tests/test_kernel_cache.py)
@@ -278,10 +278,10 @@ def register_example_airs(vm: bool = True) -> list:
     ROM's values, which are preprocessed data) at the default log_blowup 2, where CPU
     and MEMORY from k = 4 slots batch their LogUp to degree 5 (MEMORY k = 2 and CPU at
     log_blowup 1: degree 3; air/builder.py choose_logup_degree)."""
-    from steadfast.air import examples as ex
+    from ..air import examples as ex
     airs = [ex.fibonacci_air(), ex.cubic_air(), ex.adder_air(), ex.range_air(8), ex.pairs_air(4)]
     if vm:
-        from steadfast.vm.airs import block_airs
+        from ..vm.airs import block_airs
         airs.extend(block_airs(np.zeros((1, 4), dtype=np.uint32)))
         airs.append(block_airs(np.zeros((1, 4), dtype=np.uint32), {"memory": 2})[2])  # slots
         airs.append(block_airs(np.zeros((1, 4), dtype=np.uint32), {"memory": 4})[2])  # degree 5

@@ -48,8 +48,8 @@ import threading
 import numpy as np
 from numba import njit, prange
 
-from steadfast.air import eval as air_eval
-from steadfast.air import field as AF
+from ..air import eval as air_eval
+from ..air import field as AF
 from . import field
 from .field import P
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, uint32
 
-from steadfast.air import field as AF
+from ..air import field as AF
 from .devicelib import DF, fetch, grid_1d, kernel
 from .field import P
 from .merkle import level_offsets

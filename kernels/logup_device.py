@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from steadfast.air import field as AF
+from ..air import field as AF
 from .constraint_codegen import M2, dummy, generated, pv_device
 from .devicelib import DF, grid_1d, kernel
 from . import field

@@ -42,7 +42,7 @@ def fake_sm90() -> None:
 def registered_kernels(modules=None) -> list:
     """Import the device modules (running their ``ptx_examples`` hooks, e.g. the kernels
     generated from the example AIRs) -> devicelib.KERNELS: (qualname, fn, signatures)."""
-    from steadfast.kernels import devicelib
+    from . import devicelib
     for name in (list(modules) if modules else list(DEVICE_MODULES)):
         mod = importlib.import_module(name)
         hook = getattr(mod, "ptx_examples", None)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, uint32
 
-from steadfast.air import field as AF
+from ..air import field as AF
 from .devicelib import DF, device_function, fetch, grid_1d, kernel
 from .field import P, to_mont_host
 

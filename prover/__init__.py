@@ -6,7 +6,7 @@
 * :class:`Spans` -- per-round / per-table timings
 * :class:`Params` -- protocol parameters (re-exported from the verifier's proof format)
 """
-from steadfast.verifier.proof_format import Params
+from ..verifier.proof_format import Params
 
 from .prove import prove
 from .spans import ProofStats, Spans

@@ -11,10 +11,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Sequence, TypeVar
 
-from steadfast.verifier import DEFAULT_MIN_SECURITY_BITS, VerifyResult
-from steadfast.verifier import verify as _verify_proof
-from steadfast.verifier.errors import ShapeError
-from steadfast.verifier.proof_format import Params, Proof, decode
+from ..verifier import DEFAULT_MIN_SECURITY_BITS, VerifyResult
+from ..verifier import verify as _verify_proof
+from ..verifier.errors import ShapeError
+from ..verifier.proof_format import Params, Proof, decode
 
 from .stats import ProofStats
 

@@ -48,9 +48,9 @@ from __future__ import annotations
 import os
 
 from steadfast.errors import SteadfastError
-from steadfast.rv32.errors import ElfError
-from steadfast.verifier.errors import ShapeError
-from steadfast.verifier.verify import DEFAULT_MIN_SECURITY_BITS
+from ..rv32.errors import ElfError
+from ..verifier.errors import ShapeError
+from ..verifier.verify import DEFAULT_MIN_SECURITY_BITS
 
 from .air_proof import AirProof, verify_airs
 from .block_proof import BlockLike, BlockProof

@@ -11,11 +11,11 @@ from typing import Union
 
 import numpy as np
 
-from steadfast.verifier.errors import ShapeError
-from steadfast.verifier.proof_format import decode
-from steadfast.vm import isa
-from steadfast.vm.block import Block, load_block, loads_block, parse_block
-from steadfast.vm.statement import NUM_PUBLIC_VALUES, PV_FINAL
+from ..verifier.errors import ShapeError
+from ..verifier.proof_format import decode
+from ..vm import isa
+from ..vm.block import Block, load_block, loads_block, parse_block
+from ..vm.statement import NUM_PUBLIC_VALUES, PV_FINAL
 
 from .stats import ProofStats
 

@@ -13,11 +13,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from steadfast.air import ConstraintViolation, LookupImbalance, check_constraints, check_traces
-from steadfast.vm.airs import CPU_LAYOUT, SELECTORS, TABLES, block_airs, slots_from_widths
-from steadfast.vm.interpreter import ExecutionError, claim_mismatches, execute
-from steadfast.vm.statement import NUM_PUBLIC_VALUES
-from steadfast.vm.traces import build_traces
+from ..air import ConstraintViolation, LookupImbalance, check_constraints, check_traces
+from ..vm.airs import CPU_LAYOUT, SELECTORS, TABLES, block_airs, slots_from_widths
+from ..vm.interpreter import ExecutionError, claim_mismatches, execute
+from ..vm.statement import NUM_PUBLIC_VALUES
+from ..vm.traces import build_traces
 
 from .block_proof import DEV_NOTICE, BlockLike, BlockProof, as_block
 from .block_report import ExecutionReport, TableEstimate
@@ -137,9 +137,9 @@ class BlockProver(ProverCore):
         claim is reported, not raised).  :class:`UnprovableBlock` when execution fails or
         a table is taller than the protocol supports; :class:`vm.block.BlockError` for a
         malformed block."""
-        from steadfast.verifier.protocol import table_shape
-        from steadfast.verifier.security import proof_security
-        from steadfast.vm.traces import memory_accesses
+        from ..verifier.protocol import table_shape
+        from ..verifier.security import proof_security
+        from ..vm.traces import memory_accesses
         from .pipeline import estimate_bytes
         t0 = time.perf_counter()
         block = as_block(block)
@@ -210,7 +210,7 @@ class BlockProver(ProverCore):
         ``emu`` run host kernels, which numba caches itself: nothing to do, []."""
         if self.backend not in ("cuda", "sim"):
             return []
-        from steadfast.vm.traces import block_slots
+        from ..vm.traces import block_slots
         lb = self.config.params().log_blowup        # the AIRs' LogUp degree depends on it
         if block is None:       # the default shapes: k = 1 for every slotted table
             airs = block_airs(np.zeros((1, 4), dtype=np.int64), log_blowup=lb)
@@ -220,7 +220,7 @@ class BlockProver(ProverCore):
             except ExecutionError as exc:
                 raise UnprovableBlock(f"execution failed: {exc}") from None
             airs = block_airs(rec.rom.rows, block_slots(rec, log_blowup=lb), lb)
-        from steadfast.kernels.constraint_device import precompile
+        from ..kernels.constraint_device import precompile
         return precompile(airs, compile=self.backend == "cuda", progress=progress)
 
 

@@ -11,17 +11,17 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from steadfast.verifier import verify as _verify_proof
-from steadfast.verifier.errors import PublicValuesError, ShapeError
-from steadfast.verifier.proof_format import Params
-from steadfast.verifier.security import SecurityReport
-from steadfast.verifier.verify import (DEFAULT_MIN_SECURITY_BITS, check_security,
-                                       validate_min_security_bits)
-from steadfast.vm.airs import TABLES, block_airs, slots_from_widths
-from steadfast.vm.block import MAX_CYCLES, MAX_LOG_CYCLES
-from steadfast.vm.rom import build_rom
-from steadfast.vm.statement import (NUM_PUBLIC_VALUES, PV_FINAL, PV_MAX_CYCLES, PV_PROGRAMS,
-                                    block_public_values, describe_mismatch, program_digest)
+from ..verifier import verify as _verify_proof
+from ..verifier.errors import PublicValuesError, ShapeError
+from ..verifier.proof_format import Params
+from ..verifier.security import SecurityReport
+from ..verifier.verify import (DEFAULT_MIN_SECURITY_BITS, check_security,
+                               validate_min_security_bits)
+from ..vm.airs import TABLES, block_airs, slots_from_widths
+from ..vm.block import MAX_CYCLES, MAX_LOG_CYCLES
+from ..vm.rom import build_rom
+from ..vm.statement import (NUM_PUBLIC_VALUES, PV_FINAL, PV_MAX_CYCLES, PV_PROGRAMS,
+                            block_public_values, describe_mismatch, program_digest)
 
 from .air_proof import decode_proof, read_proof
 from .block_proof import BlockLike, BlockProof, as_block

@@ -64,7 +64,7 @@ _EPILOG = ("exit status: 0 success; 1 unprovable block or program, or invalid pr
 # --------------------------------------------------------------------------- prove
 
 def _prove_parser() -> argparse.ArgumentParser:
-    from steadfast.verifier.proof_format import Params     # the defaults (light import)
+    from ..verifier.proof_format import Params     # the defaults (light import)
     ap = _Parser(prog="prove", description="Prove a Steadfast block or an RV32IM program "
                                        "(docs/api.md).",
                  epilog=_EPILOG)
@@ -169,7 +169,7 @@ def _run_prove(argv) -> int:
 
 
 def _prove_block(args, raw: bytes, t_start: float) -> int:
-    from steadfast.vm.block import BlockError, loads_block
+    from ..vm.block import BlockError, loads_block
     from .api import digest_hex
     out = None if (args.execute_only or args.precompile) else (
         args.output or default_output(args.block))
@@ -209,8 +209,8 @@ def _prove_block(args, raw: bytes, t_start: float) -> int:
     st = proof.stats
     sec = None
     if not dev:
-        from steadfast.verifier.security import proof_security
-        from steadfast.vm.airs import block_airs, slots_from_widths
+        from ..verifier.security import proof_security
+        from ..vm.airs import block_airs, slots_from_widths
         slots = slots_from_widths([t.main_width for t in st.tables])
         sec = proof_security(params, block_airs(proof.rom, slots, params.log_blowup),
                              [t.rows.bit_length() - 1 for t in st.tables])

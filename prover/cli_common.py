@@ -212,7 +212,7 @@ def host_kernels_cached() -> bool:
     in ``kernels/__pycache__``, under ``NUMBA_CACHE_DIR``, or numba's user-wide cache.
     False means this process compiles them first: a cold start."""
     import numba
-    from steadfast import kernels
+    from .. import kernels
     here = os.path.join(os.path.dirname(os.path.abspath(kernels.__file__)), "__pycache__")
     roots = [numba.config.CACHE_DIR] if numba.config.CACHE_DIR else [
         here, os.path.join(os.path.expanduser("~"), ".cache", "numba")]

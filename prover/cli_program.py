@@ -20,8 +20,8 @@ from .cli_common import (DEFAULT_MIN_SECURITY_BITS, EXIT_INVALID, EXIT_OK, EXIT_
 
 
 def _program(args, raw: bytes):
-    from steadfast.rv32.elf import parse_elf
-    from steadfast.rv32.errors import ElfError
+    from ..rv32.elf import parse_elf
+    from ..rv32.errors import ElfError
     try:
         return parse_elf(raw)
     except ElfError as exc:
@@ -67,7 +67,7 @@ def run_prove_program(args, raw: bytes, t_start: float, kernels_cached) -> int:
     """Prove the program in ``raw`` (the file ``args.block``'s bytes) on ``--input``;
     ``kernels_cached()`` says whether numba's cache holds the host kernels (a cold start
     otherwise)."""
-    from steadfast.rv32.tables import TABLES
+    from ..rv32.tables import TABLES
     program, data, limit = _program(args, raw), read_input(args), max_cycles_of(args)
     path = args.block
     out = None if (args.execute_only or args.precompile) else (
@@ -133,9 +133,9 @@ def run_prove_program(args, raw: bytes, t_start: float, kernels_cached) -> int:
 
 def _security(program, data: bytes, proof, params):
     """The proof's conjectured security for its tables (the AIRs a verifier builds)."""
-    from steadfast.rv32.statement import program_airs
-    from steadfast.rv32.tables import slots_from_widths
-    from steadfast.verifier.security import proof_security
+    from ..rv32.statement import program_airs
+    from ..rv32.tables import slots_from_widths
+    from ..verifier.security import proof_security
     st = proof.stats
     slots = slots_from_widths([t.main_width for t in st.tables], params.log_blowup)
     airs = program_airs(program, data, proof.output, params.log_blowup, slots)

@@ -76,7 +76,7 @@ def precompile_steps(prover, run, quiet: bool, what: str) -> int:
     for r in rows:
         how[r["how"]] = how.get(r["how"], 0) + 1
     if not quiet:
-        from steadfast.kernels.kernel_cache import cache_dir
+        from ..kernels.kernel_cache import cache_dir
         parts = ", ".join(f"{n} {h}" for h, n in sorted(how.items())) or "nothing to compile"
         where = (cache_dir() or "disabled") if rows else "not used"
         print(f"precompiled {len(rows)} steps ({parts}) in {time.perf_counter() - t0:.1f}s; "

@@ -51,7 +51,7 @@ def verify_parser() -> argparse.ArgumentParser:
 
 def _pv_json(pv) -> dict:
     """The public values by name; digests in the one digest notation (:func:`digest_hex`)."""
-    from steadfast.vm.statement import PV_NAMES
+    from ..vm.statement import PV_NAMES
     from .block_report import digest_hex
     return {name: (pv[idx] if isinstance(idx, int) else digest_hex(pv[idx]))
             for name, idx in PV_NAMES.items()}
@@ -106,7 +106,7 @@ def run_verify(argv) -> int:
     from .program_proof import is_program_proof
     if not program and is_program_proof(data):
         if args.block:
-            from steadfast.verifier.errors import ShapeError
+            from ..verifier.errors import ShapeError
             raise _refusal(ShapeError("this is a program proof, not a block proof (verify it "
                                       "with --elf PROGRAM.elf --input FILE)"), fail)
         raise fail(EXIT_USAGE, f"{args.proof} is a program proof: give its program with --elf "
@@ -118,7 +118,7 @@ def run_verify(argv) -> int:
 
 def _refusal(exc, fail):
     """The Fail for a refused proof (exit 1)."""
-    from steadfast.verifier.errors import ParameterError
+    from ..verifier.errors import ParameterError
     from .errors import DevProofRefused
     if isinstance(exc, DevProofRefused):
         return fail(EXIT_INVALID, f"proof refused: {exc}", exc)
@@ -128,8 +128,8 @@ def _refusal(exc, fail):
 
 
 def _verify_block(args, data: bytes, report: dict, fail) -> int:
-    from steadfast.verifier.errors import VerificationError
-    from steadfast.vm.block import BlockError, load_block
+    from ..verifier.errors import VerificationError
+    from ..vm.block import BlockError, load_block
     from .block_report import digest_hex
     from .block_verify import verify
     block = None
@@ -170,9 +170,9 @@ def _verify_block(args, data: bytes, report: dict, fail) -> int:
 
 
 def _verify_program(args, data: bytes, report: dict, fail) -> int:
-    from steadfast.rv32.elf import load_elf
-    from steadfast.rv32.errors import ElfError
-    from steadfast.verifier.errors import VerificationError
+    from ..rv32.elf import load_elf
+    from ..rv32.errors import ElfError
+    from ..verifier.errors import VerificationError
     from .program_verify import verify_program
     try:
         program = load_elf(args.elf)

@@ -11,7 +11,7 @@ import os
 import sys
 import time
 
-from steadfast.vm.block import BlockError, loads_block
+from ..vm.block import BlockError, loads_block
 
 from .cli_common import (EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, EXIT_USAGE, EXIT_XCHECK, Fail,
                          default_output, prover_config)
@@ -131,8 +131,8 @@ def _read(args, paths):
             except BlockError as exc:
                 raise Fail(EXIT_USAGE, f"{path}: {exc}") from None
         return blocks, []
-    from steadfast.rv32.elf import parse_elf
-    from steadfast.rv32.errors import ElfError
+    from ..rv32.elf import parse_elf
+    from ..rv32.errors import ElfError
     from .cli_program import max_cycles_of, read_input
     data, limit = read_input(args), max_cycles_of(args)
     jobs = []

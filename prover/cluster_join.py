@@ -87,7 +87,7 @@ def _join(st, ch, tr, deeps, dqs, stages: _JoinStages, spans) -> bytes:
     :class:`_TreeRef`) -> the encoded proof: one FRI over all tables up to the queries,
     then every table's openings launched at once on the workers, then the proof's
     openings (through ``stages``, a :class:`_JoinStages`)."""
-    from steadfast.verifier.proof_format import encode
+    from ..verifier.proof_format import encode
     from .rounds import r4_fri, r4_open
     fri = r4_fri(st, tr, deeps, dqs, stages, spans)
     stages.prefetch({d.index: fri.positions(s.log_lde) for d, s in zip(deeps, st.shapes)})

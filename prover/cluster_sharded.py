@@ -69,8 +69,8 @@ def _sharded(pool: WorkerPool, airs, traces, pvs, source, cycles: int, phases: d
              t0: float, timeout: float | None):
     """The sharded proof of built tables -> (proof bytes, ProofStats).  ``source``: what
     the workers rebuild the AIRs from (a block's ROM, a program's ProgramAirs)."""
-    from steadfast.verifier.protocol import absorb_statement
-    from steadfast.verifier.transcript import Transcript
+    from ..verifier.protocol import absorb_statement
+    from ..verifier.transcript import Transcript
     from .prove import prepare
     from .rounds import R1Challenges, R1Main, r1_challenges, take_quotients
     from .spans import Spans

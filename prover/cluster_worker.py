@@ -70,7 +70,7 @@ def _airs_of(source, shapes, params) -> list:
     :class:`prover.program_prover.ProgramAirs`."""
     if not isinstance(source, np.ndarray):
         return source.airs()
-    from steadfast.vm.airs import block_airs, slots_from_widths
+    from ..vm.airs import block_airs, slots_from_widths
     return block_airs(source, slots_from_widths([s.main_width for s in shapes]),
                       params.log_blowup)
 
@@ -140,7 +140,7 @@ class _Worker:
         from .stages import HostStages
         if self.prover.backend == "host":
             return HostStages()
-        from steadfast.prover.device_stages import device_gate
+        from .device_stages import device_gate
         from .pipeline import device_memory, estimate_bytes, make_stages
         from .recovery import RecoveryCounters
         pcfg = self.prover._device_config()

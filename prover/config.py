@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from steadfast.verifier.proof_format import Params
+from ..verifier.proof_format import Params
 
 from .errors import ConfigError, ConfigTypeError
 
@@ -110,7 +110,7 @@ class ProverConfig:
 
     def resolve(self) -> tuple[str, int | None]:
         """Validate everything; return (backend, vram budget in bytes or None)."""
-        from steadfast.kernels.backend import BACKEND_NAMES, BackendError, parse_bytes, resolve_backend
+        from ..kernels.backend import BACKEND_NAMES, BackendError, parse_bytes, resolve_backend
         name = str(self.backend).strip().lower()
         if name not in BACKEND_NAMES + ("auto",):
             raise ConfigError(f"unknown backend {self.backend!r}; choose one of "

@@ -21,9 +21,9 @@ from typing import Any, Callable, Iterator, Sequence, Union
 
 import numpy as np
 
-from steadfast.air import check_traces
-from steadfast.verifier import verify as _verify_proof
-from steadfast.verifier.errors import VerificationError
+from ..air import check_traces
+from ..verifier import verify as _verify_proof
+from ..verifier.errors import VerificationError
 
 from . import spans as _spans
 from .air_proof import AirProof
@@ -241,7 +241,7 @@ def _check_statement(airs, traces, public_values) -> tuple[list, list, list]:
     """The counts and kinds of a :meth:`ProverCore.prove_airs` statement, before any work:
     ``ValueError`` / ``TypeError`` naming what is wrong (the shapes are
     :func:`prover.prove.prepare`'s to check)."""
-    from steadfast.air import Air
+    from ..air import Air
     airs, traces = list(airs), list(traces)
     if not airs:
         raise ValueError("prove_airs needs at least one AIR")

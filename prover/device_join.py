@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from steadfast.errors import SteadfastError
-from steadfast.kernels import multiproof as mp
-from steadfast.kernels.field import P
-from steadfast.kernels.merkle import level_offsets
+from ..kernels import multiproof as mp
+from ..kernels.field import P
+from ..kernels.merkle import level_offsets
 
 from .residency import DevTree, ResidentHandle
 from .stages import HostStages

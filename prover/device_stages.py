@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from steadfast.kernels.backend import DeviceArray, DeviceMemory, DeviceOOM
-from steadfast.kernels.field import P
-from steadfast.kernels.ntt_host import bit_reverse_indices, bit_reverse_permutation
-from steadfast.verifier.protocol import TableShape
+from ..kernels.backend import DeviceArray, DeviceMemory, DeviceOOM
+from ..kernels.field import P
+from ..kernels.ntt_host import bit_reverse_indices, bit_reverse_permutation
+from ..verifier.protocol import TableShape
 
 from .device_gate import DISPATCH_CHECKS, MAX_DEVICE_LOG_LDE, device_gate, dispatch_ok
 from .device_join import JOIN, DeviceJoinStages, DeviceResultError, Layer

@@ -25,11 +25,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from steadfast.kernels.backend import DeviceArray, DeviceMemory, shared_allocations
-from steadfast.kernels.ntt_host import bit_reverse_permutation, coset_intt, coset_ntt, intt, lde_columns
-from steadfast.kernels import merkle as kmerkle
-from steadfast.kernels.hostlib import copy_checksum, checksum_words
-from steadfast.verifier.protocol import SHIFT, TableShape
+from ..kernels.backend import DeviceArray, DeviceMemory, shared_allocations
+from ..kernels.ntt_host import bit_reverse_permutation, coset_intt, coset_ntt, intt, lde_columns
+from ..kernels import merkle as kmerkle
+from ..kernels.hostlib import copy_checksum, checksum_words
+from ..verifier.protocol import SHIFT, TableShape
 
 from .stages import HostStages, _bitrev_rows
 
@@ -254,8 +254,8 @@ class CudaEngine(EmuEngine):
 
     def __init__(self, kind: str):
         from numba import cuda
-        from steadfast.kernels import (constraint_device, fri_device, layout_device, logup_device,
-                                       merkle_device, ntt_device, stage_device)
+        from ..kernels import (constraint_device, fri_device, layout_device, logup_device,
+                               merkle_device, ntt_device, stage_device)
         self.name = kind
         self.kind = kind
         self._cuda = cuda

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from steadfast.kernels.hostlib import HF, ef_inverse
+from ..kernels.hostlib import HF, ef_inverse
 
 _P64 = np.uint64(2013265921)
 _mul = HF.mul

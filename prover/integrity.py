@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from steadfast.kernels.backend import DeviceOOM, as_device_oom
-from steadfast.kernels.hostlib import checksum_words
-from steadfast.kernels.merkle import MerkleTree, commit
+from ..kernels.backend import DeviceOOM, as_device_oom
+from ..kernels.hostlib import checksum_words
+from ..kernels.merkle import MerkleTree, commit
 
 from .stages import _bitrev_rows
 

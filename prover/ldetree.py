@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from steadfast.kernels import multiproof as mp
-from steadfast.kernels.lde_rows import gather_rows, leaf_digests
-from steadfast.kernels.ntt_host import bit_reverse_indices as _bitrev_index
-from steadfast.kernels.ntt_host import bit_reverse_permutation
-from steadfast.kernels.poseidon2 import RATE, _sponge
+from ..kernels import multiproof as mp
+from ..kernels.lde_rows import gather_rows, leaf_digests
+from ..kernels.ntt_host import bit_reverse_indices as _bitrev_index
+from ..kernels.ntt_host import bit_reverse_permutation
+from ..kernels.poseidon2 import RATE, _sponge
 
 #: levels of an LDE tree's node array dropped after the commit (the leaves and the
 #: levels just above): an opening rehashes the 2^PRUNE_LEVELS rows around each opened
@@ -57,7 +57,7 @@ class _LdeTree:
     __slots__ = ("_upper", "_prune", "_log_n", "_src")
 
     def __init__(self, upper, prune: int, log_n: int, src):
-        from steadfast.kernels.merkle import MerkleTree
+        from ..kernels.merkle import MerkleTree
         self._upper = MerkleTree(upper.nodes, upper.log_n, None)     # no matrix view
         self._prune = int(prune)
         self._log_n = int(log_n)
@@ -68,7 +68,7 @@ class _LdeTree:
         """Commit the rows of the LDE columns (c, N) in bit-reversed order, hashing
         ``_COMMIT_CHUNK`` tree positions at a time and keeping levels >= prune
         (default: PRUNE_LEVELS, at most log N - 8 so that every cap level is kept)."""
-        from steadfast.kernels.merkle import MerkleTree, _levels_up
+        from ..kernels.merkle import MerkleTree, _levels_up
         N = lde.shape[1]
         log_n = N.bit_length() - 1
         if N != 1 << log_n or lde.shape[0] == 0:
@@ -110,7 +110,7 @@ class _LdeTree:
         """The digests at (level, position) pairs: uint32[m, 8].  Below the kept levels
         each group is rehashed from ``grows`` (group -> its rows uint32[2^prune, c], tree
         order) when given, else from the LDE ``lde`` (read from the source if None)."""
-        from steadfast.kernels.merkle import _build_levels, level_offsets
+        from ..kernels.merkle import _build_levels, level_offsets
         levels = np.asarray(levels, np.int64)
         pos = np.asarray(pos, np.int64)
         out = np.empty((levels.size, 8), np.uint32)
@@ -153,7 +153,7 @@ class _LdeTree:
 
     def paths(self, indices, lde=None) -> np.ndarray:
         """Authentication paths uint32[q, log N, 8] (sibling at each level, leaves first)."""
-        from steadfast.kernels.merkle import _check_indices
+        from ..kernels.merkle import _check_indices
         idx = _check_indices(indices, 1 << self._log_n)
         k = np.arange(self._log_n, dtype=np.int64)
         sib = (idx[:, None] >> k[None, :]) ^ 1

@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from steadfast.kernels.backend import DeviceMemory, budget_from_env, parse_bytes
-from steadfast.verifier.proof_format import Proof, encode
-from steadfast.verifier.protocol import TableShape, absorb_statement
-from steadfast.verifier.transcript import Transcript
+from ..kernels.backend import DeviceMemory, budget_from_env, parse_bytes
+from ..verifier.proof_format import Proof, encode
+from ..verifier.protocol import TableShape, absorb_statement
+from ..verifier.transcript import Transcript
 
 from .device_stages import JOIN, DeviceResultError, DeviceStages, device_gate
 from .engines import CudaEngine, EmuEngine
@@ -171,7 +171,7 @@ class _Prechecker:
         return {k: np.asarray(v, np.uint64) for k, v in self.ch.challenges.items()}
 
     def _check(self, i: int, tp) -> None:
-        from steadfast.verifier.verify import verify_table
+        from ..verifier.verify import verify_table
         t0 = time.perf_counter()
         air, shape, params = self.st.airs[i], self.st.shapes[i], self.st.params
         try:
@@ -188,7 +188,7 @@ class _Prechecker:
 
     def submit(self, i: int, deep, caps: dict) -> None:
         """Table i's chain ended (``deep``: its R4Deep; ``caps``: main/aux/parts caps)."""
-        from steadfast.verifier.proof_format import TableProof
+        from ..verifier.proof_format import TableProof
         empty4 = np.zeros((0, 4), np.uint32)
         none = np.zeros((0, 0), np.uint32)
         nodes = np.zeros((0, 8), np.uint32)
@@ -215,8 +215,8 @@ class _Prechecker:
         self.pool.shutdown(wait=True)
         if proof is None:
             return
-        from steadfast.verifier.proof_format import encode_section
-        from steadfast.verifier.verify import table_check_key
+        from ..verifier.proof_format import encode_section
+        from ..verifier.verify import table_check_key
         t0 = time.perf_counter()
         for i, tp in sorted(self.checked.items()):
             section = proof.tables[i]

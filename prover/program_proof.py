@@ -26,12 +26,12 @@ from typing import Union
 
 import numpy as np
 
-from steadfast.rv32 import abi
-from steadfast.rv32.elf import Program, load_elf, parse_elf
-from steadfast.rv32.statement import PV_DIGEST, PV_INPUT_SHA, PV_MAX_CYCLES, claimed_output
-from steadfast.rv32.tables import INDEX, TABLES
-from steadfast.verifier.errors import ShapeError
-from steadfast.verifier.proof_format import Params, decode
+from ..rv32 import abi
+from ..rv32.elf import Program, load_elf, parse_elf
+from ..rv32.statement import PV_DIGEST, PV_INPUT_SHA, PV_MAX_CYCLES, claimed_output
+from ..rv32.tables import INDEX, TABLES
+from ..verifier.errors import ShapeError
+from ..verifier.proof_format import Params, decode
 
 from .stats import ProofStats
 

@@ -14,13 +14,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from steadfast.air import ConstraintViolation, LookupImbalance, check_traces
-from steadfast.rv32 import abi
-from steadfast.rv32.errors import ExecutionError
-from steadfast.rv32.run import execute as rv32_execute
-from steadfast.rv32.statement import program_airs
-from steadfast.rv32.tables import SLOTTED, TABLES
-from steadfast.rv32.traces import build_traces, committed_cells
+from ..air import ConstraintViolation, LookupImbalance, check_traces
+from ..rv32 import abi
+from ..rv32.errors import ExecutionError
+from ..rv32.run import execute as rv32_execute
+from ..rv32.statement import program_airs
+from ..rv32.tables import SLOTTED, TABLES
+from ..rv32.traces import build_traces, committed_cells
 
 from .control import PROVE_LOCK, limits
 from .core import ProverCore
@@ -129,9 +129,9 @@ class ProgramProver(ProverCore):
         heights (:class:`ProgramReport`).  Errors as :meth:`prove_program`'s
         (:class:`UnprovableProgram` also when a table is taller than the protocol
         supports)."""
-        from steadfast.verifier.protocol import table_shape
-        from steadfast.verifier.security import proof_security
-        from steadfast.rv32.statement import input_sha256
+        from ..verifier.protocol import table_shape
+        from ..verifier.security import proof_security
+        from ..rv32.statement import input_sha256
         from .pipeline import estimate_bytes
         t0 = time.perf_counter()
         program, data, max_cycles = _arguments(elf, input, max_cycles)
@@ -177,7 +177,7 @@ class ProgramProver(ProverCore):
             return []
         program, data, max_cycles = _arguments(elf, input, max_cycles)
         _, tr = self._build_program(program, data, max_cycles, {})
-        from steadfast.kernels.constraint_device import precompile
+        from ..kernels.constraint_device import precompile
         return precompile(tr.airs, compile=self.backend == "cuda", progress=progress)
 
 

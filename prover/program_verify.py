@@ -13,17 +13,17 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from steadfast.rv32 import abi
-from steadfast.rv32.statement import (PV_DIGEST, PV_ENTRY, PV_IN_LEN, PV_INPUT_SHA,
-                                      PV_MAX_CYCLES, claimed_output, program_airs,
-                                      public_values, slots_of)
-from steadfast.rv32.tables import INDEX
-from steadfast.verifier import verify as _verify_proof
-from steadfast.verifier.errors import PublicValuesError
-from steadfast.verifier.proof_format import Params
-from steadfast.verifier.security import SecurityReport
-from steadfast.verifier.verify import (DEFAULT_MIN_SECURITY_BITS, check_security,
-                                       validate_min_security_bits)
+from ..rv32 import abi
+from ..rv32.statement import (PV_DIGEST, PV_ENTRY, PV_IN_LEN, PV_INPUT_SHA,
+                              PV_MAX_CYCLES, claimed_output, program_airs,
+                              public_values, slots_of)
+from ..rv32.tables import INDEX
+from ..verifier import verify as _verify_proof
+from ..verifier.errors import PublicValuesError
+from ..verifier.proof_format import Params
+from ..verifier.security import SecurityReport
+from ..verifier.verify import (DEFAULT_MIN_SECURITY_BITS, check_security,
+                               validate_min_security_bits)
 
 from .air_proof import decode_proof, read_proof
 from .errors import DevProofRefused
@@ -127,7 +127,7 @@ def _check_statement(expected: list, got: list) -> None:
                                 f"{_bytes(e[PV_INPUT_SHA]).hex()[:16]}...)", "rv32_registers")
     for i, (a, b) in enumerate(zip(expected, got)):
         if a != b and i != r:
-            from steadfast.rv32.tables import TABLES
+            from ..rv32.tables import TABLES
             raise PublicValuesError(f"{TABLES[i]}: the public values are not the "
                                     f"statement's", f"rv32_{TABLES[i]}")
     if e != g:

@@ -23,9 +23,9 @@ from typing import Sequence
 
 import numpy as np
 
-from steadfast.air import check_buses, check_shapes, check_traces
-from steadfast.verifier.proof_format import Params, encode
-from steadfast.verifier.protocol import table_shape
+from ..air import check_buses, check_shapes, check_traces
+from ..verifier.proof_format import Params, encode
+from ..verifier.protocol import table_shape
 
 from .rounds import (prove_table, r1_challenges, r1_main, r4_fri, r4_open, statement,
                      take_quotients)

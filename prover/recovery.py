@@ -22,7 +22,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from steadfast.kernels.backend import DeviceOOM, as_device_oom
+from ..kernels.backend import DeviceOOM, as_device_oom
 
 from .faults import SITES, FaultPlan
 from .timeline import Timeline

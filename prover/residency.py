@@ -22,7 +22,7 @@ from enum import Flag
 
 import numpy as np
 
-from steadfast.kernels.backend import DeviceArray, DeviceMemory
+from ..kernels.backend import DeviceArray, DeviceMemory
 
 
 #: the uploads of the calling thread's current device attempt (see :func:`tracking_uploads`)

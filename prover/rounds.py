@@ -28,10 +28,10 @@ from typing import Sequence
 
 import numpy as np
 
-from steadfast.air import field as F
-from steadfast.verifier.proof_format import FriProof, Params, Proof, TableProof
-from steadfast.verifier.protocol import absorb_statement, deep_groups
-from steadfast.verifier.transcript import Transcript
+from ..air import field as F
+from ..verifier.proof_format import FriProof, Params, Proof, TableProof
+from ..verifier.protocol import absorb_statement, deep_groups
+from ..verifier.transcript import Transcript
 
 from .spans import Spans
 from .stages import Committed

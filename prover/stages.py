@@ -20,15 +20,15 @@ import dataclasses
 
 import numpy as np
 
-import steadfast.air as airlib
-from steadfast.air import field as F
-from steadfast.kernels import multiproof as mp
-from steadfast.kernels import open_rows
-from steadfast.kernels.hostlib import ef_inverse
-from steadfast.kernels.poseidon2 import poseidon2_permute
-from steadfast.kernels.ntt_host import (bit_reverse_permutation, coset_intt, intt, lde_columns,
-                                        lde_from_coeffs)
-from steadfast.verifier.protocol import SHIFT, TableShape
+from .. import air as airlib
+from ..air import field as F
+from ..kernels import multiproof as mp
+from ..kernels import open_rows
+from ..kernels.hostlib import ef_inverse
+from ..kernels.poseidon2 import poseidon2_permute
+from ..kernels.ntt_host import (bit_reverse_permutation, coset_intt, intt, lde_columns,
+                                lde_from_coeffs)
+from ..verifier.protocol import SHIFT, TableShape
 
 from . import commit as merkle
 from .hostops import combine_rows, deep_accumulate, dot_columns
@@ -198,7 +198,7 @@ class HostStages:
         gamma = np.asarray(challenges["logup_gamma"], np.uint64).reshape(4, 1)
         # h columns: compiled (kernels/constraint_host.py, bit-identical) unless
         # PROVER_HOST_QUOTIENT=numpy, else the numpy reference loop below
-        from steadfast.kernels import constraint_host
+        from ..kernels import constraint_host
         fast = constraint_host.compiled_quotient_enabled()
         rows = None if fast else airlib.interaction_rows(air, main, public_values)
         it_index = {id(it): k for k, it in enumerate(air.interactions)}
@@ -257,7 +257,7 @@ class HostStages:
         ``PROVER_HOST_QUOTIENT``, compiled unless ``numpy``): the AIR's program run by the
         compiled kernel of kernels/constraint_host.py (bit-identical) instead of the numpy
         interpreter below, which stays the reference."""
-        from steadfast.kernels import constraint_host
+        from ..kernels import constraint_host
         if constraint_host.compiled_quotient_enabled() if compiled is None else compiled:
             # the kernel reads the quotient domain g<w_M> only: hand it the LDEs on that
             # sub-coset (a released LDE is evaluated there alone, at blowup M/n instead of

@@ -33,13 +33,13 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from steadfast.air import field as F
+from ..air import field as F
 from steadfast.errors import SteadfastError
-from steadfast.kernels.backend import DeviceArray
-from steadfast.verifier import encode, verify
-from steadfast.verifier.composition import composition_check
-from steadfast.verifier.errors import CompositionError, VerificationError
-from steadfast.verifier.protocol import SHIFT, deep_groups
+from ..kernels.backend import DeviceArray
+from ..verifier import encode, verify
+from ..verifier.composition import composition_check
+from ..verifier.errors import CompositionError, VerificationError
+from ..verifier.protocol import SHIFT, deep_groups
 
 from .device_join import JOIN
 from .device_locks import NULL_LOCK, R2_LOCK

@@ -41,7 +41,7 @@ import sys
 import numpy as np
 from numba import njit
 
-from steadfast.verifier.poseidon2 import _from_mont, _permute_lanes, _to_mont
+from ..verifier.poseidon2 import _from_mont, _permute_lanes, _to_mont
 
 from . import abi, isa
 from .errors import (ERR_BUFFER, ERR_CANONICAL, ERR_CYCLES, ERR_FETCH, ERR_ILLEGAL,

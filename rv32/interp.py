@@ -108,7 +108,7 @@ class _Fail(Exception):
 def _poseidon2(words: list[int]) -> list[int]:
     """Lanes 0..7 of Poseidon2 over the 16 words: the verifier's compression."""
     import numpy as np
-    from steadfast.verifier.poseidon2 import compress
+    from ..verifier.poseidon2 import compress
     out = compress(np.array(words[:8], np.uint32), np.array(words[8:], np.uint32))
     return [int(v) for v in out[0]]
 

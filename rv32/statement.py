@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from steadfast.verifier.errors import PublicValuesError, ShapeError
+from ..verifier.errors import PublicValuesError, ShapeError
 
 from . import abi
 from .chips.io import pack_output, unpack_output
@@ -128,8 +128,8 @@ def verify_execution(proof_bytes: bytes, program, input: bytes,
                      min_security_bits: int | None = 100):
     """Verify a proof of ``program`` on ``input`` with limit ``max_cycles``; returns
     (Claim, VerifyResult).  Raises a verifier.errors.VerificationError."""
-    from steadfast.verifier.proof_format import decode
-    from steadfast.verifier.verify import verify
+    from ..verifier.proof_format import decode
+    from ..verifier.verify import verify
     proof = decode(proof_bytes)
     claim = claimed_output(proof)
     airs = program_airs(program, input, claim.output, proof.params.log_blowup,

@@ -36,8 +36,8 @@ import threading
 
 import numpy as np
 
-from steadfast.air.builder import gc_paused, logup_degree_cap
-from steadfast.vm import airs as vm_airs
+from ..air.builder import gc_paused, logup_degree_cap
+from ..vm import airs as vm_airs
 
 from .chips.alu import build_alu, build_bitwise
 from .chips.branch import build_branch

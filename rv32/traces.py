@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from steadfast.air import compile_program, evaluate
-from steadfast.air.eval import domain_leaf
-from steadfast.vm import traces as vm_traces
-from steadfast.verifier.poseidon2 import permute
+from ..air import compile_program, evaluate
+from ..air.eval import domain_leaf
+from ..vm import traces as vm_traces
+from ..verifier.poseidon2 import permute
 
 from . import abi, isa
 from .chips import bytes as bytes_chip

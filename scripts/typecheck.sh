@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Type-check the public API with mypy (not part of CI: mypy is not a test dependency).
 #   .venv/bin/pip install mypy && bash scripts/typecheck.sh [mypy options]
-# The repository's folders install as steadfast.<folder> (pyproject package-dir); an
-# editable install maps them at import time, which mypy cannot follow, so this lays the
-# same names out as symlinks in a temporary directory and points MYPYPATH at it.
+# The repository's folders install as steadfast.<folder> (pyproject package-dir); imports
+# between them are relative (tests/test_structure.py), but the absolute public names
+# (steadfast.prover.api) are what this checks, so it lays those names out as symlinks in
+# a temporary directory and points MYPYPATH at it.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 py="${PYTHON:-$root/.venv/bin/python}"
@@ -11,8 +12,11 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/steadfast"
 for f in "$root"/steadfast/*.py "$root"/steadfast/py.typed; do ln -s "$f" "$tmp/steadfast/"; done
-for d in air kernels prover verifier vm; do ln -s "$root/$d" "$tmp/steadfast/$d"; done
+for d in air kernels prover verifier vm rv32; do ln -s "$root/$d" "$tmp/steadfast/$d"; done
 cd "$tmp"
 # --follow-imports=silent: report the modules named here, use the rest for their types
 MYPYPATH="$tmp" "$py" -m mypy --follow-imports=silent --cache-dir "$tmp/.mypy_cache" \
-    -m steadfast.prover.api -m steadfast.prover.display "$@"
+    -m steadfast.prover.api -m steadfast.prover.display -m steadfast.prover.core \
+    -m steadfast.prover.config -m steadfast.prover.block_prover -m steadfast.prover.block_verify \
+    -m steadfast.prover.program_prover -m steadfast.prover.program_verify \
+    -m steadfast.prover.air_proof "$@"

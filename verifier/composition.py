@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from steadfast.air import CHALLENGE_NAMES
+from ..air import CHALLENGE_NAMES
 
 from .errors import CompositionError, ShapeError
 from .field import F, P, barycentric_at

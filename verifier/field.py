@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from steadfast.air import field as F
-from steadfast.air.field import P, GENERATOR, u64
+from ..air import field as F
+from ..air.field import P, GENERATOR, u64
 
 __all__ = ["F", "P", "GENERATOR", "bitrev", "pow_scalar_arr", "ef_col", "ef_rows",
            "ef_basis_combine", "barycentric_at", "inv2"]

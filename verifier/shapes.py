@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from steadfast.air.builder import AirError
+from ..air.builder import AirError
 
 from . import merkle
 from .errors import ShapeError

@@ -24,8 +24,8 @@ from typing import Collection, Sequence
 
 import numpy as np
 
-from steadfast.air import CHALLENGE_NAMES, check_buses
-from steadfast.air.builder import AirError
+from ..air import CHALLENGE_NAMES, check_buses
+from ..air.builder import AirError
 
 from .composition import composition_check
 from .errors import LogUpError, ParameterError, PowError, PublicValuesError, ShapeError

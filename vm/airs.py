@@ -39,17 +39,17 @@ import functools
 
 import numpy as np
 
-from steadfast.air import Air, AirBuilder, Expr
-from steadfast.air.builder import gc_paused, logup_degree_cap
-from steadfast.air.expr import walk
+from ..air import Air, AirBuilder, Expr
+from ..air.builder import gc_paused, logup_degree_cap
+from ..air.expr import walk
 
 from . import isa
 from .poseidon2 import N_FULL_HALF, N_PARTIAL, WIDTH, external_linear, internal_linear
 from .block import MAX_LOG_CYCLES
 from .statement import NUM_PUBLIC_VALUES
 
-from steadfast.kernels.poseidon2_constants import RC_FULL, RC_PARTIAL
-from steadfast.verifier.proof_format import Params
+from ..kernels.poseidon2_constants import RC_FULL, RC_PARTIAL
+from ..verifier.proof_format import Params
 
 RANGE_BITS = 16
 RANGE_SIZE = 1 << RANGE_BITS

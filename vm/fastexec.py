@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from steadfast.verifier.poseidon2 import _from_mont, _permute_lanes, _to_mont
+from ..verifier.poseidon2 import _from_mont, _permute_lanes, _to_mont
 
 from . import isa
 

@@ -38,7 +38,7 @@ from typing import Sequence
 
 import numpy as np
 
-from steadfast.kernels.poseidon2_constants import RC_FULL, RC_PARTIAL, V16
+from ..kernels.poseidon2_constants import RC_FULL, RC_PARTIAL, V16
 
 P = 2013265921
 WIDTH = 16
@@ -165,7 +165,7 @@ def _statement_digest_compiled(values) -> list[int] | None:
     a 2^20-row ROM took 32 s that way, about 2 s this way.  None when that kernel is not
     importable or the values do not fit int64 (the caller then runs the loop)."""
     try:
-        from steadfast.verifier.poseidon2 import _duplex_blocks
+        from ..verifier.poseidon2 import _duplex_blocks
         arr = np.asarray(values, dtype=np.int64)
     except (ImportError, OverflowError, TypeError, ValueError):
         return None

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from steadfast.verifier.poseidon2 import _from_mont, _mmul, _red37, _to_mont
+from ..verifier.poseidon2 import _from_mont, _mmul, _red37, _to_mont
 
 from .poseidon2 import _RC_FULL, _RC_PART, _V16
 

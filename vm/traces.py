@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from steadfast.air import field as F
+from ..air import field as F
 
 from . import isa
 from .airs import (CPU_LAYOUT, MEMORY_LAYOUT, P2_LAYOUT, RANGE_SIZE, SELECTORS, SLACK_BITS,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from steadfast.air import field as F
+from ...air import field as F
 
 from .. import isa
 from .common import REG, TWO16, fetch, range16, read, step, sum_of, ts_of

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from steadfast.air import AirBuilder
+from ...air import AirBuilder
 
 from .common import AND8, PAIR8, RANGE16
 

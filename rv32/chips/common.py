@@ -31,7 +31,7 @@ lookups (:func:`ts_check`).
 """
 from __future__ import annotations
 
-from steadfast.air import AirBuilder
+from ...air import AirBuilder
 
 # ---------------------------------------------------------------- buses
 EXEC = "rv32_exec"

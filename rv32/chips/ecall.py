@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from steadfast.air import AirBuilder
-from steadfast.air import field as F
+from ...air import AirBuilder
+from ...air import field as F
 
 from .. import abi, isa
 from .common import (CUR_ERR, CUR_IN, CUR_OUT, EXIT, IOCHAIN, P2CALL, PAIR8, REG, STREAM_IN,

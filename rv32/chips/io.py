@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from steadfast.air import AirBuilder
+from ...air import AirBuilder
 
 from .common import IO, IOCHAIN, MEMORY, PAIR8, STREAM_IN, STREAM_OUT, access, sum_of, ts_of
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from steadfast.air import AirBuilder
+from ...air import AirBuilder
 
 from .common import IMAGE, MEM, MEMORY, TWO16, range16
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from steadfast.air import field as F
+from ...air import field as F
 
 from .. import isa
 from .common import PAIR8, REG, TWO16, range16, read, sum_of, ts_of, write

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from steadfast.air import AirBuilder
+from ...air import AirBuilder
 
 from .. import abi
 from .common import MEMORY, P2CALL, POSEIDON2, TWO16, access, range16, ts_of, write

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from steadfast.air import AirBuilder
+from ...air import AirBuilder
 
 from .. import isa
 from ..memory import Memory

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from steadfast.air import AirBuilder
+from ...air import AirBuilder
 
 from .. import abi
 from .common import CUR_OUT, EXEC, EXIT, MEM, NUM_REGS, REG, limbs16

@@ -13,7 +13,7 @@ The verifier reads k off a table's main width (k times the one-slot width).
 """
 from __future__ import annotations
 
-from steadfast.air import AirBuilder
+from ...air import AirBuilder
 
 SLOT_MENU = (1, 2, 3, 4)
 
