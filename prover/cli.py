@@ -132,8 +132,11 @@ def _prove_parser() -> argparse.ArgumentParser:
     ap.add_argument("--timeline", metavar="FILE",
                     help="write a Chrome/Perfetto trace of every table's stages (device "
                          "backends; default: none)")
-    ap.add_argument("--postmortem-dir", metavar="DIR", default=".",
-                    help="where the self-check and PROVER_GPU_XCHECK write post-mortems")
+    ap.add_argument("--postmortem-dir", metavar="DIR", default=None,
+                    help="where the self-check and PROVER_GPU_XCHECK write post-mortems "
+                         "(default: $PROVER_POSTMORTEM_DIR, else "
+                         "$XDG_STATE_HOME/steadfast/postmortems, i.e. "
+                         "~/.local/state/steadfast/postmortems)")
     g = ap.add_mutually_exclusive_group()
     g.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     g.add_argument("-v", "--verbose", action="store_true", help="more detail")

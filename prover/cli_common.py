@@ -171,12 +171,13 @@ def check_outputs(args, out: str | None, inputs=None) -> None:
         if not os.access(d, os.W_OK | os.X_OK):
             raise Fail(EXIT_USAGE, f"{flag} {path}: directory {d} is not writable")
     pm = args.postmortem_dir        # created when a post-mortem is written: its parent must do
-    where = pm if os.path.exists(pm) else os.path.dirname(os.path.abspath(pm))
-    if not os.path.isdir(where):
-        raise Fail(EXIT_USAGE, f"--postmortem-dir {pm}: "
-                                + ("not a directory" if where == pm else f"no directory {where}"))
-    if not os.access(where, os.W_OK | os.X_OK):
-        raise Fail(EXIT_USAGE, f"--postmortem-dir {pm}: directory {where} is not writable")
+    if pm is not None:              # unset: the env / XDG default, created (or fallen back) later
+        where = pm if os.path.exists(pm) else os.path.dirname(os.path.abspath(pm))
+        if not os.path.isdir(where):
+            raise Fail(EXIT_USAGE, f"--postmortem-dir {pm}: "
+                       + ("not a directory" if where == pm else f"no directory {where}"))
+        if not os.access(where, os.W_OK | os.X_OK):
+            raise Fail(EXIT_USAGE, f"--postmortem-dir {pm}: directory {where} is not writable")
     outs = [os.path.realpath(p) for _, p in paths if p]
     if len(set(outs)) != len(outs):
         raise Fail(EXIT_USAGE, "--output, --stats-json and --timeline must be different files")

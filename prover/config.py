@@ -35,7 +35,7 @@ _FIELD_TYPES = {"log_blowup": int, "num_queries": int, "pow_bits": int, "logup_p
                 "deep_pow_bits": int, "commit_pow_bits": int, "log_fri_arity": int,
                 "log_cap": int, "threads": (int, type(None)),
                 "check": bool, "self_check": bool, "dev_mode": (bool, type(None)),
-                "backend": str, "postmortem_dir": (str, os.PathLike),
+                "backend": str, "postmortem_dir": (str, os.PathLike, type(None)),
                 "vram_budget": (int, str, type(None))}
 
 
@@ -81,7 +81,7 @@ class ProverConfig:
     pow_bits: int = Params.pow_bits
     threads: int | None = None
     check: bool = False
-    postmortem_dir: str | os.PathLike[str] = "."
+    postmortem_dir: str | os.PathLike[str] | None = None
     logup_pow_bits: int = Params.logup_pow_bits
     deep_pow_bits: int = Params.deep_pow_bits
     commit_pow_bits: int = Params.commit_pow_bits

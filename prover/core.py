@@ -149,7 +149,7 @@ class ProverCore:
                                     f"check ({err}); no proof emitted; post-mortem {path}",
                                     path, report) from err
 
-    def _postmortem(self, table: str, err, extra: dict) -> tuple[str, dict]:
+    def _postmortem(self, table: str, err, extra: dict) -> tuple[str | None, dict]:
         """A self-check failure counted and its post-mortem written -> (path, report)."""
         self.self_check_failures += 1
         from .xcheck import write_postmortem
@@ -159,7 +159,7 @@ class ProverCore:
                   "xcheck": os.environ.get("PROVER_GPU_XCHECK", ""),
                   "params": dict(vars(self.config.params())), **extra,
                   "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        return write_postmortem(report, os.fspath(self.config.postmortem_dir)), report
+        return write_postmortem(report, self.config.postmortem_dir), report
 
     @contextmanager
     def _phase(self, name: str, phases: dict) -> Iterator[None]:

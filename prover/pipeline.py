@@ -80,7 +80,7 @@ class PipelineConfig:
     force_downgrade: bool = False
     faults: FaultPlan = field(default_factory=FaultPlan)
     timeline: Timeline | None = None
-    postmortem_dir: str = "."
+    postmortem_dir: str | os.PathLike[str] | None = None   # None: env, else the XDG state dir
     device_only: bool = True
     precheck: bool = False               # self-check: verify each section as it finishes
 

@@ -304,23 +304,77 @@ def _report_head(stages, name: str, check: str) -> dict:
 POSTMORTEM_CONTEXT: dict = {}
 
 
-def write_postmortem(report: dict, directory: str) -> str:
-    """Write ``report`` as JSON, with the package version, a timestamp and
-    :data:`POSTMORTEM_CONTEXT` (the report's own fields win); atomically (a temporary
-    file renamed into place): a reader never sees half a post-mortem."""
-    from steadfast import __version__
-    full = {"steadfast_version": __version__, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    full.update(POSTMORTEM_CONTEXT)
-    full.update(report)
-    os.makedirs(directory or ".", exist_ok=True)
-    path = os.path.join(directory or ".", f"steadfast-postmortem-{report['table']}-"
-                        f"{os.getpid()}-{int(time.time() * 1000)}.json")
+POSTMORTEM_ENV = "PROVER_POSTMORTEM_DIR"
+
+
+def postmortem_dir(directory: str | os.PathLike[str] | None = None) -> str:
+    """Where post-mortems go: ``directory`` (``ProverConfig.postmortem_dir``,
+    ``--postmortem-dir``) if given, else ``$PROVER_POSTMORTEM_DIR`` if set and non-empty,
+    else ``$XDG_STATE_HOME/steadfast/postmortems`` (``~/.local/state/steadfast/postmortems``
+    when ``XDG_STATE_HOME`` is unset or empty).  Nothing is created here."""
+    if directory is not None and os.fspath(directory) != "":
+        return os.path.expanduser(os.fspath(directory))
+    env = os.environ.get(POSTMORTEM_ENV, "").strip()
+    if env:
+        return os.path.expanduser(env)
+    base = (os.environ.get("XDG_STATE_HOME", "").strip()
+            or os.path.join(os.path.expanduser("~"), ".local", "state"))
+    return os.path.join(base, "steadfast", "postmortems")
+
+
+def _write_json(directory: str, name: str, full: dict) -> str:
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    path = os.path.join(directory, name)
     tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(full, f, indent=2)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            json.dump(full, f, indent=2)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
     return path
 
 
-__all__ = ["XcheckFailure", "cross_check", "check_proof", "join_failure", "composition_ok", "corruption_shape",
-           "lde_matches_leaves", "tree_consistent", "SHIFT"]
+def write_postmortem(report: dict, directory: str | os.PathLike[str] | None = None) -> str | None:
+    """Write ``report`` as JSON, with the package version, a timestamp and
+    :data:`POSTMORTEM_CONTEXT` (the report's own fields win); atomically (a temporary
+    file renamed into place): a reader never sees half a post-mortem.
+
+    The directory is :func:`postmortem_dir` of ``directory`` (config > env > default),
+    created (0700) on first write.  If it cannot be created or written, a warning names it
+    and the error and the post-mortem goes to the temporary directory
+    (:func:`tempfile.gettempdir`) instead; only if that fails too is it lost, with an
+    error logged (and ``None`` returned) -- a post-mortem never crashes the proof.  Each
+    post-mortem written is logged once at WARNING (logger ``steadfast.prover``) with its
+    path."""
+    import logging
+    import tempfile
+    from steadfast import __version__
+    log = logging.getLogger("steadfast.prover")
+    full = {"steadfast_version": __version__, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    full.update(POSTMORTEM_CONTEXT)
+    full.update(report)
+    name = f"steadfast-postmortem-{report['table']}-{os.getpid()}-{int(time.time() * 1000)}.json"
+    target = postmortem_dir(directory)
+    try:
+        path = _write_json(target, name, full)
+    except (OSError, TypeError, ValueError) as exc:
+        fallback = tempfile.gettempdir()
+        log.warning("post-mortem directory %s is not usable (%s: %s); writing to %s instead",
+                    target, type(exc).__name__, exc, fallback)
+        try:
+            path = _write_json(fallback, name, full)
+        except (OSError, TypeError, ValueError) as exc2:
+            log.error("post-mortem lost: could not write %s in %s (%s) nor in %s (%s)",
+                      name, target, exc, fallback, exc2)
+            return None
+    log.warning("post-mortem written: %s", path)
+    return path
+
+
+__all__ = ["XcheckFailure", "postmortem_dir", "write_postmortem", "cross_check", "check_proof",
+           "join_failure", "composition_ok", "corruption_shape", "lde_matches_leaves", "tree_consistent", "SHIFT"]
