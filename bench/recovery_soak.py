@@ -12,6 +12,8 @@ dropped.  Prints one line per 10 proofs, then ``recovery_soak: N/N identical, bo
 after every proof 0, retries R, downgrades D, stale frees 0, S s`` (or a JSON object);
 exits 1 on any violation.  The test-sized variant is
 tests/test_recovery_lifetime.py::test_a_node_proving_50_proofs_with_faults_ends_with_nothing_booked.
+``--actor``: the same for a cluster actor (:func:`actor_rounds`; its test-sized variant is
+tests/test_cluster_actor_lifetime.py).
 """
 from __future__ import annotations
 
@@ -28,6 +30,57 @@ from steadfast.prover.pipeline import device_memory  # noqa: E402
 from steadfast.vm.programs import sized_block  # noqa: E402
 
 
+def actor_rounds(rounds: int, budget: int | None, backend: str = "emu", queries: int = 8):
+    """``rounds`` rounds on one cluster actor (:class:`prover.cluster_worker._Worker`,
+    in this process, no Ray; PROVER_FAULTS as set by the caller): each round holds a
+    sharded job's R1 pieces (every table's main commit), proves a whole block meanwhile
+    (its epoch ends under the held pieces), then drops the job -> (whole-block proof
+    bytes per round, ledger bytes in use after each round, live buffers after each round,
+    the DeviceMemory)."""
+    import numpy as np
+    from steadfast.prover.cluster_worker import _Worker
+    from steadfast.prover.prove import prepare
+    cfg = ProverConfig(backend=backend, vram_budget=budget, num_queries=queries, pow_bits=2)
+    worker = _Worker(cfg)
+    block = sized_block(8, 0.25, seed=8, memory_size=64, table_size=16, n_tx=1)
+    rec, bt = Prover(cfg)._build(block, {})
+    airs, traces, pvs = list(bt.airs), list(bt.traces), bt.table_public_values
+    params = cfg.params()
+    shapes = list(prepare(traces, airs, pvs, params, check=False).shapes)
+    rom = np.asarray(rec.rom.rows, dtype=np.int64)
+    mem = device_memory(backend, budget)
+    proofs, in_use, live = [], [], []
+    for r in range(rounds):
+        job = f"job{r}"
+        for i in range(len(airs)):                 # a sharded job's R1 pieces, held
+            worker.main_commit(job, i, rom, np.ascontiguousarray(traces[i]), params, shapes)
+        proofs.append(worker.prove(block, key=f"block{r}")[0])   # ends an epoch meanwhile
+        worker.drop(job)                           # the job ends (or is abandoned)
+        in_use.append(int(mem.ledger.in_use))
+        live.append(len(mem._live))
+    return proofs, in_use, live, mem
+
+
+def _actor_main(args) -> int:
+    t0 = time.perf_counter()
+    os.environ["PROVER_FAULTS"] = f"{args.faults},seed=1"
+    proofs, in_use, live, mem = actor_rounds(args.proofs, args.budget, args.backend, args.queries)
+    bad = [f"round {k}: {b} B booked, {n} live buffers" for k, (b, n) in enumerate(zip(in_use, live)) if b or n]
+    bad += [f"round {k}: bytes differ" for k, p in enumerate(proofs) if p != proofs[0]]
+    secs = time.perf_counter() - t0
+    out = {"mode": "actor", "rounds": args.proofs, "violations": bad[:20],
+           "stale_frees_dropped": mem.stale_frees_dropped, "seconds": round(secs, 1)}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        for v in bad[:20]:
+            print("VIOLATION", v)
+        print(f"recovery_soak --actor: {args.proofs} rounds (sharded pieces held across a whole "
+              f"block each), {len(bad)} violations, booked after every round "
+              f"{'0' if not bad else 'NOT 0'}, stale frees {mem.stale_frees_dropped}, {secs:.1f} s")
+    return 1 if bad else 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--proofs", type=int, default=200)
@@ -38,7 +91,12 @@ def main(argv=None) -> int:
     ap.add_argument("--blocks", type=int, default=4, help="distinct blocks, cycled")
     ap.add_argument("--queries", type=int, default=8)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--actor", action="store_true",
+                    help="a cluster actor instead of a node: --proofs rounds of held sharded "
+                         "pieces + a whole block + drop (tests/test_cluster_actor_lifetime.py)")
     args = ap.parse_args(argv)
+    if args.actor:
+        return _actor_main(args)
     kw = dict(num_queries=args.queries, pow_bits=2)
     blocks = [sized_block(args.log_cycles, 0.25, seed=s, memory_size=64, table_size=16, n_tx=1)
               for s in range(args.blocks)]
