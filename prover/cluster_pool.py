@@ -73,8 +73,8 @@ class WorkerPool:
         self.worker_deaths = 0
         self._owns_ray = False
         if not ray.is_initialized():
-            if address is None:
-                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False,
+            if address is None:     # "local": a new instance, never a stale cluster file's
+                ray.init(address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False,
                          object_store_memory=int(os.environ.get("STEADFAST_RAY_OBJECT_STORE",
                                                                 256 << 20)))
             else:

@@ -102,35 +102,28 @@ class _Worker:
         """Test hook: this worker's fault terms (see :func:`_maybe_die`)."""
         self.fault, self.fault_dir = fault, fault_dir
 
-    def prove(self, block: dict, key: str, timeline: bool = False):
-        """A whole block -> (BlockProof bytes, ProofStats, timeline events or None)."""
+    def _whole(self, key: str, timeline: bool, prove):
+        """One whole proof ``prove()`` on this worker's Prover -> (proof bytes, ProofStats,
+        timeline events or None)."""
         _maybe_die(self.fault, self.fault_dir, key)
-        tl = None
-        if timeline:
-            from .timeline import Timeline
-            tl = Timeline()
+        tl = self._timeline(timeline)
         self.prover.timeline = tl
         try:
-            proof = self.prover.prove_block(block)
+            proof = prove()
         finally:
             self.prover.timeline = None
         return proof.to_bytes(), proof.stats, (tl.to_json()["traceEvents"] if tl else None)
+
+    def prove(self, block: dict, key: str, timeline: bool = False):
+        """A whole block -> (BlockProof bytes, ProofStats, timeline events or None)."""
+        return self._whole(key, timeline, lambda: self.prover.prove_block(block))
 
     def prove_program(self, program, data: bytes, max_cycles: int, key: str,
                       timeline: bool = False):
         """A whole program run -> (ProgramProof bytes, ProofStats, timeline events or
         None)."""
-        _maybe_die(self.fault, self.fault_dir, key)
-        tl = None
-        if timeline:
-            from .timeline import Timeline
-            tl = Timeline()
-        self.prover.timeline = tl
-        try:
-            proof = self.prover.prove_program(program, data, max_cycles=max_cycles)
-        finally:
-            self.prover.timeline = None
-        return proof.to_bytes(), proof.stats, (tl.to_json()["traceEvents"] if tl else None)
+        return self._whole(key, timeline, lambda: self.prover.prove_program(
+            program, data, max_cycles=max_cycles))
 
     # -- sharded: R1 main commit, then the table's chain after the fork ---------------
     def _stages(self, shape, params, tl):

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -36,6 +37,7 @@ import numpy as np
 from ..air import field as F
 from steadfast.errors import SteadfastError
 from ..kernels.backend import DeviceArray
+from ..kernels.kernel_cache import atomic_write
 from ..verifier import encode, verify
 from ..verifier.composition import composition_check
 from ..verifier.errors import CompositionError, VerificationError
@@ -325,17 +327,7 @@ def postmortem_dir(directory: str | os.PathLike[str] | None = None) -> str:
 def _write_json(directory: str, name: str, full: dict) -> str:
     os.makedirs(directory, mode=0o700, exist_ok=True)
     path = os.path.join(directory, name)
-    tmp = f"{path}.tmp"
-    try:
-        with open(tmp, "w") as f:
-            json.dump(full, f, indent=2)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write(Path(path), json.dumps(full, indent=2).encode())    # never a torn file
     return path
 
 

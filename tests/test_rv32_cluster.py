@@ -28,7 +28,9 @@ CFG = ProverConfig(backend="host", num_queries=6, pow_bits=1)
 @pytest.fixture(scope="module")
 def ray_cpus():
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False,
+    # address="local": a new instance, never a stale /tmp/ray/ray_current_cluster left by
+    # an earlier cluster (tests/test_cluster.py's, or one killed mid-run)
+    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False,
              object_store_memory=256 << 20)
     yield
     ray.shutdown()
