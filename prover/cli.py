@@ -39,6 +39,7 @@ from .cli_common import (DEFAULT_MIN_SECURITY_BITS, EXIT_INVALID, EXIT_OK, EXIT_
                          default_output)
 from .cli_common import Fail as _Fail
 from .cli_common import Parser as _Parser
+from .cli_common import add_verbosity
 from .cli_common import check_outputs as _check_outputs
 from .cli_common import device_name as _device_name
 from .cli_common import err as _err
@@ -137,9 +138,7 @@ def _prove_parser() -> argparse.ArgumentParser:
                          "(default: $PROVER_POSTMORTEM_DIR, else "
                          "$XDG_STATE_HOME/steadfast/postmortems, i.e. "
                          "~/.local/state/steadfast/postmortems)")
-    g = ap.add_mutually_exclusive_group()
-    g.add_argument("-q", "--quiet", action="store_true", help="print only errors")
-    g.add_argument("-v", "--verbose", action="store_true", help="more detail")
+    add_verbosity(ap)
     return ap
 
 
@@ -220,14 +219,7 @@ def _prove_block(args, raw: bytes, t_start: float) -> int:
     wall = time.perf_counter() - t_start
     stats = dict(st.to_json(), **meta, ok=True, proof_file_bytes=len(data), exit_code=EXIT_OK,
                  final_digest=digest_hex(proof.final_digest), wall_s=wall)
-    if sec is not None:
-        stats["security_bits"] = sec.bits
-    _P.write_outputs(args, session, out, data, stats)
-    _P.warn_weak_proof(sec, "block")
-    if args.json:
-        print(json.dumps(stats))
-        return EXIT_OK
-    if not args.quiet:
+    if _P.finish(args, session, out, data, stats, sec, "block"):
         print(_P.wrote_line(out, data, st, wall, cold, dev, "block"))
         if dev:
             print(_P.DEV_LINE)

@@ -71,6 +71,13 @@ class Parser(argparse.ArgumentParser):
         raise Fail(EXIT_USAGE, f"{message} (see --help)")
 
 
+def add_verbosity(ap: argparse.ArgumentParser) -> None:
+    """``-q``/``--quiet`` and ``-v``/``--verbose``, one or the other (prove and verify)."""
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument("-q", "--quiet", action="store_true", help="print only errors")
+    g.add_argument("-v", "--verbose", action="store_true", help="more detail")
+
+
 def version() -> str:
     from steadfast import __version__
     return __version__

@@ -111,14 +111,7 @@ def run_prove_program(args, raw: bytes, t_start: float, kernels_cached) -> int:
     stats = dict(st.to_json(), **meta, ok=True, proof_file_bytes=len(blob), status=EXIT_OK,
                  exit_code=proof.exit_code, output=proof.output.hex(),
                  output_len=len(proof.output), wall_s=wall)
-    if sec is not None:
-        stats["security_bits"] = sec.bits
-    _P.write_outputs(args, session, out, blob, stats)
-    _P.warn_weak_proof(sec, "program")
-    if args.json:
-        print(json.dumps(stats))
-        return EXIT_OK
-    if not args.quiet:
+    if _P.finish(args, session, out, blob, stats, sec, "program"):
         print(_P.wrote_line(out, blob, st, wall, cold, dev, "program"))
         print(f"the program exits with code {proof.exit_code}; output "
               f"({len(proof.output):,} bytes): {_show(proof.output)}")

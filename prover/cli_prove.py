@@ -195,3 +195,18 @@ def print_verbose(st) -> None:
 __all__ = ["Session", "setup", "precompile_steps", "warn_weak_params", "warn_weak_proof",
            "announce_cold_start", "run_proof", "fail_with_stats", "write_outputs",
            "wrote_line", "print_verbose", "DEV_LINE", "timeline_file"]
+
+
+def finish(args, session: Session, out: str, data: bytes, stats: dict, sec, what: str) -> bool:
+    """The end of a proof command that succeeded: the security bits into ``stats``, the
+    outputs written (:func:`write_outputs`), the weak-parameter warning, ``--json``'s
+    object printed -> whether the caller prints its human summary (not with --json or
+    -q)."""
+    if sec is not None:
+        stats["security_bits"] = sec.bits
+    write_outputs(args, session, out, data, stats)
+    warn_weak_proof(sec, what)
+    if args.json:
+        print(json.dumps(stats))
+        return False
+    return not args.quiet

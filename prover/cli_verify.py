@@ -10,7 +10,7 @@ import argparse
 import json
 
 from .cli_common import (DEFAULT_MIN_SECURITY_BITS, EXIT_INVALID, EXIT_OK, EXIT_USAGE, Fail,
-                         Parser, log_to_stderr, version)
+                         Parser, add_verbosity, log_to_stderr, version)
 
 EPILOG = ("exit status: 0 the proof is valid; 1 invalid proof or refused (with the reason); "
           "2 bad usage or unreadable input; 3 internal error")
@@ -43,9 +43,7 @@ def verify_parser() -> argparse.ArgumentParser:
                     help="print one JSON object on stdout: ok, error (class and message), "
                          "public values (a program's exit code and output), parameters, "
                          "security bits and terms, seconds; the exit status is unchanged")
-    g = ap.add_mutually_exclusive_group()
-    g.add_argument("-q", "--quiet", action="store_true", help="print only errors")
-    g.add_argument("-v", "--verbose", action="store_true", help="more detail")
+    add_verbosity(ap)
     return ap
 
 
