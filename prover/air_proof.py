@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Sequence, TypeVar
 
+from .proof_file import ProofFile
 from ..verifier import DEFAULT_MIN_SECURITY_BITS, VerifyResult
 from ..verifier import verify as _verify_proof
 from ..verifier.errors import ShapeError
@@ -22,7 +23,7 @@ _P = TypeVar("_P")
 
 
 @dataclass(frozen=True)
-class AirProof:
+class AirProof(ProofFile):
     """The proof of a statement over your own AIRs: ``proof`` its bytes (the file is these
     bytes, nothing around them), ``stats`` the prover's record (None once read back)."""
     proof: bytes
@@ -45,14 +46,6 @@ class AirProof:
     def from_bytes(cls, data: bytes) -> "AirProof":
         return cls(bytes(data))
 
-    def save(self, path: str | os.PathLike) -> None:
-        with open(path, "wb") as fh:
-            fh.write(self.proof)
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> "AirProof":
-        with open(path, "rb") as fh:
-            return cls(fh.read())
 
 
 def verify_airs(proof: AirProof | bytes | str | os.PathLike[str], airs: Sequence[Any],

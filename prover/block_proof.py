@@ -11,6 +11,7 @@ from typing import Union
 
 import numpy as np
 
+from .proof_file import ProofFile
 from ..verifier.errors import ShapeError
 from ..verifier.proof_format import decode
 from ..vm import isa
@@ -35,7 +36,7 @@ DEV_NOTICE = (b"STEADFAST DEVELOPMENT-MODE PROOF: execution and constraint check
 
 
 @dataclass(frozen=True, eq=False)
-class BlockProof:
+class BlockProof(ProofFile):
     """A block proof: the ROM (the statement's program, needed to rebuild the PROGRAM
     table's AIR) and the protocol proof (public values inside).  File layout, all
     little-endian: b"STBP", u16 version, u16 0, u32 ROM rows, u32[rows*4] ROM,
@@ -95,14 +96,6 @@ class BlockProof:
             raise ShapeError("malformed development-mode proof")
         return cls(rom.astype(np.int64), body, dev=dev)
 
-    def save(self, path: str | os.PathLike) -> None:
-        with open(path, "wb") as fh:
-            fh.write(self.to_bytes())
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> "BlockProof":
-        with open(path, "rb") as fh:
-            return cls.from_bytes(fh.read())
 
 
 def as_block(block: BlockLike) -> Block:

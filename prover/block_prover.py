@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..air import ConstraintViolation, LookupImbalance, check_constraints, check_traces
+from ..air import ConstraintViolation, check_constraints
 from ..vm.airs import CPU_LAYOUT, SELECTORS, TABLES, block_airs, slots_from_widths
 from ..vm.interpreter import ExecutionError, claim_mismatches, execute
 from ..vm.statement import NUM_PUBLIC_VALUES
@@ -89,16 +89,8 @@ class BlockProver(ProverCore):
         return rec, bt
 
     def _check_tables(self, airs, tables, table_pv, phases: dict) -> None:
-        """The AIR check mode on every table (phase ``check``): a violation is an
-        :class:`UnprovableBlock` naming table, constraint and row."""
-        with self._phase("check", phases):
-            try:
-                check_traces(airs, tables, table_pv)
-            except ConstraintViolation as exc:
-                raise UnprovableBlock(f"trace check failed: {exc}", exc.table,
-                                      exc.constraint) from None
-            except LookupImbalance as exc:
-                raise UnprovableBlock(f"trace check failed: {exc}") from None
+        """The AIR check mode on every table: a violation is an :class:`UnprovableBlock`."""
+        self._check_unprovable(UnprovableBlock, airs, tables, table_pv, phases)
 
     def prove_tables(self, tables: Sequence[np.ndarray], public_values: Sequence[int],
                      rom: np.ndarray) -> BlockProof:

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator, Sequence, Union
 
 import numpy as np
 
-from ..air import check_traces
+from ..air import ConstraintViolation, LookupImbalance, check_traces
 from ..verifier import verify as _verify_proof
 from ..verifier.errors import VerificationError
 
@@ -109,6 +109,19 @@ class ProverCore:
         """The AIR check mode on every table (phase ``check``): its own errors, as they are."""
         with self._phase("check", phases):
             check_traces(airs, tables, table_pv)
+
+    def _check_unprovable(self, error: type, airs, tables, table_pv, phases: dict) -> None:
+        """The AIR check mode on every table (phase ``check``) for a machine's front end:
+        a violation is ``error`` (:class:`UnprovableBlock` or a subclass) naming table,
+        constraint and row."""
+        with self._phase("check", phases):
+            try:
+                check_traces(airs, tables, table_pv)
+            except ConstraintViolation as exc:
+                raise error(f"trace check failed: {exc}", table=exc.table,
+                            constraint=exc.constraint) from None
+            except LookupImbalance as exc:
+                raise error(f"trace check failed: {exc}") from None
 
     # -- the proof itself -----------------------------------------------------------
     def _self_check(self, proof: bytes, airs, table_pv, device_stats) -> int:

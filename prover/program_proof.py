@@ -26,6 +26,7 @@ from typing import Union
 
 import numpy as np
 
+from .proof_file import ProofFile
 from ..rv32 import abi
 from ..rv32.elf import Program, load_elf, parse_elf
 from ..rv32.statement import PV_DIGEST, PV_INPUT_SHA, PV_MAX_CYCLES, claimed_output
@@ -50,7 +51,7 @@ _MAX_DEV_VALUES = 1 << 25           # public values of a fake (the output, 3 byt
 
 
 @dataclass(frozen=True)
-class ProgramProof:
+class ProgramProof(ProofFile):
     """The proof that a program, run on an input, exits within max_cycles with
     :attr:`exit_code` having written :attr:`output` to fd 1.  ``proof``: the protocol
     proof's bytes (a fake's body when ``dev``); ``stats`` the prover's record (None once
@@ -122,14 +123,6 @@ class ProgramProof:
             _dev_values(body)                   # ShapeError when malformed
         return cls(body, dev=dev)
 
-    def save(self, path: str | os.PathLike) -> None:
-        with open(path, "wb") as fh:
-            fh.write(self.to_bytes())
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> "ProgramProof":
-        with open(path, "rb") as fh:
-            return cls.from_bytes(fh.read())
 
 
 def dev_body(public_values) -> bytes:

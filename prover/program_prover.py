@@ -14,7 +14,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..air import ConstraintViolation, LookupImbalance, check_traces
 from ..rv32 import abi
 from ..rv32.errors import ExecutionError
 from ..rv32.run import execute as rv32_execute
@@ -98,16 +97,8 @@ class ProgramProver(ProverCore):
         return ex, tr
 
     def _check_program_tables(self, airs, tables, table_pv, phases: dict) -> None:
-        """The AIR check mode on every table (phase ``check``): a violation is an
-        :class:`UnprovableProgram` naming table, constraint and row."""
-        with self._phase("check", phases):
-            try:
-                check_traces(airs, tables, table_pv)
-            except ConstraintViolation as exc:
-                raise UnprovableProgram(f"trace check failed: {exc}", table=exc.table,
-                                        constraint=exc.constraint) from None
-            except LookupImbalance as exc:
-                raise UnprovableProgram(f"trace check failed: {exc}") from None
+        """The AIR check mode on every table: a violation is an :class:`UnprovableProgram`."""
+        self._check_unprovable(UnprovableProgram, airs, tables, table_pv, phases)
 
     def _dev_program_proof(self, ex, tr, phases: dict, t0: float) -> ProgramProof:
         """Development mode: the run and its tables are made and every constraint and bus
