@@ -16,6 +16,7 @@ turns one symbolic definition into everything the protocol needs:
 """
 from __future__ import annotations
 
+import contextvars
 import gc
 import hashlib
 import threading
@@ -35,6 +36,31 @@ WHEN = ("all", "first", "last", "transition")
 
 _GC_LOCK = threading.Lock()
 _GC_STATE = {"depth": 0, "reenable": False}
+
+
+_BUS_NAMESPACE: contextvars.ContextVar = contextvars.ContextVar("bus_namespace", default=None)
+
+
+@contextmanager
+def bus_namespace(prefix: str, shared=()):
+    """Every interaction declared inside (this thread or task) goes to ``prefix + bus``
+    instead of ``bus``, except on the buses named in ``shared``.  Tables built under two
+    prefixes cannot balance each other's tuples (their bus tags differ), which is how one
+    proof holds several independent executions of the same tables (a block's
+    transactions, rv32/block.py) while they share stateless lookup tables (``shared``).
+    AIRs begun inside are named ``prefix + name``."""
+    if not isinstance(prefix, str) or not prefix:
+        raise AirError("a bus namespace is a non-empty string")
+    token = _BUS_NAMESPACE.set((prefix, frozenset(shared)))
+    try:
+        yield
+    finally:
+        _BUS_NAMESPACE.reset(token)
+
+
+def current_bus_namespace():
+    """(prefix, shared buses) of the enclosing :func:`bus_namespace`, or None."""
+    return _BUS_NAMESPACE.get()
 
 
 @contextmanager
@@ -107,7 +133,8 @@ class AirBuilder:
     def __init__(self, name: str, public: Sequence[str] = ()):
         if not name or not isinstance(name, str):
             raise AirError("an AIR needs a non-empty name")
-        self.name = name
+        ns = _BUS_NAMESPACE.get()
+        self.name = name if ns is None else ns[0] + name     # "tx3/rv32_alu"
         self._main: list[str] = []
         self._prep: list[str] = []
         self._column_names: set[str] = set()         # main and preprocessed
@@ -198,6 +225,9 @@ class AirBuilder:
                 raise AirError(f"{self.name}: interaction values cannot read the next row")
         if not values:
             raise AirError(f"{self.name}: an interaction needs at least one value")
+        ns = _BUS_NAMESPACE.get()
+        if ns is not None and bus not in ns[1]:
+            bus = ns[0] + bus
         self._interactions.append(Interaction(bus, values, m, sign))
 
     def send(self, bus: str, values: Sequence, multiplicity=1) -> None:

@@ -67,9 +67,11 @@ from .program_prover import ProgramProver
 from .program_report import ProgramReport, ProgramTableEstimate
 from .program_verify import VerifiedProgram, verify_program
 from .stats import ProofStats, TableStats
+from .txblock_proof import TxBlockProof, VerifiedTxBlock, is_txblock_proof, verify_txblock
+from .txblock_prover import TxBlockProver, TxBlockReport, TxReport
 
 
-class Prover(BlockProver, ProgramProver):
+class Prover(BlockProver, ProgramProver, TxBlockProver):
     """Proves blocks and RV32IM programs (:meth:`prove_program`), one after another, with
     one configuration -- and any AIRs (:meth:`prove_airs`).
 
@@ -97,6 +99,18 @@ def verify(proof: BlockProof | ProgramProof | bytes | str | os.PathLike[str],
     if isinstance(proof, (str, os.PathLike)):
         with open(proof, "rb") as fh:
             proof = fh.read()
+    if isinstance(proof, TxBlockProof) or (isinstance(proof, (bytes, bytearray, memoryview))
+                                           and is_txblock_proof(proof)):
+        if elf is not None:
+            raise ShapeError("this is a block proof, not a program proof (verify it with "
+                             "--block / block=)")
+        if block is None:
+            raise ValueError("this is a proof of a block of RISC-V transactions: the block "
+                             "is needed to verify it (block= its path, JSON or Block)")
+        if input is not None or max_cycles is not None:
+            raise ValueError("input= and max_cycles= apply to program proofs (with elf=)")
+        return verify_txblock(proof, block, min_security_bits=min_security_bits,
+                              accept_dev=accept_dev)
     if isinstance(proof, (bytes, bytearray, memoryview)):
         proof = bytes(proof)
         program = is_program_proof(proof)
@@ -130,4 +144,5 @@ __all__ = ["Prover", "ProverConfig", "ProofStats", "TableStats", "BlockProof", "
            "ProofAborted", "ConfigTypeError", "BlockLike", "ProgressCallback", "AirProof",
            "verify_airs", "BACKENDS_AVAILABLE", "ProgramProof", "ProgramReport",
            "ProgramTableEstimate", "VerifiedProgram", "verify_program", "verify_block",
-           "UnprovableProgram", "ElfError", "ElfLike"]
+           "UnprovableProgram", "ElfError", "ElfLike", "TxBlockProof", "VerifiedTxBlock",
+           "verify_txblock", "TxBlockReport", "TxReport"]

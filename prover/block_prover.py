@@ -27,6 +27,7 @@ from .core import ProgressCallback, ProverCore
 from .errors import UnprovableBlock
 from .stats import ProofStats, peak_rss_bytes
 from .timeline import Timeline
+from .txblock_proof import is_txblock
 
 
 class BlockProver(ProverCore):
@@ -48,6 +49,8 @@ class BlockProver(ProverCore):
         with :class:`ProofAborted` at the next protocol stage boundary, or while it waits
         for the process lock; stages are short (a fraction of the proof), so the stop is
         prompt, not instantaneous."""
+        if is_txblock(block):                   # block format 2: RISC-V transactions
+            return self.prove_txblock(block, timeout=timeout, cancel=cancel)
         with limits(timeout, cancel):
             return self._prove_block(block)
 
@@ -129,6 +132,8 @@ class BlockProver(ProverCore):
         claim is reported, not raised).  :class:`UnprovableBlock` when execution fails or
         a table is taller than the protocol supports; :class:`vm.block.BlockError` for a
         malformed block."""
+        if is_txblock(block):
+            return self.execute_txblock(block)
         from ..verifier.protocol import table_shape
         from ..verifier.security import proof_security
         from ..vm.traces import memory_accesses

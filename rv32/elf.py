@@ -271,6 +271,25 @@ def parse_elf(data: bytes) -> Program:
     return Program(e_entry, tuple(s for _, s in segments))
 
 
+def write_elf(program: Program) -> bytes:
+    """A minimal static RV32 ELF (ET_EXEC, EM_RISCV, one PT_LOAD per segment, no sections)
+    whose :func:`parse_elf` is ``program`` (same entry, segments and digest)."""
+    segs = list(program.segments)
+    phoff, n = 52, len(segs)
+    off = phoff + 32 * n
+    hdr = b"\x7fELF" + bytes([1, 1, 1, 0]) + bytes(8)
+    hdr += struct.pack("<HHIIIIIHHHHHH", 2, 243, 1, program.entry, phoff, 0, 0, 52, 32, n,
+                       40, 0, 0)
+    phdrs, body = [], []
+    for s in segs:
+        data = s.data.rstrip(b"\0")           # the zero fill is memory size, not file
+        phdrs.append(struct.pack("<IIIIIIII", 1, off, s.address, s.address, len(data),
+                                 len(s.data), s.flags & 7, 4))
+        body.append(data)
+        off += len(data)
+    return hdr + b"".join(phdrs) + b"".join(body)
+
+
 def load_elf(path: str | os.PathLike) -> Program:
     """:func:`parse_elf` of a file (an unreadable file raises OSError as usual)."""
     size = os.path.getsize(path)
@@ -280,6 +299,6 @@ def load_elf(path: str | os.PathLike) -> Program:
         return parse_elf(f.read())
 
 
-__all__ = ["Program", "Segment", "parse_elf", "load_elf", "ElfError", "MAX_FILE_BYTES",
+__all__ = ["Program", "Segment", "parse_elf", "load_elf", "write_elf", "ElfError", "MAX_FILE_BYTES",
            "MAX_IMAGE_BYTES", "MAX_SEGMENTS", "DIGEST_DOMAIN", "DEFAULT_BASE", "PF_X", "PF_W",
            "PF_R"]

@@ -27,8 +27,7 @@ How it is fast:
   :func:`rv32.errors.execution_error` with them, the same text the reference builds.
 
 Poseidon2 (the precompile) calls the verifier's compiled permutation
-(verifier/poseidon2.py ``_permute_lanes``, one state, Montgomery form), as vm/fastexec.py
-does.  The host is assumed little-endian (the pool's bytes are the memory's bytes).
+(verifier/poseidon2.py ``_permute_lanes``, one state, Montgomery form).  The host is assumed little-endian (the pool's bytes are the memory's bytes).
 
 numba's on-disk cache keys ``_run`` on this file only, not on the functions it calls: after
 editing :func:`rv32.isa.decode_fields`, touch this file (or clear rv32/__pycache__) so the

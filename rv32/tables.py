@@ -20,7 +20,7 @@ div         DIV DIVU REM REMU                                             chips.
 ecall       the system calls                                              chips.ecall
 ioword      the words read(0) writes and write(1) reads                   chips.io
 p2call      the memory side of SYS_POSEIDON2                              chips.precompile
-poseidon2   the permutations (vm/airs.py's table)                         vm.airs
+poseidon2   the permutations                                              chips.poseidon2
 ==========  ============================================================  ============
 
 Only program (the image), registers (the entry point) and io (input and output) depend on
@@ -36,8 +36,7 @@ import threading
 
 import numpy as np
 
-from ..air.builder import gc_paused, logup_degree_cap
-from ..vm import airs as vm_airs
+from ..air.builder import current_bus_namespace, gc_paused, logup_degree_cap
 
 from .chips.alu import build_alu, build_bitwise
 from .chips.branch import build_branch
@@ -48,6 +47,7 @@ from .chips.jump import build_jump
 from .chips.loadstore import build_load, build_store
 from .chips.memory import build_memory
 from .chips.muldiv import build_div, build_mul
+from .chips.poseidon2 import P2_SLOTS, build_poseidon2
 from .chips.precompile import build_p2call
 from .chips.program import build_program
 from .chips.registers import build_registers
@@ -66,10 +66,10 @@ _BUILDERS = {"memory": build_memory, "bytes": build_bytes, "alu": build_alu,
 _CACHE: dict = {}
 _LOCK = threading.Lock()
 # Tables whose rows may hold k items side by side (chips/slots.py), with their menus of k;
-# POSEIDON2's are vm/airs.py's.  The others have k = 1.
+# POSEIDON2's are chips/poseidon2.py's.  The others have k = 1.
 SLOTTED = {name: SLOT_MENU for name in ("alu", "bitwise", "shift", "branch", "load", "store",
                                         "jump", "mul", "div")}
-SLOTTED["poseidon2"] = vm_airs.P2_SLOTS
+SLOTTED["poseidon2"] = P2_SLOTS
 
 
 def slot_menu(name: str) -> tuple:
@@ -78,15 +78,16 @@ def slot_menu(name: str) -> tuple:
 
 def static_air(name: str, log_blowup: int, k: int = 1):
     """The AIR of a statement-independent table with k slots (cached per LogUp degree
-    cap: the AIR depends on log_blowup only through it)."""
+    cap -- the AIR depends on log_blowup only through it -- and per bus namespace,
+    air.builder.bus_namespace: a block's transaction i builds its tables in its own)."""
     if k not in slot_menu(name):
         raise ValueError(f"{name}: k = {k!r} slots is not in its menu {slot_menu(name)}")
-    key = (name, logup_degree_cap(log_blowup), k)
+    key = (name, logup_degree_cap(log_blowup), k, current_bus_namespace())
     with _LOCK:
         if key not in _CACHE:
             with gc_paused():
                 if name == "poseidon2":
-                    _CACHE[key] = vm_airs.table_air("poseidon2", k, log_blowup)
+                    _CACHE[key] = build_poseidon2(k, log_blowup)
                 elif name in SLOTTED:
                     _CACHE[key] = _BUILDERS[name](log_blowup, k)
                 else:

@@ -24,7 +24,6 @@ import numpy as np
 
 from ..air import compile_program, evaluate
 from ..air.eval import domain_leaf
-from ..vm import traces as vm_traces
 from ..verifier.poseidon2 import permute
 
 from . import abi, isa
@@ -38,6 +37,7 @@ from .chips.jump import jump_rows
 from .chips.loadstore import LOAD_OPS, STORE_OPS, load_rows, store_rows
 from .chips.memory import memory_rows
 from .chips.muldiv import DIV_OPS, MUL_OPS, div_rows, mul_rows
+from .chips.poseidon2_trace import poseidon2_trace
 from .chips.precompile import p2call_rows
 from .chips.program import image_of, program_trace
 from .chips.registers import ROWS as REG_ROWS, register_init, registers_rows
@@ -57,7 +57,7 @@ _ROWS = {"alu": alu_rows, "bitwise": bitwise_rows, "shift": shift_rows, "branch"
 
 def committed_cells(air, rows: int) -> int:
     """rows x (main + 4 aux EF columns + 4 quotient parts): what a table commits per
-    unit of blowup (vm/traces.py's count)."""
+    unit of blowup."""
     return rows * (air.main_width + 4 * air.aux_width + 4 * air.num_parts)
 
 
@@ -70,6 +70,8 @@ class Rv32Traces:
     cycles: int
     real_rows: dict = field(default_factory=dict)
     slots: dict = field(default_factory=dict)
+    p2_states: np.ndarray | None = field(default=None, repr=False)   # POSEIDON2's inputs
+    lookup_counts: dict | None = field(default=None, repr=False)     # BYTES' per bus
 
     @property
     def names(self) -> list:
@@ -231,7 +233,7 @@ def build_traces(program, execution, max_cycles: int = abi.DEFAULT_MAX_CYCLES,
     n_read = _final(acc, REG, 33)
     traces[INDEX["io"]] = io_trace(len(rec.input), n_read, airs[INDEX["io"]].fixed_height)
     states = np.asarray(p2_states, dtype=np.uint32).reshape(-1, 16)
-    traces[INDEX["poseidon2"]] = vm_traces.poseidon2_trace(states, slots["poseidon2"])
+    traces[INDEX["poseidon2"]] = poseidon2_trace(states, slots["poseidon2"])
     bidx = INDEX["bytes"]
     traces[bidx] = np.zeros((bytes_chip.SIZE, 3), dtype=np.uint32)
     counts = _lookup_counts(airs, traces, pvs)
@@ -239,7 +241,7 @@ def build_traces(program, execution, max_cycles: int = abi.DEFAULT_MAX_CYCLES,
     real = {name: r.m for name, r in rows.items()}
     real.update({"program": int(image.wa.size), "io": len(rec.input) + len(output),
                  "bytes": bytes_chip.SIZE, "poseidon2": int(states.shape[0])})
-    return Rv32Traces(airs, traces, pvs, cycles, real, slots)
+    return Rv32Traces(airs, traces, pvs, cycles, real, slots, states, counts)
 
 
 def _final(acc: Accesses, space: int, addr: int) -> int:

@@ -45,7 +45,7 @@ EXIT = "rv32_exit"
 IO = "rv32_io"
 IOCHAIN = "rv32_iochain"
 P2CALL = "rv32_p2call"
-POSEIDON2 = "poseidon2"          # vm/airs.py's POSEIDON2 table, reused as is
+POSEIDON2 = "poseidon2"          # chips/poseidon2.py: one table for every execution
 
 # ---------------------------------------------------------------- address spaces
 REG, MEMORY = 0, 1               # the ``space`` field of rv32_mem tuples

@@ -1,4 +1,4 @@
-"""P2CALL: the memory side of SYS_POSEIDON2; the permutation itself is vm/airs.py's
+"""P2CALL: the memory side of SYS_POSEIDON2; the permutation itself is chips/poseidon2.py's
 POSEIDON2 table (bus ``poseidon2``: (input[16], output[16])), reused unchanged.
 
 One row per call: receives (clk, wa_in, wa_out) from its ECALL on ``rv32_p2call``, reads

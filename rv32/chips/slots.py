@@ -1,8 +1,8 @@
 """Slots: k independent copies of a chip's row side by side in one table row.
 
 An instruction chip has no transition constraint -- its rows are tied together only by
-the buses -- so a table row may hold k of them (vm/airs.py's POSEIDON2 and MEMORY slots,
-docs/vm.md "Slots"): slot j's columns and constraints are the one-slot chip's, named
+the buses -- so a table row may hold k of them (the POSEIDON2 table's slots,
+docs/rv32.md): slot j's columns and constraints are the one-slot chip's, named
 ``name@j``, in columns [j w, (j + 1) w), each slot with its own sends and receives.  The
 k-slot AIR accepts a trace exactly when the k = 1 AIR accepts the trace of its n k
 one-slot rows (item i in row i // k, slot i % k), so each k is sound on its own.  Slots

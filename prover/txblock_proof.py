@@ -1,0 +1,318 @@
+"""A proof of a block of RISC-V transactions (rv32/block.py) and its file, and its
+verification against the block (docs/api.md "Blocks").
+
+File layout, all little-endian::
+
+    b"STB2"          magic (b"STD2": a development-mode fake, proves nothing)
+    u16 version      2
+    u16 reserved     0
+    u32 n_tx         the block's transactions
+    u32 n            the body's length
+    n bytes          the protocol proof (docs/protocol.md), or for a fake
+                     (prover.program_proof.dev_body): DEV_NOTICE, u32 tables, then per
+                     table u32 count and count u32 public values
+
+The block (its programs and inputs) is not in the file: the verifier holds it (``verify
+PROOF --block BLOCK.json``), as a node holds the block it received; the proof's public
+values carry every transaction's program digest, input digest, exit code, output and
+max_cycles.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import time
+from dataclasses import dataclass, field
+
+from ..rv32 import block as rblock
+from ..rv32.blockfile import Block, load_block, loads_block, parse_block
+from ..rv32.statement import PV_MAX_CYCLES, Claim, claimed_output
+from ..rv32.tables import INDEX
+from ..verifier import verify as _verify_proof
+from ..verifier.errors import PublicValuesError, ShapeError
+from ..verifier.proof_format import Params, decode
+from ..verifier.security import SecurityReport
+from ..verifier.verify import (DEFAULT_MIN_SECURITY_BITS, check_security,
+                               validate_min_security_bits)
+
+from .air_proof import decode_proof, read_proof
+from .errors import DevProofRefused
+from .proof_file import ProofFile
+from .stats import ProofStats
+
+log = logging.getLogger("steadfast.prover")
+
+MAGIC = b"STB2"
+DEV_MAGIC = b"STD2"
+VERSION = 2
+MAX_BODY = 1 << 31
+DEV_NOTICE = (b"STEADFAST DEVELOPMENT-MODE BLOCK PROOF: execution and constraint check only; "
+              b"NOT A STARK, PROVES NOTHING\n")
+_MAX_DEV_VALUES = 1 << 25
+
+
+@dataclass(frozen=True)
+class TxBlockProof(ProofFile):
+    """The proof that every transaction of a block, in order, exits with
+    :attr:`exit_codes` having written :attr:`outputs` to fd 1.  ``proof``: the protocol
+    proof (a fake's body when ``dev``); ``stats``: the prover's record (None once read
+    back); ``state_out``: the chain state after the block (rv32/block.py), set by the
+    prover and by :func:`verify_txblock`, not stored in the file."""
+    n_tx: int
+    proof: bytes
+    stats: ProofStats | None = field(default=None, compare=False, repr=False)
+    dev: bool = False
+    state_out: bytes | None = field(default=None, compare=False)
+
+    @property
+    def public_values(self) -> list:
+        if self.dev:
+            return _dev_values(self.proof, self.n_tx)
+        return [[int(v) for v in t.public_values] for t in decode(self.proof).tables]
+
+    @property
+    def claims(self) -> list:
+        """Every transaction's :class:`rv32.statement.Claim` (exit code, output)."""
+        pvs = self.public_values
+        return [claimed_output(rblock.tx_public_values(pvs, i)) for i in range(self.n_tx)]
+
+    @property
+    def exit_codes(self) -> list:
+        return [c.exit_code for c in self.claims]
+
+    @property
+    def outputs(self) -> list:
+        return [c.output for c in self.claims]
+
+    def to_bytes(self) -> bytes:
+        magic = DEV_MAGIC if self.dev else MAGIC
+        return b"".join([magic, struct.pack("<HHII", VERSION, 0, self.n_tx, len(self.proof)),
+                         self.proof])
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "TxBlockProof":
+        """Parse; any malformation is a :class:`verifier.errors.ShapeError`."""
+        data = bytes(data)
+        if data[:4] in (b"STRV", b"STRD"):
+            raise ShapeError("this is a program proof, not a block proof (verify it with "
+                             "--elf)")
+        if len(data) < 16 or data[:4] not in (MAGIC, DEV_MAGIC):
+            raise ShapeError("not a Steadfast block proof (bad magic)")
+        dev = data[:4] == DEV_MAGIC
+        version, reserved, n_tx, n = struct.unpack_from("<HHII", data, 4)
+        if version != VERSION or reserved:
+            raise ShapeError(f"unsupported block-proof version {version}")
+        if n_tx > 1 << 12:
+            raise ShapeError(f"a block proof of {n_tx} transactions (at most 4096)")
+        if len(data) != 16 + n:
+            raise ShapeError(f"block proof of {len(data)} bytes does not match its header "
+                             f"({16 + n})")
+        body = data[16:]
+        if dev:
+            _dev_values(body, n_tx)
+        return cls(n_tx, body, dev=dev)
+
+
+def dev_body(public_values) -> bytes:
+    parts = [DEV_NOTICE, struct.pack("<I", len(public_values))]
+    for pv in public_values:
+        parts.append(struct.pack("<I", len(pv)))
+        parts.append(b"".join(int(v).to_bytes(4, "little") for v in pv))
+    return b"".join(parts)
+
+
+def _dev_values(body: bytes, n_tx: int) -> list:
+    import numpy as np
+    if not body.startswith(DEV_NOTICE):
+        raise ShapeError("malformed development-mode block proof (notice)")
+    pos = len(DEV_NOTICE)
+    try:
+        (n,) = struct.unpack_from("<I", body, pos)
+        if n != rblock.num_tables(n_tx):
+            raise ShapeError(f"development-mode block proof of {n} tables, expected "
+                             f"{rblock.num_tables(n_tx)}")
+        pos += 4
+        out = []
+        for _ in range(n):
+            (k,) = struct.unpack_from("<I", body, pos)
+            pos += 4
+            if k > _MAX_DEV_VALUES or pos + 4 * k > len(body):
+                raise ShapeError("malformed development-mode block proof (truncated)")
+            out.append([int(v) for v in np.frombuffer(body, "<u4", k, pos)])
+            pos += 4 * k
+    except struct.error:
+        raise ShapeError("malformed development-mode block proof (truncated)") from None
+    if pos != len(body):
+        raise ShapeError("malformed development-mode block proof (trailing bytes)")
+    return out
+
+
+def as_txblock(block) -> Block:
+    """A block argument as a parsed :class:`rv32.blockfile.Block`: a Block, its JSON
+    object (dict), JSON text, or a path (relative ELF and input paths from its folder)."""
+    if isinstance(block, Block):
+        return block
+    if isinstance(block, dict):
+        return parse_block(block)
+    if isinstance(block, (str, bytes)) and (isinstance(block, bytes)
+                                            or block.lstrip().startswith("{")):
+        return loads_block(block)
+    if isinstance(block, (str, os.PathLike)):
+        return load_block(block)
+    raise TypeError(f"a block is a Block, a dict, JSON text or a path, not "
+                    f"{type(block).__name__}")
+
+
+# --------------------------------------------------------------------------- verifying
+
+@dataclass(frozen=True)
+class VerifiedTxBlock:
+    """What a successful :func:`verify_txblock` establishes: every transaction's exit code
+    and output (in order) for the block's programs and inputs within its max_cycles, and
+    the chain state after the block."""
+    exit_codes: list
+    outputs: list
+    max_cycles: int
+    state_in: bytes
+    state_out: bytes
+    public_values: list = field(repr=False)
+    seconds: float = 0.0
+    params: Params = field(default_factory=Params)
+    security: SecurityReport | None = None
+    dev: bool = False
+
+    @property
+    def security_bits(self) -> int:
+        return self.security.bits if self.security is not None else 0
+
+
+def verify_txblock(proof, block, *, min_security_bits: int | None = DEFAULT_MIN_SECURITY_BITS,
+                   accept_dev: bool = False) -> VerifiedTxBlock:
+    """Verify a block proof (a :class:`TxBlockProof`, its bytes or a path) against
+    ``block``: the AIRs are rebuilt from every transaction's program and input and the
+    output the proof claims, the parameters' security checked before any hashing, every
+    transaction's statement values compared (naming the transaction and what differs),
+    the block's claimed outputs and exit codes compared with the proof's, then the
+    protocol verifier runs.  Raises a :class:`verifier.errors.VerificationError`
+    subclass on rejection."""
+    t0 = time.perf_counter()
+    min_security_bits = validate_min_security_bits(min_security_bits)
+    proof = read_proof(proof, TxBlockProof, "a TxBlockProof")
+    blk = as_txblock(block)
+    n = len(blk.transactions)
+    if proof.n_tx != n:
+        raise ShapeError(f"the proof is for a block of {proof.n_tx} transactions, this block "
+                         f"has {n}")
+    if proof.dev:
+        if not accept_dev:
+            raise DevProofRefused("this is a development-mode proof (made with "
+                                  "PROVER_DEV_MODE=1 / dev_mode=True): execution and "
+                                  "constraint check only, no STARK, it proves nothing; "
+                                  "accept it only in development with --accept-dev (verify) "
+                                  "/ accept_dev=True (library)")
+        got = proof.public_values
+        claims = [claimed_output(rblock.tx_public_values(got, i)) for i in range(n)]
+        _check_statement(blk, claims, got)
+        log.warning("accepted a development-mode proof: it proves nothing")
+        return _result(blk, claims, got, t0, Params(), None, dev=True)
+    decoded = decode_proof(proof.proof)
+    claims = rblock.claims_of(decoded, n)
+    got = [[int(v) for v in t.public_values] for t in decoded.tables]
+    tx_slots, p2 = rblock.slots_of(decoded, n)
+    progs = [t.program for t in blk.transactions]
+    ins = [t.input for t in blk.transactions]
+    outs = [c.output for c in claims]
+    airs = rblock.block_airs(progs, ins, outs, decoded.params.log_blowup, tx_slots, p2)
+    sec = check_security(decoded.params, min_security_bits, airs,
+                         [t.log_n for t in decoded.tables])
+    rblock.check_block_size(decoded, airs)
+    expected = _check_statement(blk, claims, got)
+    res = _verify_proof(decoded, airs, expected, min_security_bits=min_security_bits)
+    return _result(blk, claims, got, t0, decoded.params, res.security or sec)
+
+
+def _check_statement(blk: Block, claims: list, got: list) -> list:
+    """Every transaction's public values are its statement's (PublicValuesError naming the
+    transaction and what differs) and the block's claims hold; returns the expected
+    public values."""
+    from .program_verify import _check_statement as check_tx
+    progs = [t.program for t in blk.transactions]
+    ins = [t.input for t in blk.transactions]
+    expected = rblock.block_public_values(progs, ins, [c.output for c in claims],
+                                          [c.exit_code for c in claims], blk.max_cycles)
+    for i, (tx, claim) in enumerate(zip(blk.transactions, claims)):
+        e = rblock.tx_public_values(expected, i)
+        g = rblock.tx_public_values(got, i)
+        lim = g[INDEX["registers"]][PV_MAX_CYCLES] if len(g[INDEX["registers"]]) > \
+            PV_MAX_CYCLES else None
+        if lim is not None and lim != blk.max_cycles:
+            raise PublicValuesError(f"transaction {i}: the proof is for max_cycles {lim:,}, "
+                                    f"the block's is {blk.max_cycles:,}", "rv32_registers")
+        try:
+            check_tx(e, g)
+        except PublicValuesError as exc:
+            msg = str(exc)
+            if exc.table and msg.startswith(f"[{exc.table}] "):
+                msg = msg[len(exc.table) + 3:]
+            raise PublicValuesError(f"transaction {i}: {msg}", exc.table) from None
+        _check_claims(i, tx, claim)
+    for a, b in zip(expected[-len(rblock.SHARED):], got[-len(rblock.SHARED):]):
+        if a != b:
+            raise PublicValuesError("a shared table carries public values", "rv32_bytes")
+    return expected
+
+
+def _check_claims(i: int, tx, claim: Claim) -> None:
+    if tx.exit_code is not None and tx.exit_code != claim.exit_code:
+        raise PublicValuesError(f"transaction {i}: the block claims exit code {tx.exit_code}, "
+                                f"the proof {claim.exit_code}", "rv32_registers")
+    if tx.output is not None and tx.output != claim.output:
+        raise PublicValuesError(f"transaction {i}: the block's claimed output "
+                                f"({len(tx.output)} bytes) is not the proof's "
+                                f"({len(claim.output)} bytes{_first_diff(tx.output, claim.output)})",
+                                "rv32_io")
+
+
+def _first_diff(a: bytes, b: bytes) -> str:
+    for k, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return f"; first difference at byte {k}"
+    return ""
+
+
+def _result(blk: Block, claims, got, t0, params, security, dev: bool = False):
+    receipts = [(t.program.digest(), t.input, c.exit_code, c.output)
+                for t, c in zip(blk.transactions, claims)]
+    return VerifiedTxBlock([c.exit_code for c in claims], [c.output for c in claims],
+                           blk.max_cycles, blk.state_in, rblock.state_out(blk.state_in, receipts),
+                           got, time.perf_counter() - t0, params, security, dev)
+
+
+def is_txblock_proof(data: bytes) -> bool:
+    return bytes(data[:4]) in (MAGIC, DEV_MAGIC)
+
+
+__all__ = ["TxBlockProof", "VerifiedTxBlock", "verify_txblock", "as_txblock", "dev_body",
+           "is_txblock_proof", "MAGIC", "DEV_MAGIC", "DEV_NOTICE"]
+
+
+def is_txblock(block) -> bool:
+    """Whether a block argument is a version-2 block (a :class:`rv32.blockfile.Block`, or
+    JSON whose ``version`` is 2); anything unreadable is left to the loaders' errors."""
+    import json
+    if isinstance(block, Block):
+        return True
+    obj = block
+    try:
+        if isinstance(block, (str, bytes)) and (isinstance(block, bytes)
+                                                or block.lstrip().startswith("{")):
+            obj = json.loads(block)
+        elif isinstance(block, (str, os.PathLike)):
+            if os.path.getsize(block) > 256 << 20:
+                return False
+            with open(block, "rb") as fh:
+                obj = json.loads(fh.read())
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(obj, dict) and obj.get("version") == VERSION

@@ -1,0 +1,194 @@
+"""Proving blocks of RISC-V transactions (block format version 2, rv32/blockfile.py):
+:class:`TxBlockProver` adds to :class:`prover.core.ProverCore` what such a block needs --
+running every transaction on the machine, checking the block's claims, building the
+block's tables (rv32/block.py) and sizing a proof without making it.  The proof goes
+through :meth:`ProverCore._prove` like every other: the same backends, device pipeline,
+recovery, XCHECK, self-check, statistics, timeline, process lock, timeout and cancel.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from ..rv32 import block as rblock
+from ..rv32.errors import ExecutionError
+from ..rv32.run import execute as rv32_execute
+from ..rv32.traces import committed_cells
+
+from .control import PROVE_LOCK, limits
+from .core import ProverCore
+from .errors import UnprovableBlock
+from .stats import ProofStats, peak_rss_bytes
+from .txblock_proof import TxBlockProof, as_txblock, dev_body
+
+
+@dataclass(frozen=True)
+class TxReport:
+    """One transaction as executed: cycles, exit code, output (and stderr)."""
+    index: int
+    name: str
+    cycles: int
+    exit_code: int
+    output: bytes
+    stderr: bytes = b""
+    claims_ok: bool | None = None      # the block's claims for it hold (None: it claims none)
+    claim_error: str | None = None
+
+    def to_json(self) -> dict:
+        return {"index": self.index, "program": self.name, "cycles": self.cycles,
+                "exit_code": self.exit_code, "output": self.output.hex(),
+                "stderr": self.stderr.decode("utf-8", "replace"), "claims_ok": self.claims_ok,
+                "claim_error": self.claim_error}
+
+
+@dataclass(frozen=True)
+class TxBlockReport:
+    """What ``prove --execute-only`` reports for a block: every transaction, the block's
+    cycles, every table's padded height and committed cells, the state after the block."""
+    transactions: tuple
+    cycles: int
+    max_cycles: int
+    state_in: bytes
+    state_out: bytes
+    tables: tuple = field(default=())          # (name, rows, main, aux, parts, cells)
+    committed_cells: int = 0
+    log_blowup: int = 2
+    seconds: float = 0.0
+
+    @property
+    def claims_ok(self) -> bool:
+        """Every claim the block makes holds (a false one is reported, not raised)."""
+        return all(t.claims_ok is not False for t in self.transactions)
+
+    def to_json(self) -> dict:
+        return {"claims_ok": self.claims_ok, "transactions": [t.to_json() for t in self.transactions],
+                "cycles": self.cycles, "max_cycles": self.max_cycles,
+                "state_in": self.state_in.hex(), "state_out": self.state_out.hex(),
+                "tables": [{"table": n, "rows": r, "main": m, "aux": a, "parts": p,
+                            "committed_cells": c} for n, r, m, a, p, c in self.tables],
+                "committed_cells": self.committed_cells, "log_blowup": self.log_blowup,
+                "seconds": round(self.seconds, 4)}
+
+    def summary(self) -> str:
+        lines = [f"{len(self.transactions)} transactions, {self.cycles:,} cycles"]
+        for t in self.transactions:
+            out = t.output[:32].hex() + ("..." if len(t.output) > 32 else "")
+            lines.append(f"  tx {t.index} ({t.name}): exit {t.exit_code}, {t.cycles:,} "
+                         f"cycles, output {len(t.output)} bytes {out}")
+            if t.claims_ok is False:
+                lines.append(f"    FALSE CLAIM: {t.claim_error}")
+        lines.append(f"state out {self.state_out.hex()}")
+        lines.append(f"{len(self.tables)} tables, {self.committed_cells:,} committed cells "
+                     f"per unit of blowup")
+        return "\n".join(lines)
+
+
+class TxBlockProver(ProverCore):
+    """Proves blocks of RISC-V transactions (the generic guarantees are ProverCore's)."""
+
+    def prove_txblock(self, block, *, timeout: float | None = None,
+                      cancel: threading.Event | None = None) -> TxBlockProof:
+        """Run every transaction of ``block`` (a :class:`rv32.blockfile.Block`, its JSON
+        object, JSON text or a path) and prove them in one proof (rv32/block.py) ->
+        :class:`TxBlockProof` (``exit_codes``, ``outputs``, ``state_out``, ``stats``).
+        Raises :class:`rv32.blockfile.BlockError` for a malformed block and
+        :class:`UnprovableBlock` naming the transaction when one fails to execute or
+        does not bear out the block's claims."""
+        with limits(timeout, cancel):
+            t0 = time.perf_counter()
+            blk = as_txblock(block)
+            phases: dict = {}
+            exs, bt = self._build_txblock(blk, phases)
+            state = _state_out(blk, exs)
+            if self.dev_mode:
+                with PROVE_LOCK:
+                    self._check_txblock(bt.airs, bt.traces, bt.table_public_values, phases)
+                body = dev_body(bt.table_public_values)
+                phases["total"] = time.perf_counter() - t0
+                stats = ProofStats(counters={"dev_mode": True}, backend=self.backend,
+                                   cycles=bt.cycles, phases=phases, proof_bytes=len(body),
+                                   peak_rss_bytes=peak_rss_bytes())
+                return TxBlockProof(len(blk.transactions), body, stats, True, state)
+            proof, stats = self._prove(bt.airs, bt.traces, bt.table_public_values, bt.cycles,
+                                       phases, t0, self._check_txblock)
+            return TxBlockProof(len(blk.transactions), proof, stats, False, state)
+
+    def _check_txblock(self, airs, tables, table_pv, phases: dict) -> None:
+        self._check_unprovable(UnprovableBlock, airs, tables, table_pv, phases)
+
+    def _build_txblock(self, blk, phases: dict, claims: bool = True):
+        """Run every transaction, check the block's claims (``claims``), build the tables
+        -> (executions, rv32.block.BlockTraces)."""
+        with self._phase("execute", phases):
+            exs = [run_transaction(i, tx, blk.max_cycles, claims)
+                   for i, tx in enumerate(blk.transactions)]
+        with self._phase("traces", phases):
+            bt = rblock.build_block_traces([t.program for t in blk.transactions], exs,
+                                           blk.max_cycles, self.config.params().log_blowup)
+        return exs, bt
+
+    def execute_txblock(self, block) -> TxBlockReport:
+        """Run ``block`` and size its proof without proving it (:class:`TxBlockReport`);
+        errors as :meth:`prove_txblock`'s."""
+        t0 = time.perf_counter()
+        blk = as_txblock(block)
+        exs, bt = self._build_txblock(blk, {}, claims=False)
+        rows = []
+        for name, air, t in zip(bt.names, bt.airs, bt.traces):
+            n = int(t.shape[0])
+            rows.append((name, n, air.main_width, air.aux_width, air.num_parts,
+                         committed_cells(air, n)))
+        txs = tuple(TxReport(i, tx.name, int(ex.cycles), int(ex.exit_code), bytes(ex.output),
+                             bytes(ex.stderr), *_claims(i, tx, ex))
+                    for i, (tx, ex) in enumerate(zip(blk.transactions, exs)))
+        return TxBlockReport(txs, sum(t.cycles for t in txs), blk.max_cycles, blk.state_in,
+                             _state_out(blk, exs), tuple(rows), sum(r[5] for r in rows),
+                             self.config.params().log_blowup, time.perf_counter() - t0)
+
+
+def _claims(i: int, tx, ex) -> tuple:
+    if tx.exit_code is None and tx.output is None:
+        return None, None
+    try:
+        _check_claims(i, tx, ex)
+    except UnprovableBlock as exc:
+        return False, exc.reason
+    return True, None
+
+
+def run_transaction(i: int, tx, max_cycles: int, claims: bool = True):
+    """Run transaction ``i`` with the record; an execution failure or (``claims``) a false
+    claim is an :class:`UnprovableBlock` naming the transaction."""
+    try:
+        ex = rv32_execute(tx.program, tx.input, max_cycles, record=True)
+    except ExecutionError as exc:
+        raise UnprovableBlock(f"transaction {i} ({tx.name}): execution failed: {exc}",
+                              table=f"{rblock.tx_prefix(i)}rv32") from None
+    if claims:
+        _check_claims(i, tx, ex)
+    return ex
+
+
+def _check_claims(i: int, tx, ex) -> None:
+    if tx.exit_code is not None and tx.exit_code != ex.exit_code:
+        raise UnprovableBlock(f"transaction {i} ({tx.name}): the block claims exit code "
+                              f"{tx.exit_code}, execution exits with {ex.exit_code}")
+    if tx.output is not None and tx.output != bytes(ex.output):
+        out = bytes(ex.output)
+        k = next((j for j, (a, b) in enumerate(zip(tx.output, out)) if a != b),
+                 min(len(tx.output), len(out)))
+        raise UnprovableBlock(f"transaction {i} ({tx.name}): the block's claimed output "
+                              f"differs from what execution writes (first difference at byte "
+                              f"{k}: {len(tx.output)} bytes claimed, {len(out)} written)",
+                              details=[f"claimed {tx.output[k:k + 16].hex()}",
+                                       f"written {out[k:k + 16].hex()}"])
+
+
+def _state_out(blk, exs) -> bytes:
+    return rblock.state_out(blk.state_in, [(t.program.digest(), t.input, int(e.exit_code),
+                                            bytes(e.output))
+                                           for t, e in zip(blk.transactions, exs)])
+
+
+__all__ = ["TxBlockProver", "TxBlockReport", "TxReport", "run_transaction"]
