@@ -119,11 +119,23 @@ class ClusterProver(WorkerPool):
 
     # -- many blocks --------------------------------------------------------------
     def _block_piece(self, block, index) -> tuple[_Piece, object]:
-        blk = as_block(block)                   # a malformed block fails here, typed
-        return _Piece(self._least_busy(), "prove", (blk.to_json(), f"block:{index}"), index), blk
+        from .txblock_proof import as_txblock, is_txblock
+        # a malformed block fails here, typed; a version-2 block travels self-contained
+        # (its ELFs and inputs inline)
+        blk = as_txblock(block) if is_txblock(block) else as_block(block)
+        piece = _Piece(self._least_busy(), "prove", (blk.to_json(), f"block:{index}"), index)
+        piece.block = blk
+        return piece, blk
 
-    def _block_result(self, piece: _Piece, value, t0: float) -> BlockProof:
+    def _block_result(self, piece: _Piece, value, t0: float):
         data, stats, _ = value
+        from .txblock_proof import TxBlockProof, is_txblock_proof
+        if is_txblock_proof(data):
+            from .txblock_prover import state_out_of
+            tp = TxBlockProof.from_bytes(data)
+            stats.counters["cluster"] = self._counters("blocks", piece, stats, len(data), t0)
+            state = None if piece.block is None else state_out_of(piece.block, tp.claims)
+            return TxBlockProof(tp.n_tx, tp.proof, stats, tp.dev, state)
         bp = BlockProof.from_bytes(data)
         stats.counters["cluster"] = self._counters("blocks", piece, stats, len(data), t0)
         return BlockProof(bp.rom, bp.proof, stats)

@@ -124,11 +124,16 @@ def _read(args, paths):
     if not any(elf):
         if args.input is not None or args.max_cycles is not None:
             raise Fail(EXIT_USAGE, "--input and --max-cycles apply to programs (ELF files)")
+        from ..rv32.blockfile import BlockError as TxBlockError, loads_block as loads_txblock
+        from .txblock_proof import is_txblock
         blocks = []
         for path, raw in zip(paths, raws):
             try:
-                blocks.append(loads_block(raw))
-            except BlockError as exc:
+                if is_txblock(raw):       # version 2: relative paths from its folder
+                    blocks.append(loads_txblock(raw, os.path.dirname(os.path.abspath(path))))
+                else:
+                    blocks.append(loads_block(raw))
+            except (BlockError, TxBlockError) as exc:
                 raise Fail(EXIT_USAGE, f"{path}: {exc}") from None
         return blocks, []
     from ..rv32.elf import parse_elf

@@ -40,6 +40,7 @@ class _Piece:
     ref: object = None
     gen: int = 0
     start: float = 0.0
+    block: object = None            # the parsed block of a whole-block piece
 
 
 class WorkerPool:

@@ -28,6 +28,9 @@ def prove_sharded(pool: WorkerPool, block, timeout: float | None = None) -> Bloc
     """Prove one block with its tables spread over ``pool``'s workers (each on the
     configured backend: host stages, or per-table device stages); the same bytes as
     ``Prover.prove_block`` on one machine; the proof is self-checked here."""
+    from .txblock_proof import is_txblock
+    if is_txblock(block):
+        return prove_txblock_sharded(pool, block, timeout)
     t0 = time.perf_counter()
     phases: dict = {}
     rec, bt = pool.local._build(block, phases)
@@ -63,6 +66,28 @@ def prove_program_sharded(pool: WorkerPool, elf, input: bytes = b"",
                              pool.config.params().log_blowup)
     proof, stats = _sharded(pool, airs, traces, pvs, spec, ex.cycles, phases, t0, timeout)
     return ProgramProof(proof, stats)
+
+
+def prove_txblock_sharded(pool: WorkerPool, block, timeout: float | None = None):
+    """Prove one block of RISC-V transactions with its tables spread over ``pool``'s
+    workers -> a :class:`prover.txblock_proof.TxBlockProof`, the same bytes as one
+    machine; self-checked here.  Development mode is refused (``ConfigError``)."""
+    from .errors import ConfigError
+    from .txblock_proof import TxBlockProof, as_txblock
+    from .txblock_prover import _state_out, txblock_airs_spec
+    t0 = time.perf_counter()
+    local = pool.local
+    if local.dev_mode:
+        raise ConfigError("development mode does not apply to sharded proofs")
+    blk = as_txblock(block)
+    phases: dict = {}
+    exs, bt = local._build_txblock(blk, phases)
+    airs, traces, pvs = list(bt.airs), list(bt.traces), bt.table_public_values
+    if pool.config.check:
+        local._check_txblock(airs, traces, pvs, phases)
+    spec = txblock_airs_spec(blk, exs, bt, pool.config.params().log_blowup)
+    proof, stats = _sharded(pool, airs, traces, pvs, spec, bt.cycles, phases, t0, timeout)
+    return TxBlockProof(len(blk.transactions), proof, stats, False, _state_out(blk, exs))
 
 
 def _sharded(pool: WorkerPool, airs, traces, pvs, source, cycles: int, phases: dict,
@@ -187,4 +212,4 @@ def _sharded(pool: WorkerPool, airs, traces, pvs, source, cycles: int, phases: d
     return proof, stats
 
 
-__all__ = ["prove_sharded", "prove_program_sharded"]
+__all__ = ["prove_sharded", "prove_program_sharded", "prove_txblock_sharded"]

@@ -55,6 +55,7 @@ class TxBlockReport:
     committed_cells: int = 0
     log_blowup: int = 2
     seconds: float = 0.0
+    security_bits: int = 0                     # the configured parameters' for these heights
 
     @property
     def claims_ok(self) -> bool:
@@ -68,7 +69,7 @@ class TxBlockReport:
                 "tables": [{"table": n, "rows": r, "main": m, "aux": a, "parts": p,
                             "committed_cells": c} for n, r, m, a, p, c in self.tables],
                 "committed_cells": self.committed_cells, "log_blowup": self.log_blowup,
-                "seconds": round(self.seconds, 4)}
+                "security_bits": self.security_bits, "seconds": round(self.seconds, 4)}
 
     def summary(self) -> str:
         lines = [f"{len(self.transactions)} transactions, {self.cycles:,} cycles"]
@@ -80,7 +81,8 @@ class TxBlockReport:
                 lines.append(f"    FALSE CLAIM: {t.claim_error}")
         lines.append(f"state out {self.state_out.hex()}")
         lines.append(f"{len(self.tables)} tables, {self.committed_cells:,} committed cells "
-                     f"per unit of blowup")
+                     f"per unit of blowup; log_blowup {self.log_blowup}: "
+                     f"{self.security_bits} conjectured security bits; {self.seconds:.2f}s")
         return "\n".join(lines)
 
 
@@ -129,22 +131,44 @@ class TxBlockProver(ProverCore):
         return exs, bt
 
     def execute_txblock(self, block) -> TxBlockReport:
-        """Run ``block`` and size its proof without proving it (:class:`TxBlockReport`);
-        errors as :meth:`prove_txblock`'s."""
+        """Run ``block`` and size its proof without proving it (:class:`TxBlockReport`,
+        with the configured parameters' security for these heights; a false claim is
+        reported, not raised); errors as :meth:`prove_txblock`'s (:class:`UnprovableBlock`
+        also when a table is taller than the protocol supports)."""
+        from ..verifier.protocol import table_shape
+        from ..verifier.security import proof_security
         t0 = time.perf_counter()
         blk = as_txblock(block)
         exs, bt = self._build_txblock(blk, {}, claims=False)
-        rows = []
+        params = self.config.params()
+        rows, log_ns = [], []
         for name, air, t in zip(bt.names, bt.airs, bt.traces):
             n = int(t.shape[0])
+            try:
+                table_shape(air, n.bit_length() - 1, params)
+            except ValueError as exc:
+                raise UnprovableBlock(f"{name}: cannot be proven with these parameters: "
+                                      f"{exc}") from None
             rows.append((name, n, air.main_width, air.aux_width, air.num_parts,
                          committed_cells(air, n)))
+            log_ns.append(n.bit_length() - 1)
+        sec = proof_security(params, bt.airs, log_ns)
         txs = tuple(TxReport(i, tx.name, int(ex.cycles), int(ex.exit_code), bytes(ex.output),
                              bytes(ex.stderr), *_claims(i, tx, ex))
                     for i, (tx, ex) in enumerate(zip(blk.transactions, exs)))
         return TxBlockReport(txs, sum(t.cycles for t in txs), blk.max_cycles, blk.state_in,
                              _state_out(blk, exs), tuple(rows), sum(r[5] for r in rows),
-                             self.config.params().log_blowup, time.perf_counter() - t0)
+                             params.log_blowup, time.perf_counter() - t0, int(sec.bits))
+
+    def precompile_txblock(self, block, progress=None) -> list:
+        """Compile the device kernels a proof of ``block`` launches (its AIRs at the slots
+        its tables get) for this prover's backend, through the kernel cache; as
+        :meth:`prover.block_prover.BlockProver.precompile` (``[]`` on host and emu)."""
+        if self.backend not in ("cuda", "sim"):
+            return []
+        _, bt = self._build_txblock(as_txblock(block), {})
+        from ..kernels.constraint_device import precompile
+        return precompile(bt.airs, compile=self.backend == "cuda", progress=progress)
 
 
 def _claims(i: int, tx, ex) -> tuple:
@@ -185,10 +209,58 @@ def _check_claims(i: int, tx, ex) -> None:
                                        f"written {out[k:k + 16].hex()}"])
 
 
+@dataclass(frozen=True)
+class TxBlockAirs:
+    """What rebuilds a block proof's AIRs elsewhere (a cluster worker): every
+    transaction's program, input and claimed output, the slots, the blowup.  ``airs()`` is
+    cached per process, one block at a time."""
+    programs: tuple
+    inputs: tuple
+    outputs: tuple
+    tx_slots: tuple                 # per transaction: ((table, k), ...) sorted
+    p2_slots: int
+    log_blowup: int
+    key: bytes = field(default=b"", compare=False)
+
+    def airs(self) -> list:
+        hit = _AIRS.get(self.key)
+        if hit is None or hit[0] != self:
+            hit = (self, rblock.block_airs(self.programs, self.inputs, self.outputs,
+                                           self.log_blowup, [dict(s) for s in self.tx_slots],
+                                           self.p2_slots))
+            _AIRS.clear()
+            _AIRS[self.key] = hit
+        return hit[1]
+
+
+_AIRS: dict = {}
+
+
+def txblock_airs_spec(blk, exs, bt, log_blowup: int) -> TxBlockAirs:
+    """The :class:`TxBlockAirs` of a built block (its executions and traces)."""
+    import hashlib
+    progs = tuple(t.program for t in blk.transactions)
+    ins = tuple(bytes(t.input) for t in blk.transactions)
+    outs = tuple(bytes(e.output) for e in exs)
+    slots = tuple(tuple(sorted((k, int(v)) for k, v in tr.slots.items() if k != "poseidon2"))
+                  for tr in bt.txs)
+    h = hashlib.sha256(repr((slots, bt.p2_slots, log_blowup)).encode())
+    for prog, d, o in zip(progs, ins, outs):
+        h.update(prog.digest() + hashlib.sha256(d).digest() + hashlib.sha256(o).digest())
+    return TxBlockAirs(progs, ins, outs, slots, int(bt.p2_slots), log_blowup, h.digest())
+
+
 def _state_out(blk, exs) -> bytes:
     return rblock.state_out(blk.state_in, [(t.program.digest(), t.input, int(e.exit_code),
                                             bytes(e.output))
                                            for t, e in zip(blk.transactions, exs)])
 
 
-__all__ = ["TxBlockProver", "TxBlockReport", "TxReport", "run_transaction"]
+def state_out_of(blk, claims) -> bytes:
+    """The chain state after ``blk`` given every transaction's (exit code, output) claim."""
+    return rblock.state_out(blk.state_in, [(t.program.digest(), t.input, c.exit_code, c.output)
+                                           for t, c in zip(blk.transactions, claims)])
+
+
+__all__ = ["TxBlockProver", "TxBlockReport", "TxReport", "run_transaction", "TxBlockAirs",
+           "txblock_airs_spec", "state_out_of"]
