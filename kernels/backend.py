@@ -39,8 +39,8 @@ from .backend_select import (BACKEND_NAMES, THREADSAFE_LAYERS, _LAYER, _LAYER_FI
                              BackendError, _cuda_driver_usable, _cupy_installed,
                              enable_simulator, require_threadsafe_layer, resolve_backend,
                              threading_layer)
-from .device_budget import (_UNITS, BudgetLedger, DeviceOOM, as_device_oom, budget_from_env,
-                            parse_bytes)
+from .device_budget import (_UNITS, STICKY_CUDA_ERRORS, BudgetLedger, DeviceLost, DeviceOOM,
+                            as_device_lost, as_device_oom, budget_from_env, parse_bytes)
 from .device_memory import _MEMORIES, POISON_WORD, DeviceArray, DeviceMemory, trim_pools
 from .numba_emm import (_EMM_CLASS, _EMM_LOCK, _FLUSH_LOCK, _RETIRE_SYNC_AT, _RETIRED, _ROUTE,
                         _SHARED, _default_manager_class, _release_numba_pending_frees,
@@ -50,7 +50,8 @@ from .numba_emm import (_EMM_CLASS, _EMM_LOCK, _FLUSH_LOCK, _RETIRE_SYNC_AT, _RE
 
 __all__ = ["BACKEND_NAMES", "THREADSAFE_LAYERS", "BackendError", "enable_simulator",
            "require_threadsafe_layer", "resolve_backend", "threading_layer", "BudgetLedger",
-           "DeviceOOM", "as_device_oom", "budget_from_env", "parse_bytes", "POISON_WORD",
+           "DeviceOOM", "as_device_oom", "DeviceLost", "as_device_lost", "STICKY_CUDA_ERRORS",
+           "budget_from_env", "parse_bytes", "POISON_WORD",
            "DeviceArray", "DeviceMemory", "trim_pools", "flush_numba_frees",
            "install_pooled_memory_manager", "pooled_memory_manager_class",
            "retired_shared_count", "shared_allocations"]

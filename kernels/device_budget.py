@@ -1,6 +1,8 @@
 """The byte budget: one ledger that books every device byte against
 ``PROVER_VRAM_BUDGET`` atomically, and the one out-of-memory type (:class:`DeviceOOM`)
-that budget refusals and real CUDA out-of-memory errors (:func:`as_device_oom`) share."""
+that budget refusals and real CUDA out-of-memory errors (:func:`as_device_oom`) share;
+and :class:`DeviceLost`, a sticky device error after which the context is unusable
+(:func:`as_device_lost` maps numba-cuda's and cupy's real error types to it)."""
 from __future__ import annotations
 
 import os
@@ -107,3 +109,86 @@ def as_device_oom(exc: BaseException, requested: int = 0, ledger: BudgetLedger |
     in_use = ledger.in_use if ledger else 0
     budget = ledger.budget if ledger else None
     return DeviceOOM(requested, in_use, budget, detail=f"{name}: {text}")
+
+
+#: CUDA errors after which the context is unusable for the rest of the process ("sticky"
+#: errors: every later call of the context returns them).  The driver's CUresult and the
+#: runtime's cudaError_t share these values (checked against cuda.bindings 12.x).
+STICKY_CUDA_ERRORS = {
+    214: "CUDA_ERROR_ECC_UNCORRECTABLE",
+    700: "CUDA_ERROR_ILLEGAL_ADDRESS",
+    702: "CUDA_ERROR_LAUNCH_TIMEOUT",
+    709: "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+    714: "CUDA_ERROR_HARDWARE_STACK_ERROR",
+    715: "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+    716: "CUDA_ERROR_MISALIGNED_ADDRESS",
+    717: "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+    718: "CUDA_ERROR_INVALID_PC",
+    719: "CUDA_ERROR_LAUNCH_FAILED",
+}
+#: the runtime API's names of the same codes (cupy's CUDARuntimeError messages)
+_RUNTIME_NAMES = {214: "cudaErrorECCUncorrectable", 700: "cudaErrorIllegalAddress",
+                  702: "cudaErrorLaunchTimeout", 709: "cudaErrorContextIsDestroyed",
+                  714: "cudaErrorHardwareStackError", 715: "cudaErrorIllegalInstruction",
+                  716: "cudaErrorMisalignedAddress", 717: "cudaErrorInvalidAddressSpace",
+                  718: "cudaErrorInvalidPc", 719: "cudaErrorLaunchFailure"}
+
+
+class DeviceLost(RuntimeError):
+    """The device context is gone: a sticky CUDA error (illegal address, launch failure,
+    ECC uncorrectable, context destroyed, ...) or an injected ``lost`` fault.  Never
+    retried on the device: the proof finishes on the host.  ``injected``: a ``lost``
+    fault (the device itself still works); ``code``: the CUDA error code (None when
+    injected)."""
+
+    def __init__(self, detail: str, *, code: int | None = None, injected: bool = False,
+                 site: str | None = None, table: str | None = None):
+        self.detail = detail
+        self.code = code
+        self.injected = bool(injected)
+        self.site = site
+        self.table = table
+        super().__init__(f"device lost: {detail}")
+
+
+def _sticky_code(exc: BaseException) -> int | None:
+    """The sticky CUDA error code ``exc`` carries, if it is one of the real error types:
+    numba-cuda's ``numba.cuda.cudadrv.driver.CudaAPIError`` (``.code``: a ``CUresult``,
+    an int enum), cupy's ``cupy.cuda.driver.CUDADriverError`` and
+    ``cupy.cuda.runtime.CUDARuntimeError`` (``cupy_backends.cuda.api.driver`` /
+    ``.runtime``; ``.status``: an int).  Matched by class name and attribute, so neither
+    package is imported here (cupy may be absent; numba.cuda must not be imported before
+    the simulator is chosen)."""
+    name = type(exc).__name__
+    if name == "CudaAPIError":
+        raw = getattr(exc, "code", None)
+    elif name in ("CUDADriverError", "CUDARuntimeError"):
+        raw = getattr(exc, "status", None)
+    else:
+        return None
+    try:
+        code = int(raw)
+    except (TypeError, ValueError):        # no numeric code: read the name in the message
+        text = str(exc)
+        return next((c for c in STICKY_CUDA_ERRORS
+                     if STICKY_CUDA_ERRORS[c] in text or _RUNTIME_NAMES[c] in text), None)
+    return code if code in STICKY_CUDA_ERRORS else None
+
+
+def as_device_lost(exc: BaseException | None) -> DeviceLost | None:
+    """Return a :class:`DeviceLost` if ``exc`` -- or an exception it was raised from or
+    while handling (``__cause__`` / ``__context__``) -- is an injected loss or a real
+    sticky CUDA error, else None.  A sticky error surfaces at the next call on the
+    context, often a synchronisation far from the kernel that caused it, so the chain is
+    followed."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, DeviceLost):
+            return exc
+        code = _sticky_code(exc)
+        if code is not None:
+            return DeviceLost(f"{type(exc).__name__} {code} {STICKY_CUDA_ERRORS[code]}: {exc}",
+                              code=code)
+        exc = exc.__cause__ or exc.__context__
+    return None

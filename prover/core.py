@@ -60,7 +60,8 @@ class ProverCore:
                         "them unless told accept_dev=True")
         self.progress = progress
         self.timeline = timeline        # a prover.timeline.Timeline, or None
-        self.self_check_failures = 0    # proofs this prover refused to emit (self-check)
+        self.self_check_failures = 0    # failed self-checks (a device proof retried included)
+        self.lost_device: dict | None = None   # the device loss that moved it to the host
         if self.backend != "host":
             self._device_config()            # the env switches, validated up front
         else:
@@ -124,7 +125,7 @@ class ProverCore:
                 raise error(f"trace check failed: {exc}") from None
 
     # -- the proof itself -----------------------------------------------------------
-    def _self_check(self, proof: bytes, airs, table_pv, device_stats) -> int:
+    def _self_check(self, proof: bytes, airs, table_pv, device_stats, retry: bool = False) -> int:
         """Verify ``proof`` with the verifier (its own code: parsing, transcript, every
         check); on failure write a post-mortem and raise :class:`ProofSelfCheckFailure`.
         On device backends the per-table checks already ran as each table finished,
@@ -140,12 +141,18 @@ class ProverCore:
             return res.tables_prechecked
         except VerificationError as exc:
             err = exc
-        extra = {"proof_bytes": len(proof)}
+        extra = {"proof_bytes": len(proof),
+                 "retry": "the proof proved again on the host, once" if retry else "none"}
         if device_stats:
             extra["device"] = device_stats[0].as_dict()
         path, report = self._postmortem(err.table or "block", err, extra)
-        log.error("self-check: the proof does not verify (%s: %s); not emitted; post-mortem %s",
-                  type(err).__name__, err, path)
+        if retry:       # logged once: the caller proves it again on the host
+            log.warning("self-check: the %s proof does not verify at table %s (%s: %s); "
+                        "post-mortem %s; proving it again on the host, once", self.backend,
+                        err.table or "block", type(err).__name__, err, path)
+        else:
+            log.error("self-check: the proof does not verify (%s: %s); not emitted; "
+                      "post-mortem %s", type(err).__name__, err, path)
         raise ProofSelfCheckFailure(f"self-check: the finished proof does not verify "
                                     f"({type(err).__name__}: {err}); no proof emitted; "
                                     f"post-mortem {path}", path, report)
@@ -173,6 +180,39 @@ class ProverCore:
                   "params": dict(vars(self.config.params())), **extra,
                   "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         return write_postmortem(report, self.config.postmortem_dir), report
+
+    def _device_lost(self) -> dict | None:
+        """Why this prover's proofs run on the host although its backend is a device one:
+        the device was lost in one of its proofs, or (a real sticky error) in this
+        process; None while the device is usable (prover.device_lost)."""
+        from .device_lost import process_lost
+        return self.lost_device or process_lost(self.backend)
+
+    def _note_device_loss(self, pstats) -> None:
+        """After a device proof: a loss moves this prover's later proofs to the host
+        (logged once per prover).  No context is re-created: docs/design.md, "Recovery"."""
+        if pstats.device_lost and self.lost_device is None:
+            self.lost_device = dict(pstats.counters.lost_at or {"site": None, "table": None})
+            log.warning("the %s device was lost (at %s, table %s); this prover's later proofs "
+                        "run on the host", self.backend, self.lost_device.get("site"),
+                        self.lost_device.get("table"))
+
+    def _reprove_on_host(self, failure, tables, airs, table_pv, spans, abort,
+                         phases: dict) -> tuple[bytes, int]:
+        """A device proof failed the self-check (its post-mortem is written): prove the
+        statement again on the host, once, and self-check that (a failure now is fatal:
+        the host is the reference)."""
+        t = time.perf_counter()
+        with locked(abort):
+            try:
+                proof = _prove_protocol(tables, airs, table_pv, self.config.params(),
+                                        spans=spans, check=False)
+            finally:
+                _release_memory()
+        phases["host_retry"] = time.perf_counter() - t
+        with self._phase("self_check_retry", phases):
+            pre = self._self_check(proof, airs, table_pv, [])
+        return proof, pre
 
     @contextmanager
     def _phase(self, name: str, phases: dict) -> Iterator[None]:
@@ -206,7 +246,8 @@ class ProverCore:
                 check(airs, tables, table_pv, phases)
             t1 = time.perf_counter()
             device, device_stats = None, []  # type: Any, list[Any]
-            if self.backend != "host":
+            lost_before = self._device_lost() if self.backend != "host" else None
+            if self.backend != "host" and lost_before is None:
                 device = self._device_config()
             try:
                 proof = _prove_protocol(tables, airs, table_pv, cfg.params(), spans=spans,
@@ -221,15 +262,31 @@ class ProverCore:
             finally:
                 _release_memory()
             phases["prove"] = time.perf_counter() - t1
+        if device_stats:
+            self._note_device_loss(device_stats[0])
         # Never a wrong proof: the verifier's own code checks the bytes before they are
         # returned.  Outside the process lock, on the CPU: another thread's proof can
         # already use the device.
         self_check = {"enabled": bool(cfg.self_check), "checked": 0, "failed": 0, "seconds": 0.0}
         if cfg.self_check:
-            with self._phase("self_check", phases):
-                pre = self._self_check(proof, airs, table_pv, device_stats)
-            self_check.update(checked=1, seconds=round(phases["self_check"], 4),
-                              tables_prechecked=pre)
+            self_check["retried"] = 0
+            # a device proof that fails is proved again on the host, once (the post-mortem
+            # stays); not on the host backend, nor with PROVER_ABORT_ON_CORRUPTION=1, nor
+            # when the device proof already finished on the host
+            retry = (device is not None and device.recover_corruption
+                     and not (device_stats and device_stats[0].host_completion))
+            try:
+                with self._phase("self_check", phases):
+                    pre = self._self_check(proof, airs, table_pv, device_stats, retry=retry)
+                self_check.update(checked=1, seconds=round(phases["self_check"], 4))
+            except ProofSelfCheckFailure as exc:
+                if not retry:
+                    raise
+                proof, pre = self._reprove_on_host(exc, tables, airs, table_pv, spans, abort,
+                                                   phases)
+                self_check.update(checked=2, failed=1, retried=1, retried_postmortem=exc.postmortem,
+                                  seconds=round(phases["self_check_retry"], 4))
+            self_check["tables_prechecked"] = pre
             if device_stats:        # CPU time of the per-table checks overlapped with the device
                 self_check["precheck_s"] = round(device_stats[0].precheck_s, 4)
         phases["total"] = time.perf_counter() - t0
@@ -238,6 +295,10 @@ class ProverCore:
         counters["self_check"] = self_check
         if device_stats:                    # the device pipeline's record: bytes, recoveries
             counters["device"] = device_stats[0].as_dict()
+        elif lost_before is not None:       # a device backend whose device was lost earlier
+            counters["device"] = {"device_lost": 0, "corruptions_recovered": 0,
+                                  "on_host": "the device was lost earlier",
+                                  "device_lost_at": dict(lost_before)}
         stats = ProofStats(records=list(raw.records), counters=counters,
                            backend=self.backend, cycles=cycles, phases=phases,
                            proof_bytes=len(proof), peak_rss_bytes=peak_rss_bytes(),

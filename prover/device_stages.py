@@ -60,6 +60,7 @@ class TableState:
     """Per-table device state (touched only by the worker running that table)."""
     name: str
     downgraded: bool = False
+    recomputed: bool = False        # a caught corruption recomputed it on the host (#26)
     handles: list = field(default_factory=list)
     tags: dict = field(default_factory=dict)          # handle id -> checksum at production
     host_inputs: dict = field(default_factory=dict)   # stage -> the host array it was uploaded from

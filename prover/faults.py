@@ -2,7 +2,7 @@
 
 Syntax: a comma-separated list of ``KIND@SITE:RATE`` terms plus an optional ``seed=N``::
 
-    PROVER_FAULTS="oom@r2:0.3,corrupt@r4.fri:0.05,corrupt-input@r1.aux:0.1,race@r2:0.5,seed=7"
+    PROVER_FAULTS="oom@r2:0.3,corrupt@r4.fri:0.05,corrupt-input@r1.aux:0.1,race@r2:0.5,lost@r3:0.01,seed=7"
 
 * ``oom``           -- the device stage raises :class:`DeviceOOM` (transient: the retry
                        draws again, so a rate below 1 usually recovers on retry).
@@ -10,6 +10,10 @@ Syntax: a comma-separated list of ``KIND@SITE:RATE`` terms plus an optional ``se
                        of the device chain on the same inputs is clean).
 * ``corrupt-input`` -- a resident *input* buffer of the stage is corrupted in place
                        (persistent: every rerun on the same resident inputs diverges).
+* ``lost``          -- the device is lost at this stage (a sticky error, as after an
+                       illegal address or an uncorrectable ECC error): the stage raises
+                       :class:`~kernels.backend.DeviceLost`; nothing is retried on the
+                       device and the proof finishes on the host.
 * ``race``          -- only at ``r2``: corrupts the R2 output only when this table's R2
                        window overlapped another table's (the race serialisation removes).
 * ``SITE`` is one of :data:`SITES` or ``*`` for all of them.
@@ -24,7 +28,7 @@ import os
 from dataclasses import dataclass
 
 SITES = ("r1.main", "r1.aux", "r2", "r2.tree", "r3", "r4.deep", "r4.fri", "r4.open")
-KINDS = ("oom", "corrupt", "corrupt-input", "race")
+KINDS = ("oom", "corrupt", "corrupt-input", "race", "lost")
 
 
 class FaultSpecError(ValueError):

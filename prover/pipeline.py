@@ -44,6 +44,7 @@ from ..verifier.transcript import Transcript
 from .device_stages import JOIN, DeviceResultError, DeviceStages, device_gate
 from .engines import CudaEngine, EmuEngine
 from .faults import FaultPlan, faults_from_env
+from .precheck import Prechecker
 from .recovery import RecoveryCounters
 from .rounds import (R1Main, fri_layer_heights, r1_aux, r1_challenges, r2_quotient, r3_ood,
                      r4_deep, r4_fri, r4_open, take_quotients)
@@ -83,6 +84,10 @@ class PipelineConfig:
     postmortem_dir: str | os.PathLike[str] | None = None   # None: env, else the XDG state dir
     device_only: bool = True
     precheck: bool = False               # self-check: verify each section as it finishes
+    # a corruption XCHECK (or the join's own check) catches: recompute on the host and go
+    # on (prover.device_lost); False: stop with the post-mortem, as before issue #26.  The
+    # prover turns it on (from_env) unless PROVER_ABORT_ON_CORRUPTION=1
+    recover_corruption: bool = False
 
     @classmethod
     def from_env(cls, backend: str, **overrides) -> "PipelineConfig":
@@ -91,7 +96,8 @@ class PipelineConfig:
                   serialize_r2=env_flag("PROVER_GPU_SERIALIZE_R2", True),
                   xcheck=env_flag("PROVER_GPU_XCHECK", False),
                   force_downgrade=env_flag("PROVER_GPU_FORCE_DOWNGRADE", False),
-                  faults=faults_from_env())
+                  faults=faults_from_env(),
+                  recover_corruption=not env_flag("PROVER_ABORT_ON_CORRUPTION", False))
         for k, v in overrides.items():
             if v is not None:
                 setattr(cfg, k, parse_bytes(v) if k == "budget" else v)
@@ -128,6 +134,9 @@ class PipelineStats:
     precheck_keys: set = field(default_factory=set)   # verifier table_check_key of passed checks
     precheck_s: float = 0.0             # CPU seconds of the overlapped per-table checks
     precheck_failed: list = field(default_factory=list)   # tables whose early check failed
+    device_lost: int = 0                # the device was lost in this proof (prover.device_lost)
+    corruptions_recovered: int = 0      # caught corruptions recomputed on the host
+    host_completion: dict | None = None  # why and how long the proof finished on the host
 
     def as_dict(self) -> dict:
         return {"backend": self.backend, "budget": self.budget,
@@ -138,96 +147,14 @@ class PipelineStats:
                 "precheck_tables": len(self.precheck_keys), "precheck_s": self.precheck_s,
                 "precheck_failed": list(self.precheck_failed),
                 "recovery": self.counters.as_dict(),
+                "device_lost": self.device_lost,
+                "corruptions_recovered": self.corruptions_recovered,
+                "recovered_by_site": self.counters.events_dict(),
+                "device_lost_at": self.counters.lost_at,
+                "host_completion": self.host_completion,
                 "r2_windows": [list(w) for w in self.r2_windows],
                 "tables": {k: vars(v) for k, v in self.tables.items()},
                 "join": vars(self.join)}
-
-
-class _Prechecker:
-    """The self-check's per-table part, overlapped with device work (proof format 3).
-
-    The verifier's per-table check (``verify_table``: the fork replayed to the table's
-    digest, its proofs of work and the composition at z) reads only what a table's chain
-    produces -- caps, terminal, opened values at z, nonces -- not its openings, which the
-    join adds.  So each table is checked on a CPU thread as soon as its chain ends
-    (:meth:`submit`), on a pristine copy of its fork, while the other tables still run on
-    the device.  After the join (:meth:`finish`) a table whose early check passed and
-    whose finished section carries exactly the checked values gets its
-    ``table_check_key`` (over the section's final bytes) recorded; the prover's final
-    check (``verify`` of the proof bytes) then skips exactly those tables' composition
-    check.  A failure records nothing here: the final check re-runs that table."""
-
-    FIELDS = ("public_values", "aux_cap", "terminal", "parts_cap", "ood_main", "ood_main_next",
-              "ood_aux", "ood_aux_next", "ood_parts", "zeta_nonce", "deep_nonce")
-
-    def __init__(self, st, ch, forks, stats: "PipelineStats"):
-        self.st, self.ch, self.forks, self.stats = st, ch, forks, stats
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="steadfast-precheck")
-        self.futures = {}
-        self.checked: dict = {}            # table index -> the TableProof fields checked
-        self.lock = threading.Lock()
-
-    def _chal(self) -> dict:
-        return {k: np.asarray(v, np.uint64) for k, v in self.ch.challenges.items()}
-
-    def _check(self, i: int, tp) -> None:
-        from ..verifier.verify import verify_table
-        t0 = time.perf_counter()
-        air, shape, params = self.st.airs[i], self.st.shapes[i], self.st.params
-        try:
-            verify_table(copy.deepcopy(self.forks[i]), air, shape, tp, params, self._chal())
-            ok = True
-        except Exception:             # noqa: BLE001 -- any failure: the final check redoes it
-            ok = False
-        with self.lock:
-            if ok:
-                self.checked[i] = tp
-            else:
-                self.stats.precheck_failed.append(shape.name)
-            self.stats.precheck_s += time.perf_counter() - t0
-
-    def submit(self, i: int, deep, caps: dict) -> None:
-        """Table i's chain ended (``deep``: its R4Deep; ``caps``: main/aux/parts caps)."""
-        from ..verifier.proof_format import TableProof
-        empty4 = np.zeros((0, 4), np.uint32)
-        none = np.zeros((0, 0), np.uint32)
-        nodes = np.zeros((0, 8), np.uint32)
-        ood = deep.ood
-        tp = TableProof(
-            log_n=self.st.shapes[i].log_n,
-            public_values=np.asarray([int(v) for v in self.st.public_values[i]], np.uint32),
-            main_cap=caps["main"], aux_cap=caps["aux"],
-            terminal=(np.asarray(deep.terminal, np.uint32) if deep.terminal is not None
-                      else np.zeros(0, np.uint32)),
-            parts_cap=caps["parts"], ood_main=ood[("main", False)],
-            ood_main_next=ood.get(("main", True), empty4), ood_aux=ood.get(("aux", False), empty4),
-            ood_aux_next=ood.get(("aux", True), empty4), ood_parts=ood[("parts", False)],
-            zeta_nonce=int(deep.zeta_nonce), deep_nonce=int(deep.deep_nonce),
-            main_rows=none, main_nodes=nodes, aux_rows=none, aux_nodes=nodes, parts_rows=none,
-            parts_nodes=nodes)
-        self.futures[i] = self.pool.submit(self._check, i, tp)
-
-    def finish(self, proof=None) -> None:
-        """Wait for the checks; with the finished ``proof``, record the keys of the tables
-        whose checked values are exactly those of their final section."""
-        for f in self.futures.values():
-            f.exception()                 # wait; _check records, never raises
-        self.pool.shutdown(wait=True)
-        if proof is None:
-            return
-        from ..verifier.proof_format import encode_section
-        from ..verifier.verify import table_check_key
-        t0 = time.perf_counter()
-        for i, tp in sorted(self.checked.items()):
-            section = proof.tables[i]
-            if not all(np.array_equal(np.asarray(getattr(tp, f)), np.asarray(getattr(section, f)))
-                       for f in self.FIELDS):
-                self.stats.precheck_failed.append(self.st.shapes[i].name)
-                continue
-            key = table_check_key(copy.deepcopy(self.forks[i]), self.st.airs[i],
-                                  encode_section(section), self.st.params, self._chal())
-            self.stats.precheck_keys.add(key)
-        self.stats.precheck_s += time.perf_counter() - t0
 
 
 #: cupy's pool hands out blocks in multiples of 512 bytes (and never less): a buffer
@@ -476,12 +403,23 @@ def make_stages(cfg: PipelineConfig, mem: DeviceMemory, counters, proof_id: int)
 
 def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list | None = None,
                  proof_id: int = 0) -> tuple[bytes, PipelineStats]:
-    """Prove a prepared :class:`prover.rounds.Statement` on a device backend."""
-    from .xcheck import check_proof, cross_check, join_failure
+    """Prove a prepared :class:`prover.rounds.Statement` on a device backend; a lost
+    device (or a corruption no table recomputation mends) finishes it on the host
+    (:func:`prover.device_lost.run_with_recovery`)."""
+    from .device_lost import run_with_recovery
+    stats = PipelineStats(cfg.backend, cfg.budget)
+    proof = run_with_recovery(lambda: _device_proof(st, cfg, stats, spans, logs, proof_id),
+                              st, cfg, stats, spans, logs)
+    return proof, stats
+
+
+def _device_proof(st, cfg: PipelineConfig, stats: PipelineStats, spans, logs,
+                  proof_id: int) -> bytes:
+    from .device_lost import xcheck_table
+    from .xcheck import check_proof, join_failure
     timeline = cfg.timeline or Timeline(enabled=False)
     cfg.timeline = timeline
     mem = device_memory(cfg.backend, cfg.budget)
-    stats = PipelineStats(cfg.backend, cfg.budget)
     stages = make_stages(cfg, mem, stats.counters, proof_id)
     spans = StageClock(spans or NullSpans(), stats, stages)
     shapes = st.shapes
@@ -558,8 +496,9 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
                 preps[i] = stages.prep_lde(st.airs[i], shapes[i])
 
         _run_all(workers, order, lambda i: guarded(i, r1_main_table, keep_resident=True), failure)
-        for com in mains:                                  # table order, not completion order
-            tr.absorb("main_cap", stages.cap(com.tree, st.params.log_cap))
+        main_caps = [stages.cap(com.tree, st.params.log_cap) for com in mains]
+        for cap in main_caps:                              # table order, not completion order
+            tr.absorb("main_cap", cap)
         r1 = R1Main(tr, tuple(mains), tuple(preps))
         ch = r1_challenges(st, r1, spans, stages.permute)
         # XCHECK replays each finished section on a pristine copy of its table's fork; so
@@ -568,7 +507,7 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
         pristine = ([copy.deepcopy(f) for f in ch.forks] if cfg.xcheck or cfg.precheck
                     else None)
         deeps = [None] * k
-        checker = _Prechecker(st, ch, pristine, stats) if cfg.precheck else None
+        checker = Prechecker(st, ch, pristine, stats) if cfg.precheck else None
 
         def chain(i):
             name = shapes[i].name
@@ -577,16 +516,13 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
                 aux = r1_aux(i, st, ch, stages, spans)
                 r2 = r2_quotient(i, st, r1, ch, aux, stages, spans)
                 r3 = r3_ood(i, st, r1, ch, aux, r2, stages, spans)
-                if cfg.xcheck:
-                    t0 = time.perf_counter()
-                    try:
-                        cross_check(stages, st, i, r1, ch, aux, r2, r3, cfg)
-                    finally:
-                        with stats_lock:
-                            stats.xcheck_s += time.perf_counter() - t0
+                r1_i = r1
+                if cfg.xcheck:      # a caught corruption: the table recomputed on the host
+                    r1_i, aux, r2, r3 = xcheck_table(stages, st, i, r1, ch, aux, r2, r3, cfg,
+                                                     pristine, main_caps, stats, stats_lock, spans)
                 if failure:
                     raise ProofCancelled(f"{name}: cancelled after another table failed")
-                deeps[i] = r4_deep(i, st, r1, ch, aux, r2, r3, stages, spans)
+                deeps[i] = r4_deep(i, st, r1_i, ch, aux, r2, r3, stages, spans)
                 if checker is not None:         # the per-table check, overlapped
                     lc = st.params.log_cap
                     caps = {m: (stages.cap(tr_, lc) if tr_ is not None else np.zeros((0, 8), np.uint32))
@@ -653,7 +589,7 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
         for name, ts in stats.tables.items():
             tr_ = stages.table(name).transfers
             ts.h2d_bytes, ts.d2h_bytes = tr_.h2d_bytes, tr_.d2h_bytes
-    return proof, stats
+    return proof
 
 
 def names_unique(shapes) -> list:

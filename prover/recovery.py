@@ -13,6 +13,12 @@ kernel's temporaries, mapped to ``DeviceOOM`` by :func:`kernels.backend.as_devic
    the host implementation of the same stage runs.  The table then continues on the host.
 
 Each event is logged once, with the table and the site, and counted per site.
+
+A :class:`~kernels.backend.DeviceLost` (an injected ``lost`` fault, or a real sticky CUDA
+error mapped by :func:`kernels.backend.as_device_lost`) is never retried: it is recorded
+once per proof (:meth:`Recovery.lost`: logged, counted at its site) and raised, and the
+pipeline finishes the proof on the host (:mod:`prover.device_lost`).
+
 ``PROVER_GPU_FORCE_DOWNGRADE=1`` makes every device-only table take this path at every
 site (the device attempt is declined without running).
 """
@@ -22,7 +28,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from ..kernels.backend import DeviceOOM, as_device_oom
+from ..kernels.backend import DeviceLost, DeviceOOM, as_device_lost, as_device_oom
 
 from .faults import SITES, FaultPlan
 from .timeline import Timeline
@@ -44,6 +50,19 @@ class RecoveryCounters:
 
     def as_dict(self) -> dict:
         return {s: vars(c).copy() for s, c in self.sites.items()}
+
+    #: per site: device losses and corruptions recovered (prover.device_lost); apart from
+    #: ``sites`` so that the retry/downgrade records keep their shape
+    events: dict = field(default_factory=lambda: {s: {"device_lost": 0,
+                                                      "corruptions_recovered": 0}
+                                                  for s in SITES})
+    lost_at: dict | None = None      # the first loss: site, table, error, injected
+
+    def bump_event(self, site: str, what: str) -> None:
+        self.events[site if site in self.events else SITES[-1]][what] += 1
+
+    def events_dict(self) -> dict:
+        return {s: dict(c) for s, c in self.events.items()}
 
     def total(self) -> int:
         return sum(c.retries + c.downgrades + c.host_materialisations for c in self.sites.values())
@@ -72,6 +91,24 @@ class Recovery:
             c = self.counters.sites[site]
             setattr(c, what, getattr(c, what) + n)
 
+    def lost(self, site: str, table: str, exc: DeviceLost) -> DeviceLost:
+        """Record a device loss (once per proof: the first one is logged and counted;
+        other workers that hit the same lost device after it are not) -> ``exc`` with its
+        site and table filled in."""
+        exc.site = exc.site or site
+        exc.table = exc.table or table
+        with self._lock:
+            first = self.counters.lost_at is None
+            if first:
+                self.counters.lost_at = {"site": exc.site, "table": exc.table,
+                                         "error": exc.detail, "injected": exc.injected}
+                self.counters.bump_event(exc.site, "device_lost")
+        if first:
+            log.error("device lost at %s for table %s (%s): nothing more runs on the device; "
+                      "finishing the proof on the host", exc.site, exc.table, exc.detail)
+            self.timeline.instant("device_lost", table, site=site)
+        return exc
+
     def drain(self) -> None:
         if self.mem is not None:
             self.mem.release_pool()
@@ -90,10 +127,19 @@ class Recovery:
             try:
                 if self.force_downgrade:
                     raise ForcedDecline("PROVER_GPU_FORCE_DOWNGRADE=1")
+                if self.faults.fires("lost", site, table, attempt, self.proof):
+                    raise DeviceLost(f"injected lost@{site}", injected=True)
                 if self.faults.fires("oom", site, table, attempt, self.proof):
                     raise ForcedDecline(f"injected oom@{site}")
                 return device_fn()
             except Exception as raw:
+                # a sticky device error: never retried, the proof finishes on the host
+                gone = as_device_lost(raw)
+                if gone is not None:
+                    self.lost(site, table, gone)
+                    if gone is raw:
+                        raise
+                    raise gone from raw
                 # a real CUDA out-of-memory raised inside a kernel's own temporaries (numba
                 # or cupy, outside DeviceMemory.empty) declines like a budget refusal
                 exc = as_device_oom(raw, ledger=getattr(self.mem, "ledger", None))

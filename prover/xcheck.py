@@ -235,6 +235,8 @@ def cross_check(stages, st, i, r1, ch, aux, r2, r3, cfg) -> None:
     else:
         verdict = "persistent device fault"
     report["verdict"] = verdict
+    report["recovery"] = _recovery(stages, name, cfg, "the table's chain recomputed on the host (the "
+                                   "whole proof, when its main root is the wrong one)")
     report["postmortem_s"] = round(time.perf_counter() - t0, 3)
     path = write_postmortem(report, cfg.postmortem_dir)
     stages.timeline.instant("xcheck:verdict", name, cat="xcheck", verdict=verdict)
@@ -252,7 +254,8 @@ def join_failure(stages, st, err, cfg) -> None:
     report = {**_report_head(stages, "join", f"self-verification of R4 ({err.check}: {err})"),
               "diverged_stage": f"r4 ({err.check})",
               "resident_inputs_corrupted": bad,
-              "verdict": "corrupted resident input" if bad else "transient race"}
+              "verdict": "corrupted resident input" if bad else "transient race",
+              "recovery": _recovery(stages, JOIN, cfg, "the proof finished on the host")}
     path = write_postmortem(report, cfg.postmortem_dir)
     stages.timeline.instant("xcheck:verdict", "join", cat="xcheck", verdict=report["verdict"])
     raise XcheckFailure(f"XCHECK: the join refused a device result ({err}); verdict: "
@@ -286,12 +289,22 @@ def check_proof(stages, st, ch, forks, proof, cfg) -> None:
               "diverged_stage": "r4 (" + {"FriError": "deep/fri", "MerkleError": "openings"}.get(
                   type(err).__name__, type(err).__name__) + ")",
               "resident_inputs_corrupted": bad,
-              "verdict": "corrupted resident input" if bad else "transient race"}
+              "verdict": "corrupted resident input" if bad else "transient race",
+              "recovery": _recovery(stages, JOIN, cfg, "the proof finished on the host")}
     report["postmortem_s"] = round(time.perf_counter() - t0, 3)
     path = write_postmortem(report, cfg.postmortem_dir)
     stages.timeline.instant("xcheck:verdict", name, cat="xcheck", verdict=report["verdict"])
     raise XcheckFailure(f"XCHECK: the finished proof does not verify at table {name} ({err}); "
                         f"verdict: {report['verdict']}; post-mortem: {path}", path, report)
+
+
+def _recovery(stages, name: str, cfg, action: str) -> str:
+    """What the prover does after this post-mortem (docs/diagnostics.md, ``recovery``)."""
+    if not getattr(cfg, "recover_corruption", False):
+        return "none: the proof stops (PROVER_ABORT_ON_CORRUPTION=1, or the pipeline's default)"
+    if name != JOIN and getattr(stages.table(name), "recomputed", False):
+        return "none: the table was already recomputed on the host in this proof; the proof stops"
+    return action
 
 
 def _report_head(stages, name: str, check: str) -> dict:

@@ -592,6 +592,33 @@ class OutOfMemoryError(MemoryError):
     """``cupy.cuda.memory.OutOfMemoryError`` (the prover maps it to DeviceOOM by name)."""
 
 
+#: the names cupy's error messages start with, for the sticky codes a test raises
+_CUDA_ERROR_NAMES = {214: ("CUDA_ERROR_ECC_UNCORRECTABLE", "cudaErrorECCUncorrectable"),
+                     700: ("CUDA_ERROR_ILLEGAL_ADDRESS", "cudaErrorIllegalAddress"),
+                     709: ("CUDA_ERROR_CONTEXT_IS_DESTROYED", "cudaErrorContextIsDestroyed"),
+                     719: ("CUDA_ERROR_LAUNCH_FAILED", "cudaErrorLaunchFailure")}
+
+
+class CUDADriverError(RuntimeError):
+    """``cupy.cuda.driver.CUDADriverError`` (``cupy_backends.cuda.api.driver``): built
+    from a ``CUresult`` status, kept as ``.status``; the message is ``NAME: text``."""
+
+    def __init__(self, status: int):
+        self.status = int(status)
+        name = _CUDA_ERROR_NAMES.get(self.status, (f"CUDA_ERROR_{self.status}",))[0]
+        super().__init__(f"{name}: (fake) device error")
+
+
+class CUDARuntimeError(RuntimeError):
+    """``cupy.cuda.runtime.CUDARuntimeError`` (``cupy_backends.cuda.api.runtime``): a
+    ``cudaError_t`` status as ``.status``."""
+
+    def __init__(self, status: int):
+        self.status = int(status)
+        name = _CUDA_ERROR_NAMES.get(self.status, ("", f"cudaError{self.status}"))[1]
+        super().__init__(f"{name}: (fake) device error")
+
+
 # ------------------------------------------------------------ numba's memory management
 # numba-cuda's EMM surface (``numba.cuda.HostOnlyCUDAMemoryManager`` & co.), which the
 # simulator lacks, modelled as numba-cuda 0.30.4 has it -- including the pending-free
@@ -767,7 +794,12 @@ def _cupy_modules() -> tuple:
     memory.OutOfMemoryError = OutOfMemoryError
     memory.MemoryPointer = MemoryPointer
     memory.MemoryPool = MemoryPool
+    driver = types.ModuleType("cupy.cuda.driver")
+    driver.CUDADriverError = CUDADriverError
+    runtime = types.ModuleType("cupy.cuda.runtime")
+    runtime.CUDARuntimeError = CUDARuntimeError
     cuda = types.ModuleType("cupy.cuda")
+    cuda.driver, cuda.runtime = driver, runtime
     cuda.Stream = Stream
     cuda.Device = Device
     cuda.get_current_stream = get_current_stream
@@ -782,7 +814,8 @@ def _cupy_modules() -> tuple:
     cupy.get_default_memory_pool = get_default_memory_pool
     cupy.uint8, cupy.uint32, cupy.uint64 = np.uint8, np.uint32, np.uint64
     cupy.cuda = cuda
-    for mod, pkg in ((cupy, True), (cuda, True), (memory, False)):
+    for mod, pkg in ((cupy, True), (cuda, True), (memory, False), (driver, False),
+                     (runtime, False)):
         # importlib.util.find_spec reads sys.modules[name].__spec__ (kernels/backend.py)
         mod.__spec__ = importlib.machinery.ModuleSpec(mod.__name__, None, is_package=pkg)
         if pkg:
@@ -852,7 +885,8 @@ def install(strict: bool = False, capacity: int | None = None):
     FakeCUDAArray = simarray.FakeCUDAArray
 
     cupy, cuda_mod, memory = _cupy_modules()
-    sys.modules.update({"cupy": cupy, "cupy.cuda": cuda_mod, "cupy.cuda.memory": memory})
+    sys.modules.update({"cupy": cupy, "cupy.cuda": cuda_mod, "cupy.cuda.memory": memory,
+                        "cupy.cuda.driver": cuda_mod.driver, "cupy.cuda.runtime": cuda_mod.runtime})
 
     class ExternalStream(cuda.stream):
         """A numba stream wrapping a foreign (here: fake cupy) stream handle."""
@@ -1053,4 +1087,4 @@ __all__ = ["install", "set_allocation_limit", "CALLS", "HOST_WAITS", "HOST_WAIT_
            "STREAM_USES", "SYNC_WAITS", "STRICT",
            "DEFER", "DEFERRED", "EXEC_LOCK", "pending",
            "CAPACITY", "RAW", "PEAK_HELD", "PEAK_USED", "ndarray",
-           "MemoryPointer", "Stream", "OutOfMemoryError"]
+           "MemoryPointer", "Stream", "OutOfMemoryError", "CUDADriverError", "CUDARuntimeError"]

@@ -210,7 +210,9 @@ def test_worker_that_cannot_prove_fails_cleanly(cluster, tmp_path):
     openings on the workers) the coordinator's self-check refuses the joined proof."""
     cfg = dataclasses.replace(EMU, postmortem_dir=str(tmp_path))
     with ClusterProver(config=cfg, workers=2,
-                       worker_env={"PROVER_FAULTS": "corrupt@r4.fri:1,corrupt@r4.open:1"}) as p:
+                       worker_env={"PROVER_FAULTS": "corrupt@r4.fri:1,corrupt@r4.open:1",
+                                   # the stop, not issue #26's recovery on the host
+                                   "PROVER_ABORT_ON_CORRUPTION": "1"}) as p:
         t0 = time.monotonic()
         with pytest.raises(ProofSelfCheckFailure) as ei:
             list(p.prove_many([one_tx_block()], timeout=180))

@@ -130,6 +130,7 @@ def test_cli_without_postmortem_dir_uses_the_default_and_prints_the_path(clean_e
     from tests.vm_blocks import one_tx_block
     monkeypatch.setenv("PROVER_FAULTS", "corrupt@r2:1,seed=3")
     monkeypatch.delenv("PROVER_GPU_XCHECK", raising=False)
+    monkeypatch.setenv("PROVER_ABORT_ON_CORRUPTION", "1")    # the stop (no host retry)
     blk = clean_env / "cwd" / "b.json"
     blk.write_text(json.dumps(one_tx_block().to_json()))
     code = main_prove([str(blk), "--queries", "8", "--pow-bits", "2", "--backend", "emu"])
