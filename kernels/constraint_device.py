@@ -270,28 +270,16 @@ def precompile(airs, compile: bool = True, progress=None) -> list[dict]:
 
 # ----------------------------------------------------------------------------- PTX check
 
-def register_example_airs(vm: bool = True) -> list:
+def register_example_airs(extra=()) -> list:
     """Generate (and so register for kernels.ptx_check) the kernels of representative
     AIRs: Fibonacci (public values, first/last/transition), degree 3 (two parts), the
-    LogUp trio adder/range/pairs (multi-batch, preprocessed), and all five tables of the
-    reference VM (the kernels a block proof runs; PROGRAM's kernel does not depend on the
-    ROM's values, which are preprocessed data) at the default log_blowup 2, where CPU
-    and MEMORY from k = 4 slots batch their LogUp to degree 5 (MEMORY k = 2 and CPU at
-    log_blowup 1: degree 3; air/builder.py choose_logup_degree)."""
+    LogUp trio adder/range/pairs (multi-batch, preprocessed) and the counter (air/examples),
+    then ``extra``: AIRs a caller adds (a machine's tables -- the protocol core imports no
+    VM, so a front end passes its own)."""
     from ..air import examples as ex
-    airs = [ex.fibonacci_air(), ex.cubic_air(), ex.adder_air(), ex.range_air(8), ex.pairs_air(4)]
-    if vm:
-        from ..vm.airs import block_airs
-        airs.extend(block_airs(np.zeros((1, 4), dtype=np.uint32)))
-        airs.append(block_airs(np.zeros((1, 4), dtype=np.uint32), {"memory": 2})[2])  # slots
-        airs.append(block_airs(np.zeros((1, 4), dtype=np.uint32), {"memory": 4})[2])  # degree 5
-        airs.append(block_airs(np.zeros((1, 4), dtype=np.uint32), log_blowup=1)[0])   # degree 3
-        # POSEIDON2's quotient on the device: one slot's kernel and the LogUp part's
-        # (k = 2's; the slot kernel is every k's); the whole AIR generates only its logup
-        p2 = block_airs(np.zeros((1, 4), dtype=np.uint32), {"poseidon2": 2})[4]
-        airs += [p2, split_of(p2)[0], split_of(p2)[3]]
-        airs.append(split_of(block_airs(np.zeros((1, 4), dtype=np.uint32))[4])[3])
-    return [generated(a) for a in airs]
+    airs = [ex.fibonacci_air(), ex.cubic_air(), ex.adder_air(), ex.range_air(8), ex.pairs_air(4),
+            ex.counter_air()]
+    return [generated(a) for a in airs + list(extra)]
 
 
 def ptx_examples() -> None:

@@ -199,3 +199,59 @@ def test_imports_between_the_packages_resolve_by_path():
                     unresolved.append(f"{os.path.relpath(path, ROOT)}:{node.lineno}")
     assert not absolute, f"absolute imports of steadfast.<package> inside the packages: {absolute}"
     assert not unresolved, f"relative imports that do not resolve by path: {unresolved}"
+
+
+# The protocol core (issue #24): the AIR language, the kernels, the verifier and the
+# prover's protocol modules prove and check any AIRs; only the block- and program-level
+# API and the CLI know a machine.
+CORE_PROVER = ("rounds", "stages", "pipeline", "residency", "recovery", "device_stages",
+               "engines", "commit", "ldetree", "hostops", "core")
+MACHINES = ("vm", "rv32")
+
+
+def _core(mods: dict[str, str]) -> list[str]:
+    out = [m for m in mods if m.split(".")[1:2] in (["air"], ["kernels"], ["verifier"])]
+    return sorted(out) + [f"steadfast.prover.{n}" for n in CORE_PROVER]
+
+
+def _machine(mod: str) -> bool:
+    return mod.split(".")[1:2] in ([m] for m in MACHINES)
+
+
+def test_the_protocol_core_imports_no_machine():
+    """air/, kernels/, verifier/ and the prover's protocol modules import neither
+    steadfast.vm nor steadfast.rv32 -- lazily (inside a function) included, and not
+    through any module they import (the path is named)."""
+    mods = _modules()
+    graph = _edges(mods)
+    core = _core(mods)
+    missing = [m for m in core if m not in mods]
+    assert not missing, f"protocol modules not found (renamed? update CORE_PROVER): {missing}"
+    assert len(core) > 40, core                  # air, kernels and verifier were found
+    found = []
+    for m in core:
+        parent, stack = {m: None}, [m]
+        while stack:
+            v = stack.pop()
+            for w in sorted(graph[v]):
+                if w not in parent:
+                    parent[w] = v
+                    stack.append(w)
+        for w in sorted(t for t in parent if _machine(t)):
+            path = [w]
+            while parent[path[-1]] is not None:
+                path.append(parent[path[-1]])
+            found.append(" -> ".join(reversed(path)))
+            break
+    assert not found, "the protocol core imports a machine:\n" + "\n".join(found)
+
+
+def test_the_machine_import_check_sees_lazy_imports(tmp_path):
+    """The walk above counts an import inside a function body as an edge."""
+    src = "def f():\n    from ..vm.airs import block_airs\n    return block_airs\n"
+    path = tmp_path / "m.py"
+    path.write_text(src)
+    graph = _edges({"steadfast.kernels.m": str(path), "steadfast.vm.airs": str(path)})
+    assert graph["steadfast.kernels.m"] == {"steadfast.vm.airs"}
+    assert _machine("steadfast.vm.airs") and _machine("steadfast.rv32")
+    assert not _machine("steadfast.verifier.vmath") and not _machine("steadfast.prover.core")
