@@ -5,10 +5,14 @@ and the cell accounting of issue #12 (docs/benchmarks.md, "Throughput and footpr
     PYTHONPATH=. python bench/block_bench.py [--sizes 12 14 16 18] [--hash-share 0.25]
                                              [--queries 100] [--json out.json]
                                              [--no-emu] [--no-roofline] [--repeat R]
+                                             [--format 2] [--seed S]
 
 Each size runs in a fresh subprocess (so its peak RSS is its own) that first proves a tiny
 block to load the compiled kernels, then builds the block (bench/make_block.py's
-generator, seed 0), proves it with the default parameters and verifies the proof.
+generator), proves it with the default parameters and verifies the proof.  ``--format 1``
+(the default): the field-element VM's block (``sized_block``, seed 0); ``--format 2``: a
+block of RISC-V transactions (``make_block.v2_block``, seed 1: the ``make_block.py -k K
+--hash-share H`` block), whose padding share is not computed (shown as "–").
 
 Cells.  A table of n rows commits ``n * (main_width + 4 * aux_width + 4 * parts)`` cells
 on its trace domain (aux: 4 base columns per EF column; parts: 4 per quotient part), each
@@ -43,6 +47,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 
+def _blocks(fmt: int, k: int, share: float, seed):
+    """(warm-up block, the block of about 2^k cycles) in block format ``fmt``."""
+    if fmt == 2:
+        from bench.make_block import v2_block
+        from steadfast.rv32.blockfile import parse_block
+        return (parse_block(v2_block(10, 0.25, 1)[0]),
+                parse_block(v2_block(k, share, 1 if seed is None else seed)[0]))
+    from steadfast.vm.programs import sized_block
+    return (sized_block(8, 0.25, memory_size=64, table_size=16, n_tx=1),
+            sized_block(k, share, seed=0 if seed is None else seed))
+
+
 def _real_rows(block) -> dict:
     """Rows of each table that are not padding (fixed-height tables: all of them); a
     slotted table's rows are ceil(items / k) for its k items per row (docs/vm.md "Slots")."""
@@ -59,8 +75,11 @@ def _real_rows(block) -> dict:
             "POSEIDON2": -(-perms // slots.get("poseidon2", 1))}
 
 
-def cell_accounting(tables: list, real_rows: dict, cycles: int) -> dict:
-    """Committed cells per table (main, aux, parts) and the padding share."""
+def cell_accounting(tables: list, real_rows: dict | None, cycles: int) -> dict:
+    """Committed cells per table (main, aux, parts) and the padding share (None when
+    ``real_rows`` is None)."""
+    unknown = real_rows is None
+    real_rows = real_rows or {}
     per, total, padded = {}, 0, 0
     for t in tables:
         n = t["rows"]
@@ -72,7 +91,7 @@ def cell_accounting(tables: list, real_rows: dict, cycles: int) -> dict:
         total += cells
         padded += cells * (n - real) // n
     return {"tables": per, "cells": total, "cells_per_cycle": total / cycles,
-            "padding_share": padded / total if total else 0.0}
+            "padding_share": None if unknown else padded / total if total else 0.0}
 
 
 def roofline_seconds(tables: list, log_blowup: int, seed: int = 1) -> dict:
@@ -110,12 +129,13 @@ def _cpu_seconds() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def one_emu(k: int, share: float, queries: int, pow_bits: int) -> dict:
+def one_emu(k: int, share: float, queries: int, pow_bits: int, fmt: int = 1,
+            seed=None) -> dict:
     from steadfast.prover.api import Prover, ProverConfig
-    from steadfast.vm.programs import sized_block
     prover = Prover(ProverConfig(backend="emu", num_queries=queries, pow_bits=pow_bits))
-    prover.prove_block(sized_block(8, 0.25, memory_size=64, table_size=16, n_tx=1))  # warm-up
-    proof = prover.prove_block(sized_block(k, share, seed=0))
+    warm, block = _blocks(fmt, k, share, seed)
+    prover.prove_block(warm)                                       # warm-up
+    proof = prover.prove_block(block)
     dev = proof.stats.counters.get("device", {})
     return {"peak_device_bytes": int(dev.get("peak_device_bytes", 0)),
             "prove_s": proof.stats.phases["total"],
@@ -123,15 +143,14 @@ def one_emu(k: int, share: float, queries: int, pow_bits: int) -> dict:
 
 
 def one(k: int, share: float, queries: int, pow_bits: int, check: bool,
-        roofline: bool = True) -> dict:
+        roofline: bool = True, fmt: int = 1, seed=None) -> dict:
     import numba
     from steadfast.prover.api import Prover, ProverConfig, verify
-    from steadfast.vm.programs import sized_block
 
     prover = Prover(ProverConfig(backend="host", num_queries=queries, pow_bits=pow_bits,
                                  check=check))
-    prover.prove_block(sized_block(8, 0.25, memory_size=64, table_size=16, n_tx=1))  # warm-up
-    block = sized_block(k, share, seed=0)
+    warm, block = _blocks(fmt, k, share, seed)
+    prover.prove_block(warm)                                       # warm-up
     cpu0 = _cpu_seconds()
     proof = prover.prove_block(block)
     prove_cpu_s = _cpu_seconds() - cpu0
@@ -139,13 +158,13 @@ def one(k: int, share: float, queries: int, pow_bits: int, check: bool,
     verify(proof, block=block, min_security_bits=0)       # --queries may be weak
     st = proof.stats
     out = st.to_json()
-    out.update(k=k, hash_share=share, verify_seconds=time.perf_counter() - t,
+    out.update(k=k, hash_share=share, block_format=fmt, verify_seconds=time.perf_counter() - t,
                proof_file_bytes=len(proof.to_bytes()),
                proof_sha256=hashlib.sha256(proof.to_bytes()).hexdigest(),
                peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
                cycles_per_s=st.cycles / st.phases["total"])
     cores = numba.get_num_threads()
-    acct = cell_accounting(out["tables"], _real_rows(block), st.cycles)
+    acct = cell_accounting(out["tables"], _real_rows(block) if fmt == 1 else None, st.cycles)
     prove_s = st.phases["prove"]
     acct.update(cores=cores, prove_s=prove_s, prove_cpu_s=prove_cpu_s,
                 cells_per_cpu_s=acct["cells"] / prove_cpu_s,
@@ -200,7 +219,8 @@ def cells_table(results: list) -> str:
         lines.append(
             f"| {r['k']} | {r['cycles']:,} | {c['cells'] / 1e6:.2f} M ({main / 1e6:.2f} / "
             f"{aux / 1e6:.2f} / {parts / 1e6:.2f}) | {c['cells_per_cycle']:.0f} | "
-            f"{100 * c['padding_share']:.1f} % | {c['prove_s']:.2f} ({c['prove_cpu_s']:.1f}) | "
+            + ("–" if c["padding_share"] is None else f"{100 * c['padding_share']:.1f} %")
+            + f" | {c['prove_s']:.2f} ({c['prove_cpu_s']:.1f}) | "
             f"{c['cells_per_s_per_core'] / 1e6:.3f} M | {c['cells_per_cpu_s'] / 1e6:.3f} M | "
             f"{c['rss_bytes_per_cell']:.1f} | "
             + (f"{emu / c['cells']:.1f}" if emu else "–") + " | "
@@ -231,20 +251,28 @@ def main(argv=None) -> int:
     ap.add_argument("--no-emu", action="store_true", help="skip the emulated-device run")
     ap.add_argument("--no-roofline", action="store_true", help="skip the primitives timing")
     ap.add_argument("--repeat", type=int, default=1, help="run every size this many times")
+    ap.add_argument("--format", type=int, choices=(1, 2), default=1,
+                    help="block format: 1 the field-element VM's (default), 2 RISC-V "
+                         "transactions (bench/make_block.py's v2 block)")
+    ap.add_argument("--seed", type=int, default=None,
+                    help="the block generator's seed (default: 0 for format 1, 1 for 2)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--one-emu", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one is not None:
         print(json.dumps(one(args.one, args.hash_share, args.queries, args.pow_bits,
-                             args.check, roofline=not args.no_roofline)))
+                             args.check, roofline=not args.no_roofline, fmt=args.format,
+                             seed=args.seed)))
         return 0
     if args.one_emu is not None:
-        print(json.dumps(one_emu(args.one_emu, args.hash_share, args.queries, args.pow_bits)))
+        print(json.dumps(one_emu(args.one_emu, args.hash_share, args.queries, args.pow_bits,
+                                 args.format, args.seed)))
         return 0
     load0 = os.getloadavg()
     results = []
     common = ["--hash-share", str(args.hash_share), "--queries", str(args.queries),
-              "--pow-bits", str(args.pow_bits)]
+              "--pow-bits", str(args.pow_bits), "--format", str(args.format)] + \
+        ([] if args.seed is None else ["--seed", str(args.seed)])
     env = dict(os.environ, PYTHONPATH=ROOT)
     for k in args.sizes:
         for _ in range(args.repeat):
