@@ -167,11 +167,16 @@ def _file(v: Any, path: str, base_dir: str | None, limit: int) -> bytes:
         raise BlockError(path, "empty file path")
     full = v if os.path.isabs(v) else os.path.join(base_dir or os.getcwd(), v)
     try:
+        if os.path.exists(full) and not os.path.isfile(full):
+            raise BlockError(path, f"{v}: not a regular file")    # a FIFO, /dev/zero: no end
         size = os.path.getsize(full)
         if size > limit:
             raise BlockError(path, f"{v}: {size} bytes; the limit is {limit}")
         with open(full, "rb") as fh:
-            return fh.read()
+            data = fh.read(limit + 1)
+        if len(data) > limit:                   # grew since getsize
+            raise BlockError(path, f"{v}: more than {limit} bytes; the limit is {limit}")
+        return data
     except OSError as exc:
         raise BlockError(path, f"cannot read {v!r}: {exc.strerror or exc}") from None
 
