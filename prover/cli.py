@@ -15,8 +15,10 @@ Exit status (documented in docs/api.md and in ``--help``):
   was written, no proof;
 * 130 -- interrupted.
 
-``prove`` tells a program from a block by content (an ELF file starts with ``\\x7fELF``);
-the program's side is :mod:`prover.cli_program`, what both do the same way
+``prove`` tells a program from a block by content (an ELF file starts with ``\\x7fELF``),
+a block of RISC-V transactions (format version 2, :mod:`prover.cli_txblock`) from a
+version-1 block (the field-element VM's, this module, until that VM is retired) by its
+``version``; the program's side is :mod:`prover.cli_program`, what all do the same way
 :mod:`prover.cli_prove`.  ``verify`` refuses proofs whose parameters give fewer
 conjectured security bits than ``--min-security-bits`` (default
 :data:`DEFAULT_MIN_SECURITY_BITS`; the prover's defaults give 110 on the example block):
@@ -70,9 +72,10 @@ def _prove_parser() -> argparse.ArgumentParser:
                                        "(docs/api.md).",
                  epilog=_EPILOG)
     ap.add_argument("block", nargs="*", metavar="BLOCK.json|PROGRAM.elf",
-                    help="the block JSON file (docs/block-format.md) or the RV32IM program "
-                         "(a static ELF32, docs/rv32.md), told apart by content; several "
-                         "with --cluster")
+                    help="the block JSON file (docs/block-format.md: version 2, a block "
+                         "of RV32IM transactions, or version 1, the field-element VM's) or "
+                         "the RV32IM program (a static ELF32, docs/rv32.md), told apart by "
+                         "content; several with --cluster")
     ap.add_argument("--input", metavar="FILE",
                     help="a program's input (fd 0's bytes; default: none, the empty input)")
     ap.add_argument("--max-cycles", type=int, default=None, metavar="N",
@@ -113,7 +116,8 @@ def _prove_parser() -> argparse.ArgumentParser:
                     help="run the VM or the program and size the proof without proving: "
                          "cycles, rows and padded height per table, committed cells, host "
                          "and device bytes, the parameters' security; a block's claimed-"
-                         "output check (exit 1 when false), a program's exit code and output")
+                         "output check (exit 1 when false), a program's exit code and output, "
+                         "every transaction's of a version-2 block")
     ap.add_argument("--json", action="store_true",
                     help="print the result as one JSON object on stdout (the --execute-only "
                          "report, or the proof's statistics) instead of text")
@@ -167,6 +171,9 @@ def _run_prove(argv) -> int:
     if args.input is not None or args.max_cycles is not None:
         raise _Fail(EXIT_USAGE, f"--input and --max-cycles apply to programs (ELF files); "
                                 f"{args.block} is not an ELF file")
+    from .cli_txblock import block_version, run_prove_txblock
+    if block_version(raw) == 2:             # block format 2: RISC-V transactions
+        return run_prove_txblock(args, raw, t_start, _host_kernels_cached)
     return _prove_block(args, raw, t_start)
 
 

@@ -1,7 +1,8 @@
-"""The ``verify PROOF`` command (docs/api.md "Command line"): a block proof, optionally
-against its block (``--block``), or a program proof against its program and input
-(``--elf PROGRAM.elf [--input FILE] [--max-cycles N]``), told apart by the proof file's
-magic.  Exit status 0 valid, 1 invalid or refused (with the reason), 2 bad usage or
+"""The ``verify PROOF`` command (docs/api.md "Command line"): a proof of a block of RISC-V
+transactions against its block (``--block BLOCK.json``, :mod:`prover.cli_txblock`), a
+version-1 block proof, optionally against its block, or a program proof against its
+program and input (``--elf PROGRAM.elf [--input FILE] [--max-cycles N]``), told apart by
+the proof file's magic (and a version-2 ``--block``).  Exit status 0 valid, 1 invalid or refused (with the reason), 2 bad usage or
 unreadable input; ``--json`` prints one JSON object with the same status.
 """
 from __future__ import annotations
@@ -20,8 +21,11 @@ def verify_parser() -> argparse.ArgumentParser:
     ap = Parser(prog="verify", description="Verify a Steadfast block or program proof "
                                            "(docs/api.md).", epilog=EPILOG)
     ap.add_argument("proof", help="the proof file written by prove")
-    ap.add_argument("--block", help="also check the proof's public values against this block (default: "
-                         "no block; the proof's own statement only)")
+    ap.add_argument("--block", help="the block the proof is for: required for a proof of a "
+                         "block of RISC-V transactions (version 2), whose every statement "
+                         "value it checks; for a version-1 proof, also check its public "
+                         "values against this block (default: no block; a version-1 "
+                         "proof's own statement only)")
     ap.add_argument("--elf", metavar="PROGRAM.elf",
                     help="a program proof: the program it must be for (required for one; "
                          "default: none, a block proof)")
@@ -111,6 +115,10 @@ def run_verify(argv) -> int:
                                "PROGRAM.elf (and its input with --input FILE)")
     if program:
         return _verify_program(args, data, report, fail)
+    from .cli_txblock import file_version
+    from .txblock_proof import is_txblock_proof
+    if is_txblock_proof(data) or (args.block and file_version(args.block) == 2):
+        return _verify_txblock(args, data, report, fail)
     return _verify_block(args, data, report, fail)
 
 
@@ -164,6 +172,57 @@ def _verify_block(args, data: bytes, report: dict, fail) -> int:
         if args.verbose:
             for name, v in _pv_json(result.public_values).items():
                 print(f"  {name:<15} {v}")
+    return EXIT_OK
+
+
+def _verify_txblock(args, data: bytes, report: dict, fail) -> int:
+    """``verify PROOF --block BLOCK.json`` for a block of transactions: every statement
+    value checked (each transaction's program, input, output, exit code, the block's
+    max_cycles and claims), then the STARK; exit 1 naming the transaction on rejection."""
+    from ..verifier.errors import ShapeError, VerificationError
+    from .cli_txblock import Claim, file_version, load, tx_json, tx_lines
+    from .txblock_proof import is_txblock_proof, verify_txblock
+    if not args.block:
+        raise fail(EXIT_USAGE, f"{args.proof} is a proof of a block of RISC-V transactions: "
+                               "give its block with --block BLOCK.json")
+    v = file_version(args.block)
+    if is_txblock_proof(data) and v is not None and v != 2:
+        raise _refusal(ShapeError(f"this is a proof of a version-2 block (RISC-V "
+                                  f"transactions); {args.block} is a version-{v} block"), fail)
+    if not is_txblock_proof(data) and v == 2:
+        raise _refusal(ShapeError(f"{args.proof} is not a proof of a block of RISC-V "
+                                  f"transactions (STB2); {args.block} is a version-2 block"),
+                       fail)
+    try:
+        block = load(args.block)
+    except Fail as exc:
+        raise fail(exc.code, str(exc)) from None
+    try:
+        res = verify_txblock(data, block, min_security_bits=args.min_security_bits,
+                             accept_dev=args.accept_dev)
+    except VerificationError as exc:
+        raise _refusal(exc, fail) from None
+    claims = [Claim(c, o) for c, o in zip(res.exit_codes, res.outputs)]
+    p, sec = res.params, res.security
+    if args.json:
+        report.update(ok=True, exit_code=EXIT_OK, status=EXIT_OK, block_version=2,
+                      dev=res.dev, seconds=res.seconds, transactions=tx_json(block, claims),
+                      max_cycles=res.max_cycles, state_in=res.state_in.hex(),
+                      state_out=res.state_out.hex(),
+                      params=None if res.dev else dict(vars(p)), **_security_json(sec))
+        print(json.dumps(report))
+        return EXIT_OK
+    if not args.quiet:
+        kind = "development-mode proof accepted" if res.dev else "proof OK"
+        print(f"{kind} for block {args.block} ({res.seconds:.2f}s): "
+              f"{len(claims)} transactions within max_cycles {res.max_cycles:,}")
+        print("\n".join(tx_lines(block, claims)))
+        print(f"state in  {res.state_in.hex()}")
+        print(f"state out {res.state_out.hex()}")
+        if not res.dev:
+            print(_params_line(p, sec, res.security_bits, args.min_security_bits))
+        if args.verbose and sec is not None:
+            print(f"  security: {sec.describe()}")
     return EXIT_OK
 
 

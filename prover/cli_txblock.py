@@ -1,0 +1,219 @@
+"""``prove BLOCK.json`` for a block of RISC-V transactions (block format version 2,
+docs/block-format.md "Version 2"), and what ``verify PROOF --block BLOCK.json``
+(:mod:`prover.cli_verify`) shares with it: :mod:`prover.cli` hands a version-2 block over
+(told by its ``"version": 2``).
+The options are the block's -- backends, ``--execute-only``, development mode, ``--json``,
+``--stats-json``, ``--timeline``, the self-check, ``--precompile`` -- and so are the exit
+statuses: 2 for a malformed block (``error: FILE: $.transactions[1].input: ...``), 1 for
+one that cannot be proven (a transaction fails or a claim is false) or a proof that does
+not verify, naming the transaction.
+
+In these commands' JSON, ``status`` and (as for a version-1 block) the top-level
+``exit_code`` are the command's exit status; each entry of ``transactions`` has the
+transaction's ``exit_code`` and ``output`` (hex).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+
+from . import cli_prove as _P
+from .cli_common import (DEFAULT_MIN_SECURITY_BITS, EXIT_INVALID, EXIT_OK, EXIT_USAGE, Fail,
+                         check_outputs, default_output, device_name, err, version, warn)
+
+
+def block_version(raw: bytes):
+    """The ``version`` of a block file's bytes, None when they are not a JSON object (the
+    loaders say what is wrong)."""
+    try:
+        obj = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return obj.get("version") if isinstance(obj, dict) else None
+
+
+def file_version(path: str):
+    """:func:`block_version` of the file at ``path``; None when it cannot be read."""
+    try:
+        if os.path.getsize(path) > 256 << 20:
+            return None
+        with open(path, "rb") as fh:
+            return block_version(fh.read())
+    except OSError:
+        return None
+
+
+def load(path: str, raw: bytes | None = None):
+    """The block at ``path`` (its bytes ``raw`` when read already); exit 2 for a file that
+    cannot be read or a malformed block, with the JSON path of the bad field."""
+    from ..rv32.blockfile import BlockError, load_block, loads_block
+    try:
+        if raw is None:
+            return load_block(path)
+        return loads_block(raw, os.path.dirname(os.path.abspath(path)))
+    except OSError as exc:
+        raise Fail(EXIT_USAGE, f"cannot read {path}: {exc.strerror or exc}") from None
+    except BlockError as exc:
+        raise Fail(EXIT_USAGE, f"{path}: {exc}") from None
+
+
+def _referenced_files(path: str, raw: bytes) -> list:
+    """``[(what, path)]``: the block file and every ELF and input file it names (no output
+    may overwrite them)."""
+    base = os.path.dirname(os.path.abspath(path))
+    files = [("block", path)]
+    obj = json.loads(raw)
+    for key, entries in (("programs", obj.get("programs")), ("transactions",
+                                                             obj.get("transactions"))):
+        for i, e in enumerate(entries or []):
+            for field in ("elf", "input_file"):
+                if isinstance(e, dict) and isinstance(e.get(field), str):
+                    files.append((f"$.{key}[{i}].{field}", os.path.join(base, e[field])))
+    return files
+
+
+def _show(output: bytes, limit: int = 200) -> str:
+    """Text as a Python bytes literal, anything else in hex (the first ``limit`` / 4
+    bytes)."""
+    text = all(32 <= b < 127 or b in (9, 10, 13) for b in output)
+    k = limit if text else limit // 4
+    more = " ..." if len(output) > k else ""
+    return (repr(output[:k]) if text else output[:k].hex() or "(none)") + more
+
+
+def tx_json(block, claims) -> list:
+    return [{"index": i, "program": tx.name, "exit_code": c.exit_code,
+             "output": c.output.hex(), "output_len": len(c.output)}
+            for i, (tx, c) in enumerate(zip(block.transactions, claims))]
+
+
+def tx_lines(block, claims) -> list:
+    return [f"  tx {i} ({tx.name}): exit code {c.exit_code}, output ({len(c.output):,} "
+            f"bytes): {_show(c.output)}"
+            for i, (tx, c) in enumerate(zip(block.transactions, claims))]
+
+
+class Claim:
+    """A transaction's proven exit code and output."""
+    __slots__ = ("exit_code", "output")
+
+    def __init__(self, exit_code: int, output: bytes):
+        self.exit_code, self.output = exit_code, output
+
+
+def _failure_record(exc) -> dict:
+    return {"error": type(exc).__name__, "message": str(exc),
+            "details": list(getattr(exc, "details", ()) or ())}
+
+
+# --------------------------------------------------------------------------- prove
+
+def run_prove_txblock(args, raw: bytes, t_start: float, kernels_cached) -> int:
+    """Prove the version-2 block in ``raw`` (the file ``args.block``'s bytes);
+    ``kernels_cached()`` says whether numba's cache holds the host kernels."""
+    from ..rv32 import block as rblock
+    path = args.block
+    block = load(path, raw)
+    n = len(block.transactions)
+    out = None if (args.execute_only or args.precompile) else (
+        args.output or default_output(path))
+    if out is not None:
+        check_outputs(args, out, _referenced_files(path, raw))
+    session = _P.setup(args, out, tables=rblock.num_tables(n))
+    prover, dev, quiet = session.prover, session.dev, session.quiet
+    if args.precompile:
+        return _P.precompile_steps(prover, lambda show: prover.precompile_txblock(
+            block, progress=show), quiet, "block")
+    meta = {"steadfast_version": version(), "block": path, "block_version": 2,
+            "block_sha256": hashlib.sha256(raw).hexdigest(), "max_cycles": block.max_cycles,
+            "state_in": block.state_in.hex(), "backend": prover.backend}
+    if args.execute_only:
+        return _execute_only(prover, block, args, meta)
+    params = session.cfg.params()
+    _P.warn_weak_params(params, dev)
+    cold = not kernels_cached()
+    _P.announce_cold_start(cold, quiet)
+    if not quiet:
+        progs = len({tx.program.digest() for tx in block.transactions})
+        print(f"proving {path}: {n} transactions, {progs} programs, max_cycles "
+              f"{block.max_cycles:,}, backend {prover.backend}", file=sys.stderr)
+    meta.update({"proof": out, "device": device_name(prover.backend),
+                 "params": dict(vars(params)), "dev_mode": dev,
+                 "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    from .xcheck import POSTMORTEM_CONTEXT
+    POSTMORTEM_CONTEXT.update({k: meta[k] for k in ("block", "block_sha256", "device")})
+    proof, failure = _P.run_proof(lambda: prover.prove_txblock(block), session, "block")
+    if failure is not None:
+        _P.fail_with_stats(args, session, failure, dict(
+            meta, ok=False, proof=None, failure=failure.record, exit_code=failure.code,
+            status=failure.code))
+    data = proof.to_bytes()
+    st = proof.stats
+    claims = proof.claims
+    sec = None if dev else _security(block, proof, params)
+    wall = time.perf_counter() - t_start
+    stats = dict(st.to_json(), **meta, ok=True, proof_file_bytes=len(data), exit_code=EXIT_OK,
+                 status=EXIT_OK, transactions=tx_json(block, claims),
+                 state_out=proof.state_out.hex(), wall_s=wall)
+    if _P.finish(args, session, out, data, stats, sec, "block"):
+        print(_P.wrote_line(out, data, st, wall, cold, dev, "block"))
+        print(f"{n} transactions:")
+        print("\n".join(tx_lines(block, claims)))
+        print(f"state out {proof.state_out.hex()}")
+        if dev:
+            print(_P.DEV_LINE)
+            return EXIT_OK
+        print(st.summary())
+        if args.verbose:
+            _P.print_verbose(st)
+    return EXIT_OK
+
+
+def _security(block, proof, params):
+    """The proof's conjectured security for its tables (the AIRs a verifier builds)."""
+    from ..rv32 import block as rblock
+    from ..verifier.security import proof_security
+    from .air_proof import decode_proof
+    decoded = decode_proof(proof.proof)
+    n = len(block.transactions)
+    claims = rblock.claims_of(decoded, n)
+    tx_slots, p2 = rblock.slots_of(decoded, n)
+    airs = rblock.block_airs([t.program for t in block.transactions],
+                             [t.input for t in block.transactions],
+                             [c.output for c in claims], params.log_blowup, tx_slots, p2)
+    return proof_security(params, airs, [t.log_n for t in decoded.tables])
+
+
+def _execute_only(prover, block, args, meta: dict) -> int:
+    """``prove BLOCK.json --execute-only``: every transaction's run and the proof's size,
+    no proof; a false claim is reported (``claims_ok`` false, exit 1)."""
+    from .errors import UnprovableBlock
+    try:
+        rep = prover.execute_txblock(block)
+    except UnprovableBlock as exc:
+        if args.json:
+            print(json.dumps(dict(meta, ok=False, status=EXIT_INVALID, exit_code=EXIT_INVALID,
+                                  failure=_failure_record(exc))))
+        lines = [f"block cannot be proven: {exc}"] + [f"  {d}" for d in exc.details]
+        raise Fail(EXIT_INVALID, "\n".join(lines)) from None
+    code = EXIT_OK if rep.claims_ok else EXIT_INVALID
+    if args.json:
+        print(json.dumps(dict(meta, **rep.to_json(), ok=rep.claims_ok, status=code,
+                              exit_code=code,
+                              min_security_bits_default=DEFAULT_MIN_SECURITY_BITS)))
+    elif not args.quiet:
+        print(rep.summary())
+    if rep.security_bits < DEFAULT_MIN_SECURITY_BITS:
+        warn(f"these parameters give this block {rep.security_bits} conjectured security "
+             f"bits; a default verify requires {DEFAULT_MIN_SECURITY_BITS}")
+    if not rep.claims_ok:
+        err("the block's claims are not what execution does: " + "; ".join(
+            t.claim_error for t in rep.transactions if t.claims_ok is False))
+    return code
+
+
+__all__ = ["run_prove_txblock", "block_version", "file_version", "load", "tx_json", "tx_lines",
+           "Claim"]
