@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Build the rv32im guest programs (guests/*.c) into guests/bin/<name>.elf, and the README
-# example examples/hello.elf, with fixed flags (byte-reproducible for one compiler).
+# Build the rv32im guest programs (guests/*.c) into guests/bin/<name>.elf, and the examples'
+# copies (examples/hello.elf, the README's program; hello, transfer and merkle for the
+# version-2 block examples/block2.json), with fixed flags (byte-reproducible for one
+# compiler).
 #
 #   scripts/build_guests.sh            build into guests/bin/ and examples/
 #   scripts/build_guests.sh --check    build into a temporary folder and compare the bytes
-#                                      with the committed ELFs; exit 1 naming the ones that
-#                                      differ (or are missing)
+#                                      with the committed ELFs (guests/bin/ and examples/);
+#                                      exit 1 naming the ones that differ (or are missing)
 #
 # Compiler: Debian's riscv64-unknown-elf-gcc (package gcc-riscv64-unknown-elf); override
 # with CC=.  No libc and no libgcc are linked: a guest needing a libgcc helper (64-bit
@@ -32,6 +34,7 @@ CFLAGS=(
     -Wl,-z,noexecstack
 )
 RUNTIME=(guests/runtime/crt0.S guests/runtime/rt.c)
+EXAMPLES=(hello merkle transfer)    # copied into examples/ (examples/block2.json uses them)
 
 check=0
 case "${1:-}" in
@@ -57,8 +60,10 @@ done
 
 if [ "$check" = 0 ]; then
     mkdir -p examples
-    cp guests/bin/hello.elf examples/hello.elf
-    echo "built: ${names[*]} (guests/bin/*.elf; examples/hello.elf)"
+    for name in "${EXAMPLES[@]}"; do
+        cp "guests/bin/$name.elf" "examples/$name.elf"
+    done
+    echo "built: ${names[*]} (guests/bin/*.elf; examples/: ${EXAMPLES[*]})"
     exit 0
 fi
 
@@ -68,11 +73,13 @@ for name in "${names[@]}"; do
         bad+=("guests/bin/$name.elf")
     fi
 done
-if ! cmp -s "$out/hello.elf" examples/hello.elf; then
-    bad+=("examples/hello.elf")
-fi
+for name in "${EXAMPLES[@]}"; do
+    if ! cmp -s "$out/$name.elf" "examples/$name.elf"; then
+        bad+=("examples/$name.elf")
+    fi
+done
 if [ "${#bad[@]}" -gt 0 ]; then
     echo "build_guests.sh --check: differs from a fresh build: ${bad[*]}" >&2
     exit 1
 fi
-echo "build_guests.sh --check: ${#names[@]} guests identical to a fresh build"
+echo "build_guests.sh --check: ${#names[@]} guests and ${#EXAMPLES[@]} examples identical to a fresh build"
