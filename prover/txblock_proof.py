@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..rv32 import block as rblock
-from ..rv32.blockfile import Block, load_block, loads_block, parse_block
+from ..rv32.blockfile import MAX_TRANSACTIONS, Block, load_block, loads_block, parse_block
 from ..rv32.statement import PV_MAX_CYCLES, Claim, claimed_output
 from ..rv32.tables import INDEX
 from ..verifier import verify as _verify_proof
@@ -103,8 +103,9 @@ class TxBlockProof(ProofFile):
         version, reserved, n_tx, n = struct.unpack_from("<HHII", data, 4)
         if version != VERSION or reserved:
             raise ShapeError(f"unsupported block-proof version {version}")
-        if n_tx > 1 << 12:
-            raise ShapeError(f"a block proof of {n_tx} transactions (at most 4096)")
+        if n_tx > MAX_TRANSACTIONS:
+            raise ShapeError(f"a block proof of {n_tx} transactions (at most "
+                             f"{MAX_TRANSACTIONS})")
         if len(data) != 16 + n:
             raise ShapeError(f"block proof of {len(data)} bytes does not match its header "
                              f"({16 + n})")

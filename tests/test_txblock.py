@@ -530,3 +530,18 @@ def test_development_mode(block):
     assert res.dev and res.exit_codes == CODES and res.state_out == pr.state_out
     with pytest.raises(PublicValuesError, match="transaction 1"):
         verify(pr.to_bytes(), block=parse(with_tx(1, exit_code=3)), accept_dev=True)
+
+
+def test_transaction_limit():
+    """At most 4095 transactions: 16 tables each and the 2 shared ones must fit the proof
+    format's u16 table count (65,522 tables); a proof header claiming more is refused."""
+    obj = {"format": "steadfast-block", "version": 2,
+           "programs": [{"name": "h", "elf": "hello.elf"}],
+           "transactions": [{"program": "h"}] * 4095}
+    assert len(parse(obj).transactions) == 4095 and rblock.num_tables(4095) <= 0xFFFF
+    obj["transactions"].append({"program": "h"})
+    with pytest.raises(BlockError, match=r"too many entries: 4096 \(the limit is 4095\)") as ei:
+        parse(obj)
+    assert ei.value.path == "$.transactions"
+    with pytest.raises(ShapeError, match="4096 transactions"):
+        TxBlockProof.from_bytes(b"STB2" + struct.pack("<HHII", 2, 0, 4096, 0))
