@@ -256,12 +256,16 @@ def test_compile_program_text_is_deterministic():
 
 def test_scalar_point_evaluator_matches_numpy_interpreter():
     """evaluate_point (Python ints, used at the out-of-domain point) == evaluate (numpy)
-    on every constraint of the example AIRs and the VM's five AIRs, at random EF leaves."""
+    on every constraint of the example AIRs and the 18 AIRs of an RV32IM proof (a guest's
+    program, registers and io tables, every chip, BYTES and POSEIDON2), at random EF
+    leaves."""
     from steadfast.air.program import POINT_EF_KINDS, evaluate, evaluate_point
-    from steadfast.vm.airs import block_airs
+    from steadfast.rv32.chips.program import image_of
+    from steadfast.rv32.tables import table_airs
+    from tests.txblocks import program
     airs = [ex.fibonacci_air(), ex.cubic_air(), ex.adder_air(), ex.range_air(4),
             ex.pairs_air(4), ex.counter_air()]
-    airs += block_airs(np.zeros((4, 4), np.uint32))
+    airs += table_airs(image_of(program("hello")), b"abc", b"hello from rv32im\ncba", 2)
     r = np.random.default_rng(11)
     for air in airs:
         cache: dict = {}

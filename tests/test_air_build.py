@@ -1,6 +1,8 @@
 """AIR construction is fast and changes nothing: the compiled programs (instructions, EF
-flags, outputs, last uses, text) and the fingerprints of every VM AIR (every slot count
-of every menu) and every example AIR are those of the plain reference compiler
+flags, outputs, last uses, text) and the fingerprints of every RV32IM table's AIR (every
+slot count of every menu; the statement-dependent program, registers and io tables of a
+guest; a table under a block transaction's bus namespace) and every example AIR are those
+of the plain reference compiler
 (:func:`air.program.compile_program_reference`, a transcription over ``walk``), and the
 per-node bookkeeping (degree, is_ef, uses_next) is a naive recursive recomputation's.
 Random expression DAGs (shared nodes, commutative operand orders, ``neg``, deep chains)
@@ -12,25 +14,50 @@ from hypothesis import given, settings, strategies as st
 from steadfast.air import AirBuilder, AirError
 from steadfast.air import builder as air_builder
 from steadfast.air import examples as ex
+from steadfast.air.builder import bus_namespace
 from steadfast.air.expr import Expr, column, const, lift, walk
 from steadfast.air.field import P
 from steadfast.air.program import compile_program, compile_program_reference
-from steadfast.vm import airs as vm_airs
+from steadfast.rv32 import block as rblock
+from steadfast.rv32 import tables as rt
+from steadfast.rv32.chips.io import build_io
+from steadfast.rv32.chips.poseidon2 import build_poseidon2
+from steadfast.rv32.chips.program import build_program, image_of
+from steadfast.rv32.chips.registers import build_registers
 
-ROM = np.array([[1, 2, 3, 4], [5, 6, 7, 8], [2, 0, 0, 1]], dtype=np.int64)
+from tests.txblocks import program
+
+LB = 2                                  # the default log_blowup (LogUp degree cap 3)
 
 
-def _vm_builders():
-    out = [("program", lambda: vm_airs.build_program(ROM)), ("cpu", vm_airs.build_cpu),
-           ("range", vm_airs.build_range)]
-    for k in vm_airs.slot_menu("memory"):
-        out.append((f"memory{k}", lambda k=k: vm_airs.build_memory(k)))
-    for k in vm_airs.slot_menu("poseidon2"):
-        out.append((f"poseidon2_{k}", lambda k=k: vm_airs.build_poseidon2(k)))
+def _rv32_builders():
+    """Every RV32 table's builder, called afresh (rv32.tables.static_air caches; these
+    must build again under the reference compiler)."""
+    image = image_of(program("hello"))
+    out = [("program", lambda: build_program(image, LB)),
+           ("registers", lambda: build_registers(image.entry_w, LB)),
+           ("io", lambda: build_io(b"abc", b"hello from rv32im\ncba", LB))]
+    for name in rt.TABLES:
+        if name in ("program", "registers", "io"):
+            continue
+        for k in rt.slot_menu(name):
+            if name == "poseidon2":
+                build = (lambda k=k: build_poseidon2(k, LB))
+            elif name in rt.SLOTTED:
+                build = (lambda name=name, k=k: rt._BUILDERS[name](LB, k))
+            else:
+                build = (lambda name=name: rt._BUILDERS[name](LB))
+            out.append((name if name not in rt.SLOTTED else f"{name}{k}", build))
+
+    def namespaced():                   # transaction 1's memory table in a block proof
+        with bus_namespace(rblock.tx_prefix(1), rblock.SHARED_BUSES):
+            return rt._BUILDERS["memory"](LB)
+    out.append(("memory_tx1", namespaced))
+    out.append(("alu2_blowup1", lambda: rt._BUILDERS["alu"](1, 2)))
     return out
 
 
-BUILDERS = _vm_builders() + [
+BUILDERS = _rv32_builders() + [
     ("fibonacci", ex.fibonacci_air), ("cubic", ex.cubic_air), ("adder", ex.adder_air),
     ("range_ex", ex.range_air), ("pairs", lambda: ex.pairs_air(4)), ("counter", ex.counter_air)]
 
@@ -68,7 +95,7 @@ def test_air_programs_and_fingerprint_match_reference_compiler(name, build, monk
 
 def test_slotted_poseidon2_program_is_bigger_than_one_slot():
     # a guard that the comparison above sees the k copies (not one slot built k times)
-    one, three = vm_airs.build_poseidon2(1), vm_airs.build_poseidon2(3)
+    one, three = build_poseidon2(1, LB), build_poseidon2(3, LB)
     assert len(three.user_constraints) == 3 * len(one.user_constraints)
     assert three.fingerprint() != one.fingerprint()
     assert len(three.constraint_program.ops) > 2 * len(one.constraint_program.ops)
