@@ -305,14 +305,17 @@ def _composition_old(air, sh, tp, pv, chal, alpha, z):
 def test_composition_kernel_matches_numerator_at_point():
     """The compiled composition check (constraint program run as EF values, folded with
     the selectors at z) == air.eval.numerator_at_point and the numpy Q(z), on the example
-    AIRs and the VM's five AIRs at random opened values (and a base-field z); a changed
-    opened value changes N(z)."""
+    AIRs and the 18 AIRs of an RV32IM proof (a guest's program, registers and io tables,
+    every chip, BYTES and POSEIDON2) at random opened values (and a base-field z); a
+    changed opened value changes N(z)."""
     from steadfast.air import CHALLENGE_NAMES, examples as ex
+    from steadfast.rv32.chips.program import image_of
+    from steadfast.rv32.tables import table_airs
     from steadfast.verifier.composition import _composition_values
-    from steadfast.vm.airs import block_airs
+    from tests.txblocks import program
     airs = [ex.fibonacci_air(), ex.cubic_air(), ex.adder_air(), ex.range_air(4),
             ex.pairs_air(4), ex.counter_air()]
-    airs += block_airs(np.zeros((4, 4), np.uint32))
+    airs += table_airs(image_of(program("hello")), b"abc", b"hello from rv32im\ncba", 2)
     rng = np.random.default_rng(5)
     u32 = lambda *s: rng.integers(0, P, s, dtype=np.uint32)  # noqa: E731
     for air in airs:
