@@ -8,7 +8,6 @@ import subprocess
 import sys
 import textwrap
 
-import numpy as np
 import pytest
 
 from steadfast.air import examples as ex
@@ -62,13 +61,19 @@ def test_key_follows_toolchain_and_fingerprint():
     fib, cub = ex.fibonacci_air(), ex.cubic_air()
     assert kc.fingerprint_name(fib.fingerprint()) == kc.fingerprint_name(ex.fibonacci_air().fingerprint())
     assert kc.fingerprint_name(fib.fingerprint()) != kc.fingerprint_name(cub.fingerprint())
-    # two ROMs: two fingerprints (two index entries) but one kernel (one module file)
+    # two programs' images (the RV32 program table's preprocessed columns), two inputs and
+    # outputs (the io table's): two fingerprints (two index entries) but one kernel (one
+    # module file) each
     from steadfast.kernels import constraint_device as cd
-    from steadfast.vm.airs import block_airs
-    p1 = block_airs(np.zeros((1, 4), dtype=np.int64))[1]
-    p2 = block_airs(np.array([[1, 2, 3, 4], [0, 0, 0, 0]], dtype=np.int64))[1]
-    assert kc.fingerprint_name(p1.fingerprint()) != kc.fingerprint_name(p2.fingerprint())
-    assert cd._module_source(p1) == cd._module_source(p2)
+    from steadfast.rv32.chips.io import build_io
+    from steadfast.rv32.chips.program import build_program, image_of
+    from tests.txblocks import program
+    p1 = build_program(image_of(program("hello")), 2)
+    p2 = build_program(image_of(program("merkle")), 2)
+    i1, i2 = build_io(b"abc", b"x", 2), build_io(b"abcd", b"yz", 2)
+    for a, b in ((p1, p2), (i1, i2)):
+        assert kc.fingerprint_name(a.fingerprint()) != kc.fingerprint_name(b.fingerprint())
+        assert cd._module_source(a) == cd._module_source(b)
 
 
 @pytest.mark.timeout(600)
@@ -148,19 +153,29 @@ def test_numba_layer_drops_unreadable_entries(tmp_path):
 
 @pytest.mark.timeout(600)
 def test_prove_precompile_cli_and_api(tmp_path, monkeypatch, capsys):
+    """prove BLOCK.json --backend sim --precompile on a block of one RISC-V transaction
+    generates every table's source through the cache (the transaction's 16 tables in its
+    bus namespace, BYTES, POSEIDON2 and its device-quotient parts); the library's
+    precompile_txblock then finds them all in memory; host and emu have nothing to do."""
     from steadfast.prover.api import Prover, ProverConfig
     from steadfast.prover.cli import main_prove
+    from steadfast.rv32.block import TX_TABLES
+    from tests.txblocks import block_json, one_tx_block
     monkeypatch.setenv(kc.ENV, str(tmp_path / "kc"))
-    block = os.path.join(ROOT, "examples", "block.json")
-    code = main_prove([block, "--backend", "sim", "--precompile"])
+    block = tmp_path / "block.json"
+    block.write_text(json.dumps(block_json(one_tx_block())))
+    code = main_prove([str(block), "--backend", "sim", "--precompile"])
     out = capsys.readouterr().out
     assert code == 0, out
-    # the five tables' sources, plus POSEIDON2's device-quotient parts (one slot's kernel
-    # and the LogUp constraints' own: vm/airs.py build_poseidon2, device_split)
-    assert "precompiling for backend sim" in out and "precompiled 7 steps" in out
-    for table in ("cpu", "program", "memory", "range", "poseidon2", "poseidon2_slot",
-                  "poseidon2_logup"):
-        assert f"source {table} " in out
+    # 16 + 2 tables' sources, plus POSEIDON2's device-quotient parts (one slot's kernel
+    # and the LogUp constraints' own: rv32/chips/poseidon2.py, device_split)
+    n = len(TX_TABLES) + 4
+    assert "precompiling for backend sim" in out and f"precompiled {n} steps ({n} generated)" in out
+    for table in [f"tx0/rv32_{t}" for t in TX_TABLES] + ["rv32_bytes", "poseidon2",
+                                                         "poseidon2_slot", "poseidon2_logup"]:
+        assert f"source {table} " in out, table
     assert f"kernel cache {tmp_path / 'kc'}" in out
-    assert Prover(ProverConfig(backend="host")).precompile(block) == []
-    assert Prover(ProverConfig(backend="emu")).precompile() == []
+    rows = Prover(ProverConfig(backend="sim")).precompile_txblock(one_tx_block())
+    assert len(rows) == n and all(r["how"] != "generated" for r in rows), rows
+    assert Prover(ProverConfig(backend="host")).precompile_txblock(one_tx_block()) == []
+    assert Prover(ProverConfig(backend="emu")).precompile_txblock(one_tx_block()) == []
