@@ -10,8 +10,11 @@ Two implementations of the same permutation live here:
   compiled for the host: a scalar host kernel would cost seconds of cold compile and the
   batched path below is just as fast on a single state once the call overhead counts.
 
-* the batched host path -- the hot loop of Merkle commitments.  States are processed in
-  chunks of ``BLOCK`` held "structure of arrays" (lane-major, a flat int64
+* the batched host path -- the hot loop of Merkle commitments.  By default it runs
+  kernels/poseidon2_lanes.py (32-bit lanes, 16 states a ``zmm``, the permutation as
+  explicit LLVM IR; ``KERNEL``); the int64 kernel below stays selectable with
+  ``STEADFAST_POSEIDON2_KERNEL=int64`` (same outputs).  In the int64 kernel states are
+  processed in chunks of ``BLOCK`` held "structure of arrays" (lane-major, a flat int64
   ``[16 * BLOCK]`` so that every row offset is a compile-time constant and LLVM needs no
   run-time aliasing checks), so every inner loop runs over the batch and LLVM vectorises
   it across states (8 per ``zmm`` with AVX-512, 4 per ``ymm`` with AVX2).  Each round is
@@ -27,6 +30,7 @@ Public functions take and return canonical uint32 arrays (values in [0, p)).
 """
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -153,6 +157,13 @@ def build_permutation(jit, F):
 # in (-p/2, p/2).
 
 BLOCK = 64                      # states per chunk (lane-major [16 * BLOCK] working set)
+
+#: the batched host kernel: "lanes" (kernels/poseidon2_lanes.py, 32-bit lanes, the
+#: default) or "int64" (the lane-major int64 kernel below); STEADFAST_POSEIDON2_KERNEL
+#: picks one per process (same outputs, bit for bit; "int64" is the before of an A/B).
+KERNEL = os.environ.get("STEADFAST_POSEIDON2_KERNEL", "lanes").strip().lower()
+if KERNEL not in ("lanes", "int64"):
+    raise ValueError(f"STEADFAST_POSEIDON2_KERNEL must be 'lanes' or 'int64', got {KERNEL!r}")
 
 _R = (1 << 32) % P
 _RINV = pow(_R, -1, P)
@@ -463,9 +474,15 @@ def _sponge(m: np.ndarray, out: np.ndarray, rate: int) -> None:
         return
     ro = m.view()
     ro.setflags(write=False)        # one compiled signature whatever the caller's flags
+    if KERNEL == "lanes":
+        # groups of W states (16 per zmm, 8 per ymm) in 32-bit lanes; contiguous group
+        # ranges, one per worker; the kernel releases the GIL
+        from .poseidon2_lanes import W, _sponge_lanes_kernel
+        ngroups = (m.shape[0] + W - 1) // W
+        _run_ranges(lambda g0, g1: _sponge_lanes_kernel(ro, out, rate, g0, g1), ngroups, 16)
+        return
     nchunks = (m.shape[0] + BLOCK - 1) // BLOCK
     args = _fast_args()
-    # contiguous chunk ranges, one per worker; the kernel releases the GIL
     _run_ranges(lambda c0, c1: _sponge_kernel(ro, out, rate, c0, c1, *args), nchunks, 4)
 
 
