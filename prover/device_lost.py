@@ -157,7 +157,7 @@ def run_with_recovery(device_proof, st, cfg, stats, spans, logs):
             if stats.counters.lost_at is None:       # found outside a site: log it here
                 stats.counters.lost_at = {k: reason[k] for k in ("site", "table", "error",
                                                                  "injected")}
-                stats.counters.bump_event(reason["site"] or "r4.open", "device_lost")
+                stats.counters.bump_event(reason["site"], "device_lost")
                 log.error("device lost (%s): nothing more runs on the device; finishing the "
                           "proof on the host", reason["error"])
             if not reason["injected"]:

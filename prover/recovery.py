@@ -58,8 +58,12 @@ class RecoveryCounters:
                                                   for s in SITES})
     lost_at: dict | None = None      # the first loss: site, table, error, injected
 
-    def bump_event(self, site: str, what: str) -> None:
-        self.events[site if site in self.events else SITES[-1]][what] += 1
+    def bump_event(self, site: str | None, what: str) -> None:
+        """Count ``what`` at ``site``; an event found outside every site (a sticky error
+        raised by a synchronisation between stages) under ``"other"``."""
+        key = site if site in SITES else "other"
+        c = self.events.setdefault(key, {"device_lost": 0, "corruptions_recovered": 0})
+        c[what] += 1
 
     def events_dict(self) -> dict:
         return {s: dict(c) for s, c in self.events.items()}

@@ -178,6 +178,36 @@ def test_mapping_in_process_by_name_and_message():
     assert as_device_oom(injected) is None
 
 
+def test_real_loss_outside_a_site_marks_the_backend_for_the_process(lookup, monkeypatch):
+    """A sticky error raised between stages (here by the caps' read after R1, as a stream
+    synchronisation would raise it): mapped from the exception, counted under ``other``;
+    a real loss marks the backend lost for the process, so a new prover starts on the
+    host.  (The process-wide record is this test's own: restored after it.)"""
+    from steadfast.prover import device_lost
+    from steadfast.prover.device_stages import DeviceStages
+    monkeypatch.setattr(device_lost, "_PROCESS_LOST", {})
+
+    class CUDARuntimeError(RuntimeError):          # cupy_backends.cuda.api.runtime's shape
+        def __init__(self, status):
+            self.status = status
+            super().__init__("cudaErrorIllegalAddress: an illegal memory access")
+
+    def sync_fails(self, tree, log_cap):
+        raise CUDARuntimeError(700)
+    airs, traces, pvs, host = lookup
+    prover = _emu(monkeypatch, "")
+    with monkeypatch.context() as m:
+        m.setattr(DeviceStages, "cap", sync_fails)
+        r = prover.prove_airs(airs, traces, pvs)
+    assert r.proof == host
+    d = r.stats.counters["device"]
+    assert d["device_lost"] == 1 and d["recovered_by_site"]["other"]["device_lost"] == 1
+    assert d["host_completion"]["code"] == 700 and d["device_lost_at"]["injected"] is False
+    assert device_lost.process_lost("emu")["code"] == 700
+    fresh = Prover(dataclasses.replace(WEAK, backend="emu")).prove_airs(airs, traces, pvs)
+    assert fresh.proof == host and fresh.stats.counters["device"]["on_host"]
+
+
 # ---------------------------------------------------------------------- the stand-in
 def _child(cfg: dict) -> dict:
     import fake_cupy
