@@ -160,8 +160,9 @@ def run_prove_txblock(args, raw: bytes, t_start: float, kernels_cached) -> int:
                  state_out=proof.state_out.hex(), wall_s=wall)
     if _P.finish(args, session, out, data, stats, sec, "block"):
         print(_P.wrote_line(out, data, st, wall, cold, dev, "block"))
-        print(f"{n} transactions:")
-        print("\n".join(tx_lines(block, claims)))
+        print(f"{n} transactions" + (":" if n else ""))
+        for line in tx_lines(block, claims):
+            print(line)
         print(f"state out {proof.state_out.hex()}")
         if dev:
             print(_P.DEV_LINE)

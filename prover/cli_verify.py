@@ -216,7 +216,8 @@ def _verify_txblock(args, data: bytes, report: dict, fail) -> int:
         kind = "development-mode proof accepted" if res.dev else "proof OK"
         print(f"{kind} for block {args.block} ({res.seconds:.2f}s): "
               f"{len(claims)} transactions within max_cycles {res.max_cycles:,}")
-        print("\n".join(tx_lines(block, claims)))
+        for line in tx_lines(block, claims):
+            print(line)
         print(f"state in  {res.state_in.hex()}")
         print(f"state out {res.state_out.hex()}")
         if not res.dev:
