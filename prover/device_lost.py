@@ -151,7 +151,6 @@ def run_with_recovery(device_proof, st, cfg, stats, spans, logs):
             reason = _completion_reason(exc, cfg, stats)
             if reason is None:
                 raise
-            cause = exc
         if reason["reason"] == "device lost":
             stats.device_lost += 1
             if stats.counters.lost_at is None:       # found outside a site: log it here
@@ -169,7 +168,6 @@ def run_with_recovery(device_proof, st, cfg, stats, spans, logs):
             log.warning("caught a corruption in table %s at %s (%s; post-mortem %s): "
                         "finishing the proof on the host", reason["table"], reason["site"],
                         reason["error"], reason.get("postmortem"))
-        del cause
     t0 = time.perf_counter()
     proof = host_proof(st, spans, logs)
     stats.host_completion = {**{k: v for k, v in reason.items() if v is not None},
