@@ -6,12 +6,12 @@
 **Block format 2** (the default; rv32/blockfile.py, docs/block-format.md): one large
 transaction of the ``bench`` guest (guests/bench.c, guests/bin/bench.elf; its input from
 ``guests.models.bench_input``'s formula) and 2-3 small ones: 1-2 guests drawn by the seed
-from ``sha256``, ``sort``, ``transfer`` and ``merkle`` (``merkle`` only when the hash
-share is above 0; a guest whose smallest run does not fit its budget of 2^k / 16 cycles
-is not drawn: at k = 10 none fits), each sized to about its budget with seeded random
-input, and a ``hello`` whose input length fills the block up to 2^k cycles (hello costs
-~4.5 cycles a byte, so the total lands within a few cycles of 2^k, never above).  The
-transactions' order is drawn by the seed too.  The ELFs are inline (``programs[].elf_base64``: the committed
+from ``sha256``, ``sort``, ``transfer`` and ``merkle`` (``merkle`` only when the hash share
+is above 0; a guest whose smallest run does not fit its budget of 2^k / 16 cycles is not
+drawn: at k = 10 none fits), each sized to about its budget with seeded random input, and a
+``hello`` whose input length fills the block up to 2^k cycles (hello costs ~4.5 cycles a
+byte, so the total lands within a few cycles of 2^k, never above). The transactions' order
+is drawn by the seed too. The ELFs are inline (``programs[].elf_base64``: the committed
 guests/bin files), inputs in hex, and every transaction's ``output`` and ``exit_code``
 claims are filled in by running it once; ``max_cycles`` is 2^k.
 
