@@ -173,6 +173,7 @@ def test_dev_mode_and_self_check(files, capsys, monkeypatch, tmp_path):
     assert code == 0 and "development-mode proof accepted" in out
     monkeypatch.setenv("PROVER_FAULTS", "corrupt@r4.fri:1,seed=3")
     monkeypatch.delenv("PROVER_GPU_XCHECK", raising=False)
+    monkeypatch.setenv("PROVER_ABORT_ON_CORRUPTION", "1")    # the stop, not #26's host retry
     pm, out_proof = tmp_path / "pm", tmp_path / "c.proof"
     code, _, err = run(main_prove, [elf, "--input", inp, "-o", out_proof, "--queries", "6",
                                     "--pow-bits", "1", "--backend", "emu", "--postmortem-dir",
