@@ -4,8 +4,9 @@ air/builder.py ``choose_logup_degree``: of d in [base, max(base, cap)], base = m
 degree, 2, the largest single interaction's degree), cap = 3 at log_blowup 1 else 5, the d
 whose AIR has the fewest aux_width + num_parts, ties to the smallest d.  The reference
 below builds the AIR at every d (the ``logup_degree`` override, nothing of the chooser)
-and compares; the VM tables' choices are pinned; block proofs at log_blowup 1 and 2
-prove and verify; a proof whose LogUp was batched for another blowup is refused.
+and compares; the RV32IM tables' choices (rv32/tables.py) are pinned; blocks of RISC-V
+transactions (block format 2) prove and verify at log_blowup 1 and 2; a proof whose LogUp
+was batched for another blowup is refused.
 
 Proofs here use weak parameters (8 queries) on purpose: min_security_bits=0.
 """
@@ -17,19 +18,28 @@ from hypothesis import given, settings, strategies as st
 
 from steadfast.air import AirBuilder
 from steadfast.air.builder import Air, AirError, choose_logup_degree, logup_degree_cap
-from steadfast.prover.api import BlockProof, Prover, ProverConfig, verify
+from steadfast.prover.api import Prover, ProverConfig, verify
 from steadfast.prover.prove import prove
+from steadfast.prover.txblock_proof import TxBlockProof
+from steadfast.rv32 import block as rblock
+from steadfast.rv32.chips.common import pow2_rows
+from steadfast.rv32.chips.poseidon2 import _poseidon2_air
+from steadfast.rv32.chips.program import image_of
+from steadfast.rv32.run import execute
+from steadfast.rv32.tables import (SLOTTED, TABLES, cells_per_row, choose_slots,
+                                   opening_bytes, slot_menu, static_air, table_airs)
+from steadfast.rv32.traces import DEFAULT_LOG_BLOWUP, committed_cells
 from steadfast.verifier.errors import ShapeError, VerificationError
 from steadfast.verifier.proof_format import Params, decode
-from steadfast.vm import airs as vm_airs
-from steadfast.vm.interpreter import execute
-from steadfast.vm.traces import block_slots, build_traces, choose_slots, committed_cells
 
-from vm_blocks import hash_heavy_block, one_tx_block
+from txblocks import hash_heavy_block, one_tx_block, program
 
-ROM = np.zeros((1, 4), dtype=np.int64)
+STATEMENT = ("program", "registers", "io")          # built from the statement (table_airs)
 
 
+def _hello_airs(lb: int) -> dict:
+    airs = table_airs(image_of(program("hello")), b"abc", b"hello from rv32im\ncba", lb)
+    return dict(zip(TABLES, airs))
 def _rebuild(air: Air, d: int) -> Air:
     """``air``'s user constraints and interactions with the LogUp degree budget d."""
     return Air(air.name, air.main_names, air.prep_names, air.public_names,
@@ -59,38 +69,39 @@ def _reference(air: Air, log_blowup: int) -> Air:
 def test_cap_is_the_blowup_bound():
     assert logup_degree_cap(1) == 3
     assert all(logup_degree_cap(lb) == 5 for lb in range(2, 9))
-    assert vm_airs.DEFAULT_LOG_BLOWUP == Params().log_blowup
+    assert DEFAULT_LOG_BLOWUP == Params().log_blowup
 
 
-def test_vm_choices_are_as_stated():
+def test_rv32_choices_are_as_stated():
     for lb in (1, 2, 3):
-        airs = {a.name: a for a in vm_airs.block_airs(ROM, {"memory": 9, "poseidon2": 3}, lb)}
-        cpu, mem = airs["cpu"], airs["memory"]
+        airs = _hello_airs(lb)
+        alu, mem, jump = airs["alu"], airs["memory"], airs["jump"]
         if lb == 1:
-            assert (cpu.logup_target, cpu.aux_width, cpu.num_parts) == (3, 15, 2)
-            assert (mem.logup_target, mem.aux_width, mem.num_parts) == (3, 18, 2)
+            assert (alu.logup_target, alu.aux_width, alu.num_parts) == (3, 10, 2)
+            assert (jump.logup_target, jump.aux_width, jump.num_parts) == (3, 7, 2)
         else:
-            assert (cpu.logup_target, cpu.aux_width, cpu.num_parts) == (5, 8, 4)
-            assert (mem.logup_target, mem.aux_width, mem.num_parts) == (5, 9, 4)
-        for a in (cpu, mem):
+            assert (alu.logup_target, alu.aux_width, alu.num_parts) == (5, 5, 4)
+            assert (jump.logup_target, jump.aux_width, jump.num_parts) == (4, 5, 3)
+        for a in airs.values():
             a.check_parts(lb)                      # fits the blowup
-        # POSEIDON2, RANGE, PROGRAM: nothing gained, today's AIR exactly (the builder's
-        # default budget, no log_blowup)
+        # MEMORY keeps degree 3 at every blowup (4 aux + 2 parts)
+        assert (mem.logup_target, mem.aux_width, mem.num_parts) == (3, 4, 2)
+        # POSEIDON2, BYTES, PROGRAM: nothing gained, the builder's default budget exactly
+        # (no log_blowup)
         assert airs["poseidon2"].logup_target == 3
-        for name, default in (("poseidon2", vm_airs._poseidon2_air("poseidon2", 3, True, True)),
-                              ("range", _rebuild(airs["range"], 2)),
+        for name, default in (("poseidon2", _poseidon2_air("poseidon2", 1, constraints=True,
+                                                           receive=True)),
+                              ("bytes", _rebuild(airs["bytes"], 2)),
                               ("program", _rebuild(airs["program"], 2))):
             assert airs[name].fingerprint() == default.fingerprint(), name
-    # MEMORY with one slot keeps degree 3 at every blowup (2 + 2 columns against 1 + 4)
-    for lb in (1, 2):
-        assert vm_airs.table_air("memory", 1, lb).logup_target == 3
 
 
 @pytest.mark.parametrize("lb", [1, 2, 3])
-def test_vm_airs_match_the_reference(lb):
-    cases = [vm_airs.block_airs(ROM, log_blowup=lb)[i] for i in (0, 1, 3)]
-    cases += [vm_airs.table_air("memory", k, lb) for k in vm_airs.MEMORY_SLOTS]
-    cases += [vm_airs.table_air("poseidon2", k, lb) for k in vm_airs.P2_SLOTS]
+def test_rv32_airs_match_the_reference(lb):
+    """Every RV32 table at k = 1 (the statement's three built for hello), the slotted
+    ones at every other k of their menus too."""
+    cases = list(_hello_airs(lb).values())
+    cases += [static_air(name, lb, k) for name in SLOTTED for k in slot_menu(name) if k > 1]
     for air in cases:
         ref = _reference(air, lb)
         assert air.logup_target == ref.logup_target, (air.name, air.main_width)
@@ -150,19 +161,33 @@ def _accepts(air, d):
 
 
 def test_slot_chooser_counts_the_new_columns():
-    """choose_slots minimises committed_cells with the AIRs of the proof's blowup."""
-    for items in (0, 1_985, 17_681, 532_324, 2_131_064):
-        for lb in (1, 2):
-            cells = {k: committed_cells(vm_airs.table_air("memory", k, lb),
-                                        max(2, 1 << (max(-(-items // k), 1) - 1).bit_length()))
-                     for k in vm_airs.MEMORY_SLOTS}
-            best = min(cells.values())
-            assert choose_slots("memory", items, lb) == min(k for k in cells if cells[k] == best)
+    """choose_slots minimises committed cells ("cells") or the modelled opening bytes
+    ("size") with the AIRs of the proof's blowup."""
+    for name in ("alu", "load", "poseidon2"):
+        for items in (0, 1_985, 17_681, 532_324, 2_131_064):
+            for lb in (1, 2):
+                rows = {k: max(2, 1 << (max(-(-items // k), 1) - 1).bit_length())
+                        for k in slot_menu(name)}
+                airs = {k: static_air(name, lb, k) for k in rows}
+                cells = {k: committed_cells(airs[k], rows[k]) for k in rows}
+                assert all(cells[k] == rows[k] * cells_per_row(airs[k]) for k in rows)
+                best = min(cells.values())
+                assert choose_slots(name, items, lb, "cells") == \
+                    min(k for k in cells if cells[k] == best), (name, items, lb)
+                size = {k: opening_bytes(airs[k], rows[k], lb) for k in rows}
+                best = min(size.values())
+                assert choose_slots(name, items, lb) == \
+                    min(k for k in size if size[k] == best), (name, items, lb)
+
+
+def _run(blk):
+    return [execute(t.program, t.input, blk.max_cycles, record=True) for t in blk.transactions]
 
 
 @pytest.fixture(scope="module")
-def hash_rec():
-    return execute(hash_heavy_block())
+def hash_block():
+    blk = hash_heavy_block()
+    return blk, _run(blk)
 
 
 @pytest.mark.parametrize("lb", [1, 2])
@@ -170,35 +195,46 @@ def test_block_proves_and_verifies_at_each_blowup(lb):
     block = one_tx_block()
     prover = Prover(ProverConfig(backend="host", log_blowup=lb, num_queries=8, pow_bits=2))
     proof = prover.prove_block(block)
-    res = verify(BlockProof.from_bytes(proof.to_bytes()), block=block, min_security_bits=0)
+    res = verify(TxBlockProof.from_bytes(proof.to_bytes()), block=block, min_security_bits=0)
     assert res.params.log_blowup == lb
     d = decode(proof.proof)
-    airs = vm_airs.block_airs(proof.rom, vm_airs.slots_from_widths(
-        [len(t.ood_main) for t in d.tables]), lb)
+    tx_slots, p2 = rblock.slots_of(d, 1)
+    tx = block.transactions[0]
+    airs = rblock.block_airs([tx.program], [tx.input], [tx.output], lb, tx_slots, p2)
     assert [len(t.ood_aux) for t in d.tables] == [4 * a.aux_width for a in airs]
     assert [len(t.ood_parts) for t in d.tables] == [4 * a.num_parts for a in airs]
-    assert {t.name: t.parts for t in proof.stats.tables}["cpu"] == (2 if lb == 1 else 4)
+    parts = dict(zip(rblock.table_names(1), [t.parts for t in proof.stats.tables]))
+    assert parts["tx0/alu"] == (2 if lb == 1 else 4) and parts["bytes"] == 1
 
 
 def test_proof_batched_for_another_blowup_is_refused():
     """A proof at log_blowup 2 whose tables use log_blowup 1's AIRs (degree-3 batching:
-    15 aux and 2 parts for CPU) is refused: the verifier derives the degree-5 AIRs."""
-    rec = execute(one_tx_block())
-    bt = build_traces(rec, log_blowup=1)
+    10 aux and 2 parts for ALU) is refused: the verifier derives the degree-5 AIRs."""
+    blk = one_tx_block()
+    bt = rblock.build_block_traces([t.program for t in blk.transactions], _run(blk),
+                                   blk.max_cycles, 1)
     proof = prove(bt.traces, bt.airs, bt.table_public_values,
                   Params(log_blowup=2, num_queries=8, pow_bits=2), check=False)
     with pytest.raises(VerificationError) as ei:
-        verify(BlockProof(np.asarray(rec.rom.rows, dtype=np.int64), proof),
-               min_security_bits=0)
+        verify(TxBlockProof(1, proof), block=blk, min_security_bits=0)
     assert isinstance(ei.value, ShapeError), repr(ei.value)
 
 
-def test_block_slots_thread_the_blowup(hash_rec):
+def test_block_slots_thread_the_blowup(hash_block):
+    blk, exs = hash_block
+    progs = [t.program for t in blk.transactions]
     for lb in (1, 2):
-        slots = block_slots(hash_rec, log_blowup=lb)
-        bt = build_traces(hash_rec, log_blowup=lb)
-        assert bt.slots == slots
-        assert [a.fingerprint() for a in bt.airs] == [
-            a.fingerprint() for a in vm_airs.block_airs(hash_rec.rom.rows, slots, lb)]
-    with pytest.raises(ValueError, match="log_blowup"):
-        vm_airs.block_airs(ROM, log_blowup=0)
+        bt = rblock.build_block_traces(progs, exs, blk.max_cycles, lb)
+        tx_slots = []
+        for tr in bt.txs:
+            want = {name: choose_slots(name, max(1, tr.real_rows[name]), lb) for name in SLOTTED
+                    if name != "poseidon2"}
+            assert {n: k for n, k in tr.slots.items() if n != "poseidon2"} == want
+            tx_slots.append(want)
+        assert bt.p2_slots == choose_slots(
+            "poseidon2", max(1, sum(tr.real_rows["poseidon2"] for tr in bt.txs)), lb)
+        airs = rblock.block_airs(progs, [t.input for t in blk.transactions],
+                                 [bytes(e.output) for e in exs], lb, tx_slots, bt.p2_slots)
+        assert [a.fingerprint() for a in bt.airs] == [a.fingerprint() for a in airs]
+        lbs = {a.logup_target for a in bt.airs if a.name.endswith("alu")}
+        assert lbs == {3 if lb == 1 else 5}
