@@ -24,6 +24,7 @@ import os
 import struct
 import time
 from dataclasses import dataclass, field
+from typing import Union
 
 from ..rv32 import block as rblock
 from ..rv32.blockfile import MAX_TRANSACTIONS, Block, load_block, loads_block, parse_block
@@ -149,7 +150,10 @@ def _dev_values(body: bytes, n_tx: int) -> list:
     return out
 
 
-def as_txblock(block) -> Block:
+TxBlockLike = Union[Block, dict, str, bytes, os.PathLike[str]]
+
+
+def as_txblock(block: TxBlockLike) -> Block:
     """A block argument as a parsed :class:`rv32.blockfile.Block`: a Block, its JSON
     object (dict), JSON text, or a path (relative ELF and input paths from its folder)."""
     if isinstance(block, Block):
@@ -172,12 +176,12 @@ class VerifiedTxBlock:
     """What a successful :func:`verify_txblock` establishes: every transaction's exit code
     and output (in order) for the block's programs and inputs within its max_cycles, and
     the chain state after the block."""
-    exit_codes: list
-    outputs: list
+    exit_codes: list[int]
+    outputs: list[bytes]
     max_cycles: int
     state_in: bytes
     state_out: bytes
-    public_values: list = field(repr=False)
+    public_values: list[list[int]] = field(repr=False)
     seconds: float = 0.0
     params: Params = field(default_factory=Params)
     security: SecurityReport | None = None
@@ -188,7 +192,9 @@ class VerifiedTxBlock:
         return self.security.bits if self.security is not None else 0
 
 
-def verify_txblock(proof, block, *, min_security_bits: int | None = DEFAULT_MIN_SECURITY_BITS,
+def verify_txblock(proof: TxBlockProof | bytes | str | os.PathLike[str],
+                   block: TxBlockLike, *,
+                   min_security_bits: int | None = DEFAULT_MIN_SECURITY_BITS,
                    accept_dev: bool = False) -> VerifiedTxBlock:
     """Verify a block proof (a :class:`TxBlockProof`, its bytes or a path) against
     ``block``: the AIRs are rebuilt from every transaction's program and input and the
@@ -295,6 +301,7 @@ def is_txblock_proof(data: bytes) -> bool:
 
 
 __all__ = ["TxBlockProof", "VerifiedTxBlock", "verify_txblock", "as_txblock", "dev_body",
+           "TxBlockLike",
            "is_txblock_proof", "MAGIC", "DEV_MAGIC", "DEV_NOTICE"]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..rv32 import block as rblock
 from ..rv32.errors import ExecutionError
@@ -20,7 +21,7 @@ from .control import PROVE_LOCK, limits
 from .core import ProverCore
 from .errors import UnprovableBlock
 from .stats import ProofStats, peak_rss_bytes
-from .txblock_proof import TxBlockProof, as_txblock, dev_body
+from .txblock_proof import TxBlockLike, TxBlockProof, as_txblock, dev_body
 
 
 @dataclass(frozen=True)
@@ -46,12 +47,13 @@ class TxReport:
 class TxBlockReport:
     """What ``prove --execute-only`` reports for a block: every transaction, the block's
     cycles, every table's padded height and committed cells, the state after the block."""
-    transactions: tuple
+    transactions: tuple[TxReport, ...]
     cycles: int
     max_cycles: int
     state_in: bytes
     state_out: bytes
-    tables: tuple = field(default=())          # (name, rows, main, aux, parts, cells)
+    tables: tuple[tuple[str, int, int, int, int, int], ...] = field(default=())
+    # (name, rows, main, aux, parts, cells) per table
     committed_cells: int = 0
     log_blowup: int = 2
     seconds: float = 0.0
@@ -89,7 +91,7 @@ class TxBlockReport:
 class TxBlockProver(ProverCore):
     """Proves blocks of RISC-V transactions (the generic guarantees are ProverCore's)."""
 
-    def prove_txblock(self, block, *, timeout: float | None = None,
+    def prove_txblock(self, block: TxBlockLike, *, timeout: float | None = None,
                       cancel: threading.Event | None = None) -> TxBlockProof:
         """Run every transaction of ``block`` (a :class:`rv32.blockfile.Block`, its JSON
         object, JSON text or a path) and prove them in one proof (rv32/block.py) ->
@@ -130,7 +132,7 @@ class TxBlockProver(ProverCore):
                                            blk.max_cycles, self.config.params().log_blowup)
         return exs, bt
 
-    def execute_txblock(self, block) -> TxBlockReport:
+    def execute_txblock(self, block: TxBlockLike) -> TxBlockReport:
         """Run ``block`` and size its proof without proving it (:class:`TxBlockReport`,
         with the configured parameters' security for these heights; a false claim is
         reported, not raised); errors as :meth:`prove_txblock`'s (:class:`UnprovableBlock`
@@ -160,7 +162,8 @@ class TxBlockProver(ProverCore):
                              _state_out(blk, exs), tuple(rows), sum(r[5] for r in rows),
                              params.log_blowup, time.perf_counter() - t0, int(sec.bits))
 
-    def precompile_txblock(self, block, progress=None) -> list:
+    def precompile_txblock(self, block: TxBlockLike,
+                           progress: Callable[[dict], None] | None = None) -> list[dict]:
         """Compile the device kernels a proof of ``block`` launches (its AIRs at the slots
         its tables get) for this prover's backend, through the kernel cache; as
         :meth:`prover.block_prover.BlockProver.precompile` (``[]`` on host and emu)."""
