@@ -1,6 +1,9 @@
-"""The library: Prover reused across blocks, prove_tables, BlockProof bytes, verify with
-typed errors and an opt-in minimum security, ProofStats, and soundness against altered
-traces and false claims."""
+"""The library on blocks of RISC-V transactions (block format 2): one Prover reused across
+blocks, TxBlockProof bytes, verify with typed errors and an opt-in minimum security,
+ProofStats, and soundness against altered traces and false claims.
+
+WEAK PARAMETERS: FAST proofs (8 queries, 2 bits of grinding) are verified with
+min_security_bits=0; test_min_security_bits_... checks that the default refuses them."""
 from __future__ import annotations
 
 import functools
@@ -10,22 +13,24 @@ import threading
 import numpy as np
 import pytest
 
-from steadfast.prover.api import (BlockProof, ConfigError, ProofSelfCheckFailure, ProofStats,
-                                  Prover, ProverConfig, UnprovableBlock, verify)
+from steadfast.prover.api import (ConfigError, ProofSelfCheckFailure, ProofStats, Prover,
+                                  ProverConfig, TxBlockProof, UnprovableBlock,
+                                  VerifiedTxBlock, verify)
+from steadfast.rv32 import block as rblock
+from steadfast.rv32.blockfile import BlockError, Transaction
+from steadfast.rv32.elf import Program
+from steadfast.rv32.run import execute as rv32_execute
 from steadfast.verifier.errors import PublicValuesError, ShapeError, VerificationError
-from steadfast.vm.airs import CPU_LAYOUT, block_airs
-from steadfast.vm.block import BlockError
-from steadfast.vm.interpreter import execute
-from steadfast.vm.statement import NUM_PUBLIC_VALUES, PV_FINAL
-from steadfast.vm.traces import build_traces
 
-from tests.vm_blocks import empty_block, hash_heavy_block, memory_heavy_block, one_tx_block
+from tests.txblocks import (block, block_json, empty_block, hash_heavy_block,
+                            memory_heavy_block, one_tx_block, tx)
 
 FAST = ProverConfig(backend="host", num_queries=8, pow_bits=2, check=True)
 # FAST proofs are weak on purpose; the tests that verify them say so explicitly (the
 # library's default minimum is 100 bits: test_min_security_bits_... checks that)
 _verify = verify
 verify = functools.partial(_verify, min_security_bits=0)
+HELLO_OUT = b"hello from rv32im\ncba"          # one_tx_block's claimed output
 
 
 @pytest.fixture(scope="module")
@@ -40,26 +45,46 @@ def proofs(prover):
     return {k: (b, prover.prove_block(b)) for k, b in blocks.items()}
 
 
+def _run(blk):
+    """Every transaction run by the machine directly (not through the prover)."""
+    return [rv32_execute(t.program, t.input, blk.max_cycles) for t in blk.transactions]
+
+
+def _table_names(n_tx: int) -> list:
+    return [f"{rblock.tx_prefix(i)}rv32_{t}" for i in range(n_tx) for t in rblock.TX_TABLES] + \
+        ["rv32_bytes", "poseidon2"]
+
+
 @pytest.mark.parametrize("name", ["empty", "one_tx", "hash_heavy", "memory_heavy"])
 def test_completeness_one_prover_many_blocks(proofs, name):
-    block, proof = proofs[name]
-    res = verify(proof, block=block)
-    rec = execute(block)
-    assert res.final_digest == rec.final_digest == proof.final_digest
-    assert res.memory_size == block.memory_size
-    again = verify(BlockProof.from_bytes(proof.to_bytes()), block=block.to_json())
-    assert again.public_values == res.public_values
+    blk, proof = proofs[name]
+    res = verify(proof, block=blk)
+    exs = _run(blk)
+    assert isinstance(proof, TxBlockProof) and isinstance(res, VerifiedTxBlock)
+    assert proof.n_tx == len(blk.transactions) and not proof.dev
+    assert res.exit_codes == proof.exit_codes == [int(e.exit_code) for e in exs]
+    assert res.outputs == proof.outputs == [bytes(e.output) for e in exs]
+    state = rblock.state_out(blk.state_in, [(t.program.digest(), t.input, int(e.exit_code),
+                                             bytes(e.output))
+                                            for t, e in zip(blk.transactions, exs)])
+    assert res.state_out == proof.state_out == state
+    assert res.max_cycles == blk.max_cycles and res.state_in == blk.state_in
+    again = verify(TxBlockProof.from_bytes(proof.to_bytes()), block=block_json(blk))
+    assert again.public_values == res.public_values and again.state_out == state
 
 
 def test_stats_record(proofs):
-    _, proof = proofs["hash_heavy"]
+    blk, proof = proofs["hash_heavy"]
     st = proof.stats
     assert isinstance(st, ProofStats)
-    assert [t.name for t in st.tables] == ["cpu", "program", "memory", "range", "poseidon2"]
+    assert [t.name for t in st.tables] == _table_names(3)
     by = {t.name: t for t in st.tables}
-    # CPU: LogUp batched to degree 5 at log_blowup 2 (format 5), 4 parts
-    assert by["range"].rows == 1 << 16 and by["cpu"].parts == 4 and by["program"].parts == 1
-    assert st.proof_bytes == len(proof.proof) and st.cycles == execute(hash_heavy_block()).cycles
+    # BYTES: the fixed 2^16 rows; ALU: LogUp batched to the degree cap at log_blowup 2,
+    # 4 quotient parts; PROGRAM (preprocessed, one bus each way): 1 part
+    assert by["rv32_bytes"].rows == 1 << 16
+    assert by["tx0/rv32_alu"].parts == 4 and by["tx0/rv32_program"].parts == 1
+    assert st.proof_bytes == len(proof.proof)
+    assert st.cycles == sum(int(e.cycles) for e in _run(blk))
     assert {"execute", "traces", "check", "prove", "self_check", "total"} <= set(st.phases)
     sc = st.counters["self_check"]          # the happy path: checked once, nothing refused
     assert sc["enabled"] and sc["checked"] == 1 and sc["failed"] == 0
@@ -68,58 +93,66 @@ def test_stats_record(proofs):
     assert {"r1_main", "r2_quotient", "r4_fri"} <= set(rounds) and "table" not in rounds
     assert all(t.seconds.get("r2_quotient", 0) > 0 for t in st.tables)
     j = st.to_json()
-    assert j["tables"][0]["rows"] == by["cpu"].rows and j["backend"] == "host"
+    assert j["tables"][0]["rows"] == by["tx0/rv32_program"].rows and j["backend"] == "host"
     assert "cycles/s" in st.summary()
 
 
 def test_wrong_block_and_tampering_are_rejected(proofs):
-    block, proof = proofs["one_tx"]
+    blk, proof = proofs["one_tx"]
     other, _ = proofs["empty"]
-    with pytest.raises(PublicValuesError, match="input_digest"):
+    with pytest.raises(ShapeError, match="block of 1 transactions, this block has 0"):
         verify(proof, block=other)
-    obj = block.to_json()
-    obj["transactions"][0]["inputs"] = [2, 4]
-    with pytest.raises(PublicValuesError, match="input_digest"):
+    # the same program on another input (the claims dropped: only the proof decides)
+    with pytest.raises(PublicValuesError, match="transaction 0: the proof is not for this "
+                                                "input"):
+        verify(proof, block=block(tx("hello", b"abd")))
+    obj = block_json(blk)
+    obj["transactions"][0]["input"] = "0204"
+    with pytest.raises(PublicValuesError, match="transaction 0: .*input"):
         verify(proof, block=obj)
+    # another program on the same input
+    with pytest.raises(PublicValuesError, match="transaction 0: the proof is not for this "
+                                                "program"):
+        verify(proof, block=block(tx("sort", b"abc")))
     data = bytearray(proof.to_bytes())
     data[-200] ^= 1
     with pytest.raises(VerificationError):
-        verify(bytes(data))
+        verify(bytes(data), block=blk)
     with pytest.raises(ShapeError):
-        verify(b"STBP" + b"\0" * 20)
+        verify(b"STB2" + b"\0" * 20, block=blk)
     with pytest.raises(ShapeError):
-        verify(bytes(data[:-1]))
-    # a ROM that does not match the program digest
-    rom = proof.rom.copy()
-    rom[-1, 1] += 1
-    with pytest.raises(PublicValuesError, match="program digest"):
-        verify(BlockProof(rom, proof.proof))
+        verify(bytes(data[:-1]), block=blk)
+    with pytest.raises(ValueError, match="the block is needed"):
+        verify(proof.to_bytes())            # a block proof's AIRs come from its block
 
 
 def test_min_security_bits_refuses_weak_proofs_before_hashing(proofs, monkeypatch):
     """Trust by default (issue #11, finding 1): the library's verify and the protocol
     verifier require 100 conjectured bits unless told otherwise.  A FAST proof (8 queries,
     2 bits of query grinding) is refused by a plain ``verify(proof, block=...)`` with
-    ParameterError -- before the ROM digest or the protocol verifier run -- and accepted
-    only when the caller explicitly lowers the minimum."""
+    ParameterError -- before the statement values (program digests, input SHA-256) or the
+    protocol verifier run -- and accepted only when the caller explicitly lowers the
+    minimum."""
     import importlib
-    from steadfast.prover import block_verify
+    from steadfast.prover import txblock_proof
     from steadfast.verifier.proof_format import decode
-    from steadfast.vm.airs import slots_from_widths
     vv = importlib.import_module("steadfast.verifier.verify")   # the module, not the function
     from steadfast.verifier import verify as verify_protocol
     from steadfast.verifier.errors import ParameterError
     from steadfast.verifier.security import proof_security
-    block, proof = proofs["one_tx"]
+    blk, proof = proofs["one_tx"]
     for data in (proof, proof.to_bytes()):
         with pytest.raises(ParameterError, match="below the required 100") as ei:
-            _verify(data, block=block)                        # the default: 100 bits
+            _verify(data, block=blk)                          # the default: 100 bits
         assert isinstance(ei.value, VerificationError)
         assert ei.value.required == 100 and ei.value.bits < 100
-    res = _verify(proof, block=block, min_security_bits=0)
+    res = _verify(proof, block=blk, min_security_bits=0)
     bits = res.security_bits
     decoded = decode(proof.proof)
-    airs = block_airs(proof.rom, slots_from_widths([len(t.ood_main) for t in decoded.tables]))
+    tx_slots, p2 = rblock.slots_of(decoded, 1)
+    airs = rblock.block_airs([t.program for t in blk.transactions],
+                             [t.input for t in blk.transactions], proof.outputs,
+                             decoded.params.log_blowup, tx_slots, p2)
     expect = proof_security(decoded.params, airs, [t.log_n for t in decoded.tables])
     assert bits == expect.bits == ei.value.bits
     # 8 queries and 2 PoW bits: log_blowup*8 + 2 bits for the one FRI of format 3; the
@@ -127,25 +160,25 @@ def test_min_security_bits_refuses_weak_proofs_before_hashing(proofs, monkeypatc
     q_bits = res.params.log_blowup * 8 + 2
     assert bits == q_bits - 1 and res.security.limiting == "fri_queries"
     assert res.params.num_queries == 8 and res.params.pow_bits == 2
-    assert _verify(proof, min_security_bits=bits).security_bits == bits
-    assert _verify(proof, min_security_bits=None).security_bits == bits     # explicit opt-out
+    assert _verify(proof, block=blk, min_security_bits=bits).security_bits == bits
+    assert _verify(proof, block=blk, min_security_bits=None).security_bits == bits  # opt-out
     for bad, exc in ((-1, ValueError), ("100", TypeError), (True, TypeError), (1.5, TypeError)):
         with pytest.raises(exc, match="min_security_bits"):
-            _verify(proof, min_security_bits=bad)
-    assert _verify(proof, min_security_bits=np.int64(bits)).security_bits == bits
+            _verify(proof, block=blk, min_security_bits=bad)
+    assert _verify(proof, block=blk, min_security_bits=np.int64(bits)).security_bits == bits
 
     def expensive(*a, **k):
         raise AssertionError("expensive work before the parameter check")
     with monkeypatch.context() as m:
-        for name in ("program_digest", "_verify_proof"):
-            m.setattr(block_verify, name, expensive)
+        for name in ("_check_statement", "_verify_proof"):
+            m.setattr(txblock_proof, name, expensive)
         with pytest.raises(ParameterError):
-            _verify(proof, block=block, min_security_bits=bits + 1)
+            _verify(proof, block=blk, min_security_bits=bits + 1)
     # the protocol verifier has the same default, checked after shapes, before hashing
-    pvs = [proof.public_values, [], [block.memory_size], [], []]
+    pvs = proof.public_values
     with pytest.raises(ParameterError, match="below the required 100"):
         verify_protocol(proof.proof, airs, pvs)
-    assert verify_protocol(proof.proof, airs, pvs, min_security_bits=bits).public_values[0] == pvs[0]
+    assert verify_protocol(proof.proof, airs, pvs, min_security_bits=bits).public_values == pvs
     with monkeypatch.context() as m:
         m.setattr(vv, "verify_table", expensive)
         m.setattr(vv, "Transcript", expensive)
@@ -153,75 +186,125 @@ def test_min_security_bits_refuses_weak_proofs_before_hashing(proofs, monkeypatc
             verify_protocol(proof.proof, airs, pvs, min_security_bits=bits + 1)
 
 
-def test_default_parameters_give_100_bits_on_every_block(proofs):
-    """The prover's defaults meet the default minimum by the honest figure: on the example
-    block's shapes and at the protocol's 2^24-row limit for every table (docs/protocol.md
-    section 7)."""
+def _provable_size(airs, heights) -> bool:
+    """rv32.block.check_block_size's verdict on tables of these heights (a block's tables
+    may send fewer than p lookups in all)."""
+    from types import SimpleNamespace
+    try:
+        rblock.check_block_size(SimpleNamespace(tables=[SimpleNamespace(log_n=h)
+                                                        for h in heights]), airs)
+    except ShapeError:
+        return False
+    return True
+
+
+def test_default_parameters_give_100_bits_on_every_block():
+    """The prover's defaults meet the default minimum by the honest figure on the AIRs of
+    blocks of one and of three transactions (one_tx_block, hash_heavy_block) with every
+    table at any height up to the largest a block proof may have (docs/protocol.md
+    section 7): the protocol's 2^24-row limit per table is not reached by a block -- its
+    tables together must send fewer than p lookups (rv32.block.check_block_size), which
+    caps every-table heights at 2^22 (one transaction) and 2^21 (three)."""
     from steadfast.verifier.proof_format import Params
     from steadfast.verifier.security import proof_security
-    airs = block_airs(np.zeros((1, 4), np.int64))
-    fixed = [a.fixed_height for a in airs]
-    for log_n in (1, 12, 16, 20, 24):
-        heights = [(f.bit_length() - 1) if f else log_n for f in fixed]
-        rep = proof_security(Params(), airs, heights)
-        assert rep.bits >= 100, (log_n, rep.describe())
-    # without the grinding steps the same shapes would fall short (LogUp, DEEP)
-    weak = Params(logup_pow_bits=0, deep_pow_bits=0, commit_pow_bits=0)
-    rep = proof_security(weak, airs, [(f.bit_length() - 1) if f else 24 for f in fixed])
-    assert rep.bits < 100 and rep.limiting in ("logup", "deep")
+    for blk, top in ((one_tx_block(), 22), (hash_heavy_block(), 21)):
+        txs = blk.transactions
+        airs = rblock.block_airs([t.program for t in txs], [t.input for t in txs],
+                                 [t.output or b"" for t in txs], Params().log_blowup,
+                                 [{} for _ in txs], 1)
+        assert len(airs) == rblock.num_tables(len(txs))
+        fixed = [a.fixed_height for a in airs]
+        assert any(fixed) and not all(fixed)
+        for log_n in (1, 12, 16, 20, top, top + 1, 24):
+            heights = [(f.bit_length() - 1) if f else log_n for f in fixed]
+            if not _provable_size(airs, heights):
+                assert log_n > top, log_n
+                continue
+            rep = proof_security(Params(), airs, heights)
+            assert rep.bits >= 100, (len(txs), log_n, rep.describe())
+        # without the grinding steps the same shapes would fall short (LogUp, DEEP)
+        weak = Params(logup_pow_bits=0, deep_pow_bits=0, commit_pow_bits=0)
+        rep = proof_security(weak, airs, [(f.bit_length() - 1) if f else 20 for f in fixed])
+        assert rep.bits < 100 and rep.limiting in ("logup", "deep")
 
 
 def test_false_claims_cannot_be_proven(prover):
-    obj = one_tx_block().to_json()
-    obj["transactions"][0]["outputs"] = [6]
+    wrong = HELLO_OUT[:-1] + b"b"
     with pytest.raises(UnprovableBlock) as ei:
-        prover.prove_block(obj)
+        prover.prove_block(block(tx("hello", b"abc", wrong, 0)))
     e = ei.value
-    assert (e.table, e.constraint) == ("cpu", "output_digest[0]")
-    assert e.details == ["$.transactions[0].outputs[0]: claims 6, execution wrote 5"]
+    assert e.reason == ("transaction 0 (hello): the block's claimed output differs from what "
+                        "execution writes (first difference at byte 20: 21 bytes claimed, "
+                        "21 written)")
+    assert e.details == ["claimed 62", "written 61"]
+    obj = block_json(one_tx_block())            # the JSON form (its programs named p0, ...)
+    obj["transactions"][0]["exit_code"] = 3
+    with pytest.raises(UnprovableBlock, match=r"transaction 0 \(p0\): the block claims "
+                                              r"exit code 3, execution exits with 0"):
+        prover.prove_block(obj)
 
 
 def test_execution_failure_and_malformed_block(prover):
-    obj = one_tx_block().to_json()
-    obj["programs"][0]["code"][2] = ["NOPE"]
-    with pytest.raises(UnprovableBlock, match=r"bad opcode 'NOPE'.*|.*\$\.programs\[0\]\.code\[2\]"):
+    illegal = Transaction(Program.from_words([0]), b"", name="zero")   # word 0: illegal
+    with pytest.raises(UnprovableBlock, match=r"transaction 1 \(zero\): execution failed: "
+                                              r"pc 0x00010000, cycle 0: illegal instruction"
+                       ) as ei:
+        prover.prove_block(block(tx("hello", b"ab"), illegal))
+    assert ei.value.table == "tx1/rv32"
+    with pytest.raises(UnprovableBlock, match=r"transaction 0 \(p0\): execution failed"):
+        prover.prove_block(block_json(block(tx("hello", b"abc"), max_cycles=100)))
+    with pytest.raises(BlockError) as ei:
+        prover.prove_block({"format": "steadfast-block", "version": 2})
+    assert ei.value.path == "$" and "missing required field 'transactions'" in str(ei.value)
+    obj = block_json(one_tx_block())
+    obj["transactions"][0]["input"] = "abc"
+    with pytest.raises(BlockError, match=r"\$\.transactions\[0\]\.input: not an even-length"):
         prover.prove_block(obj)
-    with pytest.raises(BlockError):
-        prover.prove_block({})
 
 
-def test_altered_trace_proof_is_rejected(prover, tmp_path):
-    """prove_tables with the check off: a hand-altered CPU trace yields a proof the
-    verifier rejects (and the check, when on, names the constraint); the prover's
-    self-check (on by default) refuses to return that proof."""
-    block = one_tx_block()
-    rec = execute(block)
-    bt = build_traces(rec)
-    cpu = bt.traces[0].copy()
-    r = int(np.nonzero(cpu[:, CPU_LAYOUT.idx["is_add"]])[0][0])
-    cpu[r, CPU_LAYOUT.idx["v"] + 16] += 1          # ADD writes 6 instead of 5 (bus stays in CPU)
-    tables = [cpu] + bt.traces[1:]
+def _alter_an_add(real):
+    """build_block_traces, then transaction 0's first ADD row with carry k0 = 0 given
+    k0 = 1: boolean still, but the adder's low limb equation breaks (k0 is on no bus)."""
+    def build(*a, **k):
+        bt = real(*a, **k)
+        j = rblock.TX_TABLES.index("alu")
+        names = bt.airs[j].main_names
+        col = {n.split("@")[0]: names.index(n) for n in reversed(names)}
+        t = bt.traces[j].copy()
+        rows = np.nonzero((t[:, col["f_add"]] == 1) & (t[:, col["k0"]] == 0))[0]
+        t[int(rows[0]), col["k0"]] = 1
+        bt.traces[j] = t
+        return bt
+    return build
+
+
+def test_altered_trace_proof_is_rejected(prover, proofs, tmp_path, monkeypatch):
+    """A hand-altered trace of a block's transaction (the check off): the proof the
+    verifier rejects (and the check, when on, names the table and the constraint); the
+    prover's self-check (on by default) refuses to return that proof."""
+    blk, honest = proofs["one_tx"]
+    monkeypatch.setattr(rblock, "build_block_traces", _alter_an_add(rblock.build_block_traces))
     with pytest.raises(UnprovableBlock) as ei:
-        prover.prove_tables(tables, bt.public_values, rec.rom.rows)
-    assert ei.value.constraint == "add"
+        prover.prove_block(blk)
+    assert (ei.value.table, ei.value.constraint.split("@")[0]) == ("tx0/rv32_alu", "adder_lo")
     guarded = Prover(ProverConfig(backend="host", num_queries=8, pow_bits=2, check=False,
                                   postmortem_dir=str(tmp_path)))
     with pytest.raises(ProofSelfCheckFailure, match="does not verify") as ei:
-        guarded.prove_tables(tables, bt.public_values, rec.rom.rows)
+        guarded.prove_block(blk)
     assert guarded.self_check_failures == 1
     rep = json.loads(open(ei.value.postmortem).read())
     assert rep["check"] == "self_check" and rep["error"] == "CompositionError"
-    assert rep["table"] == "cpu" and rep["backend"] == "host"
+    assert rep["table"] == "tx0/rv32_alu" and rep["backend"] == "host"
     # the documented opt-out lets the wrong proof out (for soundness tests only)
     unchecked = Prover(ProverConfig(backend="host", num_queries=8, pow_bits=2, check=False,
                                     self_check=False))
-    bad = unchecked.prove_tables(tables, bt.public_values, rec.rom.rows)
+    bad = unchecked.prove_block(blk)
     assert bad.stats.counters["self_check"] == {"enabled": False, "checked": 0, "failed": 0,
                                                 "seconds": 0.0}
-    with pytest.raises(VerificationError):
-        verify(bad)
-    good = unchecked.prove_tables(bt.traces, bt.public_values, rec.rom.rows)
-    assert verify(good, block=block).final_digest == bt.public_values[PV_FINAL]
+    assert bad.exit_codes == [0] and bad.proof != honest.proof   # the statement still fits
+    with pytest.raises(VerificationError) as ei:
+        verify(bad, block=blk)
+    assert not isinstance(ei.value, (PublicValuesError, ShapeError)), ei.value
 
 
 def test_config_validation():
@@ -237,20 +320,13 @@ def test_config_validation():
     assert p.backend == "host" and p.vram_budget == 6 << 30
 
 
-def test_prove_tables_validates_shapes(prover):
-    with pytest.raises(ValueError, match="expected 5 tables"):
-        prover.prove_tables([], [0] * NUM_PUBLIC_VALUES, np.zeros((2, 4)))
-    with pytest.raises(ValueError, match=f"{NUM_PUBLIC_VALUES} public values"):
-        prover.prove_tables([np.zeros((2, 2), np.uint32)] * 5, [0], np.zeros((2, 4)))
-
-
 def test_concurrent_calls_are_serialised(prover):
-    block = empty_block()
+    blk = empty_block()
     results, errors = [], []
 
     def work():
         try:
-            results.append(prover.prove_block(block))
+            results.append(prover.prove_block(blk))
         except Exception as exc:    # pragma: no cover - reported below
             errors.append(exc)
     threads = [threading.Thread(target=work) for _ in range(2)]
@@ -260,15 +336,16 @@ def test_concurrent_calls_are_serialised(prover):
         t.join()
     assert not errors and len(results) == 2
     assert results[0].proof == results[1].proof       # bytes are a function of (block, params)
-    verify(results[0], block=block)
+    assert results[0].state_out == results[1].state_out
+    verify(results[0], block=blk)
 
 
 def test_emu_backend_gives_the_same_bytes(proofs):
     """The device pipeline on the emulated backend: same proof bytes, device counters."""
-    block, host_proof = proofs["empty"]
+    blk, host_proof = proofs["one_tx"]
     emu = Prover(ProverConfig(backend="emu", vram_budget="1GiB", num_queries=8, pow_bits=2))
-    proof = emu.prove_block(block)
-    assert proof.proof == host_proof.proof
+    proof = emu.prove_block(blk)
+    assert proof.proof == host_proof.proof and proof.state_out == host_proof.state_out
     dev = proof.stats.counters["device"]
     assert dev["backend"] == "emu" and dev["budget"] == 1 << 30
     assert proof.stats.backend == "emu"
@@ -284,8 +361,8 @@ def test_one_base_exception_and_typed_config():
     from steadfast.kernels.backend import BackendError
     from steadfast.prover.api import DevProofRefused
     from steadfast.prover.xcheck import XcheckFailure
+    from steadfast.rv32.errors import ExecutionError
     from steadfast.verifier.errors import ParameterError
-    from steadfast.vm.interpreter import ExecutionError
     for cls in (ConfigError, UnprovableBlock, ProofSelfCheckFailure, DevProofRefused,
                 VerificationError, ShapeError, PublicValuesError, ParameterError, BlockError,
                 XcheckFailure, BackendError, ExecutionError, ConstraintViolation, LookupImbalance):
@@ -340,6 +417,10 @@ def test_public_api_is_annotated():
     core_verify = importlib.import_module("steadfast.verifier.verify").verify
     funcs = [api.Prover.__init__, api.Prover.prove_block, api.Prover.prove_tables,
              api.Prover.execute, api.Prover.precompile, api.verify, core_verify,
+             api.Prover.prove_txblock, api.Prover.execute_txblock,
+             api.Prover.precompile_txblock, api.verify_txblock, api.TxBlockProof.to_bytes,
+             api.TxBlockProof.from_bytes, api.TxBlockReport.to_json,
+             api.TxBlockReport.summary,
              api.ProverConfig.params, api.ProverConfig.resolve, api.ProverConfig.dev,
              api.BlockProof.to_bytes, api.BlockProof.from_bytes, api.BlockProof.save,
              api.BlockProof.load, api.ProofStats.to_json, api.ProofStats.summary,
@@ -351,7 +432,8 @@ def test_public_api_is_annotated():
         assert not missing, (f.__qualname__, missing)
     assert typing.get_type_hints(api.Prover.prove_block)["block"] == api.BlockLike
     for cls in (api.ProverConfig, api.ProofStats, api.TableStats, api.BlockProof,
-                api.ExecutionReport, api.TableEstimate, api.VerifiedBlock):
+                api.ExecutionReport, api.TableEstimate, api.VerifiedBlock, api.TxBlockProof,
+                api.VerifiedTxBlock, api.TxBlockReport, api.TxReport):
         hints = typing.get_type_hints(cls)
         bare = [k for k in cls.__annotations__ if hints[k] in (list, dict, tuple)]
         assert not bare, (cls.__name__, bare)
@@ -391,7 +473,7 @@ def test_every_proof_is_logged(prover, caplog):
                for m in msgs), msgs
 
 
-def test_cancel_and_timeout_stop_a_proof(prover):
+def test_cancel_and_timeout_stop_a_proof(prover, proofs):
     """prove_block(timeout=, cancel=): ProofAborted (a SteadfastError) with the reason, at
     a stage boundary or while queued on the process lock; no proof; the prover stays
     usable.  Bad values are ConfigErrors."""
@@ -428,30 +510,30 @@ def test_cancel_and_timeout_stop_a_proof(prover):
         with pytest.raises(ConfigError):
             prover.prove_block(blk, timeout=bad)
     proof = prover.prove_block(blk, timeout=3600)      # still usable, same bytes
-    assert proof == prover.prove_block(blk)
+    assert proof == proofs["empty"][1] and proof.state_out == proofs["empty"][1].state_out
 
 
-def test_precompile_without_a_block_is_a_default_blocks_kernels(monkeypatch):
-    """Prover.precompile() with no block asks for the kernels of a block of the default
-    shapes -- the five AIRs of vm.airs.block_airs with its default slots (k = 1) -- not
-    every k of the slotted tables' menus; with a block, that block's own shapes.  (The
-    kernel layer is replaced by a recorder: no compilation here.)"""
+def test_precompile_asks_for_the_blocks_own_kernels(monkeypatch):
+    """Prover.precompile_txblock(block) asks for the kernels of that block's AIRs at the
+    slots its tables get (every transaction's 16 in its bus namespace, BYTES, POSEIDON2)
+    -- nothing on host and emu.  (The kernel layer is replaced by a recorder: no
+    compilation here.)"""
     import sys
     import types
-    from steadfast.vm.airs import SLOTTED, TABLES, table_air
+    from steadfast.prover.txblock_prover import run_transaction
     asked = []
     fake = types.ModuleType("steadfast.kernels.constraint_device")
     fake.precompile = lambda airs, compile, progress: asked.append(list(airs)) or []
     monkeypatch.setitem(sys.modules, "steadfast.kernels.constraint_device", fake)
     p = Prover(FAST)
+    blk = memory_heavy_block()
+    assert p.precompile_txblock(blk) == [] and not asked      # host: nothing to compile
     p.backend = "sim"                               # the precompiling backends: sim, cuda
-    assert p.precompile() == []
+    assert p.precompile_txblock(blk) == []
     (airs,) = asked
-    assert [a.name for a in airs] == list(TABLES)
-    for name in SLOTTED:
-        assert airs[TABLES.index(name)] is table_air(name, 1, FAST.log_blowup)
-    p.precompile(memory_heavy_block())
-    rec = execute(memory_heavy_block())
-    bt = build_traces(rec, log_blowup=FAST.log_blowup)
-    assert [a.main_width for a in asked[1]] == [a.main_width for a in bt.airs]
-    assert bt.slots["memory"] != 1                  # (a block of other shapes than k = 1)
+    assert [a.name for a in airs] == _table_names(2)
+    exs = [run_transaction(i, t, blk.max_cycles) for i, t in enumerate(blk.transactions)]
+    bt = rblock.build_block_traces([t.program for t in blk.transactions], exs, blk.max_cycles,
+                                   FAST.log_blowup)
+    assert [a.fingerprint() for a in airs] == [a.fingerprint() for a in bt.airs]
+    assert airs[0].fingerprint() != airs[len(rblock.TX_TABLES)].fingerprint()  # two programs
