@@ -4,7 +4,7 @@
 AIRs: the air/examples ones (first/last/transition selectors, public values, degree 3 in
 two parts, LogUp with preprocessed columns and several batches: aux columns read at the
 next row on "all" rows, the terminal), a degree-4 AIR (three parts, M = 4n), an AIR
-without constraints, and the five VM tables on a real small block's traces.  Block sizes
+without constraints, and the 18 RV32IM tables on a real small program's traces.  Block sizes
 straddle the quotient domain (1, 3, 7, 64 points per block against M = 16 .. 2^17)."""
 from __future__ import annotations
 
@@ -143,19 +143,24 @@ def test_mutations_are_seen():
 
 
 @pytest.mark.parametrize("log_blowup", [1, 2])
-def test_vm_tables_on_a_small_block(log_blowup):
-    """The five VM tables of a real block: traces, LogUp aux trace and LDEs as a proof
-    builds them, at log_blowup 1 (CPU's LogUp at degree 3, 2 parts) and 2 (degree 5, 4
-    parts: the quotient domain is the whole LDE domain)."""
-    vm_traces = pytest.importorskip("steadfast.vm.traces")
-    from steadfast.vm.interpreter import execute
-    from tests.vm_blocks import one_tx_block
-    bt = vm_traces.build_traces(execute(one_tx_block()), log_blowup=log_blowup)
-    assert bt.airs[0].num_parts == (2 if log_blowup == 1 else 4)
+def test_rv32_tables_on_a_small_program(log_blowup):
+    """The 18 RV32IM tables of a real execution (tests/rv32_samples.py's all-classes
+    program: every instruction chip, memory, io and a Poseidon2 call): traces, LogUp aux
+    trace and LDEs as a proof builds them, at log_blowup 1 (the chips' LogUp at degree 3,
+    2 parts) and 2 (degree 5, 4 parts: the quotient domain is the whole LDE domain)."""
+    from rv32_samples import all_classes
+    from steadfast.rv32.tables import SLOTTED
+    from steadfast.rv32.traces import build_traces
+    prog, ex, _ = all_classes()
+    # k = 1 everywhere: the chooser's k = 2..4 rows at this size only widen the compile
+    tr = build_traces(prog, ex, max_cycles=1000, log_blowup=log_blowup,
+                      slots={name: 1 for name in SLOTTED})
+    by_name = dict(zip(tr.names, tr.airs))
+    assert by_name["alu"].num_parts == (2 if log_blowup == 1 else 4)
     params = Params(log_blowup=log_blowup, num_queries=2, pow_bits=0)
     rng = np.random.default_rng(12)
     seen = []
-    for air, trace, pv in zip(bt.airs, bt.traces, bt.table_public_values):
+    for air, trace, pv in zip(tr.airs, tr.traces, tr.table_public_values):
         trace = np.asarray(trace, dtype=np.uint32)
         shape = table_shape(air, trace.shape[0].bit_length() - 1, params)
         main = lde_columns(np.ascontiguousarray(trace.T), shape.log_blowup, SHIFT)
@@ -168,7 +173,7 @@ def test_vm_tables_on_a_small_block(log_blowup):
         want, got = both(air, shape, main, prep, aux, list(pv), chal, rnd(rng, 4), term)
         assert np.array_equal(got, want), air.name
         seen.append(air.name)
-    assert len(seen) == 5
+    assert len(seen) == 18
 
 
 def aux_build_with(mode, *args):
