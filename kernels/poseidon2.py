@@ -164,6 +164,13 @@ BLOCK = 64                      # states per chunk (lane-major [16 * BLOCK] work
 KERNEL = os.environ.get("STEADFAST_POSEIDON2_KERNEL", "lanes").strip().lower()
 if KERNEL not in ("lanes", "int64"):
     raise ValueError(f"STEADFAST_POSEIDON2_KERNEL must be 'lanes' or 'int64', got {KERNEL!r}")
+_LANES = KERNEL == "lanes"
+if _LANES:
+    from .poseidon2_lanes import permute_block_i64 as _lanes_block
+else:
+    @njit
+    def _lanes_block(st, block):      # never called: _permute_block's branch is constant
+        pass
 
 _R = (1 << 32) % P
 _RINV = pow(_R, -1, P)
@@ -396,6 +403,17 @@ def _partial_rounds(st, rcp, k_r2):
 
 @njit
 def _permute_block(st, rcf, rcp, k_in, k_r2, k_out):
+    """Permute the BLOCK states held in st (int64 [16, BLOCK], canonical in and out): the
+    32-bit-lane kernel where KERNEL is "lanes" (kernels/lde_rows.py's fused leaf sponge
+    calls this), else the int64 rounds below."""
+    if _LANES:
+        _lanes_block(st, BLOCK)
+    else:
+        _permute_block_i64(st, rcf, rcp, k_in, k_r2, k_out)
+
+
+@njit
+def _permute_block_i64(st, rcf, rcp, k_in, k_r2, k_out):
     """Permute the BLOCK states held in st (int64 [16, BLOCK], canonical in and out)."""
     half = rcf.shape[0] // 2
     _external_block(st)
@@ -431,7 +449,7 @@ def _sponge_kernel(m, out, rate, c0, c1, rcf, rcp, k_in, k_r2, k_out):
             for i in range(min(rate, w - b0)):
                 for j in range(nb):
                     st[i * BLOCK + j] = np.int64(m[lo + j, b0 + i])
-            _permute_block(st, rcf, rcp, k_in, k_r2, k_out)
+            _permute_block_i64(st, rcf, rcp, k_in, k_r2, k_out)
         for i in range(k):
             for j in range(nb):
                 out[lo + j, i] = np.uint32(st[i * BLOCK + j])
@@ -476,10 +494,17 @@ def _sponge(m: np.ndarray, out: np.ndarray, rate: int) -> None:
     ro.setflags(write=False)        # one compiled signature whatever the caller's flags
     if KERNEL == "lanes":
         # groups of W states (16 per zmm, 8 per ymm) in 32-bit lanes; contiguous group
-        # ranges, one per worker; the kernel releases the GIL
+        # ranges, one per worker; the kernel releases the GIL.  Its vector loads and
+        # stores address rows by flat offsets: C-contiguous arrays only.
         from .poseidon2_lanes import W, _sponge_lanes_kernel
+        if not ro.flags.c_contiguous:
+            ro = np.ascontiguousarray(ro)
+            ro.setflags(write=False)
+        dst = out if out.flags.c_contiguous else np.empty(out.shape, np.uint32)
         ngroups = (m.shape[0] + W - 1) // W
-        _run_ranges(lambda g0, g1: _sponge_lanes_kernel(ro, out, rate, g0, g1), ngroups, 16)
+        _run_ranges(lambda g0, g1: _sponge_lanes_kernel(ro, dst, rate, g0, g1), ngroups, 16)
+        if dst is not out:
+            out[...] = dst
         return
     nchunks = (m.shape[0] + BLOCK - 1) // BLOCK
     args = _fast_args()

@@ -428,10 +428,41 @@ def _make_intrinsics(w: int):
             return sig, codegen
         return squeeze_rows
 
-    return permute_lanes, absorb(8), absorb(16), squeeze(8), squeeze(16)
+    @intrinsic
+    def permute_i64(typingctx, st, off, stride):
+        """Permute the ``w`` states st[off + i*stride + j] (lane i, state j < w) of an
+        int64 lane-major buffer holding canonical values (kernels/poseidon2's layout)."""
+        sig = types.void(st, off, stride)
+
+        def codegen(context, builder, signature, args):
+            ary = context.make_array(signature.args[0])(context, builder, value=args[0])
+            g = _Gen(builder, w)
+            v64 = ir.VectorType(_I64, w)
+            ptrs = []
+            for i in range(16):
+                idx = builder.add(args[1], builder.mul(args[2], ir.Constant(_I64, i)))
+                ptrs.append(builder.bitcast(builder.gep(ary.data, [idx]), v64.as_pointer()))
+            lanes = [builder.trunc(builder.load(p, align=8), g.V) for p in ptrs]
+            for p, v in zip(ptrs, g.permute(lanes)):
+                builder.store(builder.zext(v, v64), p, align=8)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return permute_lanes, absorb(8), absorb(16), squeeze(8), squeeze(16), permute_i64
 
 
-_permute_lanes, _absorb8, _absorb16, _squeeze8, _squeeze16 = _make_intrinsics(W)
+(_permute_lanes, _absorb8, _absorb16, _squeeze8, _squeeze16,
+ _permute_i64) = _make_intrinsics(W)
+
+
+@njit(nogil=True)
+def permute_block_i64(st, block):
+    """kernels/poseidon2._permute_block's contract in 32-bit lanes: the ``block`` states of
+    the int64 lane-major buffer st (lane i at st[i*block : (i+1)*block]), canonical in and
+    out; ``block`` a multiple of W."""
+    for g in range(block // W):
+        _permute_i64(st, g * W, block)
 
 
 @njit(cache=True, nogil=True)
