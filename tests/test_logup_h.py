@@ -9,7 +9,8 @@ Montgomery products, row blocks) against independent references, bit for bit:
 * ``HostStages.aux_build`` with ``PROVER_HOST_QUOTIENT=numpy`` (the numpy loop).
 
 AIRs: the air/examples LogUp AIRs, randomly generated AIRs (random interaction counts,
-arities, signs, buses, lookup batches), the VM tables of a real block; block sizes that
+arities, signs, buses, lookup batches), the RV32IM tables of a real
+program; block sizes that
 straddle the trace height; a vanishing denominator anywhere in a batch raises."""
 from __future__ import annotations
 
@@ -336,14 +337,15 @@ def test_vanishing_denominator_inside_a_batch(block, row, which):
                 logup_h_reference(air, main, [], chal))
 
 
-def test_vm_tables_on_a_small_block():
-    vm_traces = pytest.importorskip("steadfast.vm.traces")
-    from steadfast.vm.interpreter import execute
-    from tests.vm_blocks import one_tx_block
-    bt = vm_traces.build_traces(execute(one_tx_block()))
+def test_rv32_tables_on_a_small_program():
+    """Every RV32IM table with interactions (17 of 18) on the traces of tests/
+    rv32_samples.py's all-classes program (every chip, memory, io, a Poseidon2 call), at
+    the slots the chooser picks."""
+    from rv32_samples import all_classes
+    _, _, tr = all_classes()
     rng = np.random.default_rng(9)
     seen = 0
-    for air, trace, pv in zip(bt.airs, bt.traces, bt.table_public_values):
+    for air, trace, pv in zip(tr.airs, tr.traces, tr.table_public_values):
         if not air.interactions:
             continue
         chal = chal_of(rng)
@@ -352,7 +354,7 @@ def test_vm_tables_on_a_small_block():
             assert same(CH.logup_h_host(air, trace, list(pv), chal, block=block),
                         logup_h_reference(air, trace, list(pv), chal)), air.name
         seen += 1
-    assert seen >= 4
+    assert seen >= 17
 
 
 def test_block_argument_checked():
