@@ -66,45 +66,41 @@ def challenges(rng):
     return {"logup_beta": rnd(rng, 4), "logup_gamma": rnd(rng, 4)}
 
 
-#: the trace heights (log2) the VM tables are evaluated at: the simulator runs every thread
-#: as Python, so CPU and POSEIDON2 (299 columns, a ~4400-line generated kernel: 16 quotient
-#: points, ~0.7 s) stay tiny; PROGRAM's height is its ROM's (``_vm_rom``), RANGE's that of
-#: ``_small_range``
-VM_LOG_N = {"cpu": 3, "program": 4, "memory": 4, "range": 4, "poseidon2": 3}
+#: the RV32IM tables (rv32/tables.py) evaluated here and their heights (log2): the simulator
+#: runs every thread as Python, so the chips and POSEIDON2 (299 columns, a ~4400-line
+#: generated kernel: 16 quotient points, ~0.7 s) stay tiny; PROGRAM, REGISTERS and IO have
+#: their fixed heights (a 3-instruction program's image: 4 rows; 64 register rows; 4 io
+#: bytes).  BYTES (a fixed 2^16 rows) is left out: far too many rows for the simulator.
+RV32_LOG_N = {"alu": 3, "ecall": 3, "program": 2, "memory": 4, "registers": 6, "io": 2,
+              "poseidon2": 3}
 
 
-def _vm_rom():
-    """A real 12-row ROM (ABSORB_INIT, DISPATCH, a program and its guard, ABSORB_FINAL,
-    STOP) of a block with memory_size 16: PROGRAM's preprocessed table has 16 rows."""
-    from tests.vm_blocks import empty_block
-    from steadfast.vm.rom import build_rom
-    return build_rom(empty_block(16)).rows
+def _rv32_image():
+    """The image of a 3-instruction RISC-V program (li a0, 0; li a7, 93; ecall)."""
+    from rv32_samples import program
+    from steadfast.rv32.chips.program import image_of
+    return image_of(program("li a0, 0\nli a7, 93\necall"))
 
 
-def _small_range(vm_airs, log_n):
-    """build_range() with a 2^log_n-row value table instead of the fixed 2^16 (far too many
-    rows for the simulator; table_shape enforces the preprocessed height).  The constraint
-    and interaction programs do not involve the table size, so the generated kernels are
-    the very ones of the real RANGE table (asserted)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(vm_airs, "RANGE_SIZE", 1 << log_n)
-        air = vm_airs.build_range()
-    assert air.fixed_height == 1 << log_n
-    assert CD.generated(air) is CD.generated(vm_airs.build_range())
-    return air
-
-
-def vm_air(name):
-    """One of the five VM tables (vm/airs.py block_airs) at a height VM_LOG_N allows, for
-    the default log_blowup 2 (CPU's LogUp batched to degree 5: 4 parts); ``cpu@1``: CPU
-    for log_blowup 1 (degree 3, the batching of proof format 4)."""
-    vm_airs = pytest.importorskip("steadfast.vm.airs")
-    if name == "cpu@1":
-        return vm_airs.build_cpu(log_blowup=1)
-    air = {"cpu": vm_airs.build_cpu, "program": lambda: vm_airs.build_program(_vm_rom()),
-           "memory": vm_airs.build_memory, "poseidon2": vm_airs.build_poseidon2,
-           "range": lambda: _small_range(vm_airs, VM_LOG_N["range"])}[name]()
-    assert air.fixed_height in (None, 1 << VM_LOG_N[name])
+def rv32_air(name):
+    """One of the RV32 tables at a height RV32_LOG_N allows, for the default log_blowup 2
+    (the chips' LogUp batched to degree 5: 4 parts); ``alu@1``: ALU for log_blowup 1
+    (degree 3, 2 parts)."""
+    from steadfast.rv32.chips.io import build_io
+    from steadfast.rv32.chips.program import build_program
+    from steadfast.rv32.chips.registers import build_registers
+    from steadfast.rv32.tables import static_air
+    if name == "alu@1":
+        return static_air("alu", 1)
+    if name == "program":
+        air = build_program(_rv32_image(), 2)
+    elif name == "registers":
+        air = build_registers(_rv32_image().entry_w, 2)
+    elif name == "io":
+        air = build_io(b"ab", b"c", 2)
+    else:
+        air = static_air(name, 2)
+    assert air.fixed_height in (None, 1 << RV32_LOG_N[name])
     return air
 
 
@@ -166,10 +162,10 @@ def _aux_case(air, log_n, rng, pv=()):
 
 
 @pytest.mark.parametrize("name,log_n", [("adder", 5), ("pairs", 4)] +
-                         [(name, VM_LOG_N[name]) for name in VM_LOG_N])
+                         [(name, RV32_LOG_N[name]) for name in RV32_LOG_N])
 def test_aux_build_matches_host(name, log_n):
     rng = np.random.default_rng(log_n)
-    air = {"adder": ex.adder_air, "pairs": lambda: ex.pairs_air(log_n)}.get(name, lambda: vm_air(name))()
+    air = {"adder": ex.adder_air, "pairs": lambda: ex.pairs_air(log_n)}.get(name, lambda: rv32_air(name))()
     pv = list(rnd(rng, air.num_public))
     shape, main, chal, want_aux, want_term = _aux_case(air, log_n, rng, pv=pv)
     got, term = CD.aux_build_device(air, shape, dev(main.T), pv, chal, block=8, scan_block=4)
@@ -224,20 +220,20 @@ def _quotient_airs():
     return {"empty": (empty.build(), 1), "fibonacci": (ex.fibonacci_air(), 1),
             "cubic": (ex.cubic_air(), 2),
             "quartic": (quartic.build(), 2), "adder": (ex.adder_air(), 1),
-            "pairs": (ex.pairs_air(4), 1), **{name: (None, 1) for name in VM_LOG_N},
-            "cpu@1": (None, 1)}
+            "pairs": (ex.pairs_air(4), 1), **{name: (None, 1) for name in RV32_LOG_N},
+            "alu@1": (None, 1)}
 
 
 @pytest.mark.parametrize("name", ["empty", "fibonacci", "cubic", "quartic", "adder", "pairs",
-                                  *VM_LOG_N, "cpu@1"])
+                                  *RV32_LOG_N, "alu@1"])
 def test_quotient_matches_host(name):
     air, log_blowup = _quotient_airs()[name]
     if air is None:
-        air = vm_air(name)
-        # the least blowup that holds the parts (CPU at log_blowup 2: 4 parts, M = 4n = N)
+        air = rv32_air(name)
+        # the least blowup that holds the parts (ALU at log_blowup 2: 4 parts, M = 4n = N)
         log_blowup = max(log_blowup, (air.num_parts - 1).bit_length())
-    assert (name, air.num_parts) != ("cpu", 2) and (name, air.num_parts) != ("cpu@1", 4)
-    log_n = VM_LOG_N.get(name.split("@")[0],
+    assert (name, air.num_parts) != ("alu", 2) and (name, air.num_parts) != ("alu@1", 4)
+    log_n = RV32_LOG_N.get(name.split("@")[0],
                          4 if air.fixed_height is None else air.fixed_height.bit_length() - 1)
     rng = np.random.default_rng(len(name))
     shape = shape_of(air, log_n, log_blowup)
@@ -257,20 +253,21 @@ def test_quotient_matches_host(name):
         assert np.array_equal(got.copy_to_host(), want), layout
 
 
-@pytest.mark.parametrize("table,k", [("poseidon2", 2), ("poseidon2", 3), ("memory", 3),
-                                     ("memory", 4)])
+@pytest.mark.parametrize("table,k", [("poseidon2", 2), ("poseidon2", 3), ("alu", 3),
+                                     ("alu", 4)])
 def test_slotted_quotient_matches_host(table, k):
-    """Slotted VM tables: POSEIDON2's device quotient is split (one slot kernel launched per
-    slot on that slot's columns, plus the LogUp constraints' own kernel, weighted by alpha
-    powers: vm/airs.py build_poseidon2, constraint_device._quotient_split); MEMORY's slots
-    are chained, one kernel.  Both layouts, bit-identical to the host."""
-    vm_airs = pytest.importorskip("steadfast.vm.airs")
-    air = vm_airs.table_air(table, k)
+    """Slotted RV32 tables: POSEIDON2's device quotient is split (one slot kernel launched
+    per slot on that slot's columns, plus the LogUp constraints' own kernel, weighted by
+    alpha powers: rv32/chips/poseidon2.py build_poseidon2, constraint_device._quotient_split);
+    ALU's k slots (rv32/chips/slots.py) are one kernel.  Both layouts, bit-identical to the
+    host."""
+    from steadfast.rv32.tables import static_air
+    air = static_air(table, 2, k)
     assert (getattr(air, "device_split", None) is not None) == (table == "poseidon2")
     if table == "poseidon2":
         assert air.device_split() is air.device_split()         # built once, on demand
     rng = np.random.default_rng(k)
-    # MEMORY k = 3 / 4: LogUp degree 4 / 5 (3 / 4 parts) at the default log_blowup 2
+    # ALU k = 3 / 4: LogUp degree 5 (4 parts) at the default log_blowup 2
     shape = shape_of(air, 2, max(1, (air.num_parts - 1).bit_length()))
     N = 1 << shape.log_lde
     main = rnd(rng, air.main_width, N)
