@@ -13,6 +13,11 @@ one fresh subprocess per width, alternating, and reports wall M perm/s at 2^17 s
 (all numba threads), CPU-time M perm/s on one thread (less sensitive to a loaded
 machine), a 2^16 x 16 Merkle commit, and the same-round ratios.
 
+``python -m bench.primitives_hash --kernels [--avx2] [--rounds 2]`` is the same report for
+the two batched kernels of this tree (``STEADFAST_POSEIDON2_KERNEL=int64``, the lane-major
+int64 kernel, and ``lanes``, kernels/poseidon2_lanes.py), in alternating subprocesses;
+``--avx2`` masks the host's AVX-512 features off in both (an AVX2 machine's code).
+
 ``python -m bench.primitives_hash --ab ROOT [--rounds 2]`` is the before/after of a kernel
 change in one run: ROOT is another checkout (e.g. ``git archive 2d67564 | tar -x -C
 /tmp/before``); each round runs the same child once in ROOT and once in this tree, in
@@ -125,6 +130,34 @@ def compare_trees(root: str, rounds: int = 2) -> list:
     return out
 
 
+def compare_kernels(rounds: int = 2, avx2: bool = False) -> list:
+    """[(kernel, result dict)]: _AB_CHILD in this checkout with
+    STEADFAST_POSEIDON2_KERNEL=int64 ("before", the lane-major int64 kernel) and =lanes
+    (kernels/poseidon2_lanes.py), alternating which goes first, ``rounds`` times.
+    ``avx2``: both with the host's AVX-512 features masked off (NUMBA_CPU_FEATURES)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # this process imported steadfast, which set NUMBA_CPU_FEATURES: not for the children
+    env0 = {k: v for k, v in os.environ.items() if k != "NUMBA_CPU_FEATURES"}
+    env0["PYTHONPATH"] = here
+    if avx2:
+        sys.path.insert(0, os.path.join(here, "bench"))
+        from zorch_compare import avx2_features
+        env0["NUMBA_CPU_FEATURES"] = avx2_features()
+    out = []
+    for k in range(rounds):
+        order = ["int64", "lanes"] if k % 2 == 0 else ["lanes", "int64"]
+        for kernel in order:
+            env = dict(env0, STEADFAST_POSEIDON2_KERNEL=kernel)
+            r = subprocess.run([sys.executable, "-c", _AB_CHILD], env=env, cwd=here,
+                               capture_output=True, text=True, check=True)
+            out.append((kernel, json.loads(r.stdout.strip().splitlines()[-1])))
+    return out
+
+
 def compare_widths(rounds: int = 3) -> list:
     """[(width, result dict)] for each round and width (see the module docstring)."""
     import json
@@ -158,13 +191,16 @@ def _flags() -> str:
 
 def main() -> None:
     import sys
-    if "--ab" in sys.argv:
+    if "--ab" in sys.argv or "--kernels" in sys.argv:
         import os
-        root = sys.argv[sys.argv.index("--ab") + 1]
         rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 2
         print(f"cpu flags (vector subset): {_flags()}")
         print(f"load average before: {os.getloadavg()}")
-        for label, d in compare_trees(root, rounds):
+        if "--kernels" in sys.argv:
+            res = compare_kernels(rounds, avx2="--avx2" in sys.argv)
+        else:
+            res = compare_trees(sys.argv[sys.argv.index("--ab") + 1], rounds)
+        for label, d in res:
             print(f"{label:6s}: 2^17 2 threads {d['wall_perm_s'] / 1e6:.2f} M perm/s, "
                   f"2^15 1 thread {d['cpu1_perm_s'] / 1e6:.2f} M perm/CPU-s, "
                   f"commit 2^16x16 {d['commit16_s'] * 1e3:.1f} ms, "

@@ -31,6 +31,11 @@ Ratio = zorch steady time / steadfast steady time (> 1: steadfast is faster).
 ``--one-cpu`` pins both children to one CPU (and numba to one thread) and also reports
 the process CPU time of the steady call: a per-core comparison, less disturbed by other
 jobs on a shared machine than wall time (``--only poseidon2 --one-cpu --rounds 4``).
+``--isa avx2`` is the masked-feature run of an AVX-512 machine, standing in for an
+AVX2-only one: the steadfast child gets ``NUMBA_CPU_FEATURES`` = the host's features with
+every AVX-512 (and AMX/AVX10) feature off, the zorch child ``XLA_FLAGS=--xla_cpu_max_isa=AVX2``.
+``--steadfast-width 256`` sets ``STEADFAST_VECTOR_WIDTH=256`` for the steadfast child
+(256-bit code generation, AVX-512 instructions still allowed: 8 states a ``ymm``).
 The report names the machine's CPU model, core count, vector flags and load average.
 """
 from __future__ import annotations
@@ -146,6 +151,14 @@ def _run_child(python: str, code: str, cases, repeats: int, env=None, pin=False)
     raise RuntimeError(f"{python} child printed no result:\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
 
 
+def avx2_features() -> str:
+    """This host's numba feature string with every AVX-512 / AMX / AVX10 feature off."""
+    import llvmlite.binding as ll
+    off = ("avx512", "avx10", "amx", "evex512")
+    return ",".join(("+" if on and not name.startswith(off) else "-") + name
+                    for name, on in sorted(ll.get_host_cpu_features().items()))
+
+
 def machine() -> dict:
     info = {"platform": platform.platform(), "cpu_count": os.cpu_count(), "model": None,
             "flags": [], "loadavg": None}
@@ -177,6 +190,11 @@ def main(argv=None) -> int:
                     help="pin both children to one CPU (NUMBA_NUM_THREADS=1) and add the "
                          "process CPU time of the steady call: a per-core comparison that "
                          "a loaded machine disturbs less than wall time")
+    ap.add_argument("--isa", choices=("native", "avx2"), default="native",
+                    help="avx2: mask AVX-512 off in both children (numba features, XLA's "
+                         "--xla_cpu_max_isa=AVX2), an AVX2-only machine's code generation")
+    ap.add_argument("--steadfast-width", choices=("auto", "256", "512"), default=None,
+                    help="STEADFAST_VECTOR_WIDTH for the steadfast child")
     args = ap.parse_args(argv)
     if not args.zorch_python:
         ap.error("--zorch-python (or $ZORCH_PYTHON) is required: a venv with openvm-zorch")
@@ -187,17 +205,26 @@ def main(argv=None) -> int:
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     if args.one_cpu:
         env["NUMBA_NUM_THREADS"] = "1"
-    report = {"machine": machine(), "rounds": []}
+    senv, zenv = dict(env), dict(env)
+    if args.steadfast_width:
+        senv["STEADFAST_VECTOR_WIDTH"] = args.steadfast_width
+    if args.isa == "avx2":
+        senv["NUMBA_CPU_FEATURES"] = avx2_features()
+        zenv["XLA_FLAGS"] = (zenv.get("XLA_FLAGS", "") + " --xla_cpu_max_isa=AVX2").strip()
+    report = {"machine": machine(), "rounds": [], "isa": args.isa,
+              "steadfast_width": args.steadfast_width}
     m = report["machine"]
     print(f"machine: {m['model']}, {m['cpu_count']} cores, load {m['loadavg']}")
     print("vector flags: " + " ".join(m["flags"]))
+    print(f"code generation: isa {args.isa}, steadfast width "
+          f"{args.steadfast_width or os.environ.get('STEADFAST_VECTOR_WIDTH', 'auto')}")
     for r in range(args.rounds):
-        order = [("steadfast", sys.executable, _STEADFAST_CHILD),
-                 ("zorch", args.zorch_python, _ZORCH_CHILD)]
+        order = [("steadfast", sys.executable, _STEADFAST_CHILD, senv),
+                 ("zorch", args.zorch_python, _ZORCH_CHILD, zenv)]
         if r % 2:
             order.reverse()
-        res = {name: _run_child(py, code, cases, args.repeats, env, args.one_cpu)
-               for name, py, code in order}
+        res = {name: _run_child(py, code, cases, args.repeats, cenv, args.one_cpu)
+               for name, py, code, cenv in order}
         report["rounds"].append(res)
         print(f"\nround {r} (load {os.getloadavg()[0]:.1f}); ratio = zorch / steadfast steady time")
         print(f"{'primitive':26} {'steadfast':>11} {'zorch':>11} {'ratio':>7} {'zorch 1st call':>15}")

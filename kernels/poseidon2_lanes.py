@@ -42,8 +42,18 @@ SBOX_GROUP = 16                                # full-round S-boxes emitted side
 
 
 def _vector_lanes() -> int:
-    """16 states per vector where steadfast set 512-bit code generation, else 8."""
+    """16 states per vector where numba's code generation has AVX-512 F and is not held
+    to 256 bits (steadfast's 512-bit choice, or an explicit NUMBA_CPU_FEATURES with
+    +avx512f), else 8 (``STEADFAST_VECTOR_WIDTH=256`` / ``numba``, AVX2 hosts)."""
+    import os
+    width = os.environ.get("STEADFAST_VECTOR_WIDTH", "auto").strip().lower()
+    if width in ("256", "numba"):
+        return 8
     try:
+        from numba.core import config
+        feats = (config.CPU_FEATURES or os.environ.get("NUMBA_CPU_FEATURES") or "").split(",")
+        if feats != [""]:
+            return 16 if "+avx512f" in feats and "+prefer-256-bit" not in feats else 8
         from steadfast import _vector_width
         return 16 if _vector_width.applied() else 8
     except Exception:                         # pragma: no cover - package layout
