@@ -1,20 +1,24 @@
 """AIR construction (docs/benchmarks.md "Verifier speed (v3)", "AIR construction"): the
-CPU seconds of building the VM's AIRs in a fresh process -- what ``api.verify`` pays on
-every call -- with this checkout's ``air/`` against ``air/`` of an earlier commit.
+CPU seconds of building the RV32IM tables' AIRs in a fresh process -- what ``api.verify``
+pays on every call -- with this checkout's ``air/`` against ``air/`` of an earlier commit.
 
     PYTHONPATH=. python bench/air_build_bench.py [--base REV] [--rounds 5]
-                                                 [--proof /tmp/ex.proof] [--json out.json]
+        [--proof /tmp/b.proof --block examples/block2.json] [--json out.json]
 
 The base tree is a copy of this checkout (without .git and .venv) whose ``--paths``
-(default ``air`` and ``vm/airs.py``, the files the AIR-construction work touched) are
-those of commit ``--base``: only they differ.  Every measurement is a fresh
+(default ``air``, ``rv32/tables.py`` and ``rv32/chips``, the files AIR construction
+runs) are those of commit ``--base``: only they differ.  Every measurement is a fresh
 subprocess (``python -c``, cwd and PYTHONPATH the tree), base and new alternating, the
 order swapped every round; a child reports ``time.process_time()`` around the measured
-call only (imports excluded).  Cases: ``build_poseidon2(k)`` and ``build_memory(k)`` for
-every k of their menus that the bench names, ``block_airs(rom, slots)`` plus every
-AIR's ``fingerprint()`` (the verifier's use), and ``api.verify`` of ``--proof`` (prove it
-first: ``python -m steadfast.prover prove examples/block.json -o /tmp/ex.proof``).  The
-medians and new/base ratios are printed with the machine's load (uptime).
+call only (imports excluded).  Cases: POSEIDON2 (``static_air("poseidon2", 2, k)``) and
+a slotted instruction chip (``--chip``, default ALU, ``static_air(chip, 2, k)``) for
+every k the bench names, ``rv32.tables.table_airs`` of guests/bin/hello.elf's image (its
+three statement tables and the static ones, at ``--block-slots``) plus every AIR's
+``fingerprint()`` (the verifier's use per transaction), and ``api.verify`` of ``--proof``
+against ``--block`` (a block of RISC-V transactions; prove it first: ``python -m
+steadfast.prover prove examples/block2.json -o /tmp/b.proof``).  The medians and new/base
+ratios are printed with the machine's load (uptime).  (Until the field-element VM's
+retirement the cases were its POSEIDON2, MEMORY(k) and ``vm.airs.block_airs``.)
 """
 from __future__ import annotations
 
@@ -31,24 +35,26 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 CHILD = r"""
 import sys, time, json
-import numpy as np
 case, arg = sys.argv[1], sys.argv[2]
-from steadfast.vm import airs
+from steadfast.rv32 import tables
 if case == "verify":
     from steadfast.prover import api
-    proof = api.BlockProof.load(arg)
+    proof, block = json.loads(arg)
     t = time.process_time()
-    api.verify(proof)
+    api.verify(proof, block=block)
 elif case == "p2":
     t = time.process_time()
-    airs.build_poseidon2(int(arg)).fingerprint()
-elif case == "memory":
+    tables.static_air("poseidon2", 2, int(arg)).fingerprint()
+elif case.startswith("chip"):
+    name = case.split("=", 1)[1]
     t = time.process_time()
-    airs.build_memory(int(arg)).fingerprint()
+    tables.static_air(name, 2, int(arg)).fingerprint()
 elif case == "block":
-    rom = np.array([[1, 2, 3, 4], [5, 6, 7, 8], [2, 0, 0, 1]], dtype=np.int64)
+    from steadfast.rv32.chips.program import image_of
+    from steadfast.rv32.elf import load_elf
+    image = image_of(load_elf("guests/bin/hello.elf"))
     t = time.process_time()
-    for a in airs.block_airs(rom, json.loads(arg)):
+    for a in tables.table_airs(image, b"abc", b"hello from rv32im\ncba", 2, json.loads(arg)):
         a.fingerprint()
 print(json.dumps(time.process_time() - t))
 """
@@ -84,22 +90,29 @@ def run_child(tree: str, case: str, arg: str) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", default="HEAD", help="the baseline commit of --paths")
-    ap.add_argument("--paths", nargs="+", default=["air", "vm/airs.py"])
+    ap.add_argument("--paths", nargs="+", default=["air", "rv32/tables.py", "rv32/chips"])
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--proof", help="a block proof for the api.verify case (default: skipped)")
+    ap.add_argument("--proof", help="a block proof (format 2) for the api.verify case "
+                                    "(default: skipped); needs --block")
+    ap.add_argument("--block", help="the block file --proof proves")
     ap.add_argument("--p2", type=int, nargs="*", default=None,
                     help="POSEIDON2 slot counts (default: its whole menu)")
-    ap.add_argument("--memory", type=int, nargs="*", default=[16])
-    ap.add_argument("--block-slots", default='{"poseidon2": 3, "memory": 9}')
+    ap.add_argument("--chip", default="alu", help="the slotted chip of the chip case")
+    ap.add_argument("--chip-slots", type=int, nargs="*", default=[4])
+    ap.add_argument("--block-slots", default='{"poseidon2": 3, "alu": 4}')
     ap.add_argument("--json", help="write the raw samples here")
     args = ap.parse_args(argv)
+    if args.proof and not args.block:
+        ap.error("--proof needs --block")
     sys.path.insert(0, ROOT)
-    from steadfast.vm import airs
-    p2 = args.p2 if args.p2 is not None else list(airs.slot_menu("poseidon2"))
-    cases = ([("p2", str(k)) for k in p2] + [("memory", str(k)) for k in args.memory]
+    from steadfast.rv32 import tables
+    p2 = args.p2 if args.p2 is not None else list(tables.slot_menu("poseidon2"))
+    cases = ([("p2", str(k)) for k in p2] + [(f"chip={args.chip}", str(k))
+                                             for k in args.chip_slots]
              + [("block", args.block_slots)])
     if args.proof:
-        cases.append(("verify", os.path.abspath(args.proof)))
+        cases.append(("verify", json.dumps([os.path.abspath(args.proof),
+                                            os.path.abspath(args.block)])))
     samples: dict = {f"{c}:{a}": {"base": [], "new": []} for c, a in cases}
     with tempfile.TemporaryDirectory() as tmp:
         trees = {"base": base_tree(args.base, args.paths, tmp), "new": ROOT}
