@@ -2,8 +2,14 @@
 block sharded vs unsharded -- wall time, scheduling/transfer overhead as a share of the
 proof, bytes moved through the object store.
 
-    PYTHONPATH=. .venv/bin/python bench/cluster_bench.py [--blocks 4] [--log-cycles 10]
+    PYTHONPATH=. .venv/bin/python bench/cluster_bench.py [--blocks 4] [-k 10] [--seed 0]
         [--backend host|emu|sim|cuda]
+
+The blocks are blocks of RISC-V transactions (block format 2): block s is
+``bench/make_block.py -k K --seed SEED+s --hash-share 0.25`` (:func:`bench.v2_blocks.sized_block`,
+K >= 10: the bench guest, 0-2 small guests and a hello), sent to the workers
+self-contained (ELFs inline); every proof also carries the block's ``state_out``, which
+must equal the one machine's.
 
 ``--backend``: the workers' backend (and the one-machine run's); every proof is compared
 with the host backend's bytes of the same block.
@@ -29,7 +35,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from steadfast.prover.api import Prover, ProverConfig, verify  # noqa: E402
-from steadfast.vm.programs import sized_block  # noqa: E402
+
+from bench.v2_blocks import K_RANGE, check_k, sized_block  # noqa: E402
 
 
 def _many(cp, blocks, per_worker):
@@ -44,19 +51,23 @@ def _many(cp, blocks, per_worker):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--blocks", type=int, default=4, help="N blocks for the many-block runs")
-    ap.add_argument("--log-cycles", type=int, default=10, help="about 2^k cycles per block")
+    ap.add_argument("--log-cycles", "-k", type=int, default=10,
+                    help=f"about 2^k cycles per block (make_block's k, {K_RANGE[0]}..{K_RANGE[1]})")
+    ap.add_argument("--seed", type=int, default=0, help="block s is make_block's seed SEED + s")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--queries", type=int, default=8)
     ap.add_argument("--pow-bits", type=int, default=2)
     ap.add_argument("--backend", default="host", help="the workers' backend (default host)")
     args = ap.parse_args(argv)
+    check_k(ap, args.log_cycles)
     import ray
     from steadfast.prover.cluster import ClusterProver
     cfg = ProverConfig(backend=args.backend, num_queries=args.queries, pow_bits=args.pow_bits,
                        logup_pow_bits=0, deep_pow_bits=0, commit_pow_bits=0)
-    blocks = [sized_block(args.log_cycles, 0.25, seed=s, memory_size=256) for s in range(args.blocks)]
+    blocks = [sized_block(args.log_cycles, 0.25, args.seed + s) for s in range(args.blocks)]
     W = args.workers
-    print(f"cluster bench: {args.blocks} blocks of ~2^{args.log_cycles} cycles, {W} workers, "
+    print(f"cluster bench: {args.blocks} blocks of ~2^{args.log_cycles} cycles "
+          f"({'/'.join(str(len(b.transactions)) for b in blocks)} transactions), {W} workers, "
           f"{os.cpu_count()} cores, backend {args.backend}, WEAK parameters ({args.queries} queries, pow {args.pow_bits})")
 
     # one machine, in this process: the reference bytes and the proof time
@@ -74,7 +85,7 @@ def main(argv=None) -> int:
           f"({local_wall / args.blocks:.2f}s per block)")
 
     t = time.perf_counter()
-    ray.init(num_cpus=W, include_dashboard=False, log_to_driver=False,
+    ray.init(address="local", num_cpus=W, include_dashboard=False, log_to_driver=False,
              object_store_memory=256 << 20)
     print(f"ray start   : {time.perf_counter() - t:7.2f}s")
     res = {}
@@ -86,7 +97,9 @@ def main(argv=None) -> int:
             out, wall, work, moved = _many(cp, blocks, per_worker=1 if w == 1 else 2)
             for i, p in out.items():
                 assert p.to_bytes() == ref[i].to_bytes(), f"block {i}: bytes differ"
-                verify(p, block=blocks[i], min_security_bits=0)      # weak parameters
+                assert p.state_out == ref[i].state_out, f"block {i}: state_out differs"
+                checked = verify(p, block=blocks[i], min_security_bits=0)   # weak parameters
+                assert checked.state_out == ref[i].state_out
             res[w] = (wall, work, moved)
             print(f"{w} worker(s) : {args.blocks} blocks in {wall:7.2f}s (workers' proofs "
                   f"{work:.2f}s, start {start:.2f}s), {moved:,} bytes through the object store")
@@ -97,6 +110,7 @@ def main(argv=None) -> int:
                 sp = cp.prove_sharded(blocks[0])
                 s_wall = time.perf_counter() - t
                 assert sp.to_bytes() == ref[0].to_bytes(), "sharded bytes differ"
+                assert sp.state_out == ref[0].state_out, "sharded state_out differs"
                 c = sp.stats.counters["cluster"]
                 per_worker: dict = {}
                 tables = [tb.name for tb in sp.stats.tables]

@@ -2,8 +2,15 @@
 blocks and must end every proof with nothing booked (issue #28).
 
     PYTHONPATH=. python bench/recovery_soak.py --proofs 200 [--backend emu] \
-        [--budget 60000] [--faults 'oom@*:0.3'] [--log-cycles 8] [--json]
+        [--budget 60000] [--faults 'oom@*:0.3'] [-k 10] [--blocks 4] [--json]
 
+The blocks are blocks of RISC-V transactions (block format 2): block s is
+``bench/make_block.py -k K --seed S+s --hash-share 0.25`` (:func:`bench.v2_blocks.sized_block`;
+K >= 10, its smallest: the bench guest and a hello, 34 tables).  The default budget,
+60,000 device bytes, admits the small tables of such a block (BITWISE, SHIFT, MUL, DIV,
+STORE, IOWORD, P2CALL, POSEIDON2, ...: 3-60 KB each) and declines the larger ones (the
+65,536-row BYTES table, ~137 MB; MEMORY, ALU, PROGRAM) at their first allocation, so
+every proof mixes device tables, injected OOMs and host recoveries.
 Each block is proved once on the host first (its reference bytes); then on the device
 backend under the budget with ``PROVER_FAULTS`` (a fresh seed per proof, so each proof
 draws other faults).  After every proof: the bytes equal the reference, the device
@@ -27,34 +34,40 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from steadfast.prover.api import Prover, ProverConfig  # noqa: E402
 from steadfast.prover.pipeline import device_memory  # noqa: E402
-from steadfast.vm.programs import sized_block  # noqa: E402
+
+from bench.v2_blocks import K_RANGE, check_k, sized_block, tiny_block  # noqa: E402
 
 
 def actor_rounds(rounds: int, budget: int | None, backend: str = "emu", queries: int = 8):
     """``rounds`` rounds on one cluster actor (:class:`prover.cluster_worker._Worker`,
     in this process, no Ray; PROVER_FAULTS as set by the caller): each round holds a
-    sharded job's R1 pieces (every table's main commit), proves a whole block meanwhile
-    (its epoch ends under the held pieces), then drops the job -> (whole-block proof
-    bytes per round, ledger bytes in use after each round, live buffers after each round,
-    the DeviceMemory)."""
+    sharded job's R1 pieces (every table's main commit, the AIRs rebuilt from the block's
+    :class:`prover.txblock_prover.TxBlockAirs` as a cluster worker does), proves a whole
+    block meanwhile (its epoch ends under the held pieces), then drops the job ->
+    (whole-block proof bytes per round, ledger bytes in use after each round, live
+    buffers after each round, the DeviceMemory).  The block:
+    :func:`bench.v2_blocks.tiny_block` (one hello transaction, 18 tables), sent to the
+    whole-block proof as its JSON, as the coordinator sends it."""
     import numpy as np
     from steadfast.prover.cluster_worker import _Worker
     from steadfast.prover.prove import prepare
+    from steadfast.prover.txblock_prover import txblock_airs_spec
     cfg = ProverConfig(backend=backend, vram_budget=budget, num_queries=queries, pow_bits=2)
     worker = _Worker(cfg)
-    block = sized_block(8, 0.25, seed=8, memory_size=64, table_size=16, n_tx=1)
-    rec, bt = Prover(cfg)._build(block, {})
-    airs, traces, pvs = list(bt.airs), list(bt.traces), bt.table_public_values
+    block = tiny_block()
     params = cfg.params()
+    exs, bt = Prover(cfg)._build_txblock(block, {})
+    airs, traces, pvs = list(bt.airs), list(bt.traces), bt.table_public_values
     shapes = list(prepare(traces, airs, pvs, params, check=False).shapes)
-    rom = np.asarray(rec.rom.rows, dtype=np.int64)
+    spec = txblock_airs_spec(block, exs, bt, params.log_blowup)
+    obj = block.to_json()
     mem = device_memory(backend, budget)
     proofs, in_use, live = [], [], []
     for r in range(rounds):
         job = f"job{r}"
         for i in range(len(airs)):                 # a sharded job's R1 pieces, held
-            worker.main_commit(job, i, rom, np.ascontiguousarray(traces[i]), params, shapes)
-        proofs.append(worker.prove(block, key=f"block{r}")[0])   # ends an epoch meanwhile
+            worker.main_commit(job, i, spec, np.ascontiguousarray(traces[i]), params, shapes)
+        proofs.append(worker.prove(obj, key=f"block{r}")[0])     # ends an epoch meanwhile
         worker.drop(job)                           # the job ends (or is abandoned)
         in_use.append(int(mem.ledger.in_use))
         live.append(len(mem._live))
@@ -87,8 +100,10 @@ def main(argv=None) -> int:
     ap.add_argument("--backend", default="emu", choices=("emu", "sim", "cuda"))
     ap.add_argument("--budget", type=int, default=60_000, help="device bytes")
     ap.add_argument("--faults", default="oom@*:0.3", help="PROVER_FAULTS terms (no seed)")
-    ap.add_argument("--log-cycles", type=int, default=8)
+    ap.add_argument("--log-cycles", "-k", type=int, default=10,
+                    help=f"about 2^k cycles a block (make_block's k, {K_RANGE[0]}..{K_RANGE[1]})")
     ap.add_argument("--blocks", type=int, default=4, help="distinct blocks, cycled")
+    ap.add_argument("--seed", type=int, default=0, help="block s is make_block's seed SEED + s")
     ap.add_argument("--queries", type=int, default=8)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--actor", action="store_true",
@@ -97,9 +112,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.actor:
         return _actor_main(args)
+    check_k(ap, args.log_cycles)
     kw = dict(num_queries=args.queries, pow_bits=2)
-    blocks = [sized_block(args.log_cycles, 0.25, seed=s, memory_size=64, table_size=16, n_tx=1)
-              for s in range(args.blocks)]
+    blocks = [sized_block(args.log_cycles, 0.25, args.seed + s) for s in range(args.blocks)]
     host = Prover(ProverConfig(backend="host", **kw))
     refs = [host.prove_block(b).proof for b in blocks]
     node = Prover(ProverConfig(backend=args.backend, vram_budget=args.budget, **kw))
