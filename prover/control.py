@@ -1,5 +1,7 @@
 """How one proof call runs: one proof at a time per process (:data:`PROVE_LOCK`: the host
-kernels use numba's parallel pool, which is not re-entrant, so concurrent calls queue), the
+kernels use numba's parallel pool, which is not re-entrant, so concurrent calls queue) --
+unless the calling thread was admitted by a proof service's gate (:func:`admitted`,
+:mod:`prover.service`): then the gate, not the lock, decides what runs at once -- the
 call's ``timeout`` and ``cancel`` event checked at every protocol stage boundary and while
 it waits for the lock (:class:`prover.errors.ProofAborted`), and the ``progress`` callback
 told as each stage starts and ends (:class:`ProgressSpans`)."""
@@ -14,7 +16,7 @@ from . import spans as _spans
 from .errors import ConfigError, ProofAborted
 
 PROVE_LOCK = threading.Lock()       # one proof at a time per process
-_CALL = threading.local()           # the running call's Abort, per thread
+_CALL = threading.local()           # the running call's Abort (and service slot), per thread
 
 
 class Abort:
@@ -62,9 +64,35 @@ def current_abort() -> "Abort | None":
 
 
 @contextmanager
+def admitted(slot: object) -> Iterator[None]:
+    """The calling thread's proofs were admitted by a proof service's gate (its slot,
+    :class:`prover.service.ServiceGate`): :func:`locked` does not take the process lock
+    for them -- the gate bounds how many run at once, each in its own device memory and
+    budget share; the host kernels they run concurrently need numba's thread-safe layer,
+    which every backend already requires (kernels.backend_select)."""
+    prev = getattr(_CALL, "slot", None)
+    _CALL.slot = slot
+    try:
+        yield
+    finally:
+        _CALL.slot = prev
+
+
+def current_slot() -> object:
+    """The service slot that admitted the calling thread (:func:`admitted`), or None."""
+    return getattr(_CALL, "slot", None)
+
+
+@contextmanager
 def locked(abort: "Abort | None"):
     """The process lock; with a deadline or a cancel event, waited for in slices so that
-    either stops the wait (:class:`ProofAborted`)."""
+    either stops the wait (:class:`ProofAborted`).  A thread a proof service's gate
+    admitted (:func:`admitted`) does not take it."""
+    if current_slot() is not None:
+        if abort is not None:
+            abort.check("waiting for the process lock")
+        yield
+        return
     if abort is None or (abort.deadline is None and abort.cancel is None):
         with PROVE_LOCK:
             yield
@@ -112,4 +140,5 @@ class ProgressSpans(_spans.Spans):
 
 
 
-__all__ = ["PROVE_LOCK", "Abort", "limits", "current_abort", "locked", "ProgressSpans"]
+__all__ = ["PROVE_LOCK", "Abort", "limits", "current_abort", "locked", "admitted",
+           "current_slot", "ProgressSpans"]

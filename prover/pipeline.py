@@ -88,6 +88,10 @@ class PipelineConfig:
     # on (prover.device_lost); False: stop with the post-mortem, as before issue #26.  The
     # prover turns it on (from_env) unless PROVER_ABORT_ON_CORRUPTION=1
     recover_corruption: bool = False
+    # which of the process's device memories (pools, ledgers) the proof runs in: None the
+    # one per (backend, budget); a proof service's admission slot names its own
+    # (prover.service: each admitted proof in its share, its own epochs and drains)
+    memory_key: object = None
 
     @classmethod
     def from_env(cls, backend: str, **overrides) -> "PipelineConfig":
@@ -243,11 +247,12 @@ def estimate_join_bytes(shapes, params) -> int:
     return inputs + _blk(W * 4 * (1 << heights[0])) + layers + gathers
 
 
-def device_memory(kind: str, budget: int | None) -> DeviceMemory:
-    """One DeviceMemory per (backend, budget) per process: its pool outlives proofs, and
-    each proof runs in its own epoch of it."""
+def device_memory(kind: str, budget: int | None, slot: object = None) -> DeviceMemory:
+    """One DeviceMemory per (backend, budget) per process -- per (backend, budget, slot)
+    for a proof service's admission slots (``PipelineConfig.memory_key``): its pool
+    outlives proofs, and each proof runs in its own epoch of it."""
     with _EPOCH_LOCK:
-        key = (kind, budget)
+        key = (kind, budget) if slot is None else (kind, budget, slot)
         if key not in _MEMORIES:
             _MEMORIES[key] = DeviceMemory(kind, budget)
         return _MEMORIES[key]
@@ -419,7 +424,7 @@ def _device_proof(st, cfg: PipelineConfig, stats: PipelineStats, spans, logs,
     from .xcheck import check_proof, join_failure
     timeline = cfg.timeline or Timeline(enabled=False)
     cfg.timeline = timeline
-    mem = device_memory(cfg.backend, cfg.budget)
+    mem = device_memory(cfg.backend, cfg.budget, cfg.memory_key)
     stages = make_stages(cfg, mem, stats.counters, proof_id)
     spans = StageClock(spans or NullSpans(), stats, stages)
     shapes = st.shapes
