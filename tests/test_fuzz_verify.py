@@ -1,7 +1,10 @@
-"""The verifier fuzzer (bench/fuzz_verify.py): a short run through the library's verify
-accepts nothing and raises nothing untyped; the fuzzer itself classifies accepted and
-untyped outcomes (checked with a broken verify), draws only mutations that change the
-bytes, deterministically, and prints its result line in the exact format."""
+"""The verifier fuzzer (bench/fuzz_verify.py, mutations in bench/fuzz_mutations.py) on a
+block of RISC-V transactions (examples/block2.json, block format 2): a short run through
+the library's verify accepts nothing and raises nothing untyped; the fuzzer itself
+classifies accepted and untyped outcomes (checked with a broken verify), draws only
+mutations that change the proof or the statement, deterministically, and prints its result
+line in the exact format; every kind of statement mutation is refused naming what
+differs."""
 from __future__ import annotations
 
 import io
@@ -14,20 +17,19 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
+import fuzz_mutations as fm  # noqa: E402
 import fuzz_verify as fv  # noqa: E402
+from steadfast.verifier.errors import VerificationError  # noqa: E402
 
 LINE = re.compile(r"^fuzz: (\d+) mutated, (\d+) accepted, (\d+) untyped errors$")
 
 
 @pytest.fixture(scope="module")
 def honest():
-    """The honest proof (proved once in a subprocess, then cached) and its layouts."""
-    from steadfast.prover.api import BlockProof
+    """The honest proof (proved once, then cached), its layouts, the block and its claims."""
+    from steadfast.rv32.blockfile import load_block
     raw, _, _ = fv.honest_proof(fv.DEFAULT_BLOCK, {}, log=lambda *a: None, in_process=True)
-    bp = BlockProof.from_bytes(raw)
-    bp_layout, off = fv.block_proof_layout(raw)
-    return {"bytes": raw, "proof": bp.proof, "bp_layout": bp_layout,
-            "proof_layout": fv.proof_layout(bp.proof), "inner_off": off}
+    return fv.honest_cases(raw, load_block(fv.DEFAULT_BLOCK))
 
 
 def _run(argv):
@@ -38,7 +40,7 @@ def _run(argv):
 
 
 def test_short_fuzz_accepts_nothing_and_raises_nothing_untyped(tmp_path):
-    n = 200
+    n = 100
     rc, lines = _run([str(n), "--seed", "11", "--save-dir", str(tmp_path)])
     m = LINE.match(lines[-1])
     assert m, lines[-1]
@@ -51,16 +53,25 @@ def test_layout_tiles_the_proof_and_follows_the_decoder(honest):
     from steadfast.verifier.proof_format import decode
     lay = honest["proof_layout"]
     proof = decode(honest["proof"])
-    assert len(lay.sections) == len(proof.tables)
+    assert len(lay.sections) == len(proof.tables) == 16 * 3 + 2
     pos = 0
     for f in sorted(lay.fields, key=lambda f: f.start):
         assert f.start == pos
         pos = f.end
     assert pos == len(honest["proof"])
-    # the recorded field holds the decoded values: the CPU table's public values
-    pv = next(f for f in lay.fields if f.name == "t0.public_values")
-    got = [int.from_bytes(honest["proof"][i:i + 4], "little") for i in range(pv.start, pv.end, 4)]
-    assert got == [int(v) for v in proof.tables[0].public_values]
+    # the recorded fields hold the decoded values: every table's public values (each
+    # transaction's REGISTERS, IO and ECALL tables have some)
+    pvs = {f.name: f for f in lay.fields if f.name.endswith(".public_values")}
+    with_pvs = [t for t, tab in enumerate(proof.tables) if len(tab.public_values)]
+    assert len(with_pvs) >= 3 * 2 and sorted(pvs) == sorted(f"t{t}.public_values" for t in with_pvs)
+    for t in with_pvs:
+        f = pvs[f"t{t}.public_values"]
+        got = [int.from_bytes(honest["proof"][i:i + 4], "little") for i in range(f.start, f.end, 4)]
+        assert got == [int(v) for v in proof.tables[t].public_values]
+    # the block proof's header, then the STARK proof at offset 16
+    names = [f.name for f in honest["bp_layout"].fields[:5]]
+    assert names == ["bp.magic", "bp.version", "bp.reserved", "bp.n_tx", "bp.proof_len"]
+    assert honest["inner_off"] == 16 and honest["bytes"][16:] == honest["proof"]
     # every table's section starts with its length
     for a, e in lay.sections:
         assert int.from_bytes(honest["proof"][a:a + 4], "little") == e - a - 4
@@ -73,7 +84,9 @@ def test_cases_change_the_bytes_and_are_deterministic(honest):
     for i in range(150):
         target, kind, desc, data = fv.draw_case(5, i, honest)
         seen_kinds.add(kind)
-        base = honest["proof"] if target == "proof" else honest["bytes"]
+        base = {"proof": honest["proof"], "blockproof": honest["bytes"],
+                "statement": honest["block"]}[target]
+        assert (target == "statement") == (kind == "statement")
         assert data != base, desc
         assert fv.draw_case(5, i, honest) == (target, kind, desc, data)
     assert seen_kinds == set(fv._KIND_WEIGHTS)
@@ -139,50 +152,43 @@ def test_a_hanging_verify_is_cut_off_and_reported(monkeypatch, tmp_path):
     assert any(line.startswith("SLOW case 0") for line in lines)
 
 
-# --------------------------------------------------------------------------- regressions
-# Root cause found by the fuzzer (ROM re-wrap up to the format's 2^20 rows): verify spent
-# 30 s and 176 MiB in the program digest of a 16 MB block proof before rejecting it -- one
-# Python-level Poseidon2 call per 8 ROM elements over a list of Python ints.  The digest now
-# runs as one compiled sponge call.
+# --------------------------------------------------------------------------- statements
 
-def _digest_reference(values):
-    """statement_digest written out with the pure-Python permutation."""
-    from steadfast.vm.poseidon2 import RATE, WIDTH, P, _permute_py
-    state = [0] * WIDTH
-    state[RATE] = len(values) % P
-    for k in range(0, len(values), RATE):
-        block = values[k:k + RATE]
-        state[:len(block)] = [int(v) % P for v in block]
-        state = _permute_py(state)
-    return state[:RATE]
+def test_every_statement_mutation_is_refused_naming_what_differs(honest):
+    """Each statement operation on examples/block2.json (three transactions), checked
+    against the honest proof: a typed rejection -- PublicValuesError naming the
+    transaction for a changed input, program, output, exit code or order, ShapeError for
+    another transaction count."""
+    from steadfast.prover.api import verify
+    from steadfast.prover.txblock_proof import TxBlockProof
+    proof = TxBlockProof.from_bytes(honest["bytes"])
+    seen = {}
+    for i in range(4000):
+        rng = fm.random.Random(f"statement:{i}")
+        blk, desc = fm._mutate_statement(rng, honest["block"], honest["claims"])
+        head = desc.split(":")[0].strip()
+        op = head.split(" ", 2)[2] if head.startswith("transaction ") else head
+        if op in seen:
+            continue
+        assert blk != honest["block"], desc
+        with pytest.raises(VerificationError) as ei:
+            verify(proof, block=blk)
+        seen[op] = (type(ei.value).__name__, str(ei.value))
+        if len(seen) == len(fm._STATEMENT_OPS):
+            break
+    assert set(seen) == set(fm._STATEMENT_OPS), seen
+    for op in ("input", "output", "exit_code", "program"):
+        err, msg = seen[op]
+        assert err == "PublicValuesError" and "transaction" in msg, (op, msg)
 
 
-@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 31, 32, 33, 40, 64, 65, 1001])
-def test_statement_digest_matches_the_reference_at_every_length(n):
-    import random
-    from steadfast.vm.poseidon2 import statement_digest
-    rng = random.Random(n)
-    vals = [rng.randrange(fv.P) for _ in range(n)]
-    if n > 3:
-        vals[1], vals[2], vals[3] = fv.P, fv.P - 1, 2**32 - 1      # reduced mod p
-    assert statement_digest(vals) == _digest_reference(vals)
+def test_state_in_is_not_bound_by_the_proof(honest):
+    """Why the fuzzer leaves state_in alone: another state_in is a true statement -- the
+    proof verifies, with the state_out derived from it."""
+    import dataclasses
 
-
-def test_long_rom_digest_needs_no_python_permutation(monkeypatch, honest):
-    import numpy as np
-
-    import steadfast.vm.poseidon2 as vp
-    from steadfast.prover.api import BlockProof, verify
-    from steadfast.verifier.errors import PublicValuesError
-    from steadfast.vm.statement import program_digest
-    rom = BlockProof.from_bytes(honest["bytes"]).rom
-    big = np.tile(rom, ((1 << 11) // rom.shape[0] + 1, 1))[:1 << 11]
-    expected = _digest_reference([int(x) for x in big.reshape(-1)])
-
-    def no_python_rounds(state):
-        raise AssertionError("a per-block Python permutation on a long input")
-    monkeypatch.setattr(vp, "permute_one", no_python_rounds)
-    assert program_digest(big) == expected
-    forged = BlockProof(big, BlockProof.from_bytes(honest["bytes"]).proof)
-    with pytest.raises(PublicValuesError, match="program digest"):
-        verify(forged.to_bytes(), block=fv.DEFAULT_BLOCK)
+    from steadfast.prover.api import verify
+    a = verify(honest["bytes"], block=honest["block"])
+    b = verify(honest["bytes"], block=dataclasses.replace(honest["block"],
+                                                          state_in=b"\x01" * 32))
+    assert a.exit_codes == b.exit_codes and a.state_out != b.state_out
