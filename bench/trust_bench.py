@@ -4,9 +4,11 @@ of the same proof, per block size, on the host path.
     PYTHONPATH=. python bench/trust_bench.py [--sizes 12 14 16 18] [--hash-share 0.25]
                                              [--repeat 1] [--json out.json]
 
-For each size k: a block of about 2^k cycles (bench/make_block.py's generator, seed 0)
-is proved once with the default parameters and ``self_check=True`` after a warm-up proof
-of a tiny block (so no compile time is counted).  From that one proof's ``ProofStats``:
+For each size k: a block of RISC-V transactions (block format 2) of about 2^k cycles
+(``bench/make_block.py -k K --seed 1 --hash-share H``, :func:`bench.make_block.v2_block`;
+k >= 10) is proved once with the default parameters and ``self_check=True`` after a
+warm-up proof of a one-transaction block (tests/txblocks.py ``one_tx_block``, so no
+compile time is counted).  From that one proof's ``ProofStats``:
 
 * ``self_check`` -- the phase that verifies the finished proof with the verifier's code
   (everything ``verify`` does, on the CPU), as a share of the ``prove`` phase;
@@ -30,13 +32,14 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from steadfast.prover.api import Prover, ProverConfig, verify  # noqa: E402
-from steadfast.vm.programs import sized_block  # noqa: E402
+from steadfast.rv32.blockfile import parse_block  # noqa: E402
 
-from tests.vm_blocks import one_tx_block  # noqa: E402
+from bench.make_block import K_RANGE, v2_block  # noqa: E402
+from tests.txblocks import one_tx_block  # noqa: E402
 
 
-def measure(prover: Prover, k: int, hash_share: float) -> dict:
-    block = sized_block(k, hash_share, 0, 1024, 256, 8)
+def measure(prover: Prover, k: int, hash_share: float, seed: int = 1) -> dict:
+    block = parse_block(v2_block(k, hash_share, seed)[0])
     t0 = time.perf_counter()
     proof = prover.prove_block(block)
     wall = time.perf_counter() - t0
@@ -58,9 +61,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[12, 14, 16, 18])
     ap.add_argument("--hash-share", type=float, default=0.25)
+    ap.add_argument("--seed", type=int, default=1, help="make_block's seed")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--json", help="write the rows as JSON")
     args = ap.parse_args(argv)
+    if any(not K_RANGE[0] <= k <= K_RANGE[1] for k in args.sizes):
+        ap.error(f"sizes must be in [{K_RANGE[0]}, {K_RANGE[1]}] (make_block's k)")
     prover = Prover(ProverConfig(backend="host"))
     prover.prove_block(one_tx_block())                  # warm-up: compile, load caches
     print(f"# {platform.machine()} {os.cpu_count()} cpus, python {platform.python_version()}")
@@ -69,7 +75,7 @@ def main(argv=None) -> int:
     rows = []
     for k in args.sizes:
         for _ in range(args.repeat):
-            r = measure(prover, k, args.hash_share)
+            r = measure(prover, k, args.hash_share, args.seed)
             rows.append(r)
             print(f"{r['k']:>3} {r['cycles']:>8} {r['prove_s']:>8.2f} {r['self_check_s']:>8.3f} "
                   f"{r['self_check_pct']:>7.2f}% {r['grind_s']:>8.3f} {r['grind_pct']:>7.2f}% "
