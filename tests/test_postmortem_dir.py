@@ -124,10 +124,11 @@ def test_failing_proof_writes_its_postmortem_there_and_names_it(clean_env, caplo
 
 def test_cli_without_postmortem_dir_uses_the_default_and_prints_the_path(clean_env, monkeypatch,
                                                                         capsys):
-    """``prove`` with no --postmortem-dir (and no env switch): the self-check's post-mortem
-    goes to the XDG state directory, not the working directory; its path is on stderr."""
+    """``prove`` of a block of RISC-V transactions with no --postmortem-dir (and no env
+    switch): the self-check's post-mortem goes to the XDG state directory, not the working
+    directory; its path is on stderr."""
     from steadfast.prover.cli import main_prove
-    from tests.vm_blocks import one_tx_block
+    from tests.txblocks import one_tx_block
     monkeypatch.setenv("PROVER_FAULTS", "corrupt@r2:1,seed=3")
     monkeypatch.delenv("PROVER_GPU_XCHECK", raising=False)
     monkeypatch.setenv("PROVER_ABORT_ON_CORRUPTION", "1")    # the stop (no host retry)
@@ -137,7 +138,18 @@ def test_cli_without_postmortem_dir_uses_the_default_and_prints_the_path(clean_e
     err = capsys.readouterr().err
     assert code == 4, err
     want = clean_env / "state" / "steadfast" / "postmortems"
-    (name,) = os.listdir(want)
-    assert f"post-mortem written: {want / name}" in err      # the WARNING, on stderr
-    assert str(want / name) in err.replace("post-mortem written: ", "", 1)   # and the error
+    (path,) = want.rglob("*.json")          # (in a subfolder for tx0/...: see below)
+    assert f"post-mortem written: {path}" in err             # the WARNING, on stderr
+    assert str(path) in err.replace("post-mortem written: ", "", 1)   # and the error
     assert sorted(os.listdir(clean_env / "cwd")) == ["b.json"]
+
+
+@pytest.mark.xfail(strict=True, reason="prover/xcheck.write_postmortem puts the table name "
+                   "in the file name as is: a block's 'tx0/rv32_program' makes a subfolder "
+                   "'steadfast-postmortem-tx0' (created 0755, not 0700)")
+def test_block_table_names_stay_in_the_folder(clean_env):
+    """A block of RISC-V transactions names its tables tx{i}/...: the post-mortem of such a
+    table is still one file directly in the post-mortem directory."""
+    d = clean_env / "pm"
+    path = write_postmortem({"table": "tx0/rv32_program", "check": "test"}, str(d))
+    assert os.path.dirname(path) == str(d) and os.listdir(d) == [os.path.basename(path)]

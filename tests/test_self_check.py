@@ -18,7 +18,7 @@ from steadfast.verifier.protocol import absorb_statement
 from steadfast.verifier.transcript import Transcript
 from steadfast.verifier.verify import table_check_key, verify_table
 
-from tests.vm_blocks import one_tx_block
+from tests.txblocks import one_tx_block
 
 WEAK = dict(num_queries=8, pow_bits=2, logup_pow_bits=2, deep_pow_bits=2, commit_pow_bits=2)
 
@@ -93,18 +93,22 @@ def test_prechecked_tables_are_skipped_only_on_identical_inputs(lookup):
 
 
 def test_emu_precheck_overlaps_and_final_check_skips(tmp_path):
-    """On the emulated device every table is checked as it finishes; the final check of
-    the bytes then skips all five, and the happy path counts no failure."""
+    """On the emulated device every table of a block of RISC-V transactions is checked as
+    it finishes; the final check of the bytes then skips all 18, and the happy path counts
+    no failure; the host proof is the same bytes."""
+    from steadfast.rv32 import block as rblock
+    n = rblock.num_tables(1)
     cfg = ProverConfig(backend="emu", vram_budget="1GiB", postmortem_dir=str(tmp_path), **WEAK)
     proof = Prover(cfg).prove_block(one_tx_block())
     sc = proof.stats.counters["self_check"]
     assert sc["enabled"] and sc["checked"] == 1 and sc["failed"] == 0
-    assert sc["tables_prechecked"] == 5 and sc["precheck_s"] > 0
+    assert sc["tables_prechecked"] == n == 18 and sc["precheck_s"] > 0
     dev = proof.stats.counters["device"]
-    assert dev["precheck_tables"] == 5 and dev["precheck_failed"] == []
-    assert verify(proof, block=one_tx_block(), min_security_bits=0).final_digest
+    assert dev["precheck_tables"] == n and dev["precheck_failed"] == []
+    res = verify(proof.to_bytes(), block=one_tx_block(), min_security_bits=0)
+    assert res.state_out == proof.state_out and res.exit_codes == [0]
     host = Prover(ProverConfig(backend="host", **WEAK)).prove_block(one_tx_block())
-    assert host.proof == proof.proof
+    assert host.to_bytes() == proof.to_bytes()
     assert host.stats.counters["self_check"]["tables_prechecked"] == 0
 
 
