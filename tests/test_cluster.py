@@ -7,10 +7,7 @@ a block that cannot be proven; every test carries a timeout.
 
 The blocks are blocks of RISC-V transactions (block format 2, tests/txblocks.py): the one
 claimed hello transaction (18 tables: its 16 under tx0/, the shared rv32_bytes and
-poseidon2) and the empty block (the 2 shared tables).  test_worker_that_cannot_prove_
-fails_cleanly still proves the field-element VM's block (tests/vm_blocks.py): its
-semantics are being changed by the self-check retry work (issue #26) and it moves
-with that.
+poseidon2) and the empty block (the 2 shared tables).
 
 WEAK PARAMETERS: every proof here uses 8 queries and almost no grinding (CFG), so it is
 verified with min_security_bits=0 -- these tests check byte identity, faults and errors,
@@ -32,7 +29,6 @@ from steadfast.prover.timeline import Timeline  # noqa: E402
 
 import txblocks  # noqa: E402
 from steadfast.prover.txblock_proof import as_txblock  # noqa: E402
-from vm_blocks import one_tx_block  # noqa: E402  (test_worker_that_cannot_prove_fails_cleanly)
 
 CFG = ProverConfig(backend="host", num_queries=8, pow_bits=2, logup_pow_bits=0,
                    deep_pow_bits=0, commit_pow_bits=0)
@@ -219,25 +215,33 @@ def test_device_workers_downgrade_same_bytes(cluster, reference):
 
 
 @pytest.mark.timeout(240)
-def test_worker_that_cannot_prove_fails_cleanly(cluster, tmp_path):
+def test_worker_that_cannot_prove_fails_cleanly(cluster, reference, tmp_path):
     """A worker whose device corrupts every FRI layer and every opening
-    (PROVER_FAULTS=corrupt@r4.fri:1,corrupt@r4.open:1) never returns a proof: in
-    many-blocks mode its own check of the join's final polynomial fails and the
-    coordinator re-raises the worker's ProofSelfCheckFailure (with its post-mortem) at
-    once -- not retried, no hang; in sharded mode (the FRI runs on the coordinator, the
-    openings on the workers) the coordinator's self-check refuses the joined proof."""
+    (PROVER_FAULTS=corrupt@r4.fri:1,corrupt@r4.open:1): by default (issue #26) the
+    worker's prover catches it and re-proves on the host, so the coordinator gets the
+    one-machine bytes with the recovery counted; with PROVER_ABORT_ON_CORRUPTION=1 (the
+    stop kept for bisecting) it never returns a proof: in many-blocks mode its own check
+    of the join's final polynomial fails and the coordinator re-raises the worker's
+    ProofSelfCheckFailure (with its post-mortem) at once -- not retried, no hang; in
+    sharded mode (the FRI runs on the coordinator, the openings on the workers) the
+    coordinator's self-check refuses the joined proof."""
     cfg = dataclasses.replace(EMU, postmortem_dir=str(tmp_path))
+    faults = "corrupt@r4.fri:1,corrupt@r4.open:1"
+    with ClusterProver(config=cfg, workers=2, worker_env={"PROVER_FAULTS": faults}) as p:
+        (_, got), = list(p.prove_many([txblocks.one_tx_block()], timeout=180))
+        assert got.to_bytes() == reference
+        dev = got.stats.counters["device"]
+        assert dev["corruptions_recovered"] + got.stats.counters["self_check"]["retried"] >= 1
     with ClusterProver(config=cfg, workers=2,
-                       worker_env={"PROVER_FAULTS": "corrupt@r4.fri:1,corrupt@r4.open:1",
-                                   # the stop, not issue #26's recovery on the host
+                       worker_env={"PROVER_FAULTS": faults,
                                    "PROVER_ABORT_ON_CORRUPTION": "1"}) as p:
         t0 = time.monotonic()
         with pytest.raises(ProofSelfCheckFailure) as ei:
-            list(p.prove_many([one_tx_block()], timeout=180))
+            list(p.prove_many([txblocks.one_tx_block()], timeout=180))
         assert ei.value.cluster_piece == 0 and "final polynomial" in str(ei.value)
         assert os.path.exists(ei.value.postmortem)
         with pytest.raises(ProofSelfCheckFailure) as es:
-            p.prove_sharded(one_tx_block(), timeout=180)
+            p.prove_sharded(txblocks.one_tx_block(), timeout=180)
         assert "MerkleError" in str(es.value)
         assert p.retries == 0 and p.worker_deaths == 0
         assert time.monotonic() - t0 < 200
