@@ -12,9 +12,11 @@ Alternatives:
   adder, word before/after), the branch/jump next-pc logic, a selector per chip -- and
   sending (op, a, b, c) to a core chip that holds only the arithmetic.  Measured here:
   that CPU AIR (with slots 1: it has transition constraints) and the ALU core AIR.
-* **sorted memory log** (vm/airs.py's MEMORY): every access as a row (address, time,
-  2 limbs, is_write, is_real, 2 gap limbs), sorted by (address, time); per access the
-  vm's MEMORY(k) AIR with one more limb column.
+* **sorted memory log** (the retired field-element VM's MEMORY, rebuilt here as
+  :func:`sorted_log_air`): every access as a row (address, time, value, is_write,
+  is_real, 2 gap limbs), sorted by (address, time), k accesses per row chained like
+  consecutive rows; per access that AIR with one more limb column (a 32-bit word is 2
+  limbs).
 * **byte limbs**: the ALU with 4-byte operands (4 carries, pair8 checks) instead of
   16-bit limbs.
 * **table unions** (``--unions LOG``): the tables' opened rows + multiproof nodes
@@ -115,6 +117,44 @@ def byte_alu_air(log_blowup: int):
     return b.build(log_blowup=log_blowup)
 
 
+def sorted_log_air(k: int, log_blowup: int):
+    """The sorted memory log with k accesses per row (the field-element VM's MEMORY(k),
+    vm/airs.py ``build_memory`` before its retirement): per access addr, time, value,
+    is_write, is_real, gap_lo, gap_hi; each consecutive pair of accesses (slot j -> j + 1
+    in a row, the last slot -> slot 0 of the next row) steps the address by 0 or 1, keeps
+    the time gap in range when the address repeats and a read's value equal to the
+    previous access's; one receive and three 16-bit range lookups per access."""
+    b = AirBuilder("sorted_log", public=["memory_size"])
+    names = ("addr", "time", "value", "is_write", "is_real", "gap_lo", "gap_hi")
+    S = [{g: b.main(g if k == 1 else f"{g}@{j}") for g in names} for j in range(k)]
+    msize = b.pv("memory_size")
+    for s in S:
+        b.assert_bool(s["is_real"])
+        b.assert_bool(s["is_write"])
+    b.when_first_row(S[0]["is_real"] - 1)
+    b.when_first_row(S[0]["addr"])
+
+    def pair(prev, cur, add):
+        d = cur["addr"] - prev["addr"]
+        add((1 - prev["is_real"]) * cur["is_real"])
+        add(d * (1 - d))
+        add(cur["is_real"] * (cur["gap_lo"] + (1 << 16) * cur["gap_hi"]
+                              - (1 - d) * (cur["time"] - prev["time"] - 1)))
+        add((1 - d) * (1 - cur["is_write"]) * (cur["value"] - prev["value"]))
+        add((prev["is_real"] - cur["is_real"]) * (prev["addr"] - msize + 1))
+
+    for j in range(k - 1):
+        pair(S[j], S[j + 1], b.assert_zero)
+    pair(S[k - 1], {g: e.next for g, e in S[0].items()}, b.when_transition)
+    b.when_last_row(S[k - 1]["is_real"] * (S[k - 1]["addr"] - msize + 1))
+    for s in S:
+        b.receive("memory", [s["addr"], s["time"], s["value"], s["is_write"]],
+                  multiplicity=s["is_real"])
+        for v in (s["gap_lo"], s["gap_hi"], s["gap_hi"] * (1 << 8)):
+            b.send("range16", [v], multiplicity=s["is_real"])
+    return b.build(log_blowup=log_blowup)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--log-blowup", type=int, default=2)
@@ -124,7 +164,6 @@ def main(argv=None) -> int:
     if args.unions:
         return unions(args.unions, lb)
     from steadfast.rv32.tables import SLOTTED, static_air
-    from steadfast.vm.airs import build_memory
     print(f"committed cells per row at log_blowup {lb} (main + 4 aux + 4 parts)")
     print("\nthe proof's chips (k = 1; per item at k = 4):")
     for name in SLOTTED:
@@ -139,8 +178,8 @@ def main(argv=None) -> int:
           f"ALU cycle (the chip design: {cells(static_air('alu', lb, 1))}, "
           f"{cells(static_air('alu', lb, 4)) / 4:.1f} at k = 4)")
     for k in (1, 4, 9):
-        m = build_memory(k, lb)
-        print(f"sorted memory log, vm MEMORY k = {k}: {(cells(m) + k) / k:.1f} cells per access "
+        m = sorted_log_air(k, lb)
+        print(f"sorted memory log, k = {k}: {(cells(m) + k) / k:.1f} cells per access "
               f"(+1 limb column) against 7 per read / 9 per write here (3 + 5 columns, 4 "
               f"lookups)")
     ba = byte_alu_air(lb)
