@@ -4,7 +4,7 @@ per parameter set, against the format-2 prover measured in the same run
 
     PYTHONPATH=. python bench/compact_bench.py [--sizes 12 14 16] [--base /work/base]
         [--sets 1,100,2,2 1,100,3,2 2,50,2,2 ...] [--repeat 1] [--json out.json]
-    PYTHONPATH=. python bench/compact_bench.py --model examples/block.proof
+    PYTHONPATH=. python bench/compact_bench.py --model /tmp/block2.proof
 
 A set is ``log_blowup,num_queries,log_fri_arity,log_cap``.  Every (tree, set, block) runs
 in a fresh subprocess that first proves a tiny block (loads the compiled kernels), then
@@ -12,10 +12,13 @@ proves the block on the host backend without the self-check (the prove time is t
 proof's own ``phases["prove"]``, the CPU time user+system seconds of the process during
 the proof -- steadier than wall time on a shared machine).  ``--base``: a checkout of
 the format-2 prover (its default parameters) run the same way with PYTHONPATH=BASE; the
-ratio column is v3 / v2 prove seconds of the same block.  Blocks: ``examples/block.json``
-and ``vm.programs.sized_block(k, 0.25, seed=0)`` (2^k cycles).  Security: the figure of
-``verifier.security.proof_security`` for the block's tables, and at the 2^24-row limit
-(CPU, MEMORY, POSEIDON2 at 2^24; PROGRAM and RANGE at their fixed heights).
+ratio column is v3 / v2 prove seconds of the same block (the base must prove blocks of
+RISC-V transactions too).  Blocks (block format 2): ``examples/block2.json`` and
+``bench/make_block.py -k K --hash-share 0.25`` (``make_block.v2_block(k, 0.25)``, seed 1:
+about 2^k cycles; k >= 10).  Security: the figure of ``verifier.security.proof_security``
+for the block's tables, and at the 2^24-row limit (every table at 2^24 rows but those of
+fixed height: PROGRAM, REGISTERS, IO and BYTES).  (Until the field-element VM's
+retirement: examples/block.json and ``vm.programs.sized_block(k, 0.25, seed=0)``.)
 """
 from __future__ import annotations
 
@@ -37,19 +40,19 @@ def _cpu() -> float:
 def worker(kind: str, pset: str) -> dict:
     """Runs inside the subprocess (PYTHONPATH = the tree under test)."""
     from steadfast.prover.api import Prover, ProverConfig
-    from steadfast.vm.programs import sized_block
+    from steadfast.rv32.blockfile import load_block, parse_block
     kw = {}
     if pset != "v2":
         lb, q, la, lc = (int(x) for x in pset.split(","))
         kw = dict(log_blowup=lb, num_queries=q, log_fri_arity=la, log_cap=lc)
     prover = Prover(ProverConfig(backend="host", self_check=False, **kw))
-    prover.prove_block(sized_block(8, 0.25, memory_size=64, table_size=16, n_tx=1))  # warm-up
+    prover.prove_block(tiny_block())                                          # warm-up
     if kind == "example":
-        from steadfast.vm.block import loads_block
-        with open(os.path.join(ROOT, "examples", "block.json")) as f:
-            block = loads_block(f.read())
+        block = load_block(os.path.join(ROOT, "examples", "block2.json"))
     else:
-        block = sized_block(int(kind), 0.25, seed=0)
+        sys.path.insert(0, ROOT)
+        from bench.make_block import v2_block
+        block = parse_block(v2_block(int(kind), 0.25)[0])
     sec = prover.execute(block).security_bits
     c0 = _cpu()
     proof = prover.prove_block(block)
@@ -62,31 +65,42 @@ def worker(kind: str, pset: str) -> dict:
     return out
 
 
+def tiny_block():
+    """One hello transaction (guests/bin/hello.elf on b"abc"): the warm-up."""
+    from steadfast.rv32.blockfile import Block, Transaction
+    from steadfast.rv32.elf import load_elf
+    prog = load_elf(os.path.join(ROOT, "guests", "bin", "hello.elf"))
+    return Block((Transaction(prog, b"abc", None, None, "hello"),), 1 << 16, bytes(32))
+
+
 def limit_bits(params, block) -> int:
-    """The security figure with CPU, MEMORY and POSEIDON2 at 2^24 rows (PROGRAM and
-    RANGE keep their fixed heights)."""
+    """The security figure with every table at 2^24 rows but those of fixed height
+    (PROGRAM, REGISTERS, IO, BYTES keep theirs)."""
+    from steadfast.rv32.block import build_block_traces
+    from steadfast.rv32.run import execute
     from steadfast.verifier.security import proof_security
-    from steadfast.vm.interpreter import execute
-    from steadfast.vm.traces import build_traces
-    bt = build_traces(execute(block))
+    exs = [execute(t.program, t.input, block.max_cycles, record=True)
+           for t in block.transactions]
+    bt = build_block_traces([t.program for t in block.transactions], exs, block.max_cycles,
+                            params.log_blowup)
     log_ns = [(t.shape[0].bit_length() - 1) if a.fixed_height else 24
               for a, t in zip(bt.airs, bt.traces)]
     return int(proof_security(params, bt.airs, log_ns).bits)
 
 
 def size_model(proof_path: str, trials: int = 40) -> None:
-    """Expected file size per parameter set for the block of ``proof_path`` (a format-3
-    ``prove`` output), averaged over ``trials`` random query sets: the query-independent
+    """Expected file size per parameter set for the block of ``proof_path`` (a block
+    proof of format 2's ``prove`` output), averaged over ``trials`` random query sets: the query-independent
     bytes of that proof plus rows, multiproof nodes, caps and FRI values counted exactly
     (kernels.multiproof) for each draw.  One proof's size varies by ~2 % with its queries,
     more than the differences between neighbouring sets."""
     import numpy as np
     from steadfast.kernels.multiproof import multiproof_count
-    from steadfast.prover.api import BlockProof
     from steadfast.prover.rounds import fri_layer_heights
+    from steadfast.prover.txblock_proof import TxBlockProof
     from steadfast.verifier.proof_format import decode
     with open(proof_path, "rb") as f:
-        bp = BlockProof.from_bytes(f.read())
+        bp = TxBlockProof.from_bytes(f.read())
     d, total0 = decode(bp.proof), len(bp.to_bytes())
     var = 0
     for t in d.tables:
