@@ -5,15 +5,18 @@ sampled every 50 ms while a block is proven, tagged with the stage that was runn
                                                  [--interval 0.05] [--json out.json]
 
 Each size runs in a fresh subprocess (its peak is its own).  The subprocess proves a tiny
-block first (kernels compiled, caches warm), then builds ``sized_block(k, share, seed=0)``
-and proves it on the host backend with the default parameters (self-check on, as a user
+block first (one hello transaction: kernels compiled, caches warm), then builds the block
+of RISC-V transactions ``bench/make_block.py -k K --hash-share H`` (``make_block.v2_block``,
+seed 1, block format 2; k >= 10) and proves it on the host backend with the default parameters (self-check on, as a user
 runs it).  A sampler thread reads ``/proc/self/statm`` every ``--interval`` seconds; the
 prover's ``progress`` callback keeps the innermost running stage (round, table), so each
 sample is charged to it.  Reported per stage: the largest RSS seen while it ran, and the
 RSS when it ended; overall: the peak (and the stage holding it), the RSS before the proof
 (traces built) and ``ru_maxrss`` (the kernel's own high-water mark, which the 50 ms
 sampler may miss by a short spike).  Bytes per cell divide by the committed cells of
-bench/block_bench.py's accounting (trace-domain cells of main, aux and parts).
+bench/block_bench.py's accounting (trace-domain cells of main, aux and parts).  (Until
+the field-element VM's retirement the block was ``vm.programs.sized_block(k, share,
+seed=0)``.)
 """
 from __future__ import annotations
 
@@ -91,29 +94,35 @@ class Sampler:
 
 def one(k: int, share: float, interval: float) -> dict:
     from steadfast.prover.api import Prover, ProverConfig
-    from steadfast.vm.programs import sized_block
+    from steadfast.rv32.block import build_block_traces
+    from steadfast.rv32.blockfile import Block, Transaction, parse_block
+    from steadfast.rv32.elf import load_elf
+    from steadfast.rv32.run import execute
+    from bench.make_block import v2_block
     sys.path.insert(0, os.path.join(ROOT, "bench"))
-    from block_bench import _real_rows, cell_accounting
+    from block_bench import cell_accounting
 
     sampler = Sampler(interval)
     prover = Prover(ProverConfig(backend="host"), progress=sampler.progress)
-    prover.prove_block(sized_block(8, 0.25, memory_size=64, table_size=16, n_tx=1))  # warm-up
+    hello = load_elf(os.path.join(ROOT, "guests", "bin", "hello.elf"))
+    prover.prove_block(Block((Transaction(hello, b"abc", None, None, "hello"),), 1 << 16,
+                             bytes(32)))                                   # warm-up
     sampler.peak.clear()
     sampler.at_end.clear()
-    block = sized_block(k, share, seed=0)
+    block = parse_block(v2_block(k, share)[0])
     sampler.progress(None, "build", "start", 0.0)
-    from steadfast.vm.interpreter import execute
-    from steadfast.vm.traces import build_traces
-    bt = build_traces(execute(block))
+    exs = [execute(t.program, t.input, block.max_cycles, record=True) for t in block.transactions]
+    bt = build_block_traces([t.program for t in block.transactions], exs, block.max_cycles,
+                            prover.config.params().log_blowup)
     rss_traces = rss_now()
-    del bt
+    del bt, exs
     sampler.progress(None, "build", "end", 0.0)
     t = time.perf_counter()
     with sampler:
         proof = prover.prove_block(block)
     wall = time.perf_counter() - t
     st = proof.stats.to_json()
-    acct = cell_accounting(st["tables"], _real_rows(block), proof.stats.cycles)
+    acct = cell_accounting(st["tables"], None, proof.stats.cycles)
     peak_tag = max(sampler.peak, key=sampler.peak.get)
     return {"k": k, "cycles": proof.stats.cycles, "cells": acct["cells"], "wall_s": wall,
             "rss_traces": rss_traces, "peak_sampled": sampler.peak[peak_tag], "peak_at": peak_tag,
