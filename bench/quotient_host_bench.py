@@ -1,13 +1,16 @@
 """R2 quotient on the host: the numpy interpreter vs the compiled twin (kernels/constraint_host.py).
 
-For each size k, the five VM tables of ``sized_block(k, share)`` are traced, their main /
+For each size k, the tables of ``bench/make_block.py -k K --hash-share H``'s block of
+RISC-V transactions (``make_block.v2_block``, seed 1, block format 2; k >= 10: every
+transaction's 16 tables, the shared BYTES and POSEIDON2) are traced, their main /
 aux traces LDE'd exactly as a proof does (HostStages.main_commit's LDE, aux_build, the
 preprocessed LDE), and ``HostStages.quotient`` is run on every table with
 ``compiled=False`` and ``compiled=True``, alternating, ``--rounds`` times.  Reported per
 size: wall seconds and CPU seconds (user + system of the process, all threads) of each
 path summed over the tables, best and median round, and the same-run ratio; the compile
 (or disk-cache load) time of the compiled kernels is measured apart, before the rounds.
-Every round checks that both paths return the same bytes.
+Every round checks that both paths return the same bytes.  (Until the field-element VM's
+retirement: the VM's five tables of ``vm.programs.sized_block(k, share, seed=0)``.)
 
     PYTHONPATH=. .venv/bin/python bench/quotient_host_bench.py --sizes 14 16 --rounds 3
 """
@@ -32,23 +35,27 @@ def _cpu() -> float:
 
 def tables_of(k: int, share: float):
     """(air, shape, main Committed-like, prep_lde, aux Committed-like, pv, chal, alpha,
-    terminal) for each VM table of sized_block(k, share)."""
+    terminal, name) for each table of the 2^k block of RISC-V transactions."""
     import numpy as np
     from steadfast.kernels.ntt_host import lde_columns
     from steadfast.prover.stages import Committed, HostStages
     from steadfast.verifier.proof_format import Params
     from steadfast.verifier.protocol import SHIFT, table_shape
-    from steadfast.vm.interpreter import execute
-    from steadfast.vm.programs import sized_block
-    from steadfast.vm.traces import build_traces
     from steadfast.kernels.field import P
+    from steadfast.rv32.block import build_block_traces
+    from steadfast.rv32.blockfile import parse_block
+    from steadfast.rv32.run import execute
+    from bench.make_block import v2_block
 
-    bt = build_traces(execute(sized_block(k, share, seed=0)))
+    block = parse_block(v2_block(k, share)[0])
     params = Params()
+    exs = [execute(t.program, t.input, block.max_cycles, record=True) for t in block.transactions]
+    bt = build_block_traces([t.program for t in block.transactions], exs, block.max_cycles,
+                            params.log_blowup)
     host = HostStages()
     rng = np.random.default_rng(k)
     out = []
-    for air, trace, pv in zip(bt.airs, bt.traces, bt.table_public_values):
+    for name, air, trace, pv in zip(bt.names, bt.airs, bt.traces, bt.table_public_values):
         trace = np.asarray(trace, dtype=np.uint32)
         log_n = trace.shape[0].bit_length() - 1
         shape = table_shape(air, log_n, params)
@@ -63,7 +70,7 @@ def tables_of(k: int, share: float):
             aux = Committed(lde_columns(np.ascontiguousarray(aux_t.T), shape.log_blowup, SHIFT),
                             None, None, None)
         alpha = rng.integers(0, P, 4, dtype=np.uint32)
-        out.append((air, shape, main, prep, aux, list(pv), chal, alpha, term))
+        out.append(((air, shape, main, prep, aux, list(pv), chal, alpha, term), name))
     return out
 
 
@@ -73,14 +80,16 @@ def run(k: int, share: float, rounds: int) -> dict:
     from steadfast.prover.stages import HostStages
 
     t0 = time.perf_counter()
-    tabs = tables_of(k, share)
+    named = tables_of(k, share)
+    tabs = [t for t, _ in named]
+    names = [n for _, n in named]
     setup_s = time.perf_counter() - t0
     host = HostStages()
     compile_s = {}
-    for t in tabs:                      # generate + compile (or load) apart from the timing
+    for t, name in zip(tabs, names):    # generate + compile (or load) apart from the timing
         w0, c0 = time.perf_counter(), _cpu()
         host.quotient(*t, compiled=True)
-        compile_s[t[0].name] = {"wall_s": time.perf_counter() - w0, "cpu_s": _cpu() - c0}
+        compile_s[name] = {"wall_s": time.perf_counter() - w0, "cpu_s": _cpu() - c0}
     res = {"numpy": [], "compiled": []}
     for r in range(rounds):
         order = ("numpy", "compiled") if r % 2 == 0 else ("compiled", "numpy")
@@ -93,7 +102,7 @@ def run(k: int, share: float, rounds: int) -> dict:
             if not np.array_equal(a, b):
                 raise SystemExit(f"2^{k}: compiled quotient differs from numpy")
     summary = {"k": k, "setup_s": setup_s, "compile": compile_s,
-               "tables": {t[0].name: 1 << t[1].log_quotient for t in tabs},
+               "tables": {n: 1 << t[1].log_quotient for t, n in zip(tabs, names)},
                "load": os.getloadavg()}
     for path, rs in res.items():
         summary[path] = {"wall_best": min(w for w, _ in rs), "wall_median": statistics.median(w for w, _ in rs),
@@ -105,7 +114,7 @@ def run(k: int, share: float, rounds: int) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[14, 16])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[14, 16])  # k >= 10
     ap.add_argument("--hash-share", type=float, default=0.25)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", help="write the results here")
