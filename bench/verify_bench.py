@@ -4,14 +4,18 @@ after import), measured in fresh processes (docs/benchmarks.md, "Verifier speed"
     PYTHONPATH=. python bench/verify_bench.py prove K OUT.stbp [--blowup B --queries Q ...]
     PYTHONPATH=. python bench/verify_bench.py measure OUT.stbp [OUT2.stbp ...] [--reps 3]
 
-``prove`` writes the BlockProof of ``vm.programs.sized_block(K, 0.25, seed=0)`` (host
-backend, the default parameters unless given).  ``measure`` runs, per proof, a fresh
-Python process that imports the library (timed), builds the block's AIRs, then times:
+``prove`` writes the block proof (TxBlockProof, block format 2) of ``bench/make_block.py
+-k K --hash-share 0.25`` (``make_block.v2_block(K, 0.25)``, seed 1; K >= 10: a block of
+RISC-V transactions; host backend, the default parameters unless given) to OUT and the
+block itself to OUT.block.json.  ``measure`` runs, per proof, a fresh Python process that
+imports the library (timed), builds the block's AIRs (rv32.block.block_airs at the slots
+read off the proof), then times:
 
 * ``first``: the first ``steadfast.verifier.verify`` of the STARK proof after import
   (AIRs built beforehand: the AIR construction belongs to the statement, not the
   verifier), and ``api_first``: the block-level ``steadfast.prover.api.verify`` in
-  another fresh process (AIR construction, ROM digest and public values included);
+  another fresh process against OUT.block.json (AIR construction, the statement's
+  programs, inputs and claims included);
 * ``warm``: the best of ``--reps`` further calls, and its split: the per-table forks with
   their composition checks (``tables``) and the join (``join``: every opening, the DEEP
   quotients, the FRI), from the verifier's own entry points on the same proof.
@@ -20,7 +24,8 @@ Every figure is CPU time of the measuring process (``time.process_time``: user +
 system), so that a loaded shared machine inflates it far less than wall time; the
 ratios between figures of one run are the comparable part.  ``--root DIR`` measures
 another checkout's library (e.g. a ``git archive`` of an earlier commit) with this
-script: same-run before/after comparisons.
+script: same-run before/after comparisons.  (Until the field-element VM's retirement
+the proofs were BlockProofs of ``vm.programs.sized_block(K, 0.25, seed=0)``.)
 """
 from __future__ import annotations
 
@@ -39,11 +44,17 @@ if _LIB not in sys.path:
 
 def prove(k: int, out: str, params: dict) -> None:
     from steadfast.prover.api import Prover, ProverConfig
-    from steadfast.vm.programs import sized_block
+    from steadfast.rv32.blockfile import parse_block
+    if ROOT not in sys.path:
+        sys.path.insert(0, ROOT)
+    from bench.make_block import dump_v2, v2_block
+    obj = v2_block(k, 0.25)[0]
     prover = Prover(ProverConfig(backend="host", **params))
     t = time.perf_counter()
-    proof = prover.prove_block(sized_block(k, 0.25, seed=0))
+    proof = prover.prove_block(parse_block(obj))
     proof.save(out)
+    with open(out + ".block.json", "w") as fh:
+        fh.write(dump_v2(obj))
     print(json.dumps({"k": k, "prove_s": round(time.perf_counter() - t, 2),
                       "bytes": len(proof.to_bytes()), "out": out}))
 
@@ -54,20 +65,24 @@ def _child(path: str, mode: str, reps: int) -> dict:
         from steadfast.prover.api import verify as api_verify
         imp = time.process_time() - t0
         t = time.process_time()
-        api_verify(path, min_security_bits=0)
+        api_verify(path, block=path + ".block.json", min_security_bits=0)
         return {"import_s": imp, "api_first_s": time.process_time() - t}
     import numpy as np
     from steadfast.verifier import verify
     V = sys.modules["steadfast.verifier.verify"]     # (the package's ``verify`` is the function)
-    from steadfast.prover.api import BlockProof
+    from steadfast.prover.txblock_proof import TxBlockProof
+    from steadfast.rv32 import block as rblock
+    from steadfast.rv32.blockfile import load_block
     from steadfast.verifier.proof_format import decode
-    from steadfast.vm.airs import block_airs, slots_from_widths
     imp = time.process_time() - t0
-    bp = BlockProof.load(path)
-    # POSEIDON2's slots (k permutations per row) as the verifier reads them: its width
+    bp = TxBlockProof.load(path)
+    blk = load_block(path + ".block.json")
+    # the slots (k items per row) as the verifier reads them: the tables' widths
     dec = decode(bp.proof)
-    airs = block_airs(bp.rom, slots_from_widths([len(t.ood_main) for t in dec.tables]),
-                      dec.params.log_blowup)
+    tx_slots, p2 = rblock.slots_of(dec, bp.n_tx)
+    airs = rblock.block_airs([t.program for t in blk.transactions],
+                             [t.input for t in blk.transactions], bp.outputs,
+                             dec.params.log_blowup, tx_slots, p2)
     t = time.process_time()
     res = verify(bp.proof, airs, None, min_security_bits=0)
     first = time.process_time() - t
