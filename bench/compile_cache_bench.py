@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Cold vs warm kernel compile on a machine without a GPU, through the real kernel cache.
 
-    PYTHONPATH=. python3 bench/compile_cache_bench.py             # the VM's generated kernels
+    PYTHONPATH=. python3 bench/compile_cache_bench.py             # the RV32 tables' generated kernels
     PYTHONPATH=. python3 bench/compile_cache_bench.py --all       # + every stage kernel
 
 Runs ``Prover.precompile``'s compile step (kernels.constraint_device.precompile) in two
@@ -11,6 +11,10 @@ cold (code generation + NVVM -> PTX, stored by numba-cuda's disk cache), the sec
 answers compute capability 9.0 and stops each kernel at PTX (``bind`` = PTX only); on a
 GPU the cache also holds the cubin, so a warm start also skips ptxas (the ``ptxas s``
 column of bench/ptxas_report.py, reported here for the same kernels when ``--ptxas``).
+The AIRs: the 18 RV32IM tables of a program proof (rv32.tables.table_airs of
+guests/bin/hello.elf's image at log_blowup 2, k = 1) -- a block's per-transaction tables
+are these in a bus namespace.  (Until the field-element VM's retirement: its five
+tables, ``vm.airs.block_airs``.)
 """
 from __future__ import annotations
 
@@ -39,10 +43,12 @@ def _child(all_kernels: bool, ptxas: bool) -> None:
     devices.get_context = cg.devices.get_context = lambda *a, **k: ctx
     runtime.runtime.get_version = lambda: (13, 0)
     disp._Kernel.bind = lambda self: self._codelibrary.get_asm_str((9, 0))   # PTX, no cubin
-    import numpy as np
     from steadfast.kernels import constraint_device as cd, kernel_cache as kc
-    from steadfast.vm.airs import block_airs
-    airs = block_airs(np.zeros((1, 4), dtype=np.int64))
+    from steadfast.rv32.chips.program import image_of
+    from steadfast.rv32.elf import load_elf
+    from steadfast.rv32.tables import table_airs
+    image = image_of(load_elf(os.path.join(ROOT, "guests", "bin", "hello.elf")))
+    airs = table_airs(image, b"abc", b"hello from rv32im\ncba", 2)
     t0 = time.perf_counter()
     if all_kernels:
         rows = cd.precompile(airs)
