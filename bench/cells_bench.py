@@ -1,32 +1,35 @@
 """Committed cells per cycle of block proofs, from the traces alone; with ``--slots``,
-POSEIDON2's one permutation per row against the slots build_traces chooses (and
-optionally a proof's CPU seconds at both).
+POSEIDON2's one permutation per row against the slots the block chooses (and optionally
+a proof's CPU seconds at both).
 
     PYTHONPATH=. python bench/cells_bench.py [--sizes 12 14 16 18] [--hash-share 0.25]
-                                             [--seed 0] [--log-blowup 2] [--json out.json]
+                                             [--seed 1] [--log-blowup 2] [--json out.json]
     PYTHONPATH=. python bench/cells_bench.py --slots [--sizes ...] [--hash-share ...]
                                              [--prove 14] [--reps 2] [--json out.json]
 
-For each size it executes ``sized_block(k, share, seed)`` (the bench block of
-bench/block_bench.py and bench/make_block.py), builds the traces the prover would commit
-(vm/traces.py: the table shapes, slots included) and counts the committed cells per table
-on the trace domain: main columns, aux (4 base columns per LogUp EF column) and quotient
-parts (4 per part), times the table's rows.  It also reports the padding: the share of
-committed cells that hold no real row or slot (CPU rows past the last cycle, MEMORY slots
-past the last access, POSEIDON2 slots past the last permutation).  Cells on the LDE domain
-are these times 2^log_blowup for every table alike, so cells per cycle compare across
-blowups -- but the AIRs depend on log_blowup (proof format 5: the LogUp batching degree,
-hence the aux and quotient-part columns, and the slot choices that follow;
-docs/protocol.md "LogUp"): ``--log-blowup`` (default 2, the default parameters') picks the
-proof's.  This is the "cells per cycle" figure of issue #12 (docs/benchmarks.md); it takes
-seconds per size, against minutes for a proof.
+For each size it builds ``bench/make_block.py -k K --seed S --hash-share H``'s block of
+RISC-V transactions (``make_block.v2_block``, block format 2; k >= 10), runs every
+transaction, builds the tables the prover would commit (rv32/block.py
+``build_block_traces``: each transaction's 16 tables, the shared BYTES and POSEIDON2,
+slots included) and counts the committed cells per table on the trace domain: main
+columns, aux (4 base columns per LogUp EF column) and quotient parts (4 per part), times
+the table's rows; the table is summed over the transactions by kind (alu, memory, ...).
+It also reports the padding: the share of committed cells that hold no real row or slot
+(rows past a table's items, slots past the last item; fixed-height tables count as
+full).  Cells on the LDE domain are these times 2^log_blowup for every table alike, so
+cells per cycle compare across blowups -- but the AIRs depend on log_blowup (the LogUp
+batching degree, hence the aux and quotient-part columns, and the slot choices that
+follow; docs/protocol.md "LogUp"): ``--log-blowup`` (default 2, the default parameters')
+picks the proof's.  This is the "cells per cycle" figure of issue #12 (docs/benchmarks.md);
+it takes seconds per size, against minutes for a proof.  (Until the field-element VM's
+retirement: the VM's five tables of ``vm.programs.sized_block(k, share, seed)``.)
 
-``--slots`` (docs/vm.md "Slots"): the same count with POSEIDON2 forced to k = 1 and with
-the k build_traces chooses (the other slotted tables take build_traces' choice on both
-sides).  ``--prove N``: the block of 2^N cycles proved with the default parameters on the
-host backend, k = 1 and the chosen k alternating (``--reps`` pairs), each proof in a fresh
-subprocess after a warm-up proof of a tiny block; CPU seconds = the process's user +
-system time during the proof (steadier than wall time on a shared machine).  The
+``--slots``: the same count with the shared POSEIDON2 forced to k = 1 and with the k the
+block chooses (rv32.tables.choose_slots; the other slotted tables take their choice on
+both sides).  ``--prove N``: the block of 2^N cycles proved with the default parameters on
+the host backend, k = 1 and the chosen k alternating (``--reps`` pairs), each proof in a
+fresh subprocess after a warm-up proof of a tiny block; CPU seconds = the process's user
++ system time during the proof (steadier than wall time on a shared machine).  The
 machine's load (uptime) is printed with every figure.
 """
 from __future__ import annotations
@@ -42,51 +45,86 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 
-def count(k: int, share: float, seed: int = 0, log_blowup: int = 2, slots=None) -> dict:
-    """The committed cells of ``sized_block(k, share, seed)``'s traces (``slots``:
-    build_traces' forced slot counts, None: its own choice)."""
-    from steadfast.vm.interpreter import execute
-    from steadfast.vm.programs import sized_block
-    from steadfast.vm.traces import build_traces, memory_accesses
+SHOWN = ("program", "memory", "alu", "load", "store", "bytes", "poseidon2")
+
+
+def block_of(k: int, share: float, seed: int):
+    from bench.make_block import v2_block
+    from steadfast.rv32.blockfile import parse_block
+    return parse_block(v2_block(k, share, seed)[0])
+
+
+def traces_of(block, log_blowup: int, p2_slots=None):
+    """rv32.block.build_block_traces of ``block`` (POSEIDON2 at ``p2_slots`` if given)."""
+    from steadfast.rv32 import block as rblock
+    from steadfast.rv32.run import execute
+    exs = [execute(t.program, t.input, block.max_cycles, record=True) for t in block.transactions]
+    progs = [t.program for t in block.transactions]
+    bt = rblock.build_block_traces(progs, exs, block.max_cycles, log_blowup)
+    if p2_slots is not None and p2_slots != bt.p2_slots:
+        from steadfast.rv32.chips.poseidon2_trace import poseidon2_trace
+        import numpy as np
+        states = np.concatenate([t.p2_states for t in bt.txs]) if bt.txs else \
+            np.zeros((0, 16), np.uint32)
+        bt.airs[-1] = rblock.shared_airs(log_blowup, p2_slots)[1]
+        bt.traces[-1] = poseidon2_trace(states, p2_slots)
+        bt.p2_slots = p2_slots
+    return bt
+
+
+def count(k: int, share: float, seed: int = 1, log_blowup: int = 2, p2_slots=None) -> dict:
+    """The committed cells of the 2^k block's tables (``p2_slots``: POSEIDON2's k forced,
+    None: the block's choice), per table kind."""
     t0 = time.perf_counter()
-    rec = execute(sized_block(k, share, seed=seed))
-    bt = build_traces(rec, slots=slots, log_blowup=log_blowup)
-    real = {"cpu": int(rec.cycles), "memory": int(memory_accesses(bt.traces[0]).shape[0]),
-            "poseidon2": int(rec.hash_in.shape[0])}
-    chosen = dict(getattr(bt, "slots", {}) or {})
+    bt = traces_of(block_of(k, share, seed), log_blowup, p2_slots)
+    real, slots = {}, {}
+    for i, tr in enumerate(bt.txs):
+        for name, n in tr.real_rows.items():
+            if name not in ("bytes", "poseidon2"):
+                real[f"tx{i}/{name}"] = int(n)
+                slots[f"tx{i}/{name}"] = int(tr.slots.get(name, 1))
+    perms = sum(int(tr.real_rows["poseidon2"]) for tr in bt.txs)
+    real["poseidon2"], slots["poseidon2"] = perms, int(bt.p2_slots)
+    cycles = bt.cycles
     tables, total, padded = {}, 0, 0
-    for air, trace in zip(bt.airs, bt.traces):
+    for name, air, trace in zip(bt.names, bt.airs, bt.traces):
         n = int(trace.shape[0])
-        kk = int(chosen.get(air.name, 1))
+        kk = slots.get(name, 1)
         main, aux, parts = n * air.main_width, n * 4 * air.aux_width, n * 4 * air.num_parts
         cells = main + aux + parts
         cap = n * kk
-        used = min(cap, real.get(air.name, cap))
-        tables[air.name] = {"rows": n, "slots": kk, "real": used, "main": main, "aux": aux,
-                            "parts": parts, "cells": cells,
-                            "cells_per_row": air.main_width + 4 * air.aux_width + 4 * air.num_parts}
+        used = cap if air.fixed_height else min(cap, real.get(name, cap))
+        kind = name.split("/")[-1]
+        t = tables.setdefault(kind, {"rows": 0, "slots": kk, "real": 0, "main": 0, "aux": 0,
+                                     "parts": 0, "cells": 0, "cells_per_row":
+                                     air.main_width + 4 * air.aux_width + 4 * air.num_parts})
+        t["slots"] = max(t["slots"], kk)
+        for key, v in (("rows", n), ("real", used), ("main", main), ("aux", aux),
+                       ("parts", parts), ("cells", cells)):
+            t[key] += v
         total += cells
         padded += cells * (cap - used) / cap
-    return {"k": k, "hash_share": share, "log_blowup": log_blowup, "cycles": int(rec.cycles),
-            "perms": real["poseidon2"], "cells": total,
-            "cells_per_cycle": total / rec.cycles, "padding_share": padded / total,
+    return {"k": k, "hash_share": share, "log_blowup": log_blowup, "cycles": int(cycles),
+            "transactions": len(bt.txs), "perms": perms, "cells": total,
+            "cells_per_cycle": total / cycles, "padding_share": padded / total,
             "tables": tables, "seconds": time.perf_counter() - t0}
 
 
 def render(results: list) -> str:
     lines = ["| k | cycles | committed cells | cells/cycle | padding | "
-             + " | ".join(["CPU", "PROGRAM", "MEMORY", "RANGE", "POSEIDON2"]) + " |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             + " | ".join(n.upper() for n in SHOWN) + " | others |",
+             "|---|---|---|---|---|" + "---|" * (len(SHOWN) + 1)]
     for r in results:
         cols = []
-        for name in ("cpu", "program", "memory", "range", "poseidon2"):
+        for name in SHOWN:
             t = r["tables"][name]
             s = f" ×{t['slots']}" if t["slots"] > 1 else ""
             cols.append(f"{t['rows']:,} rows{s} ({t['real']:,} real) × {t['cells_per_row']} "
                         f"= {t['cells'] / 1e6:.2f} M")
+        rest = sum(t["cells"] for n, t in r["tables"].items() if n not in SHOWN)
         lines.append(f"| {r['k']} | {r['cycles']:,} | {r['cells'] / 1e6:.2f} M | "
                      f"{r['cells_per_cycle']:.0f} | {100 * r['padding_share']:.1f} % | "
-                     + " | ".join(cols) + " |")
+                     + " | ".join(cols) + f" | {rest / 1e6:.2f} M |")
     return "\n".join(lines)
 
 
@@ -96,10 +134,10 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def slot_cells(log_cycles: int, share: float, seed: int = 0, log_blowup: int = 2) -> dict:
-    """POSEIDON2 at k = 1 against build_traces' choice: the block's and POSEIDON2's cells."""
+def slot_cells(log_cycles: int, share: float, seed: int = 1, log_blowup: int = 2) -> dict:
+    """POSEIDON2 at k = 1 against the block's choice: the block's and POSEIDON2's cells."""
     out = {}
-    for label, slots in (("k1", {"poseidon2": 1}), ("chosen", None)):
+    for label, slots in (("k1", 1), ("chosen", None)):
         r = count(log_cycles, share, seed, log_blowup, slots)
         p2 = r["tables"]["poseidon2"]
         out.update(log_cycles=log_cycles, cycles=r["cycles"], perms=r["perms"])
@@ -112,29 +150,32 @@ _CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from steadfast.prover.api import Prover, ProverConfig, verify
-from steadfast.vm.interpreter import execute
-from steadfast.vm.programs import sized_block
-from steadfast.vm.traces import build_traces
-from tests.vm_blocks import one_tx_block
+from steadfast.prover.prove import prove
+from steadfast.prover.txblock_proof import TxBlockProof
+from steadfast.rv32.blockfile import Block, Transaction
+from steadfast.rv32.elf import load_elf
+from bench.cells_bench import block_of, traces_of
 log_cycles, share, k, lb, seed = (int(sys.argv[2]), float(sys.argv[3]), sys.argv[4],
                                   int(sys.argv[5]), int(sys.argv[6]))
 prover = Prover(ProverConfig(backend="host", log_blowup=lb))
-prover.prove_block(one_tx_block())                     # load the compiled kernels
-rec = execute(sized_block(log_cycles, share, seed=seed))
-bt = build_traces(rec, slots=None if k == "chosen" else {"poseidon2": int(k)}, log_blowup=lb)
+hello = load_elf(sys.argv[1] + "/guests/bin/hello.elf")
+prover.prove_block(Block((Transaction(hello, b"abc", None, None, "hello"),), 1 << 16,
+                         bytes(32)))                     # load the compiled kernels
+block = block_of(log_cycles, share, seed)
+bt = traces_of(block, lb, None if k == "chosen" else int(k))
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
 c0, t0 = cpu(), time.perf_counter()
-proof = prover.prove_tables(bt.traces, bt.public_values, rec.rom.rows)
+body = prove(bt.traces, bt.airs, bt.table_public_values, prover.config.params())
 c1, t1 = cpu(), time.perf_counter()
-verify(proof, min_security_bits=0)
-print(json.dumps({"k": bt.slots["poseidon2"], "cpu_s": c1 - c0, "wall_s": t1 - t0,
-                  "proof_bytes": len(proof.proof)}))
+verify(TxBlockProof(len(block.transactions), body), block=block, min_security_bits=0)
+print(json.dumps({"k": bt.p2_slots, "cpu_s": c1 - c0, "wall_s": t1 - t0,
+                  "proof_bytes": len(body)}))
 """
 
 
-def prove_time(log_cycles: int, share: float, k: str, log_blowup: int = 2, seed: int = 0) -> dict:
+def prove_time(log_cycles: int, share: float, k: str, log_blowup: int = 2, seed: int = 1) -> dict:
     proc = subprocess.run([sys.executable, "-c", _CHILD, ROOT, str(log_cycles), str(share), k,
                            str(log_blowup), str(seed)],
                           capture_output=True, text=True, cwd=ROOT)
@@ -172,12 +213,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[12, 14, 16, 18])
     ap.add_argument("--hash-share", type=float, default=0.25)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--log-blowup", type=int, default=2,
                     help="the proof's log_blowup (the AIRs' LogUp batching depends on it)")
     ap.add_argument("--json", help="write the results as JSON")
     ap.add_argument("--slots", action="store_true",
-                    help="POSEIDON2 at k = 1 against the chosen k (docs/vm.md 'Slots')")
+                    help="POSEIDON2 at k = 1 against the chosen k")
     ap.add_argument("--prove", type=int, default=None,
                     help="with --slots: also time proofs at 2^N cycles")
     ap.add_argument("--reps", type=int, default=2, help="with --prove: alternating proof pairs")
