@@ -17,8 +17,7 @@ three statement tables and the static ones, at ``--block-slots``) plus every AIR
 ``fingerprint()`` (the verifier's use per transaction), and ``api.verify`` of ``--proof``
 against ``--block`` (a block of RISC-V transactions; prove it first: ``python -m
 steadfast.prover prove examples/block2.json -o /tmp/b.proof``).  The medians and new/base
-ratios are printed with the machine's load (uptime).  (Until the field-element VM's
-retirement the cases were its POSEIDON2, MEMORY(k) and ``vm.airs.block_airs``.)
+ratios are printed with the machine's load (uptime).
 """
 from __future__ import annotations
 

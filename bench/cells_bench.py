@@ -21,8 +21,7 @@ cells per cycle compare across blowups -- but the AIRs depend on log_blowup (the
 batching degree, hence the aux and quotient-part columns, and the slot choices that
 follow; docs/protocol.md "LogUp"): ``--log-blowup`` (default 2, the default parameters')
 picks the proof's.  This is the "cells per cycle" figure of issue #12 (docs/benchmarks.md);
-it takes seconds per size, against minutes for a proof.  (Until the field-element VM's
-retirement: the VM's five tables of ``vm.programs.sized_block(k, share, seed)``.)
+it takes seconds per size, against minutes for a proof.
 
 ``--slots``: the same count with the shared POSEIDON2 forced to k = 1 and with the k the
 block chooses (rv32.tables.choose_slots; the other slotted tables take their choice on

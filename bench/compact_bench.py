@@ -17,8 +17,7 @@ RISC-V transactions too).  Blocks (block format 2): ``examples/block2.json`` and
 ``bench/make_block.py -k K --hash-share 0.25`` (``make_block.v2_block(k, 0.25)``, seed 1:
 about 2^k cycles; k >= 10).  Security: the figure of ``verifier.security.proof_security``
 for the block's tables, and at the 2^24-row limit (every table at 2^24 rows but those of
-fixed height: PROGRAM, REGISTERS, IO and BYTES).  (Until the field-element VM's
-retirement: examples/block.json and ``vm.programs.sized_block(k, 0.25, seed=0)``.)
+fixed height: PROGRAM, REGISTERS, IO and BYTES).
 """
 from __future__ import annotations
 

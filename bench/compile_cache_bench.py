@@ -13,8 +13,7 @@ GPU the cache also holds the cubin, so a warm start also skips ptxas (the ``ptxa
 column of bench/ptxas_report.py, reported here for the same kernels when ``--ptxas``).
 The AIRs: the 18 RV32IM tables of a program proof (rv32.tables.table_airs of
 guests/bin/hello.elf's image at log_blowup 2, k = 1) -- a block's per-transaction tables
-are these in a bus namespace.  (Until the field-element VM's retirement: its five
-tables, ``vm.airs.block_airs``.)
+are these in a bus namespace.
 """
 from __future__ import annotations
 

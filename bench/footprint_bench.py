@@ -14,9 +14,7 @@ sample is charged to it.  Reported per stage: the largest RSS seen while it ran,
 RSS when it ended; overall: the peak (and the stage holding it), the RSS before the proof
 (traces built) and ``ru_maxrss`` (the kernel's own high-water mark, which the 50 ms
 sampler may miss by a short spike).  Bytes per cell divide by the committed cells of
-bench/block_bench.py's accounting (trace-domain cells of main, aux and parts).  (Until
-the field-element VM's retirement the block was ``vm.programs.sized_block(k, share,
-seed=0)``.)
+bench/block_bench.py's accounting (trace-domain cells of main, aux and parts).
 """
 from __future__ import annotations
 

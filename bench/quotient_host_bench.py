@@ -9,8 +9,7 @@ preprocessed LDE), and ``HostStages.quotient`` is run on every table with
 size: wall seconds and CPU seconds (user + system of the process, all threads) of each
 path summed over the tables, best and median round, and the same-run ratio; the compile
 (or disk-cache load) time of the compiled kernels is measured apart, before the rounds.
-Every round checks that both paths return the same bytes.  (Until the field-element VM's
-retirement: the VM's five tables of ``vm.programs.sized_block(k, share, seed=0)``.)
+Every round checks that both paths return the same bytes.
 
     PYTHONPATH=. .venv/bin/python bench/quotient_host_bench.py --sizes 14 16 --rounds 3
 """

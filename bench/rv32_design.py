@@ -12,11 +12,10 @@ Alternatives:
   adder, word before/after), the branch/jump next-pc logic, a selector per chip -- and
   sending (op, a, b, c) to a core chip that holds only the arithmetic.  Measured here:
   that CPU AIR (with slots 1: it has transition constraints) and the ALU core AIR.
-* **sorted memory log** (the retired field-element VM's MEMORY, rebuilt here as
-  :func:`sorted_log_air`): every access as a row (address, time, value, is_write,
-  is_real, 2 gap limbs), sorted by (address, time), k accesses per row chained like
-  consecutive rows; per access that AIR with one more limb column (a 32-bit word is 2
-  limbs).
+* **sorted memory log** (:func:`sorted_log_air`): every access as a row (address, time,
+  value, is_write, is_real, 2 gap limbs), sorted by (address, time), k accesses per row
+  chained like consecutive rows; per access that AIR with one more limb column (a 32-bit
+  word is 2 limbs).
 * **byte limbs**: the ALU with 4-byte operands (4 carries, pair8 checks) instead of
   16-bit limbs.
 * **table unions** (``--unions LOG``): the tables' opened rows + multiproof nodes
@@ -118,8 +117,7 @@ def byte_alu_air(log_blowup: int):
 
 
 def sorted_log_air(k: int, log_blowup: int):
-    """The sorted memory log with k accesses per row (the field-element VM's MEMORY(k),
-    vm/airs.py ``build_memory`` before its retirement): per access addr, time, value,
+    """The sorted memory log with k accesses per row: per access addr, time, value,
     is_write, is_real, gap_lo, gap_hi; each consecutive pair of accesses (slot j -> j + 1
     in a row, the last slot -> slot 0 of the next row) steps the address by 0 or 1, keeps
     the time gap in range when the address repeats and a read's value equal to the

@@ -24,8 +24,7 @@ Every figure is CPU time of the measuring process (``time.process_time``: user +
 system), so that a loaded shared machine inflates it far less than wall time; the
 ratios between figures of one run are the comparable part.  ``--root DIR`` measures
 another checkout's library (e.g. a ``git archive`` of an earlier commit) with this
-script: same-run before/after comparisons.  (Until the field-element VM's retirement
-the proofs were BlockProofs of ``vm.programs.sized_block(K, 0.25, seed=0)``.)
+script: same-run before/after comparisons.
 """
 from __future__ import annotations
 
