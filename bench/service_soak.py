@@ -10,7 +10,9 @@ The blocks: ``--blocks D`` distinct RISC-V blocks (block format 2) from
 transaction each), proof i proving block i mod D.  ``--measure-peak`` first proves each
 block alone on ``emu`` without a budget and prints its device peak (the budget the
 issue's target asks for is below it).  Post-mortems of the injected corruptions go to a
-temporary directory (printed) unless ``--postmortem-dir``.
+temporary directory (printed) unless ``--postmortem-dir``.  ``--faulted F``: the share
+of proofs given a fault mix (default 0.8; 0: all clean, the same-run baseline for what
+the faulted proofs cost the clean ones).
 
 The last line is exactly::
 
@@ -40,11 +42,11 @@ from steadfast.prover.faults import SITES  # noqa: E402
 from steadfast.prover.service import ProofService, recoveries  # noqa: E402
 
 
-def fault_mix(rng: random.Random) -> tuple[str, bool]:
-    """One proof's fault plan (PROVER_FAULTS syntax; "" for a clean proof, about 1 in 5)
-    and its XCHECK switch."""
+def fault_mix(rng: random.Random, share: float = 0.8) -> tuple[str, bool]:
+    """One proof's fault plan (PROVER_FAULTS syntax; "" for a clean proof: with
+    probability 1 - ``share``) and its XCHECK switch."""
     terms = []
-    if rng.random() < 0.8:
+    if rng.random() < share:
         kinds = [k for k in ("oom", "corrupt", "lost") if rng.random() < 0.5] or \
             [rng.choice(("oom", "corrupt", "lost"))]
         for kind in kinds:
@@ -75,6 +77,8 @@ def main(argv=None) -> int:
     ap.add_argument("-k", type=int, default=10, help="log2 cycles per block (v2_block)")
     ap.add_argument("--queries", type=int, default=8)
     ap.add_argument("--pow-bits", type=int, default=0)
+    ap.add_argument("--faulted", type=float, default=0.8, help="the share of proofs "
+                    "given faults (0: every proof clean, for a same-run comparison)")
     ap.add_argument("--measure-peak", action="store_true")
     ap.add_argument("--postmortem-dir", default=None)
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per proof, "
@@ -99,7 +103,7 @@ def main(argv=None) -> int:
                   f"{p.stats.phases['total']:.2f}s, identical {p.to_bytes() == ref[i]}",
                   flush=True)
     rng = random.Random(args.seed)
-    mixes = [fault_mix(rng) for _ in range(args.proofs)]
+    mixes = [fault_mix(rng, args.faulted) for _ in range(args.proofs)]
     cfg = ProverConfig(backend="emu", postmortem_dir=pm_dir, **params(args))
     identical = wrong = failed = 0
     totals: dict = {}
