@@ -37,18 +37,20 @@ Order -- what matters most first, so that a short or failing first run still ans
    process initialises the device; its precompile waits for the parts and loads them;
 1. versions (python, numpy, numba, numba-cuda, cupy, CUDA driver/runtime, device) and a
    sanity launch (a field multiply kernel against numpy);
-2. precompile: every kernel a block proof launches (``Prover.precompile``: the generated
-   per-AIR kernels and the stage kernels), timed apart -- warm from the kernel cache
+2. precompile: every kernel a block proof launches (``Prover.precompile_txblock``: the
+   generated per-AIR kernels of the RV32IM tables and the stage kernels), timed apart -- warm from the kernel cache
    (``PROVER_KERNEL_CACHE``) on a second run;
-3. the first end-to-end comparison: one small real block (2^``first_k`` cycles, 2^10)
-   proved on the device backend and on the host, proof bytes compared;
+3. the first end-to-end comparison: one small real block of RISC-V transactions (block
+   format 2, 2^``first_k`` cycles, 2^10) proved on the device backend and on the host,
+   proof bytes compared;
 4. the microbenchmarks: copy bandwidth (device-to-device and host-to-device: the
    reference of every "achieved bandwidth" ratio); NTT; coset LDE (column-major, target
    >= 50 % of the copy bandwidth); Poseidon2 (SPEC known answer, a random sample against
    the host, and permutations/s, target >= 1 G/s); Merkle commit; the stage kernels (FRI
    fold and OOD reduction, skipped if their API differs);
-5. the rest of the end-to-end ladder, cuda vs host, on blocks of about 2^k cycles from
-   ``bench/make_block.py``'s generator (same defaults), comparing the proof bytes.
+5. the rest of the end-to-end ladder, cuda vs host, on blocks of RISC-V transactions of
+   about 2^k cycles from ``bench/make_block.py``'s generator (``v2_block``, same defaults:
+   hash share 0.25, seed 1), comparing the proof bytes.
 
 Time budget (sized for a lent machine's one 600 s command): every check runs in a worker
 thread; none starts after ``--soft`` seconds (default 480) or when its predicted time does
@@ -98,7 +100,8 @@ def check_sanity(ctx: Ctx) -> None:
 
 
 def check_precompile(ctx: Ctx, block, warm=None) -> None:
-    """Compile every kernel a proof of ``block`` launches, timed apart (Prover.precompile);
+    """Compile every kernel a proof of ``block`` launches, timed apart
+    (Prover.precompile_txblock: a block of RISC-V transactions);
     with warm-up children, after waiting for their parts (the precompile then loads them)."""
     from steadfast.kernels.kernel_cache import cache_dir
     from steadfast.prover.api import Prover, ProverConfig
@@ -109,7 +112,7 @@ def check_precompile(ctx: Ctx, block, warm=None) -> None:
         waited = (f"; {len(w['parts'])} warm-up processes, done at {w['seconds']:.0f}s "
                   f"(exit {sorted(set(map(str, w['parts'].values())))})")
     t0 = time.perf_counter()
-    rows = Prover(ProverConfig(backend=ctx.args.backend)).precompile(block)
+    rows = Prover(ProverConfig(backend=ctx.args.backend)).precompile_txblock(block)
     dt = time.perf_counter() - t0
     how: dict = {}
     for r in rows:
@@ -545,9 +548,8 @@ def _run(args, S, sim, report, runner, ctx, wanted, warm) -> None:
         ladder = args.e2e_k or S["e2e"]
         first_k = None if (e2e is None or "example" in ladder) else S["first_k"]
         try:
-            from steadfast.vm.programs import sized_block
-            from bench.device_common import BLOCK_ARGS
-            pre_block = sized_block(first_k or S["first_k"], **BLOCK_ARGS)
+            from bench.device_common import sized_block
+            pre_block = sized_block(first_k or S["first_k"])
         except Exception as exc:  # noqa: BLE001
             pre_block = None
             print(f"block generator failed: {exc}", flush=True)

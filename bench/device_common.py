@@ -21,8 +21,9 @@ SPEC_OUT = [516096821, 90309867, 1101817252, 1660784290, 360715097, 1789519026, 
             1052633829, 1344246938]
 P2_TARGET = 1e9             # Poseidon2 permutations per second
 LDE_TARGET = 0.5            # coset LDE effective bandwidth / copy bandwidth
-# bench/make_block.py's defaults (25 % HASH, seed 0, 1024 memory cells, 8 transactions)
-BLOCK_ARGS = dict(hash_share=0.25, seed=0, memory_size=1024, table_size=256, n_tx=8)
+# bench/make_block.py's defaults (block format 2: 25 % of the cycles in Poseidon2 precompile
+# calls, seed 1)
+BLOCK_ARGS = dict(hash_share=0.25, seed=1)
 # Host proving time per extra bit of k, from the host table of docs/benchmarks.md
 # (2^12 -> 2^14: x1.8, 2^14 -> 2^16: x5.6, 2^16 -> 2^18: x6.0; above: assumed x6 per 2 bits).
 PER_BIT = {11: 1.4, 12: 1.4, 13: 1.35, 14: 1.35, 15: 2.37, 16: 2.37, 17: 2.45, 18: 2.45}
@@ -392,17 +393,25 @@ class Ctx:
 # parent's precompile then waits for the parts and loads everything from the cache.
 
 def warm_part(kind: str, part: int, parts: int, k: int, backend: str) -> None:
-    """A warm-up child's work.  ``precompile``: ``Prover.precompile`` of the 2^k block,
+    """A warm-up child's work.  ``precompile``: ``Prover.precompile_txblock`` of the 2^k block,
     compiling only the kernels whose name hashes to ``part`` (mod ``parts``); ``host``:
     one host proof of that block."""
     from steadfast.prover.api import Prover, ProverConfig
-    from steadfast.vm.programs import sized_block
-    block = sized_block(k, **BLOCK_ARGS)
+    block = sized_block(k)
     if kind == "host":
         Prover(ProverConfig(backend="host")).prove_block(block)
         return
     partition_dispatchers(part, parts)
-    Prover(ProverConfig(backend=backend)).precompile(block)
+    Prover(ProverConfig(backend=backend)).precompile_txblock(block)
+
+
+def sized_block(k: int):
+    """``bench/make_block.py -k K`` at its defaults (BLOCK_ARGS): a block of RISC-V
+    transactions (format 2) of about 2^k cycles (k >= 10), parsed
+    (:class:`rv32.blockfile.Block`)."""
+    from bench.make_block import v2_block
+    from steadfast.rv32.blockfile import parse_block
+    return parse_block(v2_block(int(k), **BLOCK_ARGS)[0])
 
 
 def in_part(name: str, part: int, parts: int) -> bool:

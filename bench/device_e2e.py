@@ -1,10 +1,12 @@
-"""End-to-end part of bench/device_check.py: block proofs on a device backend against the
-host path, proof bytes compared, with speed-ups, peak VRAM and the slowest stages."""
+"""End-to-end part of bench/device_check.py: proofs of blocks of RISC-V transactions (block
+format 2, ``bench/make_block.py``'s generator: device_common.sized_block) on a device
+backend against the host path, proof bytes compared, with speed-ups, peak VRAM and the
+slowest stages."""
 from __future__ import annotations
 
 import time
 
-from bench.device_common import BLOCK_ARGS, PER_BIT, Ctx, VramPeak, yn
+from bench.device_common import PER_BIT, Ctx, VramPeak, sized_block, yn
 
 
 def growth(k0: int, k1: int, per_bit: float | None = None) -> float:
@@ -82,7 +84,7 @@ class E2E:
         return self._measured(backend, run)
 
     def prove_example(self, backend: str) -> dict:
-        # The simulator cannot prove a block in minutes (its RANGE table alone has 2^16
+        # The simulator cannot prove a block in minutes (its BYTES table alone has 2^16
         # rows; even three 16-row tables take ~6 minutes), so `--e2e-k example` proves the
         # 8-row Fibonacci example through prover.prove: the same pipeline, one table.
         from steadfast.air import examples as ex
@@ -134,8 +136,7 @@ class E2E:
 
     def warmup(self, k: int) -> None:
         """Each backend twice at 2^k: the first run compiles, the second is warm."""
-        from steadfast.vm.programs import sized_block
-        block = sized_block(k, **BLOCK_ARGS)
+        block = sized_block(k)
         size = f"2^{k} cycles"
         runs, notes, failed = {}, [], False
         for backend in (self.dev, "host"):
@@ -200,8 +201,7 @@ class E2E:
     def first(self, k: int) -> None:
         """The first proof comparison of the run, right after the precompile and before any
         microbenchmark: one small real block, device backend vs host, proof bytes."""
-        from steadfast.vm.programs import sized_block
-        block = sized_block(k, **BLOCK_ARGS)
+        block = sized_block(k)
         self.one(f"prove block first ({self.dev})", f"2^{k} cycles", k,
                  lambda b: self.prove_block(block, b))
         self.done_k.add(k)
@@ -210,11 +210,10 @@ class E2E:
         if "example" in ladder:
             self.one("prove fibonacci", "1 table 2^3 rows", None, self.prove_example)
             return
-        from steadfast.vm.programs import sized_block
         if warm_k and warm_k not in self.done_k:
             self.warmup(warm_k)
         for k in sorted({int(x) for x in ladder} - self.done_k):
-            block = sized_block(k, **BLOCK_ARGS)
+            block = sized_block(k)
             self.one(f"prove block ({self.dev})", f"2^{k} cycles", k,
                      lambda b, blk=block: self.prove_block(blk, b))
 
