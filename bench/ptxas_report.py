@@ -7,10 +7,18 @@
     PYTHONPATH=. python3 bench/ptxas_report.py --json out.json
     PYTHONPATH=. python3 bench/ptxas_report.py --gate               # the resource gate
     PYTHONPATH=. python3 bench/ptxas_report.py --gate --skip REGEX  # ... leaving some out
+    PYTHONPATH=. python3 bench/ptxas_report.py --gate --rv32 all    # + the RV32IM tables'
+    PYTHONPATH=. python3 bench/ptxas_report.py --gate --rv32 p2call,ecall --rv32-blowups 1
 
 Columns: NVVM seconds (numba -> PTX), ptxas seconds, registers, spill stores/loads
 (bytes), stack frame (bytes), the largest launch block (``devicelib.launch_block``).  The
 CUDA simulator must be off (it is unset here).
+
+The registered kernels are the device modules' and those of kernels/constraint_device.py's
+example AIRs (the protocol core registers no machine's tables); ``--rv32 all`` (or a
+comma-separated list of rv32/tables.py names) adds the RV32IM tables' generated kernels at
+k = 1 (the statement's tables built for guests/bin/hello.elf) at each of ``--rv32-blowups``
+(default 1,2: LogUp batched at degree 3 and 5).
 
 ``--gate``: exit status 1 when any kernel fails the resource gate -- registers x largest
 launch block > 65,536 (the register file of one SM: such a block cannot launch at all),
@@ -47,6 +55,28 @@ def gate_failures(row: dict) -> list:
     return why
 
 
+def register_rv32(spec: str, blowups) -> list:
+    """Generate (and so register) the kernels of the RV32IM tables ``spec`` names ('all'
+    or comma-separated rv32/tables.py names) at each log_blowup -> their AIRs."""
+    from steadfast.kernels.constraint_device import register_example_airs
+    from steadfast.rv32.chips.program import image_of
+    from steadfast.rv32.elf import load_elf
+    from steadfast.rv32.tables import TABLES, table_airs
+    names = list(TABLES) if spec == "all" else [n.strip() for n in spec.split(",") if n.strip()]
+    bad = [n for n in names if n not in TABLES]
+    if bad:
+        raise SystemExit(f"ptxas_report: --rv32: no RV32 table {', '.join(bad)} "
+                         f"(tables: {', '.join(TABLES)})")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    image = image_of(load_elf(os.path.join(root, "guests", "bin", "hello.elf")))
+    airs = []
+    for lb in blowups:
+        by_name = dict(zip(TABLES, table_airs(image, b"abc", b"hello from rv32im\ncba", lb)))
+        airs += [by_name[n] for n in names]
+    register_example_airs(extra=airs)
+    return airs
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--match", help="only kernels whose name matches this regex")
@@ -56,7 +86,13 @@ def main(argv=None) -> int:
     ap.add_argument("--gate", action="store_true",
                     help=f"fail on registers x block > {GATE['regs_x_block']:,}, spills > "
                          f"{GATE['spill']} B or a stack frame > {GATE['stack']} B")
+    ap.add_argument("--rv32", metavar="TABLES",
+                    help="also the RV32IM tables' kernels: 'all' or names, comma-separated")
+    ap.add_argument("--rv32-blowups", default="1,2", metavar="LB,..",
+                    help="the log_blowups of the --rv32 tables (default 1,2)")
     args = ap.parse_args(argv)
+    if args.rv32:
+        register_rv32(args.rv32, [int(x) for x in args.rv32_blowups.split(",")])
     from numba import cuda
     from steadfast.kernels import devicelib
     from steadfast.kernels import ptx_check as pc
