@@ -17,8 +17,9 @@ POSEIDON2's 4,200 statements over 10 minutes), far more than a proof.  Instead:
   table for a block of ``B`` points at a time: every instruction is one short loop over
   the block (the field functions of :mod:`kernels.field`, Montgomery form, compiled with
   ``njit``: the arithmetic is written once for both targets), which LLVM vectorises;
-  ``prange`` runs the blocks on all cores.  After the program it folds the constraint
-  values exactly as :func:`air.eval.fold_constraints` / ``quotient_on_coset``:
+  the blocks run on numba's thread count as nogil threads (:func:`_run`; a ``prange``
+  around the walk compiled several times slower for the same speed).  After the program
+  it folds the constraint values exactly as :func:`air.eval.fold_constraints` / ``quotient_on_coset``:
   sum_k alpha^(K-1-k) sel_k C_k, times 1/Z_H.
 
 The result is bit-identical to the interpreter (field arithmetic is exact; Montgomery
@@ -31,8 +32,8 @@ row conditions all/first/last/transition; next row = (i + M/n) mod M as the nump
 or its ``compiled=False`` argument selects the interpreter.
 
 :func:`logup_h_host` is the same for ``HostStages.aux_build``'s h columns:
-:func:`_logup_h_kernel` over blocks of trace rows (``prange``, the trace read through a
-column view, no transposed copy): the interaction program through the same block kernel
+:func:`_logup_h_kernel` over blocks of trace rows (threads as above, the trace read in place,
+row-major, no transposed copy): the interaction program through the same block kernel
 (outputs stored into the block's scratch instead of folded), then every interaction's fingerprint
 and denominator vectorised across the block's rows in Montgomery form, the inverses by
 Montgomery's trick (prefix products over the interactions per row, then over the block's
@@ -46,12 +47,13 @@ import os
 import threading
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ..air import eval as air_eval
 from ..air import field as AF
 from . import field
 from .field import P
+from .logup_block import logup_block
 
 __all__ = ["quotient_host", "logup_h_host", "encode", "Encoded", "host_selectors", "compiled_quotient_enabled",
            "ENV", "BLOCK"]
@@ -223,18 +225,26 @@ def _encode(air, prog, sink: int) -> Encoded:
 
 # ----------------------------------------------------------------------------- kernel
 
-@njit(cache=True)
-def _load(src, col, nx, V, d, comp, lo, w, M, stride, nxt):
-    if nx:
+@njit(inline="always")
+def _load(src, col, nx, Vd, lo, w, M, stride, nxt, rowmajor):
+    # Vd[t] = point lo + t of column col: src[col, (i (+ nxt mod M)) * stride] (LDE columns),
+    # or src[lo + t, col] when rowmajor (the trace's rows: the LogUp kernel, current row)
+    if rowmajor:
+        for t in range(w):
+            Vd[t] = _tm(src[lo + t, col])
+    elif nx:
         mask = M - 1                        # M is a power of two: (i + nxt) mod M
         for t in range(w):
-            V[d, comp, t] = _tm(src[col, ((lo + t + nxt) & mask) * stride])
+            Vd[t] = _tm(src[col, ((lo + t + nxt) & mask) * stride])
+    elif stride == 1:
+        for t in range(w):
+            Vd[t] = _tm(src[col, lo + t])
     else:
         for t in range(w):
-            V[d, comp, t] = _tm(src[col, (lo + t) * stride])
+            Vd[t] = _tm(src[col, (lo + t) * stride])
 
 
-@njit(cache=True)
+@njit(inline="always")
 def _fold(V, G, s, g, e, a0, a1, a2, a3, w):
     if e:
         for t in range(w):
@@ -255,19 +265,19 @@ def _fold(V, G, s, g, e, a0, a1, a2, a3, w):
 
 @njit(cache=True)
 def _run_block(code, consts, main, prep, aux, pv, scal, apow, out_ef, out_when, V, G, O, lo,
-               w, M, stride, nxt):
+               w, M, stride, nxt, rowmajor):
     for ins in range(code.shape[0]):
         op = code[ins, 0]
         a = code[ins, 1]
         b = code[ins, 2]
         d = code[ins, 3]
         if op == LD_MAIN:
-            _load(main, a, b, V, d, 0, lo, w, M, stride, nxt)
+            _load(main, a, b, V[d, 0], lo, w, M, stride, nxt, rowmajor)
         elif op == LD_PREP:
-            _load(prep, a, b, V, d, 0, lo, w, M, stride, nxt)
+            _load(prep, a, b, V[d, 0], lo, w, M, stride, nxt, 0)
         elif op == LD_AUX:
             for c in range(4):
-                _load(aux, 4 * a + c, b, V, d, c, lo, w, M, stride, nxt)
+                _load(aux, 4 * a + c, b, V[d, c], lo, w, M, stride, nxt, 0)
         elif op == LD_PV:
             v = pv[a]
             for t in range(w):
@@ -337,7 +347,7 @@ def _run_block(code, consts, main, prep, aux, pv, scal, apow, out_ef, out_when, 
                 V[d, 0, t] = _neg(V[a, 0, t])
         elif op == STORE:
             for t in range(w):
-                O[a, lo + t] = _fm(V[b, 0, t])
+                O[a, t] = _fm(V[b, 0, t])
         elif op == FOLD:
             # sum_k alpha^(K-1-k) C_k per row condition (apow row k holds alpha^(K-1-k))
             _fold(V, G, b, out_when[a], out_ef[a], apow[a, 0], apow[a, 1], apow[a, 2],
@@ -348,26 +358,85 @@ def _run_block(code, consts, main, prep, aux, pv, scal, apow, out_ef, out_when, 
                     V[d, c, t] = _neg(V[a, c, t])
 
 
-@njit(cache=True, parallel=True)
-def _quotient_kernel(code, consts, main, prep, aux, pv, scal, apow, out_ef, out_when,
-                     sel, M, stride, nxt, nslots, block, ntasks, out):
-    # sel (Montgomery, uint32[4, M]): first, last, transition selectors and 1/Z_H
+@njit(cache=True, nogil=True)
+def _quotient_kernel(code, consts, main, prep, aux, pv, scal, apow, out_ef, out_when, sel, M,
+                     stride, nxt, nslots, block, first, step, out):
+    # blocks first, first + step, ... of R2's quotient on M points (one call per thread:
+    # _run) -> out (uint32[4, M]); sel (Montgomery, uint32[4, M]): the first, last and
+    # transition selectors and 1/Z_H; main/prep/aux: LDE columns, point i at i * stride
     nblocks = (M + block - 1) // block
-    for task in prange(ntasks):
-        V = np.empty((nslots, 4, block), dtype=np.uint32)
-        G = np.empty((4, 4, block), dtype=np.uint32)      # per row condition, EF
-        for blk in range(task, nblocks, ntasks):
-            lo = blk * block
-            w = min(block, M - lo)
-            G[:, :, :w] = 0
-            _run_block(code, consts, main, prep, aux, pv, scal, apow, out_ef, out_when, V, G,
-                       G[0], lo, w, M, stride, nxt)
-            for c in range(4):
-                for t in range(w):
-                    i = lo + t
-                    q = _add(_add(G[0, c, t], _mmul(G[1, c, t], sel[0, i])),
-                             _add(_mmul(G[2, c, t], sel[1, i]), _mmul(G[3, c, t], sel[2, i])))
-                    out[c, i] = _fm(_mmul(q, sel[3, i]))
+    zero = first - first              # int64, not a literal: _run_block has one signature
+    V = np.empty((nslots, 4, block), dtype=np.uint32)
+    G = np.empty((4, 4, block), dtype=np.uint32)          # per row condition, EF
+    for blk in range(first, nblocks, step):
+        lo = blk * block
+        w = min(block, M - lo)
+        G[:, :, :w] = 0
+        _run_block(code, consts, main, prep, aux, pv, scal, apow, out_ef, out_when, V, G,
+                   G[0], lo, w, M, stride, nxt, zero)
+        for c in range(4):
+            for t in range(w):
+                i = lo + t
+                q = _add(_add(G[0, c, t], _mmul(G[1, c, t], sel[0, i])),
+                         _add(_mmul(G[2, c, t], sel[1, i]), _mmul(G[3, c, t], sel[2, i])))
+                out[c, i] = _fm(_mmul(q, sel[3, i]))
+
+
+@njit(cache=True, nogil=True)
+def _logup_h_kernel(code, consts, main, prep, pv, nslots, it_pos, it_len, it_bus, it_sign,
+                    it_batch, bpow, block, first, step, H, flag):
+    # blocks first, first + step, ... of rows (one call per thread: _run): the interaction
+    # program (values and multiplicities, canonical, into the block's Ob: the (values,
+    # mult) rows never exist for the whole trace; main: the trace uint32[n, w], row-major,
+    # read at the current row only), then the block's h columns (logup_block)
+    n = H.shape[2]
+    T = it_pos.shape[0]
+    nout = it_pos[T - 1] + it_len[T - 1] + 1
+    nblocks = (n + block - 1) // block
+    zero = first - first              # int64s, not literals: the quotient's _run_block
+    one = zero + 1
+    dummy_scal = np.zeros(4, np.uint32)
+    dummy_apow = np.zeros((1, 4), np.uint32)
+    dummy_i = np.zeros(1, np.int64)
+    V = np.empty((nslots, 4, block), dtype=np.uint32)
+    G = np.empty((4, 4, block), dtype=np.uint32)
+    Ob = np.empty((nout, block), dtype=np.uint32)
+    D = np.empty((T, 4, block), dtype=np.uint32)
+    Pf = np.empty((T, 4, block), dtype=np.uint32)
+    A = np.empty((4, block), dtype=np.uint32)
+    Q = np.empty((4, block), dtype=np.uint32)
+    for blk in range(first, nblocks, step):
+        lo = blk * block
+        w = min(block, n - lo)
+        _run_block(code, consts, main, prep, prep, pv, dummy_scal, dummy_apow, dummy_i,
+                   dummy_i, V, G, Ob, lo, w, n, one, zero, one)
+        logup_block(Ob, it_pos, it_len, it_bus, it_sign, it_batch, bpow, lo, w, D, Pf, A, Q,
+                    H, flag)
+
+
+_POOL: list = []
+
+
+def _run(kernel, head: tuple, tail: tuple, nblocks: int) -> None:
+    """``kernel(*head, first, step, *tail)`` over ``nblocks`` blocks on numba's thread count
+    (nogil threads, block b on thread b mod T: every block writes its own rows, so the
+    bytes do not depend on T).  Threads, not ``prange``: a parfor around the program walk
+    compiles several times slower, for the same speed (the work is in coarse blocks)."""
+    import numba
+    T = max(1, min(int(nblocks), numba.get_num_threads()))
+    if T == 1:
+        kernel(*head, np.int64(0), np.int64(1), *tail)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+    with _LOCK:
+        if not _POOL or _POOL[0][0] < T:
+            if _POOL:
+                _POOL.pop()[1].shutdown(wait=False)
+            _POOL.append((T, ThreadPoolExecutor(T, thread_name_prefix="steadfast-host")))
+        pool = _POOL[0][1]
+    jobs = [pool.submit(kernel, *head, np.int64(i), np.int64(T), *tail) for i in range(T)]
+    for j in jobs:
+        j.result()
 
 
 # ----------------------------------------------------------------------------- wrapper
@@ -411,7 +480,6 @@ def quotient_host(air, shape, main_lde, prep_lde, aux_lde, public_values, challe
     main_lde / prep_lde / aux_lde: natural-order LDE columns on g<w_N>, uint32[c, N]
     (``Committed.lde``); aux column 4k + c is EF column k's coefficient c.  prep_lde,
     aux_lde and terminal may be None when the AIR has none."""
-    import numba
     N, M = 1 << shape.log_lde, 1 << shape.log_quotient
     if not shape.log_n <= shape.log_quotient <= shape.log_lde:
         raise ValueError("quotient domain must lie between the trace and LDE domains")
@@ -453,168 +521,23 @@ def quotient_host(air, shape, main_lde, prep_lde, aux_lde, public_values, challe
         raise ValueError(f"out: expected a C-contiguous uint32[4, {M}]")
     block = int(block)
     nblocks = (M + block - 1) // block
-    ntasks = max(1, min(nblocks, 4 * numba.get_num_threads()))
-    _quotient_kernel(enc.code, enc.consts, main, prep, aux,
-                     field.to_mont_host(pv) if pv.size else np.zeros(1, np.uint32),
-                     field.to_mont_host(scal), field.to_mont_host(apow_rev),
-                     enc.out_ef, enc.out_when, sel, np.int64(M),
-                     np.int64(N // M), np.int64(M >> shape.log_n), np.int64(enc.slots),
-                     np.int64(block), np.int64(ntasks), out)
+    _run(_quotient_kernel,
+         (enc.code, enc.consts, main, prep, aux,
+          field.to_mont_host(pv) if pv.size else np.zeros(1, np.uint32),
+          field.to_mont_host(scal), field.to_mont_host(apow_rev),
+          enc.out_ef, enc.out_when, sel, np.int64(M),
+          np.int64(N // M), np.int64(M >> shape.log_n), np.int64(enc.slots),
+          np.int64(block)), (out,), nblocks)
     return out
 
 
 # ----------------------------------------------------------------------------- LogUp h
 
-_HF = field.build(njit(inline="always"))          # canonical (non-Montgomery) functions
 _VALUES: dict = {}
-
-
-_cef_inv, _cfm, _ctm = _HF.ef_inv, _HF.from_mont, _HF.to_mont
 #: trace rows per block of the h kernel (its scratch per thread: 2 T + 2 EF rows and
 #: the program's outputs and slots, of LOGUP_BLOCK each; 2^16 CPU rows, 1 thread:
 #: 256 -> 512 measured 37 -> 30 ns a fraction)
 LOGUP_BLOCK = 512
-_MONT_ONE = np.uint32(field.MONT_R)
-
-
-@njit(cache=True)
-def _ef_rows_mul(X, Y, w):
-    # X[:, r] *= Y[:, r] (EF, Montgomery form) for r < w; X, Y: [4, >= w]
-    for r in range(w):
-        x0, x1, x2, x3 = _ef_mmul(X[0, r], X[1, r], X[2, r], X[3, r],
-                                  Y[0, r], Y[1, r], Y[2, r], Y[3, r])
-        X[0, r] = x0
-        X[1, r] = x1
-        X[2, r] = x2
-        X[3, r] = x3
-
-
-@njit(cache=True)
-def _logup_block(O, it_pos, it_len, it_bus, it_sign, it_batch, bpow, lo, w, D, Pf, A, Q, H,
-                 flag):
-    # rows lo .. lo+w of the h columns from the block's interaction values O[:, :w].  Montgomery form inside (x R mod p, R = 2^32): the
-    # denominators d_t (D[t]), their prefix products over t per row (Pf[t] = prod_(s<t)
-    # d_s, A = prod over every t), Montgomery's trick over the block's rows for 1/A (one
-    # EF inversion per block), then the walk back over t: 1/d_t = Pf[t] / (prod_(s<=t) d_s).
-    # Every loop over the rows stores into ONE array (measured: LLVM leaves a row loop
-    # that stores into two arrays scalar, ~8x slower) and indexes by the loop counter
-    T = it_pos.shape[0]
-    for c in range(4):
-        A[c, :w] = 0
-    A[0, :w] = _MONT_ONE
-    zero = False
-    for t in range(T):
-        # d_t = (gamma - bus) - sum_j beta^(j+1) v_j: bpow rows j+1 hold beta^(j+1) R^2,
-        # so mont_mul(v, .) (v canonical) is v beta^(j+1) in Montgomery form
-        Dt = D[t]
-        Dt[0, :w] = _sub(bpow[0, 0], it_bus[t])
-        for c in range(1, 4):
-            Dt[c, :w] = bpow[0, c]
-        p0 = it_pos[t]
-        k = it_len[t]
-        for j in range(k):
-            b0 = bpow[j + 1, 0]
-            b1 = bpow[j + 1, 1]
-            b2 = bpow[j + 1, 2]
-            b3 = bpow[j + 1, 3]
-            vrow = O[p0 + j, :w]
-            for r in range(w):
-                v = vrow[r]
-                Dt[0, r] = _sub(Dt[0, r], _mmul(v, b0))
-                Dt[1, r] = _sub(Dt[1, r], _mmul(v, b1))
-                Dt[2, r] = _sub(Dt[2, r], _mmul(v, b2))
-                Dt[3, r] = _sub(Dt[3, r], _mmul(v, b3))
-        nzero = 0
-        for r in range(w):
-            nzero += (Dt[0, r] | Dt[1, r] | Dt[2, r] | Dt[3, r]) == 0
-        if nzero:
-            zero = True
-        # Pf[t] = prod_(s<t) d_s, then A = prod_(s<=t) d_s
-        Pf[t, :, :w] = A[:, :w]
-        _ef_rows_mul(A, Dt, w)
-    if zero:
-        flag[0] = 1
-        return
-    # 1 / A[r] for the block's rows: prefix products (Q), one inversion, walk back
-    q0 = _MONT_ONE
-    q1 = np.uint32(0)
-    q2 = np.uint32(0)
-    q3 = np.uint32(0)
-    for r in range(w):
-        Q[0, r] = q0
-        Q[1, r] = q1
-        Q[2, r] = q2
-        Q[3, r] = q3
-        q0, q1, q2, q3 = _ef_mmul(q0, q1, q2, q3, A[0, r], A[1, r], A[2, r], A[3, r])
-    # canonical inverse of the canonical product, back to Montgomery form
-    i0, i1, i2, i3 = _cef_inv(_cfm(q0), _cfm(q1), _cfm(q2), _cfm(q3))
-    s0 = _ctm(i0)
-    s1 = _ctm(i1)
-    s2 = _ctm(i2)
-    s3 = _ctm(i3)
-    for r in range(w - 1, -1, -1):
-        a0 = A[0, r]
-        a1 = A[1, r]
-        a2 = A[2, r]
-        a3 = A[3, r]
-        x0, x1, x2, x3 = _ef_mmul(Q[0, r], Q[1, r], Q[2, r], Q[3, r], s0, s1, s2, s3)
-        A[0, r] = x0
-        A[1, r] = x1
-        A[2, r] = x2
-        A[3, r] = x3
-        s0, s1, s2, s3 = _ef_mmul(s0, s1, s2, s3, a0, a1, a2, a3)
-    # walk back over the interactions: A = 1 / prod_(s<=t) d_s; Pf[t] becomes 1 / d_t
-    for t in range(T - 1, -1, -1):
-        Pt = Pf[t]
-        Dt = D[t]
-        _ef_rows_mul(Pt, A, w)
-        _ef_rows_mul(A, Dt, w)
-        # h_b += sign m / d_t: Montgomery (1 / d_t) times canonical m is canonical
-        pm = it_pos[t] + it_len[t]
-        b = it_batch[t]
-        neg = it_sign[t] < 0
-        mrow = O[pm, :w]
-        for c in range(4):
-            hrow = H[b, c, lo:lo + w]
-            x = Pt[c]
-            if neg:
-                for r in range(w):
-                    hrow[r] = _add(hrow[r], _mmul(x[r], _neg(mrow[r])))
-            else:
-                for r in range(w):
-                    hrow[r] = _add(hrow[r], _mmul(x[r], mrow[r]))
-
-
-@njit(cache=True, parallel=True)
-def _logup_h_kernel(code, consts, main, prep, pv, nslots, it_pos, it_len, it_bus, it_sign,
-                    it_batch, bpow, block, ntasks, H, flag):
-    # per block of rows: the interaction program (values and multiplicities, canonical,
-    # into the block's Ob: the (values, mult) rows never exist for the whole trace), then
-    # the block's h columns.  Interaction values read the current row only: the block's
-    # column slices are the whole input (lo = 0, no next-row wrap)
-    n = H.shape[2]
-    T = it_pos.shape[0]
-    nout = it_pos[T - 1] + it_len[T - 1] + 1
-    nblocks = (n + block - 1) // block
-    dummy_scal = np.zeros(4, np.uint32)
-    dummy_apow = np.zeros((1, 4), np.uint32)
-    dummy_i = np.zeros(1, np.int64)
-    for task in prange(ntasks):
-        V = np.empty((nslots, 4, block), dtype=np.uint32)
-        G = np.empty((4, 4, block), dtype=np.uint32)
-        Ob = np.empty((nout, block), dtype=np.uint32)
-        D = np.empty((T, 4, block), dtype=np.uint32)
-        Pf = np.empty((T, 4, block), dtype=np.uint32)
-        A = np.empty((4, block), dtype=np.uint32)
-        Q = np.empty((4, block), dtype=np.uint32)
-        for blk in range(task, nblocks, ntasks):
-            lo = blk * block
-            w = min(block, n - lo)
-            mb = main[:, lo:lo + w]
-            _run_block(code, consts, mb, prep[:, lo:lo + w], mb, pv, dummy_scal, dummy_apow,
-                       dummy_i, dummy_i, V, G, Ob, 0, w, n, 1, 0)
-            _logup_block(Ob, it_pos, it_len, it_bus, it_sign, it_batch, bpow, lo, w, D, Pf,
-                         A, Q, H, flag)
 
 
 def logup_h_host(air, main: np.ndarray, public_values, challenges: dict,
@@ -624,7 +547,6 @@ def logup_h_host(air, main: np.ndarray, public_values, challenges: dict,
     d_t = gamma - (bus_t + sum_j beta^(j+1) v_tj) on trace row i.  ``main``: the trace
     uint32[n, w].  Returns a list of uint64[4, n] (canonical), bit-identical to the numpy
     loop; ValueError when a denominator vanishes."""
-    import numba
     block = int(LOGUP_BLOCK if block is None else block)
     if not 1 <= block <= 1 << 16:
         raise ValueError(f"block must be in [1, 65536], got {block}")
@@ -653,14 +575,13 @@ def logup_h_host(air, main: np.ndarray, public_values, challenges: dict,
     pv = np.asarray([int(v) for v in public_values], dtype=np.int64)
     if pv.shape != (air.num_public,) or np.any(pv < 0) or np.any(pv >= P):
         raise ValueError(f"{air.name}: expected {air.num_public} canonical public values")
-    cols = main.T                    # column view: the kernel reads a block of rows at a time
+    main = np.ascontiguousarray(main)           # row-major: the kernel reads rows lo .. lo+w
     prep = np.zeros((1, n), np.uint32)                   # never read: no prep columns
     if air.prep_width:
         prep = np.ascontiguousarray(np.asarray(air.preprocessed, dtype=np.uint32).T)
         if prep.shape != (air.prep_width, n):
             raise ValueError(f"{air.name}: preprocessed height {prep.shape[1]} != trace height {n}")
     its = air.interactions
-    threads = numba.get_num_threads()
     batch_of = {id(it): b for b, batch in enumerate(air.lookup_batches) for it in batch}
     pos, p = [], 0
     for it in its:
@@ -676,14 +597,15 @@ def logup_h_host(air, main: np.ndarray, public_values, challenges: dict,
     H = np.zeros((B, 4, n), dtype=np.uint32)
     flag = np.zeros(1, np.uint32)
     nblocks = (n + block - 1) // block
-    _logup_h_kernel(enc.code, enc.consts, cols, prep,
-                    field.to_mont_host(pv) if pv.size else np.zeros(1, np.uint32),
-                    np.int64(enc.slots), np.asarray(pos, np.int64),
-                    np.asarray([len(it.values) for it in its], np.int64),
-                    field.to_mont_host(np.asarray([it.bus_id % P for it in its], np.uint64)),
-                    np.asarray([it.sign for it in its], np.int64),
-                    np.asarray([batch_of[id(it)] for it in its], np.int64), bpow, np.int64(block),
-                    np.int64(max(1, min(nblocks, 4 * threads))), H, flag)
+    _run(_logup_h_kernel,
+         (enc.code, enc.consts, main, prep,
+          field.to_mont_host(pv) if pv.size else np.zeros(1, np.uint32),
+          np.int64(enc.slots), np.asarray(pos, np.int64),
+          np.asarray([len(it.values) for it in its], np.int64),
+          field.to_mont_host(np.asarray([it.bus_id % P for it in its], np.uint64)),
+          np.asarray([it.sign for it in its], np.int64),
+          np.asarray([batch_of[id(it)] for it in its], np.int64), bpow, np.int64(block)),
+         (H, flag), nblocks)
     if flag[0]:
         raise ValueError(f"{air.name}: a LogUp denominator vanished (resample: "
                          "the challenges hit a tuple's fingerprint)")
