@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -363,7 +364,9 @@ def write_postmortem(report: dict, directory: str | os.PathLike[str] | None = No
     full = {"steadfast_version": __version__, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     full.update(POSTMORTEM_CONTEXT)
     full.update(report)
-    name = f"steadfast-postmortem-{report['table']}-{os.getpid()}-{int(time.time() * 1000)}.json"
+    # a block's tables are named tx{i}/...: the file name keeps only safe characters
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", str(report["table"]))
+    name = f"steadfast-postmortem-{safe}-{os.getpid()}-{int(time.time() * 1000)}.json"
     target = postmortem_dir(directory)
     try:
         path = _write_json(target, name, full)

@@ -156,9 +156,12 @@ def _b64(v: Any, path: str, limit: int) -> bytes:
     if len(v) > 4 * (limit // 3 + 1):
         raise BlockError(path, f"more than {limit} bytes")
     try:
-        return base64.b64decode(v, validate=True)
+        data = base64.b64decode(v, validate=True)
     except (binascii.Error, ValueError):
         raise BlockError(path, "not valid base64") from None
+    if len(data) > limit:
+        raise BlockError(path, f"more than {limit} bytes")
+    return data
 
 
 def _file(v: Any, path: str, base_dir: str | None, limit: int) -> bytes:

@@ -63,9 +63,9 @@ def test_elf_size_limit_in_each_form(monkeypatch):
     assert e.message == f"hello.elf: {size} bytes; the limit is {size - 1}"
     inline = {"format": "steadfast-block", "version": 2, "transactions": [
         {"elf_base64": base64.b64encode(HELLO.read_bytes()).decode()}]}
-    monkeypatch.setattr(B, "MAX_ELF_BYTES", size - 4)     # base64: bounded by its length
+    monkeypatch.setattr(B, "MAX_ELF_BYTES", size - 1)     # base64: the decoded size, exactly
     e = error(inline)
-    assert e.path == "$.transactions[0].elf_base64" and f"more than {size - 4} bytes" in e.message
+    assert e.path == "$.transactions[0].elf_base64" and f"more than {size - 1} bytes" in e.message
     monkeypatch.setattr(B, "MAX_ELF_BYTES", size)
     assert parse_block(inline).transactions[0].program == parse_block(doc(), txblocks.BIN) \
         .transactions[0].program
@@ -80,9 +80,8 @@ def test_input_size_limit_in_each_form(form, tmp_path, monkeypatch):
              "input_file": "x.in"}[form]
     monkeypatch.setattr(B, "MAX_INPUT_BYTES", 48)
     assert parse_block(doc(**{form: value}), tmp_path).transactions[0].input == data
-    # base64's bound is on the text's length (4 * (limit // 3 + 1) characters): the 64
-    # characters of 48 bytes pass a limit of 45..47, so base64 is checked at 44
-    low = 44 if form == "input_base64" else 47
+    low = 47                        # one byte over: every form refuses it
+
     monkeypatch.setattr(B, "MAX_INPUT_BYTES", low)
     e = error(doc(**{form: value}), tmp_path)
     assert e.path == f"$.transactions[0].{form}"

@@ -144,9 +144,6 @@ def test_cli_without_postmortem_dir_uses_the_default_and_prints_the_path(clean_e
     assert sorted(os.listdir(clean_env / "cwd")) == ["b.json"]
 
 
-@pytest.mark.xfail(strict=True, reason="prover/xcheck.write_postmortem puts the table name "
-                   "in the file name as is: a block's 'tx0/rv32_program' makes a subfolder "
-                   "'steadfast-postmortem-tx0' (created 0755, not 0700)")
 def test_block_table_names_stay_in_the_folder(clean_env):
     """A block of RISC-V transactions names its tables tx{i}/...: the post-mortem of such a
     table is still one file directly in the post-mortem directory."""
