@@ -11,7 +11,8 @@ files) and ``PROVER_KERNEL_CACHE`` (the device kernels') pointed at one director
 for the first run (a fresh machine's state: nothing cached) and shared by the second.
 With ``--profile`` the child wraps numba's ``Dispatcher.compile`` and reports, per
 function, the seconds spent compiling it (its own, excluding the njit functions it calls,
-which are compiled while it is typed) or loading it from the cache, and the signature count.
+which are compiled while it is typed) or loading it from the cache, and the signature count;
+a call that waited for another thread's compile of the same signature counts as neither.
 The proof file's sha256 is printed for each run (the bytes must not depend on the cache).
 """
 from __future__ import annotations
@@ -29,15 +30,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _install_profiler(rows: dict) -> None:
+    import threading
     from numba.core import dispatcher as nd
     orig = nd.Dispatcher.compile
-    stack: list = []
+    local = threading.local()            # the prover compiles from several threads
 
     def compile(self, sig):              # noqa: ANN001 - numba's signature
         key = f"{self.py_func.__module__}.{self.py_func.__qualname__}"
-        if tuple(sig.args if hasattr(sig, "args") else sig) in self.overloads:
-            return orig(self, sig)
+        stack = local.__dict__.setdefault("stack", [])
         hits = sum(self._cache_hits.values())
+        known = len(self.overloads)
         t0 = time.perf_counter()
         stack.append(0.0)
         try:
@@ -48,14 +50,17 @@ def _install_profiler(rows: dict) -> None:
             if stack:
                 stack[-1] += dt
             r = rows.setdefault(key, {"compile_s": 0.0, "load_s": 0.0, "sigs": 0, "loads": 0,
+                                      "wait_s": 0.0,
                                       "parallel": bool(self.targetoptions.get("parallel"))})
             if sum(self._cache_hits.values()) > hits:
                 r["load_s"] += dt - nested
                 r["loads"] += 1
-            else:
+            elif len(self.overloads) > known:
                 r["compile_s"] += dt - nested
                 r["sigs"] += 1
                 r.setdefault("signatures", []).append(str(sig))
+            else:                        # another thread compiled it: waited on numba's lock
+                r["wait_s"] += dt - nested
     nd.Dispatcher.compile = compile
 
 
