@@ -130,12 +130,14 @@ def test_proof_bytes_identical_across_runs_and_thread_counts():
 
 def _pool_threads(monkeypatch) -> set:
     """Spy on the two host thread pools: the names of the threads that ran an NTT task
-    range (kernels.ntt_host._tasks) or a Poseidon2 chunk range (kernels.poseidon2.
-    _sponge_kernel, the leaf hashes of every commitment).  Both are looked up as module
+    range (kernels.ntt_host._tasks) or a Poseidon2 chunk range (the leaf hashes of every
+    commitment: kernels.poseidon2._sponge_kernel, or with the 32-bit-lane kernel, the
+    default, kernels.poseidon2_lanes._sponge_lanes_kernel).  All are looked up as module
     globals at call time, so wrapping them sees every call, threaded or not."""
-    from steadfast.kernels import ntt_host, poseidon2
+    from steadfast.kernels import ntt_host, poseidon2, poseidon2_lanes
     names: set = set()
-    for mod, fn in ((ntt_host, "_tasks"), (poseidon2, "_sponge_kernel")):
+    for mod, fn in ((ntt_host, "_tasks"), (poseidon2, "_sponge_kernel"),
+                    (poseidon2_lanes, "_sponge_lanes_kernel")):
         real = getattr(mod, fn)
 
         def spy(*args, _real=real):
