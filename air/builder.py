@@ -71,7 +71,7 @@ def gc_paused():
     program instructions); in a process that has imported the prover or the verifier,
     every collection the allocations trigger walks that whole heap, and a full one
     triggers once the survivors reach a quarter of it: about half of the CPU time of
-    ``vm.airs.block_airs`` in a fresh verifier.  Expressions hold no reference cycles
+    building a proof's AIRs in a fresh verifier.  Expressions hold no reference cycles
     (reference counting frees them; cyclic garbage made meanwhile waits for the next
     collection).  The collector is re-enabled on the outermost exit, and only if it was
     enabled on the outermost entry."""
@@ -247,7 +247,7 @@ class AirBuilder:
         fewest columns, aux_width + num_parts (ties to the smallest d;
         :func:`choose_logup_degree`).  ``logup_degree`` overrides both; it exists so that
         an AIR holding only another AIR's interactions reproduces that AIR's LogUp
-        constraints exactly (the device kernels of slotted tables, vm/airs.py)."""
+        constraints exactly (the device kernels of slotted tables, rv32/chips/slots.py)."""
         with gc_paused():
             return Air(self.name, tuple(self._main), tuple(self._prep), tuple(self._public),
                        tuple(self._constraints), tuple(self._interactions), preprocessed,

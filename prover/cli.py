@@ -15,11 +15,9 @@ Exit status (documented in docs/api.md and in ``--help``):
   was written, no proof;
 * 130 -- interrupted.
 
-``prove`` tells a program from a block by content (an ELF file starts with ``\\x7fELF``),
-a block of RISC-V transactions (format version 2, :mod:`prover.cli_txblock`) from a
-version-1 block (the field-element VM's, this module, until that VM is retired) by its
-``version``; the program's side is :mod:`prover.cli_program`, what all do the same way
-:mod:`prover.cli_prove`.  ``verify`` refuses proofs whose parameters give fewer
+``prove`` tells a program from a block by content (an ELF file starts with ``\\x7fELF``);
+a block of RISC-V transactions (docs/block-format.md) is :mod:`prover.cli_txblock`, a
+program :mod:`prover.cli_program`, what both do the same way :mod:`prover.cli_prove`.  ``verify`` refuses proofs whose parameters give fewer
 conjectured security bits than ``--min-security-bits`` (default
 :data:`DEFAULT_MIN_SECURITY_BITS`; the prover's defaults give 110 on the example block):
 exit 1, before any hashing.  ``--min-security-bits 0`` accepts any parameters.
@@ -30,27 +28,17 @@ No Python traceback ever reaches the terminal; ``-v`` adds detail, ``-q`` keeps 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import os
 import sys
 import time
 
-from . import cli_prove as _P
-from .cli_common import (DEFAULT_MIN_SECURITY_BITS, EXIT_INVALID, EXIT_OK, EXIT_USAGE,
-                         default_output)
+from .cli_common import DEFAULT_MIN_SECURITY_BITS, EXIT_USAGE
 from .cli_common import Fail as _Fail
 from .cli_common import Parser as _Parser
 from .cli_common import add_verbosity
-from .cli_common import check_outputs as _check_outputs
-from .cli_common import device_name as _device_name
-from .cli_common import err as _err
 from .cli_common import host_kernels_cached as _host_kernels_cached
 from .cli_common import log_to_stderr as _log_to_stderr
 from .cli_common import main as _main
-from .cli_common import version as _version
-from .cli_common import warn as _warn
-from .cli_common import write_all as _write_all
 from .cli_verify import run_verify as _run_verify
 from .cli_verify import verify_parser as _verify_parser
 
@@ -72,10 +60,9 @@ def _prove_parser() -> argparse.ArgumentParser:
                                        "(docs/api.md).",
                  epilog=_EPILOG)
     ap.add_argument("block", nargs="*", metavar="BLOCK.json|PROGRAM.elf",
-                    help="the block JSON file (docs/block-format.md: version 2, a block "
-                         "of RV32IM transactions, or version 1, the field-element VM's) or "
-                         "the RV32IM program (a static ELF32, docs/rv32.md), told apart by "
-                         "content; several with --cluster")
+                    help="the block JSON file (docs/block-format.md: a block of RV32IM "
+                         "transactions) or the RV32IM program (a static ELF32, "
+                         "docs/rv32.md), told apart by content; several with --cluster")
     ap.add_argument("--input", metavar="FILE",
                     help="a program's input (fd 0's bytes; default: none, the empty input)")
     ap.add_argument("--max-cycles", type=int, default=None, metavar="N",
@@ -113,11 +100,11 @@ def _prove_parser() -> argparse.ArgumentParser:
     ap.add_argument("--threads", type=int, default=None,
                     help="host threads for the numba kernels (default: numba's, all cores)")
     ap.add_argument("--execute-only", action="store_true",
-                    help="run the VM or the program and size the proof without proving: "
-                         "cycles, rows and padded height per table, committed cells, host "
-                         "and device bytes, the parameters' security; a block's claimed-"
-                         "output check (exit 1 when false), a program's exit code and output, "
-                         "every transaction's of a version-2 block")
+                    help="run the program or the block's transactions and size the proof "
+                         "without proving: cycles, rows and padded height per table, "
+                         "committed cells, the parameters' security; every transaction's "
+                         "exit code and output, a block's claimed-output check (exit 1 when "
+                         "false)")
     ap.add_argument("--json", action="store_true",
                     help="print the result as one JSON object on stdout (the --execute-only "
                          "report, or the proof's statistics) instead of text")
@@ -171,92 +158,8 @@ def _run_prove(argv) -> int:
     if args.input is not None or args.max_cycles is not None:
         raise _Fail(EXIT_USAGE, f"--input and --max-cycles apply to programs (ELF files); "
                                 f"{args.block} is not an ELF file")
-    from .cli_txblock import block_version, run_prove_txblock
-    if block_version(raw) == 2:             # block format 2: RISC-V transactions
-        return run_prove_txblock(args, raw, t_start, _host_kernels_cached)
-    return _prove_block(args, raw, t_start)
-
-
-def _prove_block(args, raw: bytes, t_start: float) -> int:
-    from ..vm.block import BlockError, loads_block
-    from .api import digest_hex
-    out = None if (args.execute_only or args.precompile) else (
-        args.output or default_output(args.block))
-    try:
-        block = loads_block(raw)
-    except BlockError as exc:
-        raise _Fail(EXIT_USAGE, f"{args.block}: {exc}") from None
-    if out is not None:
-        _check_outputs(args, out)
-    session = _P.setup(args, out)
-    prover, dev, quiet = session.prover, session.dev, session.quiet
-    if args.precompile:
-        return _P.precompile_steps(prover, lambda show: prover.precompile(block, progress=show),
-                                   quiet, "block")
-    if args.execute_only:
-        return _execute_only(prover, block, args)
-    params = session.cfg.params()
-    _P.warn_weak_params(params, dev)
-    cold = not _host_kernels_cached()   # numba compiles them lazily, inside the proof
-    _P.announce_cold_start(cold, quiet)
-    if not quiet:
-        print(f"proving {args.block}: {len(block.transactions)} transactions, "
-              f"{len(block.programs)} programs, memory {block.memory_size} cells, "
-              f"backend {prover.backend}", file=sys.stderr)
-    meta = {"steadfast_version": _version(), "block": args.block,
-            "block_sha256": hashlib.sha256(raw).hexdigest(), "proof": out,
-            "backend": prover.backend, "device": _device_name(prover.backend),
-            "params": dict(vars(params)), "dev_mode": dev,
-            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    from .xcheck import POSTMORTEM_CONTEXT
-    POSTMORTEM_CONTEXT.update({k: meta[k] for k in ("block", "block_sha256", "device")})
-    proof, failure = _P.run_proof(lambda: prover.prove_block(block), session, "block")
-    if failure is not None:
-        _P.fail_with_stats(args, session, failure, dict(
-            meta, ok=False, proof=None, failure=failure.record, exit_code=failure.code))
-    data = proof.to_bytes()
-    st = proof.stats
-    sec = None
-    if not dev:
-        from ..verifier.security import proof_security
-        from ..vm.airs import block_airs, slots_from_widths
-        slots = slots_from_widths([t.main_width for t in st.tables])
-        sec = proof_security(params, block_airs(proof.rom, slots, params.log_blowup),
-                             [t.rows.bit_length() - 1 for t in st.tables])
-    wall = time.perf_counter() - t_start
-    stats = dict(st.to_json(), **meta, ok=True, proof_file_bytes=len(data), exit_code=EXIT_OK,
-                 final_digest=digest_hex(proof.final_digest), wall_s=wall)
-    if _P.finish(args, session, out, data, stats, sec, "block"):
-        print(_P.wrote_line(out, data, st, wall, cold, dev, "block"))
-        if dev:
-            print(_P.DEV_LINE)
-            return EXIT_OK
-        print(st.summary())
-        print(f"final state digest {digest_hex(proof.final_digest)}")
-        if args.verbose:
-            _P.print_verbose(st)
-    return EXIT_OK
-
-
-def _execute_only(prover, block, args) -> int:
-    """``prove --execute-only``: the VM run and the proof's size, no proof."""
-    from .api import UnprovableBlock
-    try:
-        rep = prover.execute(block)
-    except UnprovableBlock as exc:
-        raise _Fail(EXIT_INVALID, f"block cannot be proven: {exc}") from None
-    if args.json:
-        print(json.dumps(dict(rep.to_json(), backend=prover.backend,
-                              min_security_bits_default=DEFAULT_MIN_SECURITY_BITS)))
-    elif not args.quiet:
-        print(rep.summary())
-    if rep.security_bits < DEFAULT_MIN_SECURITY_BITS:
-        _warn(f"these parameters give this block {rep.security_bits} conjectured security "
-              f"bits; a default verify requires {DEFAULT_MIN_SECURITY_BITS}")
-    if not rep.claims_ok:
-        _err("the claimed outputs are not what execution writes: " + ", ".join(rep.mismatches))
-        return EXIT_INVALID
-    return EXIT_OK
+    from .cli_txblock import run_prove_txblock
+    return run_prove_txblock(args, raw, t_start, _host_kernels_cached)
 
 
 # --------------------------------------------------------------------------- entry points

@@ -1,8 +1,7 @@
 """The ``verify PROOF`` command (docs/api.md "Command line"): a proof of a block of RISC-V
-transactions against its block (``--block BLOCK.json``, :mod:`prover.cli_txblock`), a
-version-1 block proof, optionally against its block, or a program proof against its
-program and input (``--elf PROGRAM.elf [--input FILE] [--max-cycles N]``), told apart by
-the proof file's magic (and a version-2 ``--block``).  Exit status 0 valid, 1 invalid or refused (with the reason), 2 bad usage or
+transactions against its block (``--block BLOCK.json``, :mod:`prover.cli_txblock`) or a
+program proof against its program and input (``--elf PROGRAM.elf [--input FILE]
+[--max-cycles N]``), told apart by the proof file's magic.  Exit status 0 valid, 1 invalid or refused (with the reason), 2 bad usage or
 unreadable input; ``--json`` prints one JSON object with the same status.
 """
 from __future__ import annotations
@@ -21,11 +20,8 @@ def verify_parser() -> argparse.ArgumentParser:
     ap = Parser(prog="verify", description="Verify a Steadfast block or program proof "
                                            "(docs/api.md).", epilog=EPILOG)
     ap.add_argument("proof", help="the proof file written by prove")
-    ap.add_argument("--block", help="the block the proof is for: required for a proof of a "
-                         "block of RISC-V transactions (version 2), whose every statement "
-                         "value it checks; for a version-1 proof, also check its public "
-                         "values against this block (default: no block; a version-1 "
-                         "proof's own statement only)")
+    ap.add_argument("--block", help="the block the proof is for (required for a block "
+                         "proof; every statement value is checked against it)")
     ap.add_argument("--elf", metavar="PROGRAM.elf",
                     help="a program proof: the program it must be for (required for one; "
                          "default: none, a block proof)")
@@ -49,14 +45,6 @@ def verify_parser() -> argparse.ArgumentParser:
                          "security bits and terms, seconds; the exit status is unchanged")
     add_verbosity(ap)
     return ap
-
-
-def _pv_json(pv) -> dict:
-    """The public values by name; digests in the one digest notation (:func:`digest_hex`)."""
-    from ..vm.statement import PV_NAMES
-    from .block_report import digest_hex
-    return {name: (pv[idx] if isinstance(idx, int) else digest_hex(pv[idx]))
-            for name, idx in PV_NAMES.items()}
 
 
 def _security_json(sec) -> dict:
@@ -115,11 +103,7 @@ def run_verify(argv) -> int:
                                "PROGRAM.elf (and its input with --input FILE)")
     if program:
         return _verify_program(args, data, report, fail)
-    from .cli_txblock import file_version
-    from .txblock_proof import is_txblock_proof
-    if is_txblock_proof(data) or (args.block and file_version(args.block) == 2):
-        return _verify_txblock(args, data, report, fail)
-    return _verify_block(args, data, report, fail)
+    return _verify_txblock(args, data, report, fail)
 
 
 def _refusal(exc, fail):
@@ -133,66 +117,19 @@ def _refusal(exc, fail):
     return fail(EXIT_INVALID, f"invalid proof: {type(exc).__name__}: {exc}", exc)
 
 
-def _verify_block(args, data: bytes, report: dict, fail) -> int:
-    from ..verifier.errors import VerificationError
-    from ..vm.block import BlockError, load_block
-    from .block_report import digest_hex
-    from .block_verify import verify
-    block = None
-    if args.block:
-        try:
-            block = load_block(args.block)
-        except OSError as exc:
-            raise fail(EXIT_USAGE, f"cannot read {args.block}: {exc.strerror or exc}", exc) from None
-        except BlockError as exc:
-            raise fail(EXIT_USAGE, f"{args.block}: {exc}", exc) from None
-    try:
-        result = verify(data, block=block, min_security_bits=args.min_security_bits,
-                        accept_dev=args.accept_dev)
-    except VerificationError as exc:
-        raise _refusal(exc, fail) from None
-    p = result.params
-    sec = result.security
-    if args.json:
-        report.update(ok=True, exit_code=EXIT_OK, dev=result.dev, seconds=result.seconds,
-                      public_values=_pv_json(result.public_values),
-                      params=None if result.dev else dict(vars(p)), **_security_json(sec))
-        print(json.dumps(report))
-        return EXIT_OK
-    if not args.quiet:
-        fd = digest_hex(result.final_digest)
-        what = f" for block {args.block}" if args.block else ""
-        kind = "development-mode proof accepted" if result.dev else "proof OK"
-        print(f"{kind}{what} ({result.seconds:.2f}s): memory {result.memory_size} cells, "
-              f"final state digest {fd}")
-        if not result.dev:
-            print(_params_line(p, sec, result.security_bits, args.min_security_bits))
-        if args.verbose and sec is not None:
-            print(f"  security: {sec.describe()}")
-        if args.verbose:
-            for name, v in _pv_json(result.public_values).items():
-                print(f"  {name:<15} {v}")
-    return EXIT_OK
-
-
 def _verify_txblock(args, data: bytes, report: dict, fail) -> int:
     """``verify PROOF --block BLOCK.json`` for a block of transactions: every statement
     value checked (each transaction's program, input, output, exit code, the block's
     max_cycles and claims), then the STARK; exit 1 naming the transaction on rejection."""
     from ..verifier.errors import ShapeError, VerificationError
-    from .cli_txblock import Claim, file_version, load, tx_json, tx_lines
+    from .cli_txblock import Claim, load, tx_json, tx_lines
     from .txblock_proof import is_txblock_proof, verify_txblock
     if not args.block:
         raise fail(EXIT_USAGE, f"{args.proof} is a proof of a block of RISC-V transactions: "
                                "give its block with --block BLOCK.json")
-    v = file_version(args.block)
-    if is_txblock_proof(data) and v is not None and v != 2:
-        raise _refusal(ShapeError(f"this is a proof of a version-2 block (RISC-V "
-                                  f"transactions); {args.block} is a version-{v} block"), fail)
-    if not is_txblock_proof(data) and v == 2:
-        raise _refusal(ShapeError(f"{args.proof} is not a proof of a block of RISC-V "
-                                  f"transactions (STB2); {args.block} is a version-2 block"),
-                       fail)
+    if not is_txblock_proof(data):
+        raise _refusal(ShapeError(f"{args.proof} is not a Steadfast block proof (STB2) nor a "
+                                  "program proof (STRV)"), fail)
     try:
         block = load(args.block)
     except Fail as exc:

@@ -58,7 +58,7 @@ import pickle
 import time
 import uuid
 
-from .block_proof import BlockProof, as_block
+from .txblock_proof import TxBlockProof, as_txblock
 from .cluster_pool import (DEFAULT_MAX_RETRIES, DEFAULT_START_TIMEOUT, WorkerPool, _downgrades,
                            _Piece)
 from .errors import ClusterError
@@ -80,7 +80,7 @@ class ClusterFuture:
         return bool(ready)
 
     def result(self, timeout: float | None = None):
-        """The BlockProof or ProgramProof (stats with ``counters["cluster"]``); re-raises
+        """The TxBlockProof or ProgramProof (stats with ``counters["cluster"]``); re-raises
         the worker's error; :class:`TimeoutError` after ``timeout`` seconds."""
         if self._result is None:
             for piece, value in self._cp._gather([self._piece], timeout):
@@ -119,26 +119,20 @@ class ClusterProver(WorkerPool):
 
     # -- many blocks --------------------------------------------------------------
     def _block_piece(self, block, index) -> tuple[_Piece, object]:
-        from .txblock_proof import as_txblock, is_txblock
-        # a malformed block fails here, typed; a version-2 block travels self-contained
-        # (its ELFs and inputs inline)
-        blk = as_txblock(block) if is_txblock(block) else as_block(block)
+        # a malformed block fails here, typed; it travels self-contained (its ELFs and
+        # inputs inline)
+        blk = as_txblock(block)
         piece = _Piece(self._least_busy(), "prove", (blk.to_json(), f"block:{index}"), index)
         piece.block = blk
         return piece, blk
 
     def _block_result(self, piece: _Piece, value, t0: float):
         data, stats, _ = value
-        from .txblock_proof import TxBlockProof, is_txblock_proof
-        if is_txblock_proof(data):
-            from .txblock_prover import state_out_of
-            tp = TxBlockProof.from_bytes(data)
-            stats.counters["cluster"] = self._counters("blocks", piece, stats, len(data), t0)
-            state = None if piece.block is None else state_out_of(piece.block, tp.claims)
-            return TxBlockProof(tp.n_tx, tp.proof, stats, tp.dev, state)
-        bp = BlockProof.from_bytes(data)
+        from .txblock_prover import state_out_of
+        tp = TxBlockProof.from_bytes(data)
         stats.counters["cluster"] = self._counters("blocks", piece, stats, len(data), t0)
-        return BlockProof(bp.rom, bp.proof, stats)
+        state = None if piece.block is None else state_out_of(piece.block, tp.claims)
+        return TxBlockProof(tp.n_tx, tp.proof, stats, tp.dev, state)
 
     def _counters(self, mode: str, piece: _Piece, stats, size: int, t0: float) -> dict:
         return {"mode": mode, "workers": self.workers, "worker": piece.worker,
@@ -157,7 +151,7 @@ class ClusterProver(WorkerPool):
         return ClusterFuture(self, piece, t0)
 
     def prove_many(self, blocks, timeout: float | None = None, per_worker: int = 2):
-        """Prove ``blocks`` across the workers; yield (index, BlockProof) in completion
+        """Prove ``blocks`` across the workers; yield (index, TxBlockProof) in completion
         order.  At most ``per_worker`` blocks are queued on a worker at a time (the next
         one waits in the coordinator, so a fast worker takes more).  ``timeout``: for the
         whole batch (:class:`TimeoutError`)."""
@@ -232,7 +226,7 @@ class ClusterProver(WorkerPool):
     # -- one block, tables sharded ------------------------------------------------------
 
     # -- one block, tables sharded ------------------------------------------------------
-    def prove_sharded(self, block, timeout: float | None = None) -> BlockProof:
+    def prove_sharded(self, block, timeout: float | None = None) -> TxBlockProof:
         """Prove one block with its tables spread over the workers (each on the configured
         backend: host stages, or per-table device stages); the same bytes as
         ``Prover.prove_block`` on one machine; the proof is self-checked here

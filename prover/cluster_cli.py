@@ -11,7 +11,6 @@ import os
 import sys
 import time
 
-from ..vm.block import BlockError, loads_block
 
 from .cli_common import (EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, EXIT_USAGE, EXIT_XCHECK, Fail,
                          default_output, prover_config)
@@ -124,16 +123,12 @@ def _read(args, paths):
     if not any(elf):
         if args.input is not None or args.max_cycles is not None:
             raise Fail(EXIT_USAGE, "--input and --max-cycles apply to programs (ELF files)")
-        from ..rv32.blockfile import BlockError as TxBlockError, loads_block as loads_txblock
-        from .txblock_proof import is_txblock
+        from ..rv32.blockfile import BlockError, loads_block
         blocks = []
         for path, raw in zip(paths, raws):
-            try:
-                if is_txblock(raw):       # version 2: relative paths from its folder
-                    blocks.append(loads_txblock(raw, os.path.dirname(os.path.abspath(path))))
-                else:
-                    blocks.append(loads_block(raw))
-            except (BlockError, TxBlockError) as exc:
+            try:                            # relative paths from the block's folder
+                blocks.append(loads_block(raw, os.path.dirname(os.path.abspath(path))))
+            except BlockError as exc:
                 raise Fail(EXIT_USAGE, f"{path}: {exc}") from None
         return blocks, []
     from ..rv32.elf import parse_elf

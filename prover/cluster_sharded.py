@@ -18,28 +18,9 @@ import uuid
 
 import numpy as np
 
-from .api import BlockProof
 from .cluster_join import _join, _JoinStages
 from .cluster_pool import WorkerPool, _downgrades, _Piece, _sum_recovery
 from .stats import ProofStats, peak_rss_bytes, table_stats
-
-
-def prove_sharded(pool: WorkerPool, block, timeout: float | None = None) -> BlockProof:
-    """Prove one block with its tables spread over ``pool``'s workers (each on the
-    configured backend: host stages, or per-table device stages); the same bytes as
-    ``Prover.prove_block`` on one machine; the proof is self-checked here."""
-    from .txblock_proof import is_txblock
-    if is_txblock(block):
-        return prove_txblock_sharded(pool, block, timeout)
-    t0 = time.perf_counter()
-    phases: dict = {}
-    rec, bt = pool.local._build(block, phases)
-    airs, traces, pvs = list(bt.airs), list(bt.traces), bt.table_public_values
-    if pool.config.check:
-        pool.local._check_tables(airs, traces, pvs, phases)
-    rom = np.asarray(rec.rom.rows, dtype=np.int64)
-    proof, stats = _sharded(pool, airs, traces, pvs, rom, rec.cycles, phases, t0, timeout)
-    return BlockProof(rom, proof, stats)
 
 
 def prove_program_sharded(pool: WorkerPool, elf, input: bytes = b"",
@@ -68,7 +49,7 @@ def prove_program_sharded(pool: WorkerPool, elf, input: bytes = b"",
     return ProgramProof(proof, stats)
 
 
-def prove_txblock_sharded(pool: WorkerPool, block, timeout: float | None = None):
+def prove_sharded(pool: WorkerPool, block, timeout: float | None = None):
     """Prove one block of RISC-V transactions with its tables spread over ``pool``'s
     workers -> a :class:`prover.txblock_proof.TxBlockProof`, the same bytes as one
     machine; self-checked here.  Development mode is refused (``ConfigError``)."""
@@ -212,4 +193,4 @@ def _sharded(pool: WorkerPool, airs, traces, pvs, source, cycles: int, phases: d
     return proof, stats
 
 
-__all__ = ["prove_sharded", "prove_program_sharded", "prove_txblock_sharded"]
+__all__ = ["prove_sharded", "prove_program_sharded"]

@@ -65,14 +65,10 @@ def _writable(a):
 
 
 def _airs_of(source, shapes, params) -> list:
-    """The AIRs of a sharded proof's tables: a block's from its ROM (``source`` an array)
-    and the slots its widths give; a program's from its
+    """The AIRs of a sharded proof's tables, rebuilt from what the coordinator sent: a
+    block's :class:`prover.txblock_prover.TxBlockAirs` or a program's
     :class:`prover.program_prover.ProgramAirs`."""
-    if not isinstance(source, np.ndarray):
-        return source.airs()
-    from ..vm.airs import block_airs, slots_from_widths
-    return block_airs(source, slots_from_widths([s.main_width for s in shapes]),
-                      params.log_blowup)
+    return source.airs()
 
 
 class _Worker:
@@ -115,7 +111,7 @@ class _Worker:
         return proof.to_bytes(), proof.stats, (tl.to_json()["traceEvents"] if tl else None)
 
     def prove(self, block: dict, key: str, timeline: bool = False):
-        """A whole block -> (BlockProof bytes, ProofStats, timeline events or None)."""
+        """A whole block -> (TxBlockProof bytes, ProofStats, timeline events or None)."""
         return self._whole(key, timeline, lambda: self.prover.prove_block(block))
 
     def prove_program(self, program, data: bytes, max_cycles: int, key: str,

@@ -4,9 +4,10 @@ admission and recovery), the self-check (no proof that fails the verifier's own 
 ever returned), the statistics, one proof at a time per process, and the caller's
 timeout and cancel event.
 
-:class:`ProverCore` knows nothing of the VM: the block methods are
-:class:`prover.block_prover.BlockProver`'s, built on it, and :class:`prover.api.Prover`
-is the class a node uses.  :meth:`ProverCore.prove_airs` is the public door for a team's
+:class:`ProverCore` knows nothing of the machine: the block methods are
+:class:`prover.txblock_prover.TxBlockProver`'s and the program methods
+:class:`prover.program_prover.ProgramProver`'s, built on it, and
+:class:`prover.api.Prover` is the class a node uses.  :meth:`ProverCore.prove_airs` is the public door for a team's
 own AIRs (docs/api.md "Your own AIRs"); its proofs verify with
 :func:`prover.air_proof.verify_airs`.
 """

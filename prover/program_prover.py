@@ -163,7 +163,7 @@ class ProgramProver(ProverCore):
                            progress: Callable[[dict], None] | None = None) -> list[dict]:
         """Compile the device kernels the proof of ``elf`` on ``input`` launches (its AIRs
         at the slots its tables get) for this prover's backend, through the kernel cache;
-        as :meth:`prover.block_prover.BlockProver.precompile` (``[]`` on host and emu)."""
+        as :meth:`prover.txblock_prover.TxBlockProver.precompile` (``[]`` on host and emu)."""
         if self.backend not in ("cuda", "sim"):
             return []
         program, data, max_cycles = _arguments(elf, input, max_cycles)

@@ -1,12 +1,28 @@
 """What :meth:`Prover.execute_program` reports about a program run without proving it
 (:class:`ProgramReport`, one :class:`ProgramTableEstimate` per table; docs/api.md
-"Proving programs").  The block counterpart is :mod:`prover.block_report`."""
+"Proving programs"); a block's report is :class:`prover.txblock_prover.TxBlockReport`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from .block_report import TableEstimate
+
+@dataclass(frozen=True)
+class TableEstimate:
+    """One table of a proof that has not been made: its height and what committing it costs.
+    ``rows``: rows the execution fills; ``padded_rows``: the committed height (a power of
+    two, or the table's fixed height); ``committed_cells``: padded_rows * 2^log_blowup *
+    (main_width + 4 * aux_width + 4 * parts) -- base-field cells on the LDE domain;
+    ``device_bytes``: the device pipeline's estimate of the table's peak residency
+    (:func:`prover.pipeline.estimate_bytes`, the figure admission uses)."""
+    name: str
+    rows: int
+    padded_rows: int
+    main_width: int
+    aux_width: int                   # EF columns (LogUp)
+    parts: int
+    committed_cells: int
+    device_bytes: int
 
 
 @dataclass(frozen=True)
@@ -26,8 +42,9 @@ class ProgramTableEstimate(TableEstimate):
 class ProgramReport:
     """A program's run and the size of its proof: ``cycles`` (the exit ECALL included),
     ``exit_code``, ``output`` (fd 1's bytes), every table's height and cells, the memory
-    a proof would need (``host_bytes``, ``device_bytes``, ``device_bytes_min`` as in
-    :class:`prover.block_report.ExecutionReport`), ``cells_per_cycle`` (``trace_cells`` /
+    a proof would need (``host_bytes``: the tables' buffers a host proof holds at once
+    plus the traces; ``device_bytes``: every table held at once; ``device_bytes_min``: the
+    largest single table), ``cells_per_cycle`` (``trace_cells`` /
     cycles) and the configured parameters' ``security_bits`` for these heights."""
     cycles: int
     exit_code: int
@@ -89,4 +106,4 @@ class ProgramReport:
         return "\n".join(lines)
 
 
-__all__ = ["ProgramReport", "ProgramTableEstimate"]
+__all__ = ["ProgramReport", "ProgramTableEstimate", "TableEstimate"]

@@ -165,13 +165,32 @@ class TxBlockProver(ProverCore):
     def precompile_txblock(self, block: TxBlockLike,
                            progress: Callable[[dict], None] | None = None) -> list[dict]:
         """Compile the device kernels a proof of ``block`` launches (its AIRs at the slots
-        its tables get) for this prover's backend, through the kernel cache; as
-        :meth:`prover.block_prover.BlockProver.precompile` (``[]`` on host and emu)."""
+        its tables get) for this prover's backend, through the kernel cache (``[]`` on
+        host and emu, which launch none); ``progress(step)`` is called per kernel."""
         if self.backend not in ("cuda", "sim"):
             return []
         _, bt = self._build_txblock(as_txblock(block), {})
         from ..kernels.constraint_device import precompile
         return precompile(bt.airs, compile=self.backend == "cuda", progress=progress)
+
+
+    # -- the block names of the public API (docs/api.md) ------------------------------
+    def prove_block(self, block: TxBlockLike, *, timeout: float | None = None,
+                    cancel: threading.Event | None = None) -> TxBlockProof:
+        """:meth:`prove_txblock`: run and prove a block of RISC-V transactions.
+        ``timeout`` (seconds) and ``cancel`` (a :class:`threading.Event` another thread
+        may set) stop the proof with :class:`ProofAborted` at the next protocol stage
+        boundary, or while it waits for the process lock."""
+        return self.prove_txblock(block, timeout=timeout, cancel=cancel)
+
+    def execute(self, block: TxBlockLike) -> "TxBlockReport":
+        """:meth:`execute_txblock`: run a block and size its proof without proving it."""
+        return self.execute_txblock(block)
+
+    def precompile(self, block: TxBlockLike,
+                   progress: Callable[[dict], None] | None = None) -> list[dict]:
+        """:meth:`precompile_txblock`: compile the device kernels a block's proof needs."""
+        return self.precompile_txblock(block, progress)
 
 
 def _claims(i: int, tx, ex) -> tuple:

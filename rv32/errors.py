@@ -2,7 +2,7 @@
 
 * :class:`ElfError` -- the file is not a program the machine runs (not an ELF, the wrong
   class, byte order, type or machine, dynamic, truncated, overlapping or oversized
-  segments, ...).  An input error like a malformed block (``vm.block.BlockError``): a
+  segments, ...).  An input error like a malformed block (``rv32.blockfile.BlockError``): a
   ``SteadfastError`` and a ``ValueError``; ``field`` names the part of the file at fault
   (``"e_machine"``, ``"segment 2"``, ``"file"``).
 * :class:`ExecutionError` -- the program loaded but its execution fails: an illegal

@@ -1,8 +1,8 @@
 """Steadfast: a STARK prover for BabyBear with CUDA kernels and resilient GPU residency.
 
 Everything is imported under this one name -- ``steadfast.prover``, ``steadfast.verifier``,
-``steadfast.kernels``, ``steadfast.air``, ``steadfast.vm`` -- so that the packages cannot
-collide with a node's own ``prover`` or ``vm`` modules.  In the repository the packages
+``steadfast.kernels``, ``steadfast.air``, ``steadfast.rv32`` -- so that the packages
+cannot collide with a node's own ``prover`` or ``air`` modules.  In the repository the packages
 keep their top-level folders (``prover/``, ``kernels/``, ...); an installed wheel maps them
 under ``steadfast/`` (pyproject's ``package-dir``), and in a source checkout run without
 installing (``PYTHONPATH=. python3 bench/device_check.py``) this package's search path is
