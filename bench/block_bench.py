@@ -5,20 +5,19 @@ and the cell accounting of issue #12 (docs/benchmarks.md, "Throughput and footpr
     PYTHONPATH=. python bench/block_bench.py [--sizes 12 14 16 18] [--hash-share 0.25]
                                              [--queries 100] [--json out.json]
                                              [--no-emu] [--no-roofline] [--repeat R]
-                                             [--format 2] [--seed S]
+                                             [--seed S]
 
 Each size runs in a fresh subprocess (so its peak RSS is its own) that first proves a tiny
 block to load the compiled kernels, then builds the block (bench/make_block.py's
-generator), proves it with the default parameters and verifies the proof.  ``--format 1``
-(the default): the field-element VM's block (``sized_block``, seed 0); ``--format 2``: a
-block of RISC-V transactions (``make_block.v2_block``, seed 1: the ``make_block.py -k K
---hash-share H`` block), whose padding share is not computed (shown as "–").
+generator: ``make_block.v2_block``, seed 1 by default -- the ``make_block.py -k K
+--hash-share H`` block of RISC-V transactions), proves it with the default parameters and
+verifies the proof.
 
 Cells.  A table of n rows commits ``n * (main_width + 4 * aux_width + 4 * parts)`` cells
 on its trace domain (aux: 4 base columns per EF column; parts: 4 per quotient part), each
 then LDE'd by 2^log_blowup and hashed.  The padding share is the fraction of the committed
-cells that sit in padding rows of CPU, MEMORY and POSEIDON2 (rows beyond the real cycles,
-accesses and permutation calls; PROGRAM and RANGE have a fixed height and count as real).
+cells that sit in padding rows (rows beyond each table's real items -- a chip's cycles,
+the memory's words, the permutations -- over its k slots a row; rv32 Rv32Traces.real_rows).
 cells/s per core = cells / prove seconds / cores (numba threads); cells/CPU-s = cells / the
 process's user+system seconds during the proof (steadier than wall time on a shared machine).
 
@@ -47,32 +46,28 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 
-def _blocks(fmt: int, k: int, share: float, seed):
-    """(warm-up block, the block of about 2^k cycles) in block format ``fmt``."""
-    if fmt == 2:
-        from bench.make_block import v2_block
-        from steadfast.rv32.blockfile import parse_block
-        return (parse_block(v2_block(10, 0.25, 1)[0]),
-                parse_block(v2_block(k, share, 1 if seed is None else seed)[0]))
-    from steadfast.vm.programs import sized_block
-    return (sized_block(8, 0.25, memory_size=64, table_size=16, n_tx=1),
-            sized_block(k, share, seed=0 if seed is None else seed))
+def _blocks(k: int, share: float, seed):
+    """(warm-up block, the block of about 2^k cycles)."""
+    from bench.make_block import v2_block
+    from steadfast.rv32.blockfile import parse_block
+    return (parse_block(v2_block(10, 0.25, 1)[0]),
+            parse_block(v2_block(k, share, 1 if seed is None else seed)[0]))
 
 
-def _real_rows(block) -> dict:
-    """Rows of each table that are not padding (fixed-height tables: all of them); a
-    slotted table's rows are ceil(items / k) for its k items per row (docs/vm.md "Slots")."""
-    from steadfast.vm.airs import MEMORY_LAYOUT
-    from steadfast.vm.interpreter import execute
-    from steadfast.vm.traces import build_traces
-    rec = execute(block)
-    bt = build_traces(rec)
-    slots = dict(getattr(bt, "slots", {}) or {})
-    mem = bt.traces[2].reshape(-1, MEMORY_LAYOUT.width)
-    accesses = int(mem[:, MEMORY_LAYOUT.idx["is_real"]].sum())
-    perms = int(rec.hash_in.shape[0])
-    return {"CPU": int(rec.cycles), "MEMORY": -(-accesses // slots.get("memory", 1)),
-            "POSEIDON2": -(-perms // slots.get("poseidon2", 1))}
+def _real_rows(prover, block) -> dict:
+    """Rows of each table (by AIR name, upper case) that are not padding: a table's real
+    items over its k slots a row (fixed-height tables: all of them)."""
+    from steadfast.rv32.block import TX_TABLES
+    _, bt = prover._build_txblock(block, {}, claims=False)
+    out = {}
+    for i, tr in enumerate(bt.txs):
+        for name in TX_TABLES:
+            air = tr.airs[tr.names.index(name)]
+            k = int(tr.slots.get(name, 1))
+            out[air.name.upper()] = -(-int(tr.real_rows.get(name, 0)) // k)
+    states = sum(int(tr.real_rows.get("poseidon2", 0)) for tr in bt.txs)
+    out[bt.airs[-1].name.upper()] = -(-states // int(bt.p2_slots))
+    return out
 
 
 def cell_accounting(tables: list, real_rows: dict | None, cycles: int) -> dict:
@@ -129,11 +124,10 @@ def _cpu_seconds() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def one_emu(k: int, share: float, queries: int, pow_bits: int, fmt: int = 1,
-            seed=None) -> dict:
+def one_emu(k: int, share: float, queries: int, pow_bits: int, seed=None) -> dict:
     from steadfast.prover.api import Prover, ProverConfig
     prover = Prover(ProverConfig(backend="emu", num_queries=queries, pow_bits=pow_bits))
-    warm, block = _blocks(fmt, k, share, seed)
+    warm, block = _blocks(k, share, seed)
     prover.prove_block(warm)                                       # warm-up
     proof = prover.prove_block(block)
     dev = proof.stats.counters.get("device", {})
@@ -143,13 +137,13 @@ def one_emu(k: int, share: float, queries: int, pow_bits: int, fmt: int = 1,
 
 
 def one(k: int, share: float, queries: int, pow_bits: int, check: bool,
-        roofline: bool = True, fmt: int = 1, seed=None) -> dict:
+        roofline: bool = True, seed=None) -> dict:
     import numba
     from steadfast.prover.api import Prover, ProverConfig, verify
 
     prover = Prover(ProverConfig(backend="host", num_queries=queries, pow_bits=pow_bits,
                                  check=check))
-    warm, block = _blocks(fmt, k, share, seed)
+    warm, block = _blocks(k, share, seed)
     prover.prove_block(warm)                                       # warm-up
     cpu0 = _cpu_seconds()
     proof = prover.prove_block(block)
@@ -158,13 +152,13 @@ def one(k: int, share: float, queries: int, pow_bits: int, check: bool,
     verify(proof, block=block, min_security_bits=0)       # --queries may be weak
     st = proof.stats
     out = st.to_json()
-    out.update(k=k, hash_share=share, block_format=fmt, verify_seconds=time.perf_counter() - t,
+    out.update(k=k, hash_share=share, verify_seconds=time.perf_counter() - t,
                proof_file_bytes=len(proof.to_bytes()),
                proof_sha256=hashlib.sha256(proof.to_bytes()).hexdigest(),
                peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
                cycles_per_s=st.cycles / st.phases["total"])
     cores = numba.get_num_threads()
-    acct = cell_accounting(out["tables"], _real_rows(block) if fmt == 1 else None, st.cycles)
+    acct = cell_accounting(out["tables"], _real_rows(prover, block), st.cycles)
     prove_s = st.phases["prove"]
     acct.update(cores=cores, prove_s=prove_s, prove_cpu_s=prove_cpu_s,
                 cells_per_cpu_s=acct["cells"] / prove_cpu_s,
@@ -251,27 +245,23 @@ def main(argv=None) -> int:
     ap.add_argument("--no-emu", action="store_true", help="skip the emulated-device run")
     ap.add_argument("--no-roofline", action="store_true", help="skip the primitives timing")
     ap.add_argument("--repeat", type=int, default=1, help="run every size this many times")
-    ap.add_argument("--format", type=int, choices=(1, 2), default=1,
-                    help="block format: 1 the field-element VM's (default), 2 RISC-V "
-                         "transactions (bench/make_block.py's v2 block)")
     ap.add_argument("--seed", type=int, default=None,
-                    help="the block generator's seed (default: 0 for format 1, 1 for 2)")
+                    help="the block generator's seed (default 1)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--one-emu", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one is not None:
         print(json.dumps(one(args.one, args.hash_share, args.queries, args.pow_bits,
-                             args.check, roofline=not args.no_roofline, fmt=args.format,
-                             seed=args.seed)))
+                             args.check, roofline=not args.no_roofline, seed=args.seed)))
         return 0
     if args.one_emu is not None:
         print(json.dumps(one_emu(args.one_emu, args.hash_share, args.queries, args.pow_bits,
-                                 args.format, args.seed)))
+                                 args.seed)))
         return 0
     load0 = os.getloadavg()
     results = []
     common = ["--hash-share", str(args.hash_share), "--queries", str(args.queries),
-              "--pow-bits", str(args.pow_bits), "--format", str(args.format)] + \
+              "--pow-bits", str(args.pow_bits)] + \
         ([] if args.seed is None else ["--seed", str(args.seed)])
     env = dict(os.environ, PYTHONPATH=ROOT)
     for k in args.sizes:

@@ -1,9 +1,8 @@
 """Write a valid block of about 2^k RISC-V cycles with a chosen share of Poseidon2 work.
 
     .venv/bin/python bench/make_block.py -k 18 --seed 1 --hash-share 0.25 -o /tmp/b18.json
-    .venv/bin/python bench/make_block.py --v1 -k 16 --hash-share 0.25 -o /tmp/v1.json
 
-**Block format 2** (the default; rv32/blockfile.py, docs/block-format.md): one large
+The block (rv32/blockfile.py, docs/block-format.md): one large
 transaction of the ``bench`` guest (guests/bench.c, guests/bin/bench.elf; its input from
 ``guests.models.bench_input``'s formula) and 2-3 small ones: 1-2 guests drawn by the seed
 from ``sha256``, ``sort``, ``transfer`` and ``merkle`` (``merkle`` only when the hash share
@@ -24,12 +23,7 @@ default mix scaled by s), s and p picked to bring the block's share closest to
 ``--hash-share``.  The summary on stderr gives the measured cycles and both shares (7 a
 call, and the ECALL cycles alone).
 
-**Block format 1** (``--v1``): today's field-element VM block, unchanged: the ``mix``
-sample program (vm/programs.py ``sized_block``) over ``--txs`` transactions, at most
-2^k cycles and within one loop iteration of it, ``--hash-share`` the share of HASH
-instructions; ``--memory-size``, ``--table-size`` and ``--txs`` apply only there.
-
-``--seed`` defaults to 1 for version 2 and 0 for version 1 (as before).
+``--seed`` defaults to 1.
 """
 from __future__ import annotations
 
@@ -38,7 +32,6 @@ import base64
 import json
 import os
 import random
-import struct
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -220,30 +213,6 @@ def dump_v2(obj: dict) -> str:
     return json.dumps(obj, indent=1) + "\n"
 
 
-# --------------------------------------------------------------------------- version 1
-
-def v1_main(args, ap) -> int:
-    from steadfast.vm.interpreter import execute
-    from steadfast.vm.programs import dump_block, sized_block
-    from steadfast.vm import isa
-    if not 8 <= args.log_cycles <= 21:
-        ap.error("--log-cycles must be in [8, 21] with --v1")
-    seed = 0 if args.seed is None else args.seed
-    try:
-        block = sized_block(args.log_cycles, args.hash_share, seed, args.memory_size,
-                            args.table_size, args.txs)
-    except ValueError as exc:
-        ap.error(str(exc))
-    rec = execute(block)
-    ops = rec.rom.rows[rec.pc, 0]
-    share = float((ops == isa.HASH).mean())
-    _write(args.output, dump_block(block))
-    print(f"block: {rec.cycles} cycles (2^{args.log_cycles} = {1 << args.log_cycles}), "
-          f"{len(block.transactions)} transactions, HASH share {share:.3f}, "
-          f"{len(rec.hash_cycle)} permutations", file=sys.stderr)
-    return 0
-
-
 def _write(path: str, text: str) -> None:
     if path == "-":
         sys.stdout.write(text)
@@ -256,25 +225,16 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--log-cycles", "-k", type=int, required=True, help="k: about 2^k cycles")
     ap.add_argument("--hash-share", type=float, default=0.25,
-                    help="share of cycles in Poseidon2 precompile calls (v1: HASH "
-                         "instructions); default 0.25")
-    ap.add_argument("--seed", type=int, default=None, help="default 1 (v1: 0)")
+                    help="share of cycles in Poseidon2 precompile calls; default 0.25")
+    ap.add_argument("--seed", type=int, default=1, help="default 1")
     ap.add_argument("--mem-log2", type=int, default=10,
                     help="the bench guest's memory working set: 2^N words (0..16)")
-    ap.add_argument("--v1", action="store_true",
-                    help="write a version-1 block (the field-element VM's) instead")
-    ap.add_argument("--memory-size", type=int, default=1024, help="--v1 only")
-    ap.add_argument("--table-size", type=int, default=256, help="--v1 only")
-    ap.add_argument("--txs", type=int, default=8, help="--v1 only: number of transactions")
     ap.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
     args = ap.parse_args(argv)
-    if args.v1:
-        return v1_main(args, ap)
     if not 0 <= args.mem_log2 <= 16:
         ap.error("--mem-log2 must be in [0, 16]")
     try:
-        obj, info = v2_block(args.log_cycles, args.hash_share,
-                             1 if args.seed is None else args.seed, args.mem_log2)
+        obj, info = v2_block(args.log_cycles, args.hash_share, args.seed, args.mem_log2)
     except ValueError as exc:
         ap.error(str(exc))
     _write(args.output, dump_v2(obj))
