@@ -415,24 +415,23 @@ def test_public_api_is_annotated():
     import typing
     from steadfast.prover import api
     core_verify = importlib.import_module("steadfast.verifier.verify").verify
-    funcs = [api.Prover.__init__, api.Prover.prove_block, api.Prover.prove_tables,
+    funcs = [api.Prover.__init__, api.Prover.prove_block,
              api.Prover.execute, api.Prover.precompile, api.verify, core_verify,
              api.Prover.prove_txblock, api.Prover.execute_txblock,
              api.Prover.precompile_txblock, api.verify_txblock, api.TxBlockProof.to_bytes,
              api.TxBlockProof.from_bytes, api.TxBlockReport.to_json,
              api.TxBlockReport.summary,
              api.ProverConfig.params, api.ProverConfig.resolve, api.ProverConfig.dev,
-             api.BlockProof.to_bytes, api.BlockProof.from_bytes, api.BlockProof.save,
-             api.BlockProof.load, api.ProofStats.to_json, api.ProofStats.summary,
-             api.ProofStats.rounds, api.ExecutionReport.to_json, api.digest_hex]
+             api.TxBlockProof.save, api.TxBlockProof.load, api.ProofStats.to_json,
+             api.ProofStats.summary, api.ProofStats.rounds]
     for f in funcs:
         hints = typing.get_type_hints(f)
         params = [p for p in inspect.signature(f).parameters if p not in ("self", "cls")]
         missing = [p for p in params + ["return"] if p not in hints]
         assert not missing, (f.__qualname__, missing)
-    assert typing.get_type_hints(api.Prover.prove_block)["block"] == api.BlockLike
-    for cls in (api.ProverConfig, api.ProofStats, api.TableStats, api.BlockProof,
-                api.ExecutionReport, api.TableEstimate, api.VerifiedBlock, api.TxBlockProof,
+    assert typing.get_type_hints(api.Prover.prove_block)["block"] == api.TxBlockLike
+    for cls in (api.ProverConfig, api.ProofStats, api.TableStats,
+                api.TableEstimate, api.TxBlockProof,
                 api.VerifiedTxBlock, api.TxBlockReport, api.TxReport):
         hints = typing.get_type_hints(cls)
         bare = [k for k in cls.__annotations__ if hints[k] in (list, dict, tuple)]

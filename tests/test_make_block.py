@@ -1,5 +1,5 @@
 """bench/make_block.py: version-2 blocks of about 2^k RISC-V cycles with a chosen share of
-Poseidon2 precompile work (the default), and ``--v1``'s field-element VM blocks as before.
+Poseidon2 precompile work.
 
 The cycles are measured by ``Prover().execute(path)`` (TxBlockReport.cycles), the hash
 share from every transaction's execution record (7 cycles per SYS_POSEIDON2 call: bench.c's
@@ -69,12 +69,3 @@ def test_v2_block_is_a_function_of_its_seed(tmp_path):
         v2_block(12, 0.95)
     with pytest.raises(ValueError, match="k must be"):
         v2_block(30, 0.25)
-
-
-def test_v1_flag_writes_the_field_vm_block(tmp_path):
-    from steadfast.vm.block import load_block as load_v1
-    path, log = _make(tmp_path, "--v1", "-k", "10")
-    assert json.loads(path.read_text())["version"] == 1
-    blk = load_v1(path)
-    assert len(blk.transactions) == 8
-    assert "HASH share" in log and "cycles (2^10 = 1024)" in log

@@ -102,10 +102,10 @@ def test_refused_for_another_program_input_or_tampered(hello):
         with pytest.raises(ShapeError):
             verify(data[:cut], elf=HELLO, input=HELLO_IN, **ANY)
     with pytest.raises(ShapeError, match="program proof, not a block proof"):
-        verify(data, block=ROOT / "examples" / "block.json", **ANY)
+        verify(data, block=ROOT / "examples" / "block.json", **ANY)   # (a block of RISC-V transactions)
     with pytest.raises(ValueError, match="elf="):
         verify(data, **ANY)
-    block_proof = b"STBP" + data[4:]
+    block_proof = b"STB2" + data[4:]
     with pytest.raises(ShapeError, match="block proof, not a program proof"):
         verify(block_proof, elf=HELLO, input=HELLO_IN, **ANY)
 

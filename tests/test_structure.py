@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # folder -> import name (pyproject's package-dir)
 PACKAGES = {"steadfast": "steadfast", "air": "steadfast.air", "kernels": "steadfast.kernels",
             "prover": "steadfast.prover", "verifier": "steadfast.verifier",
-            "vm": "steadfast.vm", "rv32": "steadfast.rv32"}
+            "rv32": "steadfast.rv32"}
 MAX_LINES = 700
 
 
@@ -154,10 +154,10 @@ def test_edges_resolve_relative_and_absolute_imports(tmp_path):
     graph = _edges(mods)
     # a known edge either way it is written
     assert "steadfast.air.builder" in graph
-    assert any(t.startswith("steadfast.air") for t in graph["steadfast.vm.airs"])
+    assert any(t.startswith("steadfast.air") for t in graph["steadfast.rv32.tables"])
 
 
-SUBPACKAGES = {"air", "kernels", "prover", "verifier", "vm", "rv32"}
+SUBPACKAGES = {"air", "kernels", "prover", "verifier", "rv32"}
 
 
 def test_imports_between_the_packages_resolve_by_path():
@@ -206,7 +206,7 @@ def test_imports_between_the_packages_resolve_by_path():
 # API and the CLI know a machine.
 CORE_PROVER = ("rounds", "stages", "pipeline", "residency", "recovery", "device_stages",
                "engines", "commit", "ldetree", "hostops", "core")
-MACHINES = ("vm", "rv32")
+MACHINES = ("rv32",)
 
 
 def _core(mods: dict[str, str]) -> list[str]:
@@ -219,9 +219,9 @@ def _machine(mod: str) -> bool:
 
 
 def test_the_protocol_core_imports_no_machine():
-    """air/, kernels/, verifier/ and the prover's protocol modules import neither
-    steadfast.vm nor steadfast.rv32 -- lazily (inside a function) included, and not
-    through any module they import (the path is named)."""
+    """air/, kernels/, verifier/ and the prover's protocol modules do not import the
+    machine (steadfast.rv32) -- lazily (inside a function) included, and not through any
+    module they import (the path is named)."""
     mods = _modules()
     graph = _edges(mods)
     core = _core(mods)
@@ -248,10 +248,22 @@ def test_the_protocol_core_imports_no_machine():
 
 def test_the_machine_import_check_sees_lazy_imports(tmp_path):
     """The walk above counts an import inside a function body as an edge."""
-    src = "def f():\n    from ..vm.airs import block_airs\n    return block_airs\n"
+    src = "def f():\n    from ..rv32.tables import table_airs\n    return table_airs\n"
     path = tmp_path / "m.py"
     path.write_text(src)
-    graph = _edges({"steadfast.kernels.m": str(path), "steadfast.vm.airs": str(path)})
-    assert graph["steadfast.kernels.m"] == {"steadfast.vm.airs"}
-    assert _machine("steadfast.vm.airs") and _machine("steadfast.rv32")
-    assert not _machine("steadfast.verifier.vmath") and not _machine("steadfast.prover.core")
+    graph = _edges({"steadfast.kernels.m": str(path), "steadfast.rv32.tables": str(path)})
+    assert graph["steadfast.kernels.m"] == {"steadfast.rv32.tables"}
+    assert _machine("steadfast.rv32.tables") and _machine("steadfast.rv32")
+    assert not _machine("steadfast.verifier.rv32x") and not _machine("steadfast.prover.core")
+
+
+def test_one_machine():
+    """The field-element VM is retired (issue #24): no vm package, nothing imports
+    steadfast.vm, and pyproject installs none."""
+    assert not os.path.exists(os.path.join(ROOT, "vm"))
+    with open(os.path.join(ROOT, "pyproject.toml")) as fh:
+        assert "steadfast.vm" not in fh.read()
+    graph = _edges(_modules())
+    bad = sorted(m for m, targets in graph.items() for t in targets
+                 if t == "steadfast.vm" or t.startswith("steadfast.vm."))
+    assert not bad, f"modules importing steadfast.vm: {bad}"
