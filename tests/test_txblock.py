@@ -161,10 +161,14 @@ def test_malformed_text(text, fragment):
     assert ei.value.path == "$" and fragment in ei.value.message, str(ei.value)
 
 
-def test_version_1_is_refused_by_name():
-    """examples/block.json (version 1, the field-element VM's) is not a version-2 block."""
+def test_version_1_is_refused_by_name(tmp_path):
+    """A version-1 block (the retired field-element VM's format) is refused naming its
+    version."""
+    v1 = tmp_path / "v1.json"
+    v1.write_text(json.dumps({"format": "steadfast-block", "version": 1, "memory_size": 64,
+                              "initial_memory": [], "programs": [], "transactions": []}))
     with pytest.raises(BlockError) as ei:
-        load_block(EX / "block.json")
+        load_block(v1)
     assert ei.value.path == "$.version"
     assert "unsupported version 1" in str(ei.value) and "field-element VM" in str(ei.value)
     assert "version 2" in str(ei.value)

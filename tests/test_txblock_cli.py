@@ -4,7 +4,7 @@ the proof file, ``--stats-json``), ``--execute-only [--json]`` (``transactions``
 ``exit_code`` and ``output``, ``cycles``; a false claim exit 1), ``verify PROOF --block
 BLOCK.json [--json]`` (exit codes and state_out; every rejection a one-line reason and
 exit 1), a malformed block ``error: FILE: $.path: ...`` exit 2, never a traceback; a
-version-1 block still proves.
+version-1 block refused by name (exit 2).
 
 WEAK PARAMETERS: 6 queries; verify is told --min-security-bits 0 except where the
 default's refusal is the point.  One CLI proof of examples/block2.json for the module."""
@@ -169,9 +169,11 @@ def test_verify_rejections(folder, proved, capsys):
         (folder / f"t{k}.proof").write_bytes(bad)
         code, _, err = run(main_verify, [folder / f"t{k}.proof", "--block", blk, *ANY], capsys)
         assert code == 1 and "invalid proof" in err, err
-    code, _, err = run(main_verify, [proof, "--block", ROOT / "examples" / "block.json", *ANY],
-                       capsys)
-    assert code == 1 and "is a version-1 block" in err
+    v1 = folder / "v1.json"
+    v1.write_text(json.dumps({"format": "steadfast-block", "version": 1, "memory_size": 64,
+                              "initial_memory": [], "programs": [], "transactions": []}))
+    code, _, err = run(main_verify, [proof, "--block", v1, *ANY], capsys)
+    assert code == 2 and "$.version: unsupported version 1" in err
     code, _, err = run(main_verify, [proof, "--block", folder / "none.json", *ANY], capsys)
     assert code == 2 and "cannot read" in err
     p = variant(folder, "malformed.json", _claim(1, exit_code="7"))
@@ -237,7 +239,8 @@ def test_malformed_block(folder, change, fragment, capsys):
 
 def test_usage(folder, capsys):
     """--input / --max-cycles are a program's; -o may not overwrite a file the block
-    names; --precompile on the host compiles nothing; a version-1 block still runs."""
+    names; --precompile on the host compiles nothing; a version-1 block is refused by
+    name (exit 2)."""
     blk = folder / "block2.json"
     code, _, err = run(main_prove, [blk, "--max-cycles", "10", *WEAK], capsys)
     assert code == 2 and "apply to programs" in err
@@ -248,6 +251,8 @@ def test_usage(folder, capsys):
     assert (folder / "transfer.in").read_bytes() == (ROOT / "examples" / "transfer.in").read_bytes()
     code, out, _ = run(main_prove, [blk, "--precompile", *WEAK], capsys)
     assert code == 0 and "precompiled 0 steps" in out
-    code, out, err = run(main_prove, [ROOT / "examples" / "block.json", "--execute-only",
-                                      "--json", *WEAK], capsys)
-    assert code == 0 and json.loads(out)["claims_ok"] is True, err
+    v1 = folder / "v1.json"
+    v1.write_text(json.dumps({"format": "steadfast-block", "version": 1, "memory_size": 64,
+                              "initial_memory": [], "programs": [], "transactions": []}))
+    code, out, err = run(main_prove, [v1, "--execute-only", "--json", *WEAK], capsys)
+    assert code == 2 and "$.version: unsupported version 1" in err, err
