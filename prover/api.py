@@ -114,7 +114,7 @@ def verify(proof: TxBlockProof | ProgramProof | bytes | str | os.PathLike[str],
             raise ShapeError("this is a block proof, not a program proof (verify it with "
                              "--block / block=)")
         if block is None:
-            raise ValueError("this is a block proof: its block is needed to verify it "
+            raise ValueError("this is a block proof: the block is needed to verify it "
                              "(block= its path, JSON or Block)")
         if input is not None or max_cycles is not None:
             raise ValueError("input= and max_cycles= apply to program proofs (with elf=)")

@@ -1,15 +1,14 @@
-"""``prove BLOCK.json`` for a block of RISC-V transactions (block format version 2,
-docs/block-format.md "Version 2"), and what ``verify PROOF --block BLOCK.json``
-(:mod:`prover.cli_verify`) shares with it: :mod:`prover.cli` hands a version-2 block over
-(told by its ``"version": 2``).
+"""``prove BLOCK.json`` for a block of RISC-V transactions (docs/block-format.md), and what
+``verify PROOF --block BLOCK.json`` (:mod:`prover.cli_verify`) shares with it:
+:mod:`prover.cli` hands every file that is not an ELF over.
 The options are the block's -- backends, ``--execute-only``, development mode, ``--json``,
 ``--stats-json``, ``--timeline``, the self-check, ``--precompile`` -- and so are the exit
 statuses: 2 for a malformed block (``error: FILE: $.transactions[1].input: ...``), 1 for
 one that cannot be proven (a transaction fails or a claim is false) or a proof that does
 not verify, naming the transaction.
 
-In these commands' JSON, ``status`` and (as for a version-1 block) the top-level
-``exit_code`` are the command's exit status; each entry of ``transactions`` has the
+In these commands' JSON, ``status`` and the top-level ``exit_code`` are the command's
+exit status; each entry of ``transactions`` has the
 transaction's ``exit_code`` and ``output`` (hex).
 """
 from __future__ import annotations
@@ -23,27 +22,6 @@ import time
 from . import cli_prove as _P
 from .cli_common import (DEFAULT_MIN_SECURITY_BITS, EXIT_INVALID, EXIT_OK, EXIT_USAGE, Fail,
                          check_outputs, default_output, device_name, err, version, warn)
-
-
-def block_version(raw: bytes):
-    """The ``version`` of a block file's bytes, None when they are not a JSON object (the
-    loaders say what is wrong)."""
-    try:
-        obj = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
-    return obj.get("version") if isinstance(obj, dict) else None
-
-
-def file_version(path: str):
-    """:func:`block_version` of the file at ``path``; None when it cannot be read."""
-    try:
-        if os.path.getsize(path) > 256 << 20:
-            return None
-        with open(path, "rb") as fh:
-            return block_version(fh.read())
-    except OSError:
-        return None
 
 
 def load(path: str, raw: bytes | None = None):
@@ -216,5 +194,5 @@ def _execute_only(prover, block, args, meta: dict) -> int:
     return code
 
 
-__all__ = ["run_prove_txblock", "block_version", "file_version", "load", "tx_json", "tx_lines",
+__all__ = ["run_prove_txblock", "load", "tx_json", "tx_lines",
            "Claim"]

@@ -20,8 +20,8 @@ def verify_parser() -> argparse.ArgumentParser:
     ap = Parser(prog="verify", description="Verify a Steadfast block or program proof "
                                            "(docs/api.md).", epilog=EPILOG)
     ap.add_argument("proof", help="the proof file written by prove")
-    ap.add_argument("--block", help="the block the proof is for (required for a block "
-                         "proof; every statement value is checked against it)")
+    ap.add_argument("--block", help="the block the proof is for, whose every statement "
+                         "value is checked (required for a block proof; default: none)")
     ap.add_argument("--elf", metavar="PROGRAM.elf",
                     help="a program proof: the program it must be for (required for one; "
                          "default: none, a block proof)")
@@ -124,12 +124,13 @@ def _verify_txblock(args, data: bytes, report: dict, fail) -> int:
     from ..verifier.errors import ShapeError, VerificationError
     from .cli_txblock import Claim, load, tx_json, tx_lines
     from .txblock_proof import is_txblock_proof, verify_txblock
+    if not is_txblock_proof(data):
+        raise _refusal(ShapeError(f"{args.proof} is not a proof of a block of RISC-V "
+                                  "transactions (STB2)" if args.block else
+                                  "not a Steadfast proof (bad magic)"), fail)
     if not args.block:
         raise fail(EXIT_USAGE, f"{args.proof} is a proof of a block of RISC-V transactions: "
                                "give its block with --block BLOCK.json")
-    if not is_txblock_proof(data):
-        raise _refusal(ShapeError(f"{args.proof} is not a Steadfast block proof (STB2) nor a "
-                                  "program proof (STRV)"), fail)
     try:
         block = load(args.block)
     except Fail as exc:
