@@ -3,7 +3,7 @@ CPU seconds of building the RV32IM tables' AIRs in a fresh process -- what ``api
 pays on every call -- with this checkout's ``air/`` against ``air/`` of an earlier commit.
 
     PYTHONPATH=. python bench/air_build_bench.py [--base REV] [--rounds 5]
-        [--proof /tmp/b.proof --block examples/block2.json] [--json out.json]
+        [--proof /tmp/b.proof --block examples/block.json] [--json out.json]
 
 The base tree is a copy of this checkout (without .git and .venv) whose ``--paths``
 (default ``air``, ``rv32/tables.py`` and ``rv32/chips``, the files AIR construction
@@ -16,7 +16,7 @@ every k the bench names, ``rv32.tables.table_airs`` of guests/bin/hello.elf's im
 three statement tables and the static ones, at ``--block-slots``) plus every AIR's
 ``fingerprint()`` (the verifier's use per transaction), and ``api.verify`` of ``--proof``
 against ``--block`` (a block of RISC-V transactions; prove it first: ``python -m
-steadfast.prover prove examples/block2.json -o /tmp/b.proof``).  The medians and new/base
+steadfast.prover prove examples/block.json -o /tmp/b.proof``).  The medians and new/base
 ratios are printed with the machine's load (uptime).
 """
 from __future__ import annotations

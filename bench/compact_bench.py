@@ -4,7 +4,7 @@ per parameter set, against the format-2 prover measured in the same run
 
     PYTHONPATH=. python bench/compact_bench.py [--sizes 12 14 16] [--base /work/base]
         [--sets 1,100,2,2 1,100,3,2 2,50,2,2 ...] [--repeat 1] [--json out.json]
-    PYTHONPATH=. python bench/compact_bench.py --model /tmp/block2.proof
+    PYTHONPATH=. python bench/compact_bench.py --model /tmp/block.proof
 
 A set is ``log_blowup,num_queries,log_fri_arity,log_cap``.  Every (tree, set, block) runs
 in a fresh subprocess that first proves a tiny block (loads the compiled kernels), then
@@ -13,7 +13,7 @@ proof's own ``phases["prove"]``, the CPU time user+system seconds of the process
 the proof -- steadier than wall time on a shared machine).  ``--base``: a checkout of
 the format-2 prover (its default parameters) run the same way with PYTHONPATH=BASE; the
 ratio column is v3 / v2 prove seconds of the same block (the base must prove blocks of
-RISC-V transactions too).  Blocks (block format 2): ``examples/block2.json`` and
+RISC-V transactions too).  Blocks (block format 2): ``examples/block.json`` and
 ``bench/make_block.py -k K --hash-share 0.25`` (``make_block.v2_block(k, 0.25)``, seed 1:
 about 2^k cycles; k >= 10).  Security: the figure of ``verifier.security.proof_security``
 for the block's tables, and at the 2^24-row limit (every table at 2^24 rows but those of
@@ -47,7 +47,7 @@ def worker(kind: str, pset: str) -> dict:
     prover = Prover(ProverConfig(backend="host", self_check=False, **kw))
     prover.prove_block(tiny_block())                                          # warm-up
     if kind == "example":
-        block = load_block(os.path.join(ROOT, "examples", "block2.json"))
+        block = load_block(os.path.join(ROOT, "examples", "block.json"))
     else:
         sys.path.insert(0, ROOT)
         from bench.make_block import v2_block

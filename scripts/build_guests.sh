@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the rv32im guest programs (guests/*.c) into guests/bin/<name>.elf, and the examples'
 # copies (examples/hello.elf, the README's program; hello, transfer and merkle for the
-# version-2 block examples/block2.json), with fixed flags (byte-reproducible for one
+# version-2 block examples/block.json), with fixed flags (byte-reproducible for one
 # compiler).
 #
 #   scripts/build_guests.sh            build into guests/bin/ and examples/
@@ -34,7 +34,7 @@ CFLAGS=(
     -Wl,-z,noexecstack
 )
 RUNTIME=(guests/runtime/crt0.S guests/runtime/rt.c)
-EXAMPLES=(hello merkle transfer)    # copied into examples/ (examples/block2.json uses them)
+EXAMPLES=(hello merkle transfer)    # copied into examples/ (examples/block.json uses them)
 
 check=0
 case "${1:-}" in

@@ -31,7 +31,7 @@ from tests.test_txblock import expected_state_out
 from tests.txblocks import block, empty_block, one_tx_block
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXAMPLE = os.path.join(ROOT, "examples", "block2.json")   # examples/block.json after #24's rename
+EXAMPLE = os.path.join(ROOT, "examples", "block.json")   # examples/block.json after #24's rename
 FAST = ["--queries", "8", "--pow-bits", "2", "--backend", "host"]
 ANY = ["--min-security-bits", "0"]
 EMPTY_ROUNDS = rblock.num_tables(0) * len(ROUNDS)          # 2 shared tables x 8 rounds

@@ -1,7 +1,7 @@
 """Block format version 2 (docs/block-format.md "Version 2"): the loader's errors with JSON
 paths (and a property: no mutation of a good block gives anything but a Block or a
 BlockError), version 1 refused by name, and the library's block proofs of RISC-V
-transactions (rv32/block.py, prover/txblock_*.py): prove + verify of examples/block2.json
+transactions (rv32/block.py, prover/txblock_*.py): prove + verify of examples/block.json
 (3 transactions), state_out recomputed here from its definition, every transaction's
 output and exit code against the independent emulator (unicorn, tests/rv32_ref.py), and
 verify's rejections -- a changed input, program, claimed output or exit code, max_cycles,
@@ -35,7 +35,7 @@ from tests.rv32_ref import run as ref_run
 
 ROOT = Path(__file__).resolve().parents[1]
 EX = ROOT / "examples"
-EXAMPLE = EX / "block2.json"
+EXAMPLE = EX / "block.json"
 CFG = ProverConfig(backend="host", num_queries=6, pow_bits=1)
 ANY = dict(min_security_bits=0)
 NAMES = ["hello", "transfer", "merkle.elf"]
@@ -175,7 +175,7 @@ def test_version_1_is_refused_by_name(tmp_path):
 
 
 def test_example_and_canonical_form():
-    """examples/block2.json: each input form (hex, base64, file), programs by name and by
+    """examples/block.json: each input form (hex, base64, file), programs by name and by
     path; Block.to_json is self-contained and parses back to the same block; the copies
     in examples/ are the guests' (scripts/build_guests.sh --check compares the ELFs)."""
     raw = good()

@@ -7,7 +7,7 @@ exit 1), a malformed block ``error: FILE: $.path: ...`` exit 2, never a tracebac
 version-1 block refused by name (exit 2).
 
 WEAK PARAMETERS: 6 queries; verify is told --min-security-bits 0 except where the
-default's refusal is the point.  One CLI proof of examples/block2.json for the module."""
+default's refusal is the point.  One CLI proof of examples/block.json for the module."""
 import json
 import shutil
 from pathlib import Path
@@ -22,7 +22,7 @@ from tests.test_txblock import CODES, expected_state_out
 ROOT = Path(__file__).resolve().parents[1]
 WEAK = ["--queries", "6", "--pow-bits", "1", "--backend", "host"]
 ANY = ["--min-security-bits", "0"]
-FILES = ("block2.json", "hello.elf", "transfer.elf", "merkle.elf", "transfer.in")
+FILES = ("block.json", "hello.elf", "transfer.elf", "merkle.elf", "transfer.in")
 
 
 def run(main, argv, capsys):
@@ -41,8 +41,8 @@ def folder(tmp_path_factory):
 
 
 def variant(folder: Path, name: str, change) -> Path:
-    """A copy of block2.json beside it with ``change(obj)`` applied."""
-    obj = json.loads((folder / "block2.json").read_text())
+    """A copy of block.json beside it with ``change(obj)`` applied."""
+    obj = json.loads((folder / "block.json").read_text())
     change(obj)
     p = folder / name
     p.write_text(json.dumps(obj, indent=1))
@@ -51,7 +51,7 @@ def variant(folder: Path, name: str, change) -> Path:
 
 @pytest.fixture(scope="module")
 def proved(folder):
-    """``prove block2.json --stats-json s.json`` once: (exit status, stdout, stderr)."""
+    """``prove block.json --stats-json s.json`` once: (exit status, stdout, stderr)."""
     cap = pytest.MonkeyPatch()
     import io
     import sys
@@ -59,7 +59,7 @@ def proved(folder):
     cap.setattr(sys, "stdout", out)
     cap.setattr(sys, "stderr", err)
     try:
-        code = main_prove([str(folder / "block2.json"), "--stats-json",
+        code = main_prove([str(folder / "block.json"), "--stats-json",
                            str(folder / "s.json"), *WEAK])
     finally:
         cap.undo()
@@ -68,7 +68,7 @@ def proved(folder):
 
 
 def state_of(folder: Path, codes, outputs, state_in=bytes(32)) -> str:
-    blk = load_block(folder / "block2.json")
+    blk = load_block(folder / "block.json")
     return expected_state_out(state_in, [(t.program.digest(), t.input, c, o) for t, c, o in
                                          zip(blk.transactions, codes, outputs)]).hex()
 
@@ -78,7 +78,7 @@ def test_prove(folder, proved):
     on stdout, the statistics with transactions and state_out."""
     code, out, err = proved
     assert code == 0, err
-    proof = folder / "block2.proof"
+    proof = folder / "block.proof"
     assert proof.read_bytes()[:4] == b"STB2"
     assert "wrote" in out and "3 transactions:" in out
     assert "tx 0 (hello): exit code 0, output (24 bytes): b'hello from rv32im\\n!dlrow'" in out
@@ -90,7 +90,7 @@ def test_prove(folder, proved):
     assert st["block_version"] == 2 and st["max_cycles"] == 65536
     assert [t["exit_code"] for t in st["transactions"]] == CODES
     outs = [bytes.fromhex(t["output"]) for t in st["transactions"]]
-    blk = load_block(folder / "block2.json")
+    blk = load_block(folder / "block.json")
     assert outs == [t.output for t in blk.transactions]
     assert st["state_out"] == state_of(folder, CODES, outs)
     assert f"state out {st['state_out']}" in out
@@ -101,7 +101,7 @@ def test_prove(folder, proved):
 def test_verify(folder, proved, capsys):
     """verify --block: OK with exit codes and state_out (text and JSON); refused under
     the default minimum; without --block a usage error."""
-    proof, blk = folder / "block2.proof", folder / "block2.json"
+    proof, blk = folder / "block.proof", folder / "block.json"
     st = json.loads((folder / "s.json").read_text())
     code, out, err = run(main_verify, [proof, "--block", blk, *ANY], capsys)
     assert code == 0, err
@@ -142,7 +142,7 @@ def _claim(i, **kw):
 def test_verify_rejections(folder, proved, capsys):
     """Every rejection: exit 1 with the reason naming the transaction (JSON: ok false and
     the error's class); a malformed or missing block exit 2."""
-    proof, blk = folder / "block2.proof", folder / "block2.json"
+    proof, blk = folder / "block.proof", folder / "block.json"
     data = proof.read_bytes()
     cases = [
         (_claim(1, exit_code=3), "transaction 1: the block claims exit code 3, the proof 7"),
@@ -185,7 +185,7 @@ def test_execute_only(folder, capsys):
     """--execute-only --json: transactions (exit_code, output hex), cycles, claims_ok;
     the text summary; a false claim reported (claims_ok false, exit 1, the transaction
     named); an execution failure exit 1."""
-    blk = folder / "block2.json"
+    blk = folder / "block.json"
     code, out, err = run(main_prove, [blk, "--execute-only", "--json", *WEAK], capsys)
     assert code == 0, err
     rep = json.loads(out)
@@ -241,7 +241,7 @@ def test_usage(folder, capsys):
     """--input / --max-cycles are a program's; -o may not overwrite a file the block
     names; --precompile on the host compiles nothing; a version-1 block is refused by
     name (exit 2)."""
-    blk = folder / "block2.json"
+    blk = folder / "block.json"
     code, _, err = run(main_prove, [blk, "--max-cycles", "10", *WEAK], capsys)
     assert code == 2 and "apply to programs" in err
     code, _, err = run(main_prove, [blk, "-o", folder / "transfer.elf", *WEAK], capsys)
