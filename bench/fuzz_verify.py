@@ -6,7 +6,7 @@ statement, through ``steadfast.prover.api.verify(proof, block=)`` (docs/benchmar
                                                [--case I] [--save-dir DIR]
 
 One honest proof of the block (block format 2, a block of RISC-V transactions; default
-examples/block2.json, default parameters) is made in a subprocess (so that this process's
+examples/block.json, default parameters) is made in a subprocess (so that this process's
 peak RSS is the verifier's own) and cached in the temporary directory under a key of the
 code, the block (its canonical JSON) and the parameters; the honest proof must verify
 before any mutation is tried.  Each case ``i`` is drawn from its own generator seeded with
@@ -76,7 +76,7 @@ if ROOT not in sys.path:
 from bench.fuzz_mutations import (P, U32_VALUES, _KIND_WEIGHTS, Field, Layout,  # noqa: E402,F401
                                   block_proof_layout, draw_case, proof_layout)
 
-DEFAULT_BLOCK = os.path.join(ROOT, "examples", "block2.json")
+DEFAULT_BLOCK = os.path.join(ROOT, "examples", "block.json")
 _CODE_DIRS = ("prover", "verifier", "air", "rv32", "kernels")
 
 
@@ -316,7 +316,7 @@ def main(argv=None, out=None) -> int:
     ap.add_argument("n", type=int, nargs="?", default=1000, help="number of mutated cases")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--block", default=DEFAULT_BLOCK,
-                    help="version-2 block JSON (default examples/block2.json)")
+                    help="version-2 block JSON (default examples/block.json)")
     ap.add_argument("--json", action="store_true", help="the summary as JSON")
     ap.add_argument("--case", type=int, action="append",
                     help="replay only this case (repeatable; prints full tracebacks)")

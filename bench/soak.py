@@ -2,11 +2,11 @@
 backend under a reduced VRAM budget and injected faults, and the recoveries of issue #26.
 
     PYTHONPATH=. python bench/soak.py --cycles 30 [--backend emu]
-        [--block examples/block2.json | --tiny]
+        [--block examples/block.json | --tiny]
         [--scenario oom|race|race-serialized|corrupt|corrupt-input|lost|corrupt-recovered|
                     self-check-retry|all ...] [--queries 16]
 
-The block: a version-2 block file (default examples/block2.json: three transactions, 50
+The block: a version-2 block file (default examples/block.json: three transactions, 50
 tables), or with ``--tiny`` tests/txblocks.py's one-transaction block (hello, 18 tables).
 
 Scenarios (each runs ``--cycles`` proofs with a different fault seed per cycle).  The first
@@ -71,7 +71,7 @@ PIPELINE_SCENARIOS = ("oom", "race", "race-serialized", "corrupt", "corrupt-inpu
 RECOVERY_SCENARIOS = ("lost", "corrupt-recovered", "self-check-retry")
 SCENARIOS = PIPELINE_SCENARIOS + RECOVERY_SCENARIOS
 SELF_CHECK_SITES = ("r2", "r4.open")
-DEFAULT_BLOCK = os.path.join(ROOT, "examples", "block2.json")
+DEFAULT_BLOCK = os.path.join(ROOT, "examples", "block.json")
 _SWITCHES = ("PROVER_FAULTS", "PROVER_GPU_XCHECK", "PROVER_ABORT_ON_CORRUPTION",
              "PROVER_GPU_FORCE_DOWNGRADE", "PROVER_VRAM_BUDGET")
 
@@ -262,7 +262,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cycles", type=int, default=5)
     ap.add_argument("--backend", default="emu", choices=("emu", "sim", "cuda"))
     ap.add_argument("--block", default=DEFAULT_BLOCK,
-                    help="a version-2 block (default examples/block2.json)")
+                    help="a version-2 block (default examples/block.json)")
     ap.add_argument("--tiny", action="store_true",
                     help="prove tests/txblocks.py's one-transaction block instead of --block")
     ap.add_argument("--scenario", nargs="+", default=["all"], choices=SCENARIOS + ("all",),

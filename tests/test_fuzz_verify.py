@@ -1,5 +1,5 @@
 """The verifier fuzzer (bench/fuzz_verify.py, mutations in bench/fuzz_mutations.py) on a
-block of RISC-V transactions (examples/block2.json, block format 2): a short run through
+block of RISC-V transactions (examples/block.json, block format 2): a short run through
 the library's verify accepts nothing and raises nothing untyped; the fuzzer itself
 classifies accepted and untyped outcomes (checked with a broken verify), draws only
 mutations that change the proof or the statement, deterministically, and prints its result
@@ -155,7 +155,7 @@ def test_a_hanging_verify_is_cut_off_and_reported(monkeypatch, tmp_path):
 # --------------------------------------------------------------------------- statements
 
 def test_every_statement_mutation_is_refused_naming_what_differs(honest):
-    """Each statement operation on examples/block2.json (three transactions), checked
+    """Each statement operation on examples/block.json (three transactions), checked
     against the honest proof: a typed rejection -- PublicValuesError naming the
     transaction for a changed input, program, output, exit code or order, ShapeError for
     another transaction count."""
