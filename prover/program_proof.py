@@ -125,38 +125,45 @@ class ProgramProof(ProofFile):
 
 
 
-def dev_body(public_values) -> bytes:
-    """A development-mode fake's body: the notice, then every table's public values."""
-    parts = [DEV_NOTICE, struct.pack("<I", len(public_values))]
+def dev_body(public_values, notice: bytes = DEV_NOTICE) -> bytes:
+    """A development-mode fake's body: the notice, then every table's public values (u32
+    tables, then per table u32 count and count u32 values).  The block fakes
+    (prover.txblock_proof) have the same layout behind their own notice."""
+    parts = [notice, struct.pack("<I", len(public_values))]
     for pv in public_values:
         parts.append(struct.pack("<I", len(pv)))
         parts.append(np.asarray(pv, dtype="<u4").tobytes())
     return b"".join(parts)
 
 
-def _dev_values(body: bytes) -> list[list[int]]:
-    if not body.startswith(DEV_NOTICE):
-        raise ShapeError("malformed development-mode program proof (notice)")
-    pos = len(DEV_NOTICE)
+def parse_dev_body(body: bytes, notice: bytes, tables: int, what: str) -> list[list[int]]:
+    """Every table's public values of a fake's body (:func:`dev_body`) with ``notice`` and
+    ``tables`` tables; ShapeError naming ``what`` (e.g. "program proof") when malformed."""
+    if not body.startswith(notice):
+        raise ShapeError(f"malformed development-mode {what} (notice)")
+    pos = len(notice)
     try:
         (n,) = struct.unpack_from("<I", body, pos)
-        if n != len(TABLES):
-            raise ShapeError(f"development-mode program proof of {n} tables, expected "
-                             f"{len(TABLES)}")
+        if n != tables:
+            raise ShapeError(f"development-mode {what} of {n} tables, expected {tables}")
         pos += 4
         out = []
         for _ in range(n):
             (k,) = struct.unpack_from("<I", body, pos)
             pos += 4
             if k > _MAX_DEV_VALUES or pos + 4 * k > len(body):
-                raise ShapeError("malformed development-mode program proof (truncated)")
+                raise ShapeError(f"malformed development-mode {what} (truncated)")
             out.append([int(v) for v in np.frombuffer(body, "<u4", k, pos)])
             pos += 4 * k
     except struct.error:
-        raise ShapeError("malformed development-mode program proof (truncated)") from None
+        raise ShapeError(f"malformed development-mode {what} (truncated)") from None
     if pos != len(body):
-        raise ShapeError("malformed development-mode program proof (trailing bytes)")
+        raise ShapeError(f"malformed development-mode {what} (trailing bytes)")
     return out
+
+
+def _dev_values(body: bytes) -> list[list[int]]:
+    return parse_dev_body(body, DEV_NOTICE, len(TABLES), "program proof")
 
 
 def claim_of(proof: ProgramProof):
@@ -216,4 +223,4 @@ def is_program_proof(data: bytes) -> bool:
 
 
 __all__ = ["ProgramProof", "ElfLike", "as_program", "as_input", "check_max_cycles",
-           "is_program_proof", "dev_body", "claim_of", "MAGIC", "DEV_MAGIC", "DEV_NOTICE", "ELF_MAGIC"]
+           "is_program_proof", "dev_body", "parse_dev_body", "claim_of", "MAGIC", "DEV_MAGIC", "DEV_NOTICE", "ELF_MAGIC"]

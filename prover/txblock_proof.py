@@ -39,6 +39,7 @@ from ..verifier.verify import (DEFAULT_MIN_SECURITY_BITS, check_security,
 
 from .air_proof import decode_proof, read_proof
 from .errors import DevProofRefused
+from .program_proof import dev_body as _dev_body, parse_dev_body
 from .proof_file import ProofFile
 from .stats import ProofStats
 
@@ -50,7 +51,6 @@ VERSION = 2
 MAX_BODY = 1 << 31
 DEV_NOTICE = (b"STEADFAST DEVELOPMENT-MODE BLOCK PROOF: execution and constraint check only; "
               b"NOT A STARK, PROVES NOTHING\n")
-_MAX_DEV_VALUES = 1 << 25
 
 
 @dataclass(frozen=True)
@@ -117,39 +117,16 @@ class TxBlockProof(ProofFile):
 
 
 def dev_body(public_values) -> bytes:
-    parts = [DEV_NOTICE, struct.pack("<I", len(public_values))]
-    for pv in public_values:
-        parts.append(struct.pack("<I", len(pv)))
-        parts.append(b"".join(int(v).to_bytes(4, "little") for v in pv))
-    return b"".join(parts)
+    """A development-mode fake's body (prover.program_proof.dev_body, this notice)."""
+    return _dev_body(public_values, DEV_NOTICE)
 
 
 def _dev_values(body: bytes, n_tx: int) -> list:
-    import numpy as np
-    if not body.startswith(DEV_NOTICE):
-        raise ShapeError("malformed development-mode block proof (notice)")
-    pos = len(DEV_NOTICE)
-    try:
-        (n,) = struct.unpack_from("<I", body, pos)
-        if n != rblock.num_tables(n_tx):
-            raise ShapeError(f"development-mode block proof of {n} tables, expected "
-                             f"{rblock.num_tables(n_tx)}")
-        pos += 4
-        out = []
-        for _ in range(n):
-            (k,) = struct.unpack_from("<I", body, pos)
-            pos += 4
-            if k > _MAX_DEV_VALUES or pos + 4 * k > len(body):
-                raise ShapeError("malformed development-mode block proof (truncated)")
-            out.append([int(v) for v in np.frombuffer(body, "<u4", k, pos)])
-            pos += 4 * k
-    except struct.error:
-        raise ShapeError("malformed development-mode block proof (truncated)") from None
-    if pos != len(body):
-        raise ShapeError("malformed development-mode block proof (trailing bytes)")
-    return out
+    return parse_dev_body(body, DEV_NOTICE, rblock.num_tables(n_tx), "block proof")
 
 
+#: What a block argument may be: a parsed Block, its JSON object (dict), JSON text (str
+#: starting with "{", or bytes), or a path to the block file.
 TxBlockLike = Union[Block, dict, str, bytes, os.PathLike[str]]
 
 
