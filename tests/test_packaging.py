@@ -1,5 +1,5 @@
 """The packages import under one name (steadfast.*): nothing in the project may import a
-top-level ``prover``, ``kernels``, ``verifier``, ``air`` or ``vm`` (a node embedding the
+top-level ``prover``, ``kernels``, ``verifier``, ``air`` or ``rv32`` (a node embedding the
 library may have its own modules of those names, and a module imported under two names is
 two modules: two locks, two exception classes)."""
 import subprocess
@@ -10,13 +10,13 @@ ROOT = Path(__file__).resolve().parents[1]
 CODE = """
 import importlib, pkgutil, sys
 import steadfast
-for pkg in ("air", "kernels", "prover", "verifier", "vm"):
+for pkg in ("air", "kernels", "prover", "verifier", "rv32"):
     mod = importlib.import_module("steadfast." + pkg)
     for info in pkgutil.iter_modules(mod.__path__):
         if info.name in ("ptx_check", "__main__"):
             continue
         importlib.import_module(f"steadfast.{pkg}.{info.name}")
-bad = sorted(m for m in sys.modules if m.split(".")[0] in ("air", "kernels", "prover", "verifier", "vm"))
+bad = sorted(m for m in sys.modules if m.split(".")[0] in ("air", "kernels", "prover", "verifier", "rv32"))
 print("BAD", bad)
 print("VERSION", steadfast.__version__)
 """
