@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Build the rv32im guest programs (guests/*.c) into guests/bin/<name>.elf, and the examples'
-# copies (examples/hello.elf, the README's program; hello, transfer and merkle for the
-# version-2 block examples/block.json), with fixed flags (byte-reproducible for one
-# compiler).
+# copies (examples/hello.elf, the README's program; hello, transfer and merkle -- ELF and
+# C source -- for the block examples/block.json), with fixed flags (byte-reproducible for
+# one compiler).
 #
 #   scripts/build_guests.sh            build into guests/bin/ and examples/
 #   scripts/build_guests.sh --check    build into a temporary folder and compare the bytes
-#                                      with the committed ELFs (guests/bin/ and examples/);
+#                                      with the committed ELFs (guests/bin/ and examples/;
+#                                      and examples/*.c with guests/*.c);
 #                                      exit 1 naming the ones that differ (or are missing)
 #
 # Compiler: Debian's riscv64-unknown-elf-gcc (package gcc-riscv64-unknown-elf); override
@@ -34,7 +35,7 @@ CFLAGS=(
     -Wl,-z,noexecstack
 )
 RUNTIME=(guests/runtime/crt0.S guests/runtime/rt.c)
-EXAMPLES=(hello merkle transfer)    # copied into examples/ (examples/block.json uses them)
+EXAMPLES=(hello merkle transfer)    # ELF and C source copied into examples/ (examples/block.json)
 
 check=0
 case "${1:-}" in
@@ -62,6 +63,7 @@ if [ "$check" = 0 ]; then
     mkdir -p examples
     for name in "${EXAMPLES[@]}"; do
         cp "guests/bin/$name.elf" "examples/$name.elf"
+        cp "guests/$name.c" "examples/$name.c"
     done
     echo "built: ${names[*]} (guests/bin/*.elf; examples/: ${EXAMPLES[*]})"
     exit 0
@@ -76,6 +78,9 @@ done
 for name in "${EXAMPLES[@]}"; do
     if ! cmp -s "$out/$name.elf" "examples/$name.elf"; then
         bad+=("examples/$name.elf")
+    fi
+    if ! cmp -s "guests/$name.c" "examples/$name.c"; then
+        bad+=("examples/$name.c")
     fi
 done
 if [ "${#bad[@]}" -gt 0 ]; then
