@@ -128,7 +128,7 @@ class ClusterProver(WorkerPool):
 
     def _block_result(self, piece: _Piece, value, t0: float):
         data, stats, _ = value
-        from .txblock_prover import state_out_of
+        from .txblock_proof import state_out_of
         tp = TxBlockProof.from_bytes(data)
         stats.counters["cluster"] = self._counters("blocks", piece, stats, len(data), t0)
         state = None if piece.block is None else state_out_of(piece.block, tp.claims)

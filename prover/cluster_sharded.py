@@ -55,7 +55,8 @@ def prove_sharded(pool: WorkerPool, block, timeout: float | None = None):
     machine; self-checked here.  Development mode is refused (``ConfigError``)."""
     from .errors import ConfigError
     from .txblock_proof import TxBlockProof, as_txblock
-    from .txblock_prover import _state_out, txblock_airs_spec
+    from .txblock_proof import state_out_of
+    from .txblock_prover import txblock_airs_spec
     t0 = time.perf_counter()
     local = pool.local
     if local.dev_mode:
@@ -68,7 +69,7 @@ def prove_sharded(pool: WorkerPool, block, timeout: float | None = None):
         local._check_txblock(airs, traces, pvs, phases)
     spec = txblock_airs_spec(blk, exs, bt, pool.config.params().log_blowup)
     proof, stats = _sharded(pool, airs, traces, pvs, spec, bt.cycles, phases, t0, timeout)
-    return TxBlockProof(len(blk.transactions), proof, stats, False, _state_out(blk, exs))
+    return TxBlockProof(len(blk.transactions), proof, stats, False, state_out_of(blk, exs))
 
 
 def _sharded(pool: WorkerPool, airs, traces, pvs, source, cycles: int, phases: dict,

@@ -265,11 +265,17 @@ def _first_diff(a: bytes, b: bytes) -> str:
     return ""
 
 
+def state_out_of(blk: Block, results) -> bytes:
+    """The chain state after ``blk`` given every transaction's result -- anything with
+    ``exit_code`` and ``output``: a Claim read off a proof, or an execution."""
+    return rblock.state_out(blk.state_in, [(t.program.digest(), t.input, int(r.exit_code),
+                                            bytes(r.output))
+                                           for t, r in zip(blk.transactions, results)])
+
+
 def _result(blk: Block, claims, got, t0, params, security, dev: bool = False):
-    receipts = [(t.program.digest(), t.input, c.exit_code, c.output)
-                for t, c in zip(blk.transactions, claims)]
     return VerifiedTxBlock([c.exit_code for c in claims], [c.output for c in claims],
-                           blk.max_cycles, blk.state_in, rblock.state_out(blk.state_in, receipts),
+                           blk.max_cycles, blk.state_in, state_out_of(blk, claims),
                            got, time.perf_counter() - t0, params, security, dev)
 
 
@@ -278,26 +284,6 @@ def is_txblock_proof(data: bytes) -> bool:
 
 
 __all__ = ["TxBlockProof", "VerifiedTxBlock", "verify_txblock", "as_txblock", "dev_body",
-           "TxBlockLike",
+           "TxBlockLike", "state_out_of",
            "is_txblock_proof", "MAGIC", "DEV_MAGIC", "DEV_NOTICE"]
 
-
-def is_txblock(block) -> bool:
-    """Whether a block argument is a version-2 block (a :class:`rv32.blockfile.Block`, or
-    JSON whose ``version`` is 2); anything unreadable is left to the loaders' errors."""
-    import json
-    if isinstance(block, Block):
-        return True
-    obj = block
-    try:
-        if isinstance(block, (str, bytes)) and (isinstance(block, bytes)
-                                                or block.lstrip().startswith("{")):
-            obj = json.loads(block)
-        elif isinstance(block, (str, os.PathLike)):
-            if os.path.getsize(block) > 256 << 20:
-                return False
-            with open(block, "rb") as fh:
-                obj = json.loads(fh.read())
-    except (OSError, ValueError, RecursionError):
-        return False
-    return isinstance(obj, dict) and obj.get("version") == VERSION

@@ -21,7 +21,7 @@ from .control import PROVE_LOCK, limits
 from .core import ProverCore
 from .errors import UnprovableBlock
 from .stats import ProofStats, peak_rss_bytes
-from .txblock_proof import TxBlockLike, TxBlockProof, as_txblock, dev_body
+from .txblock_proof import TxBlockLike, TxBlockProof, as_txblock, dev_body, state_out_of
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class TxBlockProver(ProverCore):
             blk = as_txblock(block)
             phases: dict = {}
             exs, bt = self._build_txblock(blk, phases)
-            state = _state_out(blk, exs)
+            state = state_out_of(blk, exs)
             if self.dev_mode:
                 with PROVE_LOCK:
                     self._check_txblock(bt.airs, bt.traces, bt.table_public_values, phases)
@@ -159,7 +159,7 @@ class TxBlockProver(ProverCore):
                              bytes(ex.stderr), *_claims(i, tx, ex))
                     for i, (tx, ex) in enumerate(zip(blk.transactions, exs)))
         return TxBlockReport(txs, sum(t.cycles for t in txs), blk.max_cycles, blk.state_in,
-                             _state_out(blk, exs), tuple(rows), sum(r[5] for r in rows),
+                             state_out_of(blk, exs), tuple(rows), sum(r[5] for r in rows),
                              params.log_blowup, time.perf_counter() - t0, int(sec.bits))
 
     def precompile_txblock(self, block: TxBlockLike,
@@ -272,17 +272,5 @@ def txblock_airs_spec(blk, exs, bt, log_blowup: int) -> TxBlockAirs:
     return TxBlockAirs(progs, ins, outs, slots, int(bt.p2_slots), log_blowup, h.digest())
 
 
-def _state_out(blk, exs) -> bytes:
-    return rblock.state_out(blk.state_in, [(t.program.digest(), t.input, int(e.exit_code),
-                                            bytes(e.output))
-                                           for t, e in zip(blk.transactions, exs)])
-
-
-def state_out_of(blk, claims) -> bytes:
-    """The chain state after ``blk`` given every transaction's (exit code, output) claim."""
-    return rblock.state_out(blk.state_in, [(t.program.digest(), t.input, c.exit_code, c.output)
-                                           for t, c in zip(blk.transactions, claims)])
-
-
 __all__ = ["TxBlockProver", "TxBlockReport", "TxReport", "run_transaction", "TxBlockAirs",
-           "txblock_airs_spec", "state_out_of"]
+           "txblock_airs_spec"]
