@@ -170,6 +170,19 @@ class DeviceJoinStages:
                 return self.engine.slice_rows(tree.nodes.device(), off, off + (1 << c))
         return np.array(tree.nodes.host()[off:off + (1 << c)], dtype=np.uint32)
 
+    def leaf_digests(self, com) -> np.ndarray:
+        """A committed matrix's leaf digests for its round's mixed tree: level 0 of its
+        resident tree (a host copy; a spilled or downgraded tree reads its host side)."""
+        tree = getattr(com, "tree", None)
+        if not isinstance(tree, DevTree):
+            return HostStages.leaf_digests(self, com)
+        n = 1 << tree.log_n
+        if tree.nodes.on_device:
+            with self.submission_lock():
+                return np.ascontiguousarray(self.engine.slice_rows(tree.nodes.device(), 0, n),
+                                            np.uint32)
+        return np.array(tree.nodes.host()[:n], dtype=np.uint32)
+
     def open_batch(self, tree, indices, log_cap: int):
         idx = np.asarray(indices, dtype=np.int64)
         if not isinstance(tree, DevTree):
@@ -191,7 +204,12 @@ class DeviceJoinStages:
         node_rows = level_offsets(tree.log_n)[levels] + pos
 
         def dev():
-            self._inject_input("r4.open", t, tree.nodes, axis=0)
+            # the opened matrix is what the proof reads here (format 6: the table tree's
+            # own nodes are not sent -- the round's mixed tree's are)
+            if tree.rows_h is not None:
+                self._inject_input("r4.open", t, tree.rows_h, axis=1)
+            else:
+                self._inject_input("r4.open", t, tree.nodes, axis=0)
             rows = tree._rows_of(idx, True)
             nodes = self.engine.gather_rows(tree.nodes.device(), node_rows) if tree.nodes.on_device \
                 else np.asarray(tree.nodes.host())[node_rows]

@@ -43,8 +43,7 @@ import numpy as np
 
 from ..kernels.backend import as_device_lost
 
-from .rounds import (prove_table, r1_aux, r1_challenges, r1_main, r2_quotient, r3_ood, r4_fri,
-                     r4_open, take_quotients)
+from .rounds import prove_statement, r1_aux, r2_quotient, r3_ood
 from .stages import HostStages
 
 log = logging.getLogger("steadfast.recovery")
@@ -119,20 +118,8 @@ def host_proof(st, spans, logs: list | None = None) -> bytes:
     """The statement ``st`` proven on the host (:func:`prover.prove.prove`'s host path):
     the transcript and every commitment re-derived from the traces."""
     from ..verifier.proof_format import encode
-    stages = HostStages()
-    r1 = r1_main(st, stages, spans)
-    ch = r1_challenges(st, r1, spans, stages.permute)
-    deeps = []
-    for i in range(len(st.airs)):
-        with spans.span("table", st.airs[i].name):
-            deeps.append(prove_table(i, st, r1, ch, stages, spans))
-    deeps, dqs = take_quotients(deeps)
-    fri = r4_fri(st, r1.transcript, deeps, dqs, stages, spans)
-    proof = encode(r4_open(st, ch, deeps, fri, stages, spans))
+    proof = encode(prove_statement(st, HostStages(), spans, logs))
     spans.count("proof_bytes", len(proof))
-    if logs is not None:
-        logs.append(r1.transcript.log)
-        logs.extend(f.log for f in ch.forks)
     return proof
 
 
@@ -176,7 +163,7 @@ def run_with_recovery(device_proof, st, cfg, stats, spans, logs):
 
 
 # ------------------------------------------------------------------- XCHECK recovery
-def xcheck_table(stages, st, i, r1, ch, aux, r2, r3, cfg, pristine, main_caps, stats,
+def xcheck_table(stages, st, i, r1, ch, aux, r2, r3, cfg, pristine, commits, stats,
                  stats_lock, spans):
     """XCHECK's composition check of table i after R3; on a caught corruption (and
     ``cfg.recover_corruption``) the table's chain is recomputed on the host and checked
@@ -198,8 +185,8 @@ def xcheck_table(stages, st, i, r1, ch, aux, r2, r3, cfg, pristine, main_caps, s
         if not cfg.recover_corruption:
             raise
         failure = exc
-    r1, aux, r2, r3 = _recompute_on_host(stages, st, i, r1, ch, pristine, main_caps, failure,
-                                         stats, stats_lock, spans)
+    r1, aux, r2, r3 = _recompute_on_host(stages, st, i, r1, ch, aux, r2, pristine, commits,
+                                         failure, stats, stats_lock, spans)
     try:
         check(r1)               # one recomputation per table per proof: a failure now stops
     except XcheckFailure as exc:
@@ -208,7 +195,11 @@ def xcheck_table(stages, st, i, r1, ch, aux, r2, r3, cfg, pristine, main_caps, s
     return r1, aux, r2, r3
 
 
-def _recompute_on_host(stages, st, i, r1, ch, pristine, main_caps, failure, stats,
+def _same_root(a, b) -> bool:
+    return np.array_equal(np.asarray(a.root, np.uint32), np.asarray(b.root, np.uint32))
+
+
+def _recompute_on_host(stages, st, i, r1, ch, aux, r2, pristine, commits, failure, stats,
                        stats_lock, spans):
     shape = st.shapes[i]
     name = shape.name
@@ -217,7 +208,7 @@ def _recompute_on_host(stages, st, i, r1, ch, pristine, main_caps, failure, stat
     hs = HostStages()
     main = hs.main_commit(st.traces[i], shape)
     if not np.array_equal(np.asarray(hs.cap(main.tree, st.params.log_cap), np.uint32),
-                          np.asarray(main_caps[i], np.uint32)):
+                          np.asarray(commits.main_caps[i], np.uint32)):
         raise CorruptionRestart(name, "r1.main", failure.postmortem,
                                 "the main commitment in the transcript is not the trace's")
     tst = stages.table(name)
@@ -238,10 +229,19 @@ def _recompute_on_host(stages, st, i, r1, ch, pristine, main_caps, failure, stat
                 report.get("diverged_stage"), report.get("verdict"), failure.postmortem)
     stages.timeline.instant("recompute", name, site=site)
     r1 = dataclasses.replace(r1, main=r1.main[:i] + (main,) + r1.main[i + 1:])
-    aux = r1_aux(i, st, ch, stages, spans)
-    r2 = r2_quotient(i, st, r1, ch, aux, stages, spans)
-    r3 = r3_ood(i, st, r1, ch, aux, r2, stages, spans)
-    return r1, aux, r2, r3
+    # the mixed aux and parts trees hold the device's leaves: the host's must be the same
+    # (a corruption before a commit poisoned the caps every fork absorbed)
+    aux2 = r1_aux(i, st, ch, stages, spans)
+    if aux2.aux is not None and not (_same_root(aux2.aux, aux.aux)
+                                     and np.array_equal(aux2.terminal, aux.terminal)):
+        raise CorruptionRestart(name, "r1.aux", failure.postmortem,
+                                "the aux commitment in the transcript is not the trace's")
+    r2b = r2_quotient(i, st, r1, ch, aux2, commits.aux_cap, stages, spans)
+    if not _same_root(r2b.parts, r2.parts):
+        raise CorruptionRestart(name, "r2.quotient", failure.postmortem,
+                                "the quotient parts in the commitment are not the trace's")
+    r3 = r3_ood(i, st, r1, ch, aux2, r2b, commits.parts_cap, stages, spans)
+    return r1, aux2, r2b, r3
 
 
 __all__ = ["CorruptionRestart", "STAGE_SITE", "host_proof", "process_lost",

@@ -64,10 +64,13 @@ class _LdeTree:
         self._src = src if hasattr(src, "get") else _ArraySource(src)
 
     @classmethod
-    def commit(cls, lde: np.ndarray, src=None, prune: int | None = None) -> "_LdeTree":
+    def commit(cls, lde: np.ndarray, src=None, prune: int | None = None,
+               leaves_out: np.ndarray | None = None) -> "_LdeTree":
         """Commit the rows of the LDE columns (c, N) in bit-reversed order, hashing
         ``_COMMIT_CHUNK`` tree positions at a time and keeping levels >= prune
-        (default: PRUNE_LEVELS, at most log N - 8 so that every cap level is kept)."""
+        (default: PRUNE_LEVELS, at most log N - 8 so that every cap level is kept).
+        ``leaves_out`` (uint32[N, 8]) receives the leaf digests (tree order): a round's
+        mixed-height commitment is built from them (kernels/mmcs.py)."""
         from ..kernels.merkle import MerkleTree, _levels_up
         N = lde.shape[1]
         log_n = N.bit_length() - 1
@@ -84,8 +87,12 @@ class _LdeTree:
         runs = top.reshape(H, (N >> hb) >> prune, 8)          # the level-prune digests of run h
         leaves = np.empty((1 << chunk_bits, 8), np.uint32)     # reused by every chunk
         cols = np.ascontiguousarray(lde, dtype=np.uint32)      # (no copy: the LDE is)
+        out_runs = None if leaves_out is None else leaves_out.reshape(H, N >> hb, 8)
         for k in range(N >> chunk_bits):
-            digests = _levels_up(leaf_digests(cols, hb, l, k, leaves), prune)
+            leaf_digests(cols, hb, l, k, leaves)
+            if out_runs is not None:
+                out_runs[:, k * L:(k + 1) * L] = leaves.reshape(H, L, 8)
+            digests = _levels_up(leaves, prune)
             runs[:, (k * L) >> prune:((k + 1) * L) >> prune] = digests.reshape(H, L >> prune, 8)
         return cls(MerkleTree.from_digests(top), prune, log_n, lde if src is None else src)
 

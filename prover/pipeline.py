@@ -1,11 +1,15 @@
 """The device pipeline: tables run concurrently, admitted against the VRAM budget.
 
-    R1 main   every table on a worker (admitted heaviest first), caps absorbed in
-              table order once all are done (never in completion order)
+    R1 main   every table on a worker (admitted heaviest first); once all are done the
+              mixed main tree over their leaf digests (table order, never completion
+              order), its cap absorbed
     barrier   LogUp challenges, one transcript fork per table
-    chains    every table's r1_aux -> r2 -> r3 -> [XCHECK] -> DEEP quotient on a worker,
-              admitted again; the table's trees and DQ stay resident (or are spilled to
-              the host under pressure) until the join's openings
+    passes    (proof format 6) every table's r1_aux on a worker; the mixed aux tree;
+              every table's r2 (its fork absorbs the aux cap, alpha, the quotient, the
+              parts commit); the mixed parts tree; every table's r3 -> [XCHECK] -> DEEP
+              quotient.  Each pass admits its tables again; a table's trees and DQ stay
+              resident (or are spilled to the host under pressure) until the join's
+              openings
     join      (proof format 3) on the calling thread, admitted as the pseudo-table
               ``<join>``: table digests, mu, one FRI over every table's DQ (on the device:
               combine, commit layers, fold with roll-in; site ``r4.fri``), final
@@ -46,8 +50,9 @@ from .engines import CudaEngine, EmuEngine
 from .faults import FaultPlan, faults_from_env
 from .precheck import Prechecker
 from .recovery import RecoveryCounters
-from .rounds import (R1Main, fri_layer_heights, r1_aux, r1_challenges, r2_quotient, r3_ood,
-                     r4_deep, r4_fri, r4_open, take_quotients)
+from .rounds import (Mixed, _cap, fri_layer_heights, mixed_commit, r1_aux, r1_challenges,
+                     r1_main_commit, r2_quotient, r3_ood, r4_deep, r4_fri, r4_open,
+                     take_quotients)
 from .spans import NullSpans, Spans
 from .timeline import Timeline
 
@@ -68,6 +73,15 @@ def env_flag(name: str, default: bool) -> bool:
     if raw not in ("0", "1"):
         raise ValueError(f"{name} must be 0 or 1, got {raw!r}")
     return raw == "1"
+
+
+@dataclass(frozen=True)
+class Commits:
+    """What XCHECK's recomputation of a table compares with: every table's own main cap
+    and the mixed aux and parts caps the forks absorbed."""
+    main_caps: list
+    aux_cap: np.ndarray
+    parts_cap: np.ndarray
 
 
 @dataclass
@@ -501,10 +515,10 @@ def _device_proof(st, cfg: PipelineConfig, stats: PipelineStats, spans, logs,
                 preps[i] = stages.prep_lde(st.airs[i], shapes[i])
 
         _run_all(workers, order, lambda i: guarded(i, r1_main_table, keep_resident=True), failure)
+        # each table's own main cap: XCHECK's recomputation compares against it
         main_caps = [stages.cap(com.tree, st.params.log_cap) for com in mains]
-        for cap in main_caps:                              # table order, not completion order
-            tr.absorb("main_cap", cap)
-        r1 = R1Main(tr, tuple(mains), tuple(preps))
+        stages.bind(JOIN)
+        r1 = r1_main_commit(st, tr, mains, preps, stages, spans)     # the mixed main tree
         ch = r1_challenges(st, r1, spans, stages.permute)
         # XCHECK replays each finished section on a pristine copy of its table's fork; so
         # does the self-check's early part (precheck), on a CPU thread while the other
@@ -514,35 +528,56 @@ def _device_proof(st, cfg: PipelineConfig, stats: PipelineStats, spans, logs,
         deeps = [None] * k
         checker = Prechecker(st, ch, pristine, stats) if cfg.precheck else None
 
-        def chain(i):
+        auxes, r2s = [None] * k, [None] * k
+
+        def aux_pass(i):
+            stages.bind(shapes[i].name)
+            with spans.span("table", st.airs[i].name):
+                auxes[i] = r1_aux(i, st, ch, stages, spans)
+
+        def quotient_pass(i):
+            stages.bind(shapes[i].name)
+            with spans.span("table", st.airs[i].name):
+                r2s[i] = r2_quotient(i, st, r1, ch, auxes[i], aux_cap, stages, spans)
+
+        def deep_pass(i):
             name = shapes[i].name
             stages.bind(name)
             with spans.span("table", st.airs[i].name):
-                aux = r1_aux(i, st, ch, stages, spans)
-                r2 = r2_quotient(i, st, r1, ch, aux, stages, spans)
-                r3 = r3_ood(i, st, r1, ch, aux, r2, stages, spans)
+                aux, r2 = auxes[i], r2s[i]
+                r3 = r3_ood(i, st, r1, ch, aux, r2, parts_cap, stages, spans)
                 r1_i = r1
                 if cfg.xcheck:      # a caught corruption: the table recomputed on the host
-                    r1_i, aux, r2, r3 = xcheck_table(stages, st, i, r1, ch, aux, r2, r3, cfg,
-                                                     pristine, main_caps, stats, stats_lock, spans)
+                    r1_i, aux, r2, r3 = xcheck_table(
+                        stages, st, i, r1, ch, aux, r2, r3, cfg, pristine,
+                        Commits(main_caps, aux_cap, parts_cap), stats, stats_lock, spans)
                 if failure:
                     raise ProofCancelled(f"{name}: cancelled after another table failed")
                 deeps[i] = r4_deep(i, st, r1_i, ch, aux, r2, r3, stages, spans)
                 if checker is not None:         # the per-table check, overlapped
-                    lc = st.params.log_cap
-                    caps = {m: (stages.cap(tr_, lc) if tr_ is not None else np.zeros((0, 8), np.uint32))
-                            for m, tr_ in deeps[i].trees.items()}
-                    checker.submit(i, deeps[i], caps)
+                    checker.submit(i, deeps[i], aux_cap, parts_cap)
             stats.tables[name].downgraded = stages.table(name).downgraded
             spans.resolve(name)
 
-        # every chain keeps its trees and DQ resident for the join (spillable while idle)
+        # every pass keeps its tables' trees and buffers resident for the next (spillable
+        # while idle); between the passes the mixed aux and parts trees are built from
+        # every table's leaf digests (proof format 6: the forks absorb their caps)
         try:
-            _run_all(workers, order, lambda i: guarded(i, chain, keep_resident=True), failure)
+            _run_all(workers, order, lambda i: guarded(i, aux_pass, keep_resident=True), failure)
+            stages.bind(JOIN)
+            aux_tree = mixed_commit(st, [a.aux for a in auxes], stages, spans, "aux")
+            aux_cap = _cap(aux_tree, st.params)
+            _run_all(workers, order, lambda i: guarded(i, quotient_pass, keep_resident=True),
+                     failure)
+            stages.bind(JOIN)
+            parts_tree = mixed_commit(st, [r.parts for r in r2s], stages, spans, "parts")
+            parts_cap = _cap(parts_tree, st.params)
+            _run_all(workers, order, lambda i: guarded(i, deep_pass, keep_resident=True), failure)
         except BaseException:
             if checker is not None:
                 checker.finish()
             raise
+        mixed = Mixed(r1.tree, aux_tree, parts_tree)
         stats.join.est_bytes = estimate_join_bytes(shapes, st.params)
         wait = adm.acquire(JOIN, stats.join.est_bytes)       # may spill idle tables
         stats.join.admission_wait_s += wait
@@ -552,7 +587,7 @@ def _device_proof(st, cfg: PipelineConfig, stats: PipelineStats, spans, logs,
                 with mem.stream_scope(), timeline.span("join", JOIN):
                     deeps, dqs = take_quotients(deeps)
                     fri = r4_fri(st, r1.transcript, deeps, dqs, stages, spans)
-                    proof_obj = r4_open(st, ch, deeps, fri, stages, spans)
+                    proof_obj = r4_open(st, ch, deeps, fri, stages, spans, mixed)
             except DeviceResultError as exc:
                 if cfg.xcheck:      # the post-mortem, while everything is still resident
                     with mem.scope():       # its device allocations are this proof's

@@ -24,7 +24,7 @@ class Prechecker:
     check (``verify`` of the proof bytes) then skips exactly those tables' composition
     check.  A failure records nothing here: the final check re-runs that table."""
 
-    FIELDS = ("public_values", "aux_cap", "terminal", "parts_cap", "ood_main", "ood_main_next",
+    FIELDS = ("public_values", "terminal", "ood_main", "ood_main_next",
               "ood_aux", "ood_aux_next", "ood_parts", "zeta_nonce", "deep_nonce")
 
     def __init__(self, st, ch, forks, stats):
@@ -37,12 +37,13 @@ class Prechecker:
     def _chal(self) -> dict:
         return {k: np.asarray(v, np.uint64) for k, v in self.ch.challenges.items()}
 
-    def _check(self, i: int, tp) -> None:
+    def _check(self, i: int, tp, commits) -> None:
         from ..verifier.verify import verify_table
         t0 = time.perf_counter()
         air, shape, params = self.st.airs[i], self.st.shapes[i], self.st.params
         try:
-            verify_table(copy.deepcopy(self.forks[i]), air, shape, tp, params, self._chal())
+            verify_table(copy.deepcopy(self.forks[i]), air, shape, tp, params, self._chal(),
+                         commits)
             ok = True
         except Exception:             # noqa: BLE001 -- any failure: the final check redoes it
             ok = False
@@ -53,26 +54,28 @@ class Prechecker:
                 self.stats.precheck_failed.append(shape.name)
             self.stats.precheck_s += time.perf_counter() - t0
 
-    def submit(self, i: int, deep, caps: dict) -> None:
-        """Table i's chain ended (``deep``: its R4Deep; ``caps``: main/aux/parts caps)."""
-        from ..verifier.proof_format import TableProof
+    def submit(self, i: int, deep, aux_cap, parts_cap) -> None:
+        """Table i's chain ended (``deep``: its R4Deep; the mixed aux and parts caps its
+        fork absorbed)."""
+        from ..verifier.proof_format import Commitments, TableProof
         empty4 = np.zeros((0, 4), np.uint32)
         none = np.zeros((0, 0), np.uint32)
         nodes = np.zeros((0, 8), np.uint32)
+        commits = Commitments(main_cap=nodes, aux_cap=np.asarray(aux_cap, np.uint32),
+                              parts_cap=np.asarray(parts_cap, np.uint32), main_nodes=nodes,
+                              aux_nodes=nodes, parts_nodes=nodes)
         ood = deep.ood
         tp = TableProof(
             log_n=self.st.shapes[i].log_n,
             public_values=np.asarray([int(v) for v in self.st.public_values[i]], np.uint32),
-            main_cap=caps["main"], aux_cap=caps["aux"],
             terminal=(np.asarray(deep.terminal, np.uint32) if deep.terminal is not None
                       else np.zeros(0, np.uint32)),
-            parts_cap=caps["parts"], ood_main=ood[("main", False)],
+            ood_main=ood[("main", False)],
             ood_main_next=ood.get(("main", True), empty4), ood_aux=ood.get(("aux", False), empty4),
             ood_aux_next=ood.get(("aux", True), empty4), ood_parts=ood[("parts", False)],
             zeta_nonce=int(deep.zeta_nonce), deep_nonce=int(deep.deep_nonce),
-            main_rows=none, main_nodes=nodes, aux_rows=none, aux_nodes=nodes, parts_rows=none,
-            parts_nodes=nodes)
-        self.futures[i] = self.pool.submit(self._check, i, tp)
+            main_rows=none, aux_rows=none, parts_rows=none)
+        self.futures[i] = self.pool.submit(self._check, i, tp, commits)
 
     def finish(self, proof=None) -> None:
         """Wait for the checks; with the finished ``proof``, record the keys of the tables
@@ -92,7 +95,8 @@ class Prechecker:
                 self.stats.precheck_failed.append(self.st.shapes[i].name)
                 continue
             key = table_check_key(copy.deepcopy(self.forks[i]), self.st.airs[i],
-                                  encode_section(section), self.st.params, self._chal())
+                                  encode_section(section), self.st.params, self._chal(),
+                                  proof.commits)
             self.stats.precheck_keys.add(key)
         self.stats.precheck_s += time.perf_counter() - t0
 

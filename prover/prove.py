@@ -27,8 +27,7 @@ from ..air import check_buses, check_shapes, check_traces
 from ..verifier.proof_format import Params, encode
 from ..verifier.protocol import table_shape
 
-from .rounds import (prove_table, r1_challenges, r1_main, r4_fri, r4_open, statement,
-                     take_quotients)
+from .rounds import prove_statement, statement
 from .spans import NullSpans, Spans
 from .stages import HostStages
 
@@ -85,19 +84,6 @@ def prove(tables: Sequence[np.ndarray], airs: Sequence, public_values=None,
         if device_stats is not None:
             device_stats.append(pstats)
         return proof
-    stages = stages or HostStages()
-
-    r1 = r1_main(st, stages, spans)
-    ch = r1_challenges(st, r1, spans, stages.permute)
-    deeps = []
-    for i in range(len(st.airs)):                   # independent after the fork
-        with spans.span("table", st.airs[i].name):
-            deeps.append(prove_table(i, st, r1, ch, stages, spans))
-    deeps, dqs = take_quotients(deeps)     # the FRI consumes the DQs; the openings read the rest
-    fri = r4_fri(st, r1.transcript, deeps, dqs, stages, spans)     # one FRI for all tables
-    proof = encode(r4_open(st, ch, deeps, fri, stages, spans))     # every opening
+    proof = encode(prove_statement(st, stages or HostStages(), spans, logs))
     spans.count("proof_bytes", len(proof))
-    if logs is not None:
-        logs.append(r1.transcript.log)
-        logs.extend(f.log for f in ch.forks)
     return proof

@@ -9,12 +9,19 @@ runs once, on the main transcript, after all of them, in two halves: :func:`r4_f
 FRI for all tables, up to the queries; the DQs handed over by :func:`take_quotients`) and
 :func:`r4_open` (every opening at the query positions, :meth:`R4Fri.positions`).
 
-Transcript (proof format 3; exact order in docs/protocol.md §4):
+Commitments (proof format 6): every table's main matrices in ONE mixed-height tree
+(kernels/mmcs.py), likewise the aux matrices and the quotient parts -- so the chains meet
+twice after the fork: every table's aux commit before any fork absorbs the aux cap
+(:func:`mixed_commit`, then :func:`r2_quotient`), every table's parts commit before any
+fork absorbs the parts cap (then :func:`r3_ood`).
+
+Transcript (proof format 6; exact order in docs/protocol.md §4):
   main:  params, num_tables, per table (shape + AIR fingerprint, public values),
-         per table main_cap, then logup_pow, logup_beta, logup_gamma, then fork(i)
-         per table;
-  fork:  [aux_cap, logup_terminal], alpha, parts_cap, zeta_pow, zeta, ood_* values,
-         deep_pow, deep_lambda, table_digest (8 base elements, sampled);
+         main_cap (the mixed main tree's), then logup_pow, logup_beta, logup_gamma, then
+         fork(i) per table;
+  fork:  [aux_cap (the mixed aux tree's), logup_terminal], alpha, parts_cap (the mixed
+         parts tree's), zeta_pow, zeta, ood_* values, deep_pow, deep_lambda,
+         table_digest (8 base elements, sampled);
   main (the join, after every fork):  table_digest per table (absorbed, table order),
          mu_pow, fri_mu, per FRI layer (fri_cap, fold_pow, fri_beta), fri_final, pow, queries.
 """
@@ -29,7 +36,8 @@ from typing import Sequence
 import numpy as np
 
 from ..air import field as F
-from ..verifier.proof_format import FriProof, Params, Proof, TableProof
+from ..kernels.mmcs import MixedTree
+from ..verifier.proof_format import Commitments, FriProof, Params, Proof, TableProof
 from ..verifier.protocol import absorb_statement, deep_groups
 from ..verifier.transcript import Transcript
 
@@ -49,9 +57,10 @@ class Statement:
 
 @dataclass(frozen=True)
 class R1Main:
-    transcript: Transcript       # the main transcript, after the main roots
+    transcript: Transcript       # the main transcript, after the main cap
     main: tuple                  # Committed per table
     prep: tuple                  # preprocessed LDE (c, N) or None per table
+    tree: MixedTree | None = None    # the mixed-height tree of every main matrix
 
 
 @dataclass(frozen=True)
@@ -97,9 +106,25 @@ class R4Deep:
 
 # ---------------------------------------------------------------------------- R1
 
+def mixed_commit(st: Statement, coms: Sequence, stages, spans: Spans | None = None,
+                 kind: str = "") -> MixedTree | None:
+    """One round's commitment: the mixed-height tree (kernels/mmcs.py) over the committed
+    matrices ``coms`` (one per table, None for a table without one -- aux), in table
+    order, each at its table's LDE height; None when no table has one."""
+    got = [(sh.log_lde, com) for sh, com in zip(st.shapes, coms) if com is not None]
+    if not got:
+        return None
+    with (spans.span(f"commit_{kind}") if spans is not None and kind else _nullcontext()):
+        return MixedTree.build([h for h, _ in got], [stages.leaf_digests(c) for _, c in got])
+
+
+def _cap(tree: MixedTree | None, params: Params) -> np.ndarray:
+    return np.zeros((0, 8), np.uint32) if tree is None else tree.cap(params.log_cap)
+
+
 def r1_main(st: Statement, stages, spans: Spans) -> R1Main:
-    """Commit every table's main trace (and LDE its preprocessed columns); absorb the
-    statement, then the main caps in table order."""
+    """Commit every table's main trace (and LDE its preprocessed columns) and the mixed
+    main tree over them; absorb the statement, then the main cap."""
     tr = Transcript()
     absorb_statement(tr, st.params, st.airs, st.shapes, st.public_values)
     mains, preps = [], []
@@ -107,9 +132,15 @@ def r1_main(st: Statement, stages, spans: Spans) -> R1Main:
         with spans.span("r1_main", air.name):
             mains.append(stages.main_commit(trace, shape))
             preps.append(stages.prep_lde(air, shape))
-    for com in mains:                     # table order, whatever the completion order
-        tr.absorb("main_cap", stages.cap(com.tree, st.params.log_cap))
-    return R1Main(tr, tuple(mains), tuple(preps))
+    return r1_main_commit(st, tr, mains, preps, stages, spans)
+
+
+def r1_main_commit(st: Statement, tr: Transcript, mains, preps, stages,
+                   spans: Spans | None = None) -> R1Main:
+    """After every table's main commit: the mixed main tree, its cap absorbed."""
+    tree = mixed_commit(st, mains, stages, spans, "main")
+    tr.absorb("main_cap", _cap(tree, st.params))
+    return R1Main(tr, tuple(mains), tuple(preps), tree)
 
 
 def r1_challenges(st: Statement, r1: R1Main, spans: Spans | None = None,
@@ -127,27 +158,31 @@ def r1_challenges(st: Statement, r1: R1Main, spans: Spans | None = None,
 
 
 def r1_aux(i: int, st: Statement, ch: R1Challenges, stages, spans: Spans) -> R1Aux:
-    """Table i, on its fork: build, LDE and commit the LogUp running sums; absorb the
-    cap and the claimed terminal."""
-    air, shape, tr = st.airs[i], st.shapes[i], ch.forks[i]
+    """Table i: build, LDE and commit the LogUp running sums (the fork absorbs the mixed
+    aux tree's cap and the terminal in :func:`r2_quotient`, once every table has
+    committed)."""
+    air, shape = st.airs[i], st.shapes[i]
     if not shape.aux_cols:
         return R1Aux(None, None)
     with spans.span("r1_aux", air.name):
         aux, terminal = stages.aux_build(air, shape, st.traces[i], st.public_values[i],
                                          ch.challenges)
         com = stages.aux_commit(aux, shape)
-    tr.absorb("aux_cap", stages.cap(com.tree, st.params.log_cap))
-    tr.absorb("logup_terminal", terminal)
     return R1Aux(com, terminal)
 
 
 # ---------------------------------------------------------------------------- R2
 
 def r2_quotient(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux,
-                stages, spans: Spans) -> R2Quotient:
-    """alpha; constraints on the quotient domain folded with alpha, divided by Z_H,
-    decomposed into num_parts parts; commit the parts."""
+                aux_cap: np.ndarray, stages, spans: Spans) -> R2Quotient:
+    """On table i's fork: the mixed aux tree's cap ``aux_cap`` and the table's terminal
+    (if it has aux), alpha; constraints on the quotient domain folded with alpha, divided
+    by Z_H, decomposed into num_parts parts; commit the parts (the fork absorbs the mixed
+    parts tree's cap in :func:`r3_ood`)."""
     air, shape, tr = st.airs[i], st.shapes[i], ch.forks[i]
+    if aux.aux is not None:
+        tr.absorb("aux_cap", aux_cap)
+        tr.absorb("logup_terminal", aux.terminal)
     alpha = tr.sample_ef("alpha")
     with spans.span("r2_quotient", air.name):
         q = stages.quotient(air, shape, r1.main[i], r1.prep[i], aux.aux, st.public_values[i],
@@ -158,7 +193,6 @@ def r2_quotient(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux,
             if isinstance(com, Committed):
                 com.release()
         parts = stages.parts_commit(q, shape)
-    tr.absorb("parts_cap", stages.cap(parts.tree, st.params.log_cap))
     return R2Quotient(alpha, parts)
 
 
@@ -170,10 +204,12 @@ def _committed(r1: R1Main, i: int, aux: R1Aux, r2: R2Quotient) -> dict:
 
 
 def r3_ood(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux, r2: R2Quotient,
-           stages, spans: Spans) -> R3Ood:
-    """Draw z; open every committed column at z (and z*w where the AIR reads the next
-    row; aux always); absorb all opened values."""
+           parts_cap: np.ndarray, stages, spans: Spans) -> R3Ood:
+    """On table i's fork: the mixed parts tree's cap ``parts_cap``; draw z; open every
+    committed column at z (and z*w where the AIR reads the next row; aux always); absorb
+    all opened values."""
     air, shape, tr = st.airs[i], st.shapes[i], ch.forks[i]
+    tr.absorb("parts_cap", parts_cap)
     with spans.span("grind", air.name):
         zeta_nonce = tr.prove_work("zeta_pow", st.params.commit_pow_bits, stages.permute)
     z = tr.sample_ef("zeta")
@@ -212,14 +248,38 @@ def r4_deep(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux, r2:
     return R4Deep(i, dq, digest, deep_nonce, r3.z, r3.values, r3.zeta_nonce, aux.terminal, trees)
 
 
-def prove_table(i: int, st: Statement, r1: R1Main, ch: R1Challenges, stages,
-                spans: Spans) -> R4Deep:
-    """Table i's whole chain after the fork, up to its DEEP quotient (independent of
-    every other table)."""
-    aux = r1_aux(i, st, ch, stages, spans)
-    r2 = r2_quotient(i, st, r1, ch, aux, stages, spans)
-    r3 = r3_ood(i, st, r1, ch, aux, r2, stages, spans)
-    return r4_deep(i, st, r1, ch, aux, r2, r3, stages, spans)
+@dataclass(frozen=True)
+class Mixed:
+    """The three mixed-height trees of a proof (aux None when no table has interactions)."""
+    main: MixedTree | None
+    aux: MixedTree | None
+    parts: MixedTree | None
+
+
+def prove_tables(st: Statement, r1: R1Main, ch: R1Challenges, stages,
+                 spans: Spans) -> tuple[list, Mixed]:
+    """Every table's chain after the fork, up to its DEEP quotient, in three passes with
+    the two mixed commitments between them (one thread; the device pipeline runs each
+    pass's tables concurrently): -> (R4Deep per table, the trees)."""
+    k = len(st.airs)
+    auxes = []
+    for i in range(k):
+        with spans.span("table", st.airs[i].name):
+            auxes.append(r1_aux(i, st, ch, stages, spans))
+    aux_tree = mixed_commit(st, [a.aux for a in auxes], stages, spans, "aux")
+    aux_cap = _cap(aux_tree, st.params)
+    r2s = []
+    for i in range(k):
+        with spans.span("table", st.airs[i].name):
+            r2s.append(r2_quotient(i, st, r1, ch, auxes[i], aux_cap, stages, spans))
+    parts_tree = mixed_commit(st, [r.parts for r in r2s], stages, spans, "parts")
+    parts_cap = _cap(parts_tree, st.params)
+    deeps = []
+    for i in range(k):
+        with spans.span("table", st.airs[i].name):
+            r3 = r3_ood(i, st, r1, ch, auxes[i], r2s[i], parts_cap, stages, spans)
+            deeps.append(r4_deep(i, st, r1, ch, auxes[i], r2s[i], r3, stages, spans))
+    return deeps, Mixed(r1.tree, aux_tree, parts_tree)
 
 
 def fri_layer_heights(log_ldes: Sequence[int], log_blowup: int, log_final_poly_len: int,
@@ -356,10 +416,11 @@ def r4_fri(st: Statement, tr: Transcript, deeps: Sequence[R4Deep], dqs: DeepQuot
 
 
 def r4_open(st: Statement, ch: R1Challenges, deeps: Sequence[R4Deep], fri: R4Fri, stages,
-            spans: Spans) -> Proof:
-    """The join's second half: every table's trees opened at its query positions
-    (:meth:`R4Fri.positions`), every FRI layer at the queries' leaves; returns the whole
-    :class:`Proof` (the tables' sections, the FRI section)."""
+            spans: Spans, mixed: Mixed) -> Proof:
+    """The join's second half: every table's committed rows at its query positions
+    (:meth:`R4Fri.positions`), the three mixed trees' multiproofs, every FRI layer at the
+    queries' leaves; returns the whole :class:`Proof` (the tables' sections, the
+    commitments, the FRI section)."""
     params = st.params
     deeps = _in_table_order(deeps, len(st.airs))
     h_max = fri.heights[0]
@@ -372,29 +433,24 @@ def r4_open(st: Statement, ch: R1Challenges, deeps: Sequence[R4Deep], fri: R4Fri
             for name in ("main", "aux", "parts"):
                 tree = d.trees[name]
                 if tree is None:
-                    opened[name] = (np.zeros((0, 0), np.uint32), np.zeros((0, 8), np.uint32))
-                else:
-                    opened[name] = stages.open_batch(tree, idx, params.log_cap)
+                    opened[name] = np.zeros((0, 0), np.uint32)
+                else:       # (the table tree's own nodes are not part of the proof)
+                    opened[name] = stages.open_batch(tree, idx, params.log_cap)[0]
             ood = d.ood
             sections.append(TableProof(
                 log_n=shape.log_n,
                 public_values=np.asarray([int(v) for v in st.public_values[d.index]],
                                          dtype=np.uint32),
-                main_cap=stages.cap(d.trees["main"], params.log_cap),
-                aux_cap=(stages.cap(d.trees["aux"], params.log_cap) if d.trees["aux"] is not None
-                         else np.zeros((0, 8), np.uint32)),
                 terminal=(np.asarray(d.terminal, np.uint32) if d.terminal is not None
                           else np.zeros(0, np.uint32)),
-                parts_cap=stages.cap(d.trees["parts"], params.log_cap),
                 ood_main=ood[("main", False)],
                 ood_main_next=ood.get(("main", True), empty4),
                 ood_aux=ood.get(("aux", False), empty4),
                 ood_aux_next=ood.get(("aux", True), empty4),
                 ood_parts=ood[("parts", False)],
                 zeta_nonce=d.zeta_nonce, deep_nonce=d.deep_nonce,
-                main_rows=opened["main"][0], main_nodes=opened["main"][1],
-                aux_rows=opened["aux"][0], aux_nodes=opened["aux"][1],
-                parts_rows=opened["parts"][0], parts_nodes=opened["parts"][1]))
+                main_rows=opened["main"], aux_rows=opened["aux"], parts_rows=opened["parts"]))
+        commits = open_mixed(mixed, fri, params)
         values, nodes = [], []
         for tree, h, h_next in zip(fri.trees, fri.heights, fri.heights[1:]):
             v, n = _fri_openings(tree, fri.queries >> (h_max - h), h - h_next, stages,
@@ -405,7 +461,41 @@ def r4_open(st: Statement, ch: R1Challenges, deeps: Sequence[R4Deep], fri: R4Fri
                      final_poly=np.ascontiguousarray(fri.final, np.uint32),
                      pow_nonce=fri.pow_nonce, values=values, nodes=nodes,
                      mu_nonce=fri.mu_nonce)
-    return Proof(params=params, tables=sections, fri=proof, logup_nonce=ch.logup_nonce)
+    return Proof(params=params, tables=sections, fri=proof, logup_nonce=ch.logup_nonce,
+                 commits=commits)
+
+
+def open_mixed(mixed: Mixed, fri: R4Fri, params: Params) -> Commitments:
+    """The commitments section: the three mixed trees' caps and their multiproofs at the
+    queries (each tree of top height H opens the distinct queries >> (h_max - H))."""
+    h_max = fri.heights[0]
+    out = {}
+    for name in ("main", "aux", "parts"):
+        tree = getattr(mixed, name)
+        if tree is None:
+            out[f"{name}_cap"] = np.zeros((0, 8), np.uint32)
+            out[f"{name}_nodes"] = np.zeros((0, 8), np.uint32)
+            continue
+        top = np.unique(fri.queries >> (h_max - tree.height))
+        out[f"{name}_cap"] = np.asarray(tree.cap(params.log_cap), np.uint32)
+        out[f"{name}_nodes"] = np.ascontiguousarray(tree.nodes(top, params.log_cap), np.uint32)
+    return Commitments(**out)
+
+
+def prove_statement(st: Statement, stages, spans: Spans, logs: list | None = None) -> Proof:
+    """The whole proof of ``st`` on one thread (the host path, and the host completion
+    of a device proof): R1 .. R4, the join; ``logs`` gets the transcript label logs
+    (main, then one per table)."""
+    r1 = r1_main(st, stages, spans)
+    ch = r1_challenges(st, r1, spans, stages.permute)
+    deeps, mixed = prove_tables(st, r1, ch, stages, spans)
+    deeps, dqs = take_quotients(deeps)     # the FRI consumes the DQs; the openings read the rest
+    fri = r4_fri(st, r1.transcript, deeps, dqs, stages, spans)     # one FRI for all tables
+    proof = r4_open(st, ch, deeps, fri, stages, spans, mixed)      # every opening
+    if logs is not None:
+        logs.append(r1.transcript.log)
+        logs.extend(f.log for f in ch.forks)
+    return proof
 
 
 def statement(airs: Sequence, traces: Sequence, public_values, params: Params, shapes) -> Statement:

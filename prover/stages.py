@@ -105,6 +105,9 @@ class Committed:
         self.coeffs = coeffs   # uint32[c, n]: coefficients (degree < n), for OOD openings
         self.tree = tree       # .root, opened by HostStages.open_batch (bit-reversed rows)
         self.root = root       # uint32[8]
+        # uint32[N, 8]: the leaf digests (tree order) until the round's mixed-height
+        # commitment takes them (HostStages.leaf_digests)
+        self.leaves = None
 
     @property
     def lde(self) -> np.ndarray:
@@ -124,7 +127,8 @@ class Committed:
         """Commit the LDE ``lde`` of the polynomials ``coeffs`` (its tree opens rows from
         this object's LDE source, so it follows :meth:`release`)."""
         com = cls(lde, coeffs, None, None)
-        com.tree = _LdeTree.commit(lde, com._src)
+        com.leaves = np.empty((lde.shape[1], 8), np.uint32)
+        com.tree = _LdeTree.commit(lde, com._src, leaves_out=com.leaves)
         com.root = np.asarray(com.tree.root, dtype=np.uint32)
         return com
 
@@ -512,6 +516,20 @@ class HostStages:
         rows = tree.rows(idx) if hasattr(tree, "rows") else tree.matrix[idx]
         return (np.ascontiguousarray(rows, np.uint32),
                 mp.multiproof_nodes(tree, idx, log_cap))
+
+    def leaf_digests(self, com) -> np.ndarray:
+        """The leaf digests of a committed matrix (uint32[N, 8], tree order), handed over
+        once to its round's mixed-height commitment (prover.rounds.mixed_commit): the
+        committed object keeps no reference."""
+        leaves, com.leaves = com.leaves, None
+        if leaves is None:          # taken already (a recomputed table): rehash the rows
+            from ..kernels.merkle import hash_rows
+            leaves = hash_rows(self.rows_of(com, np.arange(1 << com.tree.log_n)))
+        return leaves
+
+    def rows_of(self, com, indices: np.ndarray) -> np.ndarray:
+        """Committed rows of ``com`` at sorted distinct tree positions (uint32[d, w])."""
+        return np.ascontiguousarray(com.tree.rows(np.asarray(indices, np.int64)), np.uint32)
 
     def permute(self, states: np.ndarray) -> np.ndarray:
         """Poseidon2 over a batch of states (proof-of-work grinding)."""
