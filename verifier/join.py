@@ -1,15 +1,18 @@
 """The join, on the main transcript after every table's fork (docs/protocol.md): one FRI
 for all tables and every opening.
 
-:func:`verify_join` ``(tr, params, shapes, sections, states, fri)`` absorbs the table
-digests, draws mu, the layer challenges (each after its proof of work) and the queries;
-checks every count the queries fix (ShapeError) and every table's openings against its
-caps (MerkleError); evaluates each table's DEEP quotient at its opened rows
-(:func:`_deep_at_rows`), combines the quotients of one height with powers of mu, and folds
-them layer by layer with their roll-ins (:func:`_layer_kernel`: each layer's leaves rebuilt
-from the verifier's values and the proof's others, checked against the layer's cap) down
-to the final polynomial (:func:`_final_kernel`: FriError).  The shapes that follow from the
-parameters alone are :func:`verifier.shapes.check_shapes`' (run first).
+:func:`verify_join` ``(tr, params, shapes, sections, states, fri, commits)`` absorbs the
+table digests, draws mu, the layer challenges (each after its proof of work) and the
+queries; checks every count the queries fix (ShapeError) and the tables' openings
+against the three mixed-height commitments of format 6 -- main (every table), aux (the
+tables with interactions), parts (every table): one multiproof each,
+:func:`verifier.mmcs.verify_mixed` (MerkleError); evaluates each table's DEEP quotient at
+its opened rows (:func:`_deep_at_rows`), combines the quotients of one height with powers
+of mu, and folds them layer by layer with their roll-ins (:func:`_layer_kernel`: each
+layer's leaves rebuilt from the verifier's values and the proof's others, checked against
+the layer's cap) down to the final polynomial (:func:`_final_kernel`: FriError).  The
+shapes that follow from the parameters alone are :func:`verifier.shapes.check_shapes`'
+(run first).
 """
 from __future__ import annotations
 
@@ -18,10 +21,11 @@ from typing import Sequence
 import numpy as np
 from numba import njit
 
-from . import merkle
-from .errors import FriError, PowError
+from . import merkle, mmcs
+from .errors import FriError, PowError, ShapeError
 from .field import F, P
-from .proof_format import FriProof, Params, TableProof
+from .poseidon2 import hash_rows
+from .proof_format import Commitments, FriProof, Params, TableProof
 from .protocol import SHIFT, TableShape, deep_groups, fri_layer_heights
 from .scalar import ONE, P64, ZERO, add, bitrev, ef_inv, ef_mul, inv, mul, power, sub
 from .shapes import expect
@@ -217,16 +221,23 @@ def _ef_power(c, e: int) -> np.ndarray:
     return F.ef_pow(np.asarray(c, np.uint64).reshape(4, 1), e).reshape(4)
 
 
+_KINDS = ("main", "aux", "parts")
+
+
 def verify_join(tr: Transcript, params: Params, shapes: Sequence[TableShape],
                 tables: Sequence[TableProof], states: Sequence[TableState],
-                fri: FriProof) -> None:
+                fri: FriProof, commits: Commitments) -> None:
     """The join on the main transcript (after every fork), docs/protocol.md: absorb the
     table digests, sample mu; per FRI layer absorb its cap, check its proof of work,
     sample beta_i; absorb the final polynomial; proof of work; the queries.  Then every
-    count that follows from the queries (ShapeError), every table's openings against its
-    caps (MerkleError) and DEEP quotients at them, the FRI layers (leaves rebuilt from the
-    verifier's own values and the proof's others: MerkleError; folded with roll-ins) and
-    the final polynomial (FriError).  Shapes that follow from the parameters are
+    count that follows from the queries (ShapeError: each table's row count d_t, the node
+    count of each of the three multiproofs, every FRI layer's), the openings against the
+    main / aux / parts commitments of ``commits`` (one mixed-height multiproof per kind:
+    participants in table order -- aux: the tables with aux columns --, heights log_lde,
+    top indices the distinct queries >> (h_max - H_kind): MerkleError) and the DEEP
+    quotients at them, the FRI layers (leaves rebuilt from the verifier's own values and
+    the proof's others: MerkleError; folded with roll-ins) and the final polynomial
+    (FriError).  Shapes that follow from the parameters are
     :func:`check_shapes`' (run it first)."""
     heights = fri_layer_heights(params, [sh.log_n for sh in shapes])
     r = len(heights) - 1
@@ -255,12 +266,28 @@ def verify_join(tr: Transcript, params: Params, shapes: Sequence[TableShape],
         idx = at[sh.log_lde]
         expect(tp.main_rows.shape[0] == idx.size, "opened rows", sh.name,
                 tp.main_rows.shape[0], idx.size)
-        m = merkle.multiproof_size(idx, sh.log_lde, params.log_cap)
-        for nm in ("main_nodes", "aux_nodes", "parts_nodes"):
-            if nm == "aux_nodes" and not sh.aux_cols:
-                continue
-            got = np.shape(getattr(tp, nm))[0]
-            expect(got == m, f"{nm} count", sh.name, got, m)
+    trees = []                       # (kind, cap, heights, top indices, nodes, [(sh, rows)])
+    for kind in _KINDS:
+        part = [(sh, getattr(tp, f"{kind}_rows")) for sh, tp in zip(shapes, tables)
+                if kind != "aux" or sh.aux_cols]
+        nodes = getattr(commits, f"{kind}_nodes")
+        if not part:                 # no aux tree (check_shapes: aux_cap, aux_nodes [0, 8])
+            expect(np.shape(nodes)[0] == 0, f"{kind}_nodes count", None, np.shape(nodes)[0], 0)
+            continue
+        for sh, rows in part:
+            rows = np.asarray(rows)
+            if rows.ndim != 2 or rows.shape[1] == 0:
+                raise ShapeError(f"{kind} opening: opened rows of shape {rows.shape}, "
+                                 "expected a width > 0", sh.name)
+            if rows.size and (rows.dtype.kind not in "ui" or int(rows.min()) < 0
+                              or int(rows.max()) >= P):
+                raise ShapeError(f"{kind} opening: an opened row holds a value that is not "
+                                 "a field element", sh.name)
+        hts = [sh.log_lde for sh, _ in part]
+        top = at[max(hts)]
+        m = mmcs.mixed_multiproof_size(top, hts, params.log_cap)
+        expect(np.shape(nodes)[0] == m, f"{kind}_nodes count", None, np.shape(nodes)[0], m)
+        trees.append((kind, getattr(commits, f"{kind}_cap"), hts, top, nodes, part))
     for i in range(r):
         k = heights[i] - heights[i + 1]
         leaves = at[heights[i + 1]]                  # leaf ids = positions one layer down
@@ -270,19 +297,16 @@ def verify_join(tr: Transcript, params: Params, shapes: Sequence[TableShape],
         m = merkle.multiproof_size(leaves, heights[i + 1], params.log_cap)
         expect(fri.nodes[i].shape[0] == m, f"FRI layer {i} nodes count", None,
                 fri.nodes[i].shape[0], m)
-    # ---- the tables' openings and their DEEP quotients, combined per height with mu
+    # ---- the openings: one mixed-height multiproof per commitment (main, aux, parts)
+    for kind, cap, hts, top, nodes, part in trees:
+        digests = [hash_rows(np.ascontiguousarray(rows, dtype=np.uint32)) for _, rows in part]
+        mmcs.verify_mixed(cap, hts, digests, top, nodes, params.log_cap, f"{kind} commitment")
+    # ---- the tables' DEEP quotients at the opened rows, combined per height with mu
     combined: dict = {}
     counts: dict = {}
     for sh, tp, st in zip(shapes, tables, states):
         h = sh.log_lde
         idx = at[h]
-        merkle.check_opening(tp.main_cap, tp.main_rows, idx, tp.main_nodes, h,
-                             params.log_cap, "main opening", sh.name)
-        if sh.aux_cols:
-            merkle.check_opening(tp.aux_cap, tp.aux_rows, idx, tp.aux_nodes, h,
-                                 params.log_cap, "aux opening", sh.name)
-        merkle.check_opening(tp.parts_cap, tp.parts_rows, idx, tp.parts_nodes, h,
-                             params.log_cap, "parts opening", sh.name)
         x = _coset_points(idx, h, np.uint64(F.root_of_unity(h)))
         dq = _deep_at_rows(sh, tp, x, st.z, st.lam)
         j = counts.get(h, 0)

@@ -1,11 +1,11 @@
-"""The proof format (version 5): versioned, deterministic binary, and a JSON rendering
+"""The proof format (version 6): versioned, deterministic binary, and a JSON rendering
 for debugging.
 
 Layout (all integers little-endian; "array" = ndim:u8, dims:u32 x ndim, then the
 elements as u32, every element a canonical field element < p)::
 
     magic      4 bytes  b"STFK"
-    version    u16      FORMAT_VERSION (5)
+    version    u16      FORMAT_VERSION (6)
     reserved   u16      0
     params     log_blowup:u8  pow_bits:u8  log_final_poly_len:u8  logup_pow_bits:u8
                num_queries:u16  deep_pow_bits:u8  commit_pow_bits:u8
@@ -16,15 +16,19 @@ elements as u32, every element a canonical field element < p)::
       section_len  u32   bytes of the section that follows
       log_n        u8
       public_values array[k]
-      main_cap      array[2^c, 8]             c = min(log_cap, log_n + log_blowup)
-      aux_cap       array[2^c | 0, 8]         terminal  array[4 | 0]
-      parts_cap     array[2^c, 8]
+      terminal      array[4 | 0]              the LogUp terminal (EF); [0]: no aux
       ood_main      array[w, 4]     ood_main_next array[w | 0, 4]
       ood_aux       array[4a, 4]    ood_aux_next  array[4a, 4]  ood_parts  array[4P, 4]
       zeta_nonce    u32   (before z)      deep_nonce u32   (before lambda)
-      main_rows  array[d, w]    main_nodes  array[m, 8]
-      aux_rows   array[d, 4a] | [0, 0]    aux_nodes array[m', 8] | [0, 8]
-      parts_rows array[d, 4P]   parts_nodes array[m'', 8]
+      main_rows  array[d, w]
+      aux_rows   array[d, 4a] | [0, 0]
+      parts_rows array[d, 4P]
+    the commitments section (one mixed-height Merkle tree per round kind):
+      main_cap    array[2^c, 8]       c  = min(log_cap, min_t (log_n_t + log_blowup))
+      aux_cap     array[2^c', 8] | [0, 8]   c' the same over the tables with aux;
+                                            [0, 8] when no table has aux
+      parts_cap   array[2^c, 8]
+      main_nodes  array[m, 8]   aux_nodes array[m', 8] | [0, 8]   parts_nodes array[m'', 8]
     the FRI section (one FRI for all tables):
       mu_nonce    u32             (before mu)
       num_layers  u8 (= r)
@@ -34,14 +38,18 @@ elements as u32, every element a canonical field element < p)::
       pow_nonce   u32             (before the queries)
       per layer i: values array[v_i, 4]   nodes array[m_i, 8]
 
-Rows are opened once per distinct index (ascending); ``*_nodes`` are Merkle multiproofs
-(docs/protocol.md §3) down to the cap.  EF values are 4 coefficients (c0..c3) on the
+A table "has aux" iff its terminal has 4 entries (then its aux_rows are [d, 4a]); the
+aux tree's participants are those tables, in table order.  Rows are opened once per
+distinct index (ascending), one row count d per section; ``*_nodes`` are the mixed-height
+multiproofs of the main / aux / parts trees (docs/protocol.md section 3,
+:mod:`verifier.mmcs`) down to the cap.  EF values are 4 coefficients (c0..c3) on the
 last axis.  The reader checks every length against the remaining bytes before
 allocating, every element against p, that no byte is left over, and every shape that
-follows from the parameters and a table's own height (caps, widths consistent across a
-section's matrices, EF axes); any failure is a :class:`ShapeError`.  Shapes that need the
-AIRs or the FRI layer heights (r, the layer caps, L), and counts that need the queries,
-are checked by :mod:`verifier.verify`, still before any hashing.
+follows from the parameters and the tables' heights (the three caps, widths consistent
+across a section's matrices, EF and digest axes); any failure is a :class:`ShapeError`.
+Shapes that need the AIRs or the FRI layer heights (r, the layer caps, L), and counts
+that need the queries (d, every node count), are checked by :mod:`verifier.verify`,
+still before any hashing.
 """
 from __future__ import annotations
 
@@ -54,7 +62,7 @@ import numpy as np
 from .errors import ShapeError
 
 MAGIC = b"STFK"
-FORMAT_VERSION = 5       # 5: LogUp batch degree chosen per AIR and log_blowup (#12); 4: LogUp accumulator merged with the last batch, MEMORY 7 columns (#12); 3: one FRI (#13)
+FORMAT_VERSION = 6       # 6: one mixed-height Merkle commitment per round kind (main / aux / parts); 5: LogUp batch degree chosen per AIR and log_blowup (#12); 4: LogUp accumulator merged with the last batch, MEMORY 7 columns (#12); 3: one FRI (#13)
 P = 2013265921
 _MAX_DIM = 1 << 24
 _MAX_LOG_N = 24          # = protocol.MAX_LOG_N (protocol imports this module)
@@ -100,25 +108,22 @@ class Params:
 
 
 _TABLE_ARRAYS = (
-    ("public_values", 1), ("main_cap", 2), ("aux_cap", 2), ("terminal", 1),
-    ("parts_cap", 2), ("ood_main", 2), ("ood_main_next", 2), ("ood_aux", 2),
-    ("ood_aux_next", 2), ("ood_parts", 2),
+    ("public_values", 1), ("terminal", 1), ("ood_main", 2), ("ood_main_next", 2),
+    ("ood_aux", 2), ("ood_aux_next", 2), ("ood_parts", 2),
 )
-_QUERY_ARRAYS = (
-    ("main_rows", 2), ("main_nodes", 2), ("aux_rows", 2), ("aux_nodes", 2),
-    ("parts_rows", 2), ("parts_nodes", 2),
-)
+_QUERY_ARRAYS = (("main_rows", 2), ("aux_rows", 2), ("parts_rows", 2))
+_COMMIT_ARRAYS = (("main_cap", 2), ("aux_cap", 2), ("parts_cap", 2), ("main_nodes", 2),
+                  ("aux_nodes", 2), ("parts_nodes", 2))
 
 
 @dataclass
 class TableProof:
-    """One table's section.  All arrays are uint32 (see the module docstring)."""
+    """One table's section.  All arrays are uint32 (see the module docstring).  The table
+    has aux iff ``terminal`` has 4 entries (else terminal [0] and aux_rows [0, 0]); its
+    commitments are in the proof's :class:`Commitments` (one tree per round kind)."""
     log_n: int
     public_values: np.ndarray
-    main_cap: np.ndarray
-    aux_cap: np.ndarray
     terminal: np.ndarray
-    parts_cap: np.ndarray
     ood_main: np.ndarray
     ood_main_next: np.ndarray
     ood_aux: np.ndarray
@@ -127,12 +132,28 @@ class TableProof:
     zeta_nonce: int
     deep_nonce: int
     main_rows: np.ndarray
-    main_nodes: np.ndarray
     aux_rows: np.ndarray
-    aux_nodes: np.ndarray
     parts_rows: np.ndarray
-    parts_nodes: np.ndarray
     raw: bytes = field(default=b"", repr=False, compare=False)   # decode: the section's bytes
+
+    @property
+    def has_aux(self) -> bool:
+        """The table takes part in the aux tree (it has interactions)."""
+        return np.shape(self.terminal) == (4,)
+
+
+@dataclass
+class Commitments:
+    """The commitments section: the caps and multiproofs of the three mixed-height trees
+    (main: every table's main matrix; aux: the aux matrices of the tables with aux, table
+    order; parts: every table's parts matrix).  uint32 arrays; ``aux_cap`` and
+    ``aux_nodes`` are [0, 8] when no table has aux."""
+    main_cap: np.ndarray
+    aux_cap: np.ndarray
+    parts_cap: np.ndarray
+    main_nodes: np.ndarray
+    aux_nodes: np.ndarray
+    parts_nodes: np.ndarray
 
 
 @dataclass
@@ -159,6 +180,7 @@ class Proof:
     fri: FriProof | None = None
     version: int = FORMAT_VERSION
     logup_nonce: int = 0
+    commits: Commitments | None = None       # the commitments section (format 6)
 
 
 # ------------------------------------------------------------------ writer
@@ -179,6 +201,8 @@ def encode(proof: Proof) -> bytes:
     p = proof.params
     if proof.fri is None:
         raise ValueError("a version-3 proof needs its FRI section (Proof.fri)")
+    if proof.commits is None:
+        raise ValueError("a version-6 proof needs its commitments section (Proof.commits)")
     out = bytearray(MAGIC)
     out += struct.pack("<HH", proof.version, 0)
     out += struct.pack("<BBBBHBBBB", p.log_blowup, p.pow_bits, p.log_final_poly_len,
@@ -190,6 +214,7 @@ def encode(proof: Proof) -> bytes:
         sec = encode_section(t)
         out += struct.pack("<I", len(sec))
         out += sec
+    out += encode_commitments(proof.commits)
     out += encode_fri(proof.fri)
     return bytes(out)
 
@@ -203,6 +228,14 @@ def encode_section(t: TableProof) -> bytes:
     for name, nd in _QUERY_ARRAYS:
         _put_array(sec, getattr(t, name), nd, name)
     return bytes(sec)
+
+
+def encode_commitments(c: Commitments) -> bytes:
+    """The commitments section (after the last table section, before the FRI section)."""
+    out = bytearray()
+    for name, nd in _COMMIT_ARRAYS:
+        _put_array(out, getattr(c, name), nd, name)
+    return bytes(out)
 
 
 def encode_fri(f: FriProof) -> bytes:
@@ -296,10 +329,12 @@ def decode(data: bytes) -> Proof:
     for ti in range(ntables):
         size = r.uint("<I")
         tables.append(decode_section(bytes(r.take(size)), ti, params))
+    commits = decode_commitments(r, tables, params)
     fri = decode_fri(r)
     if r.remaining():
         raise ShapeError(f"{r.remaining()} trailing bytes after the FRI section")
-    return Proof(params=params, tables=tables, fri=fri, version=version, logup_nonce=logup_nonce)
+    return Proof(params=params, tables=tables, fri=fri, version=version, logup_nonce=logup_nonce,
+                 commits=commits)
 
 
 def _expect(a: np.ndarray, shape: tuple, what: str, name: str) -> None:
@@ -311,8 +346,9 @@ def _expect(a: np.ndarray, shape: tuple, what: str, name: str) -> None:
 
 def decode_section(raw: bytes, index: int = 0, params: Params | None = None) -> TableProof:
     """Parse one table's section (ShapeError on anything malformed); the result keeps
-    ``raw``, the exact bytes it was read from.  With ``params``, the caps' shapes (which
-    follow from log_n, log_blowup and log_cap) are checked too."""
+    ``raw``, the exact bytes it was read from.  With ``params``, the height's range
+    against the field's two-adicity and the row count against num_queries are checked
+    too.  (The commitments are not in the section: :func:`decode_commitments`.)"""
     what = f"table {index} section"
     sec = _Reader(raw, what)
     kw = {"log_n": sec.uint("<B")}
@@ -333,18 +369,13 @@ def decode_section(raw: bytes, index: int = 0, params: Params | None = None) -> 
 def _check_section(t: TableProof, what: str, params: Params | None) -> None:
     if not 1 <= t.log_n <= _MAX_LOG_N:
         raise ShapeError(f"{what}: log_n {t.log_n} is out of range [1, {_MAX_LOG_N}]")
-    caps = None
-    if params is not None:
-        h = t.log_n + params.log_blowup
-        if h > _TWO_ADICITY:
-            raise ShapeError(f"{what}: log_n {t.log_n} with log_blowup {params.log_blowup} "
-                             f"exceeds the field's two-adicity {_TWO_ADICITY}")
-        caps = 1 << min(params.log_cap, h)
-    _expect(t.main_cap, (caps, 8), what, "main_cap")
-    _expect(t.parts_cap, (caps, 8), what, "parts_cap")
-    has_aux = t.aux_cap.shape[0] != 0
-    _expect(t.aux_cap, ((caps if has_aux else 0), 8), what, "aux_cap")
-    _expect(t.terminal, ((4 if has_aux else 0),), what, "terminal")
+    if params is not None and t.log_n + params.log_blowup > _TWO_ADICITY:
+        raise ShapeError(f"{what}: log_n {t.log_n} with log_blowup {params.log_blowup} "
+                         f"exceeds the field's two-adicity {_TWO_ADICITY}")
+    if t.terminal.shape not in ((4,), (0,)):
+        raise ShapeError(f"{what}: terminal has shape {list(t.terminal.shape)}, expected [4] "
+                         "(with aux) or [0]")
+    has_aux = t.has_aux
     for name in ("ood_main", "ood_main_next", "ood_aux", "ood_aux_next", "ood_parts"):
         _expect(getattr(t, name), (None, 4), what, name)
     d = t.main_rows.shape[0]
@@ -354,10 +385,53 @@ def _check_section(t: TableProof, what: str, params: Params | None) -> None:
     _expect(t.main_rows, (d, None), what, "main_rows")
     _expect(t.parts_rows, (d, None), what, "parts_rows")
     _expect(t.aux_rows, ((d, None) if has_aux else (0, 0)), what, "aux_rows")
-    for name in ("main_nodes", "parts_nodes", "aux_nodes"):
-        _expect(getattr(t, name), (None, 8), what, name)
-    if not has_aux and t.aux_nodes.shape[0]:
-        raise ShapeError(f"{what}: aux_nodes without an aux commitment")
+
+
+def commitment_cap_heights(params: Params, log_ns, has_aux) -> tuple:
+    """(c, c_aux): the cap heights of the main / parts trees and of the aux tree, c =
+    min(log_cap, min over the participants of log_n + log_blowup); c_aux is None when no
+    table has aux (no aux tree)."""
+    hs = [int(ln) + params.log_blowup for ln in log_ns]
+    ha = [h for h, a in zip(hs, has_aux) if a]
+    c = min(params.log_cap, min(hs))
+    return c, (min(params.log_cap, min(ha)) if ha else None)
+
+
+def check_commitments(c: Commitments, params: Params, log_ns, has_aux,
+                      what: str = "commitments section") -> None:
+    """The commitments section's shapes that follow from the parameters and the tables'
+    heights and aux flags (in table order): the three caps [2^c, 8] (aux: [0, 8] iff no
+    table has aux), the node arrays [*, 8] (aux_nodes [0, 8] without an aux tree).
+    ShapeError otherwise; the node counts need the queries (:func:`verifier.join.verify_join`)."""
+    if not isinstance(c, Commitments):
+        raise ShapeError(f"{what}: missing (got {type(c).__name__})")
+    cm, ca = commitment_cap_heights(params, log_ns, has_aux)
+    for name, _ in _COMMIT_ARRAYS:
+        a = np.asarray(getattr(c, name))
+        if a.ndim != 2:
+            raise ShapeError(f"{what}: {name} has shape {list(a.shape)}, expected 2 dimensions")
+    _expect(c.main_cap, (1 << cm, 8), what, "main_cap")
+    _expect(c.parts_cap, (1 << cm, 8), what, "parts_cap")
+    if ca is None:
+        if np.shape(c.aux_cap)[0]:
+            raise ShapeError(f"{what}: aux_cap has shape {list(np.shape(c.aux_cap))} but no "
+                             "table has aux (expected [0, 8])")
+        _expect(c.aux_cap, (0, 8), what, "aux_cap")
+        _expect(c.aux_nodes, (0, 8), what, "aux_nodes")
+    else:
+        _expect(c.aux_cap, (1 << ca, 8), what, "aux_cap")
+    for name in ("main_nodes", "aux_nodes", "parts_nodes"):
+        _expect(getattr(c, name), (None, 8), what, name)
+
+
+def decode_commitments(r: "_Reader", tables, params: Params) -> Commitments:
+    """Parse the commitments section from ``r`` (at its start) and check its shapes
+    against the decoded table sections (:func:`check_commitments`)."""
+    what = "commitments section"
+    kw = {name: r.array(nd, name) for name, nd in _COMMIT_ARRAYS}
+    c = Commitments(**kw)
+    check_commitments(c, params, [t.log_n for t in tables], [t.has_aux for t in tables], what)
+    return c
 
 
 def decode_fri(r: "_Reader") -> FriProof:
@@ -405,11 +479,15 @@ def to_json(proof: Proof | bytes, indent: int | None = 1) -> str:
         proof = decode(proof)
     tables = [{f.name: _jsonable(getattr(t, f.name)) for f in fields(t) if f.name != "raw"}
               for t in proof.tables]
+    commits = None
+    if proof.commits is not None:
+        commits = {f.name: _jsonable(getattr(proof.commits, f.name))
+                   for f in fields(proof.commits)}
     fri = None
     if proof.fri is not None:
         fri = {f.name: _jsonable(getattr(proof.fri, f.name)) for f in fields(proof.fri)}
         fri["num_layers"] = proof.fri.num_layers
     doc = {"magic": MAGIC.decode(), "version": proof.version,
            "params": {f.name: getattr(proof.params, f.name) for f in fields(proof.params)},
-           "logup_nonce": proof.logup_nonce, "tables": tables, "fri": fri}
+           "logup_nonce": proof.logup_nonce, "tables": tables, "commits": commits, "fri": fri}
     return json.dumps(doc, indent=indent)

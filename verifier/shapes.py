@@ -1,11 +1,14 @@
 """Shape checks, before any hashing (the verifier parses and shape-checks the whole proof
-up front): every array of every table section and of the FRI section has the shape that
-follows from the AIRs, the table heights and the parameters, else :class:`ShapeError`
-(with expected/got).  The counts that depend on the queries (opened rows, multiproof
-nodes, FRI values) are checked by :func:`verifier.join.verify_join` once they are drawn.
+up front): every array of every table section, of the commitments section and of the
+FRI section has the shape that follows from the AIRs, the table heights and the
+parameters, else :class:`ShapeError` (with expected/got).  The counts that depend on the
+queries (opened rows, multiproof nodes, FRI values) are checked by
+:func:`verifier.join.verify_join` once they are drawn.
 
 * :func:`check_shapes` ``(proof, airs) -> [TableShape]``: the whole proof;
-* :func:`check_table_shape` ``(section, shape, params)``: one table's section.
+* :func:`check_table_shape` ``(section, shape, params)``: one table's section;
+* :func:`check_commitments_shape` ``(commits, shapes, params)``: the commitments section
+  (format 6: the caps of the main / aux / parts mixed-height trees, their node arrays).
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from ..air.builder import AirError
 
 from . import merkle
 from .errors import ShapeError
-from .proof_format import FriProof, Params, Proof, TableProof
+from .proof_format import Commitments, FriProof, Params, Proof, TableProof, check_commitments
 from .protocol import TableShape, fri_layer_heights, table_shape
 
 
@@ -29,20 +32,19 @@ def expect(cond: bool, what: str, table: str | None, got, expected) -> None:
 
 def check_table_shape(tp: TableProof, sh: TableShape, params: Params) -> None:
     """Every shape of a section that follows from the AIR, the table height and the
-    parameters (the opened-row and node counts need the queries: :func:`verify_join`)."""
+    parameters (the opened-row count needs the queries: :func:`verify_join`; the caps and
+    nodes are the commitments section's: :func:`check_commitments_shape`)."""
     if not isinstance(params, Params):
         raise TypeError("check_table_shape(section, shape, params): params must be a "
                         f"verifier.proof_format.Params (v3), got {type(params).__name__}")
     name = sh.name
     a = lambda arr: tuple(np.shape(arr))  # noqa: E731
     expect(tp.log_n == sh.log_n, "log_n", name, tp.log_n, sh.log_n)
-    caps = 1 << merkle.cap_height(sh.log_lde, params.log_cap)
     has_aux = sh.aux_cols > 0
     w, aw, pw = sh.main_width, sh.aux_width, sh.parts_width
     wn = w if sh.uses_next_main else 0
-    expected = [("public_values", (sh.num_public,)), ("main_cap", (caps, 8)),
-                ("aux_cap", (caps if has_aux else 0, 8)), ("terminal", (4,) if has_aux else (0,)),
-                ("parts_cap", (caps, 8)), ("ood_main", (w, 4)), ("ood_main_next", (wn, 4)),
+    expected = [("public_values", (sh.num_public,)), ("terminal", (4,) if has_aux else (0,)),
+                ("ood_main", (w, 4)), ("ood_main_next", (wn, 4)),
                 ("ood_aux", (aw, 4)), ("ood_aux_next", (aw, 4)), ("ood_parts", (pw, 4))]
     for nm, shape in expected:
         expect(a(getattr(tp, nm)) == shape, f"{nm} shape", name, a(getattr(tp, nm)), shape)
@@ -52,10 +54,18 @@ def check_table_shape(tp: TableProof, sh: TableShape, params: Params) -> None:
             ("aux_rows", (d, aw) if has_aux else (0, 0))]
     for nm, shape in rows:
         expect(a(getattr(tp, nm)) == shape, f"{nm} shape", name, a(getattr(tp, nm)), shape)
-    for nm in ("main_nodes", "aux_nodes", "parts_nodes"):
-        s = a(getattr(tp, nm))
-        expect(len(s) == 2 and s[1] == 8, f"{nm} shape", name, s, "(m, 8)")
-    expect(has_aux or a(tp.aux_nodes)[0] == 0, "aux_nodes shape", name, a(tp.aux_nodes), (0, 8))
+
+
+def check_commitments_shape(commits: Commitments, shapes: Sequence[TableShape],
+                            params: Params) -> None:
+    """The commitments section against the AIRs' shapes (table order): main_cap and
+    parts_cap [2^c, 8] with c = min(log_cap, min_t log_lde_t); aux_cap [2^c', 8] with c'
+    the same over the tables with aux columns, [0, 8] (and aux_nodes [0, 8]) when none
+    has; every node array [*, 8] (its count needs the queries: :func:`verify_join`)."""
+    if commits is None:
+        raise ShapeError("the proof has no commitments section")
+    check_commitments(commits, params, [sh.log_n for sh in shapes],
+                      [sh.aux_cols > 0 for sh in shapes])
 
 
 def _check_fri_shape(fri: FriProof, params: Params, heights: list) -> None:
@@ -95,9 +105,10 @@ def check_shapes(proof: Proof, airs: Sequence) -> list[TableShape]:
             raise ShapeError(str(e), air.name) from None
         check_table_shape(tp, sh, proof.params)
         shapes.append(sh)
+    check_commitments_shape(proof.commits, shapes, proof.params)
     _check_fri_shape(proof.fri, proof.params, fri_layer_heights(proof.params,
                                                                 [sh.log_n for sh in shapes]))
     return shapes
 
 
-__all__ = ["check_shapes", "check_table_shape", "expect"]
+__all__ = ["check_shapes", "check_table_shape", "check_commitments_shape", "expect"]

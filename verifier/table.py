@@ -1,11 +1,14 @@
-"""One table's transcript fork, replayed (docs/protocol.md): after the main transcript
-forks, each table absorbs its aux commitment and LogUp terminal, draws alpha, absorbs its
-quotient parts, grinds and draws z, absorbs its opened values, grinds and draws lambda,
-and squeezes its ``table_digest`` for the join.  Nothing here reads the openings (the join
-checks them at the queries), so a table can be checked as soon as its section is final.
+"""One table's transcript fork, replayed (docs/protocol.md, format 6): after the main
+transcript forks, each table with interactions absorbs the (global) aux tree's cap and
+its own LogUp terminal, draws alpha, absorbs the (global) parts tree's cap, grinds and
+draws z, absorbs its opened values, grinds and draws lambda, and squeezes its
+``table_digest`` for the join.  Nothing here reads the openings (the join checks them at
+the queries), so a table can be checked as soon as its section and the commitments it
+absorbs are final.
 
-* :func:`verify_table` ``(fork, air, shape, section, params, challenges, composition=True)
-  -> TableState``: the replay, its proofs of work and the composition check at z;
+* :func:`verify_table` ``(fork, air, shape, section, params, challenges, commits,
+  composition=True) -> TableState``: the replay, its proofs of work and the composition
+  check at z;
 * :func:`table_check_key`: a digest of everything :func:`verify_table` reads, so that a
   check that already passed on the same inputs can be skipped (the prover's self-check).
 """
@@ -18,7 +21,7 @@ import numpy as np
 
 from .composition import composition_check
 from .errors import PowError
-from .proof_format import Params, TableProof
+from .proof_format import Commitments, Params, TableProof
 from .protocol import TableShape
 from .transcript import Transcript
 
@@ -33,8 +36,10 @@ class TableState:
 
 
 def verify_table(tr: Transcript, air, sh: TableShape, tp: TableProof, params: Params, chal,
-                 composition: bool = True) -> TableState:
-    """One table's fork, replayed up to its ``table_digest``: the proof-of-work checks
+                 commits: Commitments, composition: bool = True) -> TableState:
+    """One table's fork, replayed up to its ``table_digest``; ``commits`` is the proof's
+    commitments section (the fork absorbs the global aux cap -- if the table has
+    interactions -- and the global parts cap).  The proof-of-work checks
     before z and lambda (PowError) and -- unless ``composition=False`` -- the composition
     check at z (:func:`verifier.composition.composition_check`: CompositionError).
     Returns the :class:`TableState` the join needs.  The openings are checked by
@@ -43,13 +48,13 @@ def verify_table(tr: Transcript, air, sh: TableShape, tp: TableProof, params: Pa
     opened values already (the prover's self-check); :func:`verifier.verify.verify`
     skips it only for tables whose :func:`table_check_key` is among ``verified_tables``."""
     name = sh.name
-    # ---- R1 (fork): aux commitment and claimed LogUp terminal
+    # ---- R1 (fork): the aux tree's cap (all tables' aux) and the claimed LogUp terminal
     if sh.aux_cols:
-        tr.absorb("aux_cap", tp.aux_cap)
+        tr.absorb("aux_cap", commits.aux_cap)
         tr.absorb("logup_terminal", tp.terminal)
-    # ---- R2: alpha, quotient parts
+    # ---- R2: alpha, the parts tree's cap (all tables' quotient parts)
     alpha = tr.sample_ef("alpha")
-    tr.absorb("parts_cap", tp.parts_cap)
+    tr.absorb("parts_cap", commits.parts_cap)
     # ---- R3: z (after a proof of work) and the opened values
     if not tr.check_pow("zeta_pow", tp.zeta_nonce, params.commit_pow_bits):
         raise PowError(f"zeta nonce {tp.zeta_nonce} does not give {params.commit_pow_bits} "
@@ -74,14 +79,15 @@ def verify_table(tr: Transcript, air, sh: TableShape, tp: TableProof, params: Pa
                       digest=[int(v) for v in digest])
 
 
-def table_check_key(fork: Transcript, air, section: bytes, params: Params, chal: dict) -> bytes:
+def table_check_key(fork: Transcript, air, section: bytes, params: Params, chal: dict,
+                    commits: Commitments) -> bytes:
     """A digest of everything :func:`verify_table` reads for one table: the transcript
-    fork's state, the AIR fingerprint, the section's exact bytes, the parameters and the
-    LogUp challenges.  Two checks with the same key are the same computation, so a key
+    fork's state, the AIR fingerprint, the section's exact bytes, the parameters, the
+    LogUp challenges and the commitments it absorbs (the aux and parts caps).  Two checks with the same key are the same computation, so a key
     recorded after a passing check lets :func:`verifier.verify.verify` skip that table
     (the prover checks tables as they finish, overlapped with device work,
     docs/diagnostics.md)."""
-    h = hashlib.sha256(b"steadfast/table-check/v3")
+    h = hashlib.sha256(b"steadfast/table-check/v4")
     h.update(np.ascontiguousarray(fork.state, np.uint64).tobytes())
     h.update(np.asarray(list(fork.inbuf), np.uint64).tobytes() + b"|")
     h.update(np.asarray(list(fork.outbuf), np.uint64).tobytes() + b"|")
@@ -90,6 +96,9 @@ def table_check_key(fork: Transcript, air, section: bytes, params: Params, chal:
     for name in sorted(chal):
         h.update(name.encode() + np.ascontiguousarray(chal[name], np.uint64).tobytes())
     h.update(len(section).to_bytes(8, "little") + bytes(section))
+    for cap in (commits.aux_cap, commits.parts_cap):
+        cap = np.ascontiguousarray(cap, dtype="<u4")
+        h.update(repr(cap.shape).encode() + b"|" + cap.tobytes())
     return h.digest()
 
 

@@ -1,14 +1,16 @@
-"""The verifier (proof format v3+): :func:`verify` checks a whole proof, step for step the
+"""The verifier (proof format 6): :func:`verify` checks a whole proof, step for step the
 prover's rounds (docs/protocol.md section 6):
 
 1. decode and shape-check everything (:mod:`verifier.shapes`: ShapeError), the security
    minimum (:func:`check_security`: ParameterError), the buses, the public values;
-2. the main transcript: the statement, every table's main cap, the LogUp proof of work
-   and challenges;
-3. per table, its fork (:mod:`verifier.table`: proofs of work, the composition at z from
-   :mod:`verifier.composition`) up to its ``table_digest``;
+2. the main transcript: the statement, the main tree's cap (one mixed-height tree over
+   every table's main matrix), the LogUp proof of work and challenges;
+3. per table, its fork (:mod:`verifier.table`: the global aux and parts caps, proofs of
+   work, the composition at z from :mod:`verifier.composition`) up to its
+   ``table_digest``;
 4. the LogUp terminal sums (LogUpError);
-5. the join (:mod:`verifier.join`): one FRI for all tables, every opening.
+5. the join (:mod:`verifier.join`): one FRI for all tables, the three mixed-height
+   multiproofs (main / aux / parts) of the openings.
 
 The per-table replay and the join are public entry points too (the prover's self-check
 runs them separately); they are re-exported here under their old names:
@@ -144,8 +146,7 @@ def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = 
                 raise PublicValuesError(f"proof has {got}, statement {exp}", air.name)
     tr = Transcript()
     absorb_statement(tr, proof.params, airs, shapes, pvs)
-    for tp in proof.tables:
-        tr.absorb("main_cap", tp.main_cap)
+    tr.absorb("main_cap", proof.commits.main_cap)       # once: the main tree's cap
     if not tr.check_pow("logup_pow", proof.logup_nonce, proof.params.logup_pow_bits):
         raise PowError(f"LogUp nonce {proof.logup_nonce} does not give "
                        f"{proof.params.logup_pow_bits} zero bits")
@@ -157,9 +158,9 @@ def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = 
     for i, (air, sh, tp) in enumerate(zip(airs, shapes, proof.tables)):
         fork = tr.fork(i)
         pre = bool(verified_tables) and table_check_key(fork, air, tp.raw, proof.params,
-                                                        chal) in verified_tables
+                                                        chal, proof.commits) in verified_tables
         skipped += pre
-        states.append(verify_table(fork, air, sh, tp, proof.params, chal,
+        states.append(verify_table(fork, air, sh, tp, proof.params, chal, proof.commits,
                                    composition=not pre))
         logs.append(fork.log)
     # LogUp: a table's sum is n * U (U = its terminal, the mean row sum that its cyclic
@@ -171,7 +172,7 @@ def verify(proof_bytes: bytes, airs: Sequence, public_values: Sequence | None = 
                                                   sh.n % P))
     if np.any(total):
         raise LogUpError("the LogUp terminal sums of the tables do not add up to zero")
-    verify_join(tr, proof.params, shapes, proof.tables, states, proof.fri)
+    verify_join(tr, proof.params, shapes, proof.tables, states, proof.fri, proof.commits)
     return VerifyResult(public_values=pvs, logs=logs, seconds=time.perf_counter() - t0,
                         security=security, tables_prechecked=skipped)
 
