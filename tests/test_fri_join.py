@@ -185,8 +185,10 @@ def test_honest_proof_shapes_with_mixed_heights(la, lc, lf):
     assert f.final_poly.shape == (1 << (hs[-1] - 1), 4)
     for i, (h, hn) in enumerate(zip(hs, hs[1:])):
         assert f.caps[i].shape == (1 << min(lc, hn), 8)    # tree over 2^(h - log a) leaves
+    # one mixed tree per kind (format 6): its cap height is capped by the lowest table
+    assert proof.commits.main_cap.shape == (1 << min(lc, min(ldes)), 8)
+    assert proof.commits.parts_cap.shape == (1 << min(lc, min(ldes)), 8)
     for t, ln in zip(proof.tables, ldes):
-        assert t.main_cap.shape == (1 << min(lc, ln), 8)
         assert 1 <= t.main_rows.shape[0] <= 6
         assert t.main_rows.shape[0] == t.parts_rows.shape[0]
     try:
@@ -207,7 +209,7 @@ def test_join_halves_hand_the_dqs_over_and_leave_the_records():
     and each taken once); R4Fri.positions is each table's query positions; a missing or
     doubled table is refused."""
     from steadfast.prover.prove import prepare
-    from steadfast.prover.rounds import (prove_table, r1_challenges, r1_main, r4_fri, r4_open,
+    from steadfast.prover.rounds import (prove_tables, r1_challenges, r1_main, r4_fri, r4_open,
                                          take_quotients)
     from steadfast.prover.spans import NullSpans
     airs, traces, pvs = _mixed_block()
@@ -217,7 +219,7 @@ def test_join_halves_hand_the_dqs_over_and_leave_the_records():
     st, sp = prepare(traces, airs, pvs, params), NullSpans()
     r1 = r1_main(st, S, sp)
     ch = r1_challenges(st, r1, sp, S.permute)
-    deeps = [prove_table(i, st, r1, ch, S, sp) for i in range(len(airs))]
+    deeps, mixed = prove_tables(st, r1, ch, S, sp)
     given = list(deeps)
     records, dqs = take_quotients(given[::-1])                  # any order
     assert all(a is b and a.dq is not None for a, b in zip(given, deeps))
@@ -228,6 +230,7 @@ def test_join_halves_hand_the_dqs_over_and_leave_the_records():
     for shape in st.shapes:
         want = np.unique(fri.queries >> (fri.heights[0] - shape.log_lde))
         np.testing.assert_array_equal(fri.positions(shape.log_lde), want)
-    assert encode_proof(r4_open(st, ch, records, fri, S, sp)) == prove(traces, airs, pvs, params)
+    assert encode_proof(r4_open(st, ch, records, fri, S, sp, mixed)) == prove(traces, airs, pvs,
+                                                                              params)
     with pytest.raises(ValueError, match="one R4Deep per table"):
         take_quotients(deeps[:-1] + deeps[:1])

@@ -38,8 +38,7 @@ def _keys(airs, pvs, proof_bytes):
     shapes = [table_shape(a, t.log_n, p.params) for a, t in zip(airs, p.tables)]
     tr = Transcript()
     absorb_statement(tr, p.params, airs, shapes, pvs)
-    for t in p.tables:
-        tr.absorb("main_cap", t.main_cap)
+    tr.absorb("main_cap", p.commits.main_cap)          # the mixed main tree's (format 6)
     assert tr.check_pow("logup_pow", p.logup_nonce, p.params.logup_pow_bits)
     chal = {"logup_beta": np.asarray(tr.sample_ef("logup_beta"), np.uint64),
             "logup_gamma": np.asarray(tr.sample_ef("logup_gamma"), np.uint64)}
@@ -47,8 +46,9 @@ def _keys(airs, pvs, proof_bytes):
     for i, (air, sh, t) in enumerate(zip(airs, shapes, p.tables)):
         fork = tr.fork(i)
         raw = encode_section(t)
-        keys.append(table_check_key(copy.deepcopy(fork), air, raw, p.params, chal))
-        verify_table(fork, air, sh, decode_section(raw, i, p.params), p.params, chal)   # passes
+        keys.append(table_check_key(copy.deepcopy(fork), air, raw, p.params, chal, p.commits))
+        verify_table(fork, air, sh, decode_section(raw, i, p.params), p.params, chal,
+                     p.commits)                                                    # passes
     return keys
 
 
@@ -73,9 +73,9 @@ def test_prechecked_tables_are_skipped_only_on_identical_inputs(lookup):
                            verified_tables={b"\0" * 32}).tables_prechecked == 0
     # a tampered section never matches an honest key: the verifier checks it and rejects
     p = decode(proof)
-    nodes = p.tables[0].main_nodes.copy()
-    nodes[0, 0] = (int(nodes[0, 0]) + 1) % 2013265921
-    p.tables[0].main_nodes = nodes
+    rows = p.tables[0].main_rows.copy()
+    rows[0, 0] = (int(rows[0, 0]) + 1) % 2013265921
+    p.tables[0].main_rows = rows
     with pytest.raises(MerkleError):
         verify_protocol(encode(p), airs, pvs, min_security_bits=0, verified_tables=set(keys))
     # nor does an honest section under another statement (its public values differ)

@@ -96,9 +96,9 @@ def test_wrong_aux_ood_value(block):
 
 def test_wrong_multiproof_node(fib, block):
     air, _, pv, proof = fib
-    for field in ("main_nodes", "parts_nodes"):
+    for field in ("main_nodes", "parts_nodes"):          # the mixed trees' (format 6)
         def f(p, field=field):
-            setattr(p.tables[0], field, _bump(getattr(p.tables[0], field), (1, 5)))
+            setattr(p.commits, field, _bump(getattr(p.commits, field), (1, 5)))
         with pytest.raises(MerkleError, match=field.split("_")[0]):
             verify(_tamper(proof, f), [air], [pv])
 
@@ -114,7 +114,7 @@ def test_wrong_multiproof_node(fib, block):
     airs, _, pvs, proof = block
 
     def h(p):
-        p.tables[0].aux_nodes = _bump(p.tables[0].aux_nodes, (1, 0))
+        p.commits.aux_nodes = _bump(p.commits.aux_nodes, (1, 0))
     with pytest.raises(MerkleError, match="aux"):
         verify(_tamper(proof, h), airs, pvs)
 
@@ -128,9 +128,9 @@ def test_wrong_opened_row(fib, block):
             verify(_tamper(proof, f), [air], [pv])
     airs, _, pvs, proof = block
 
-    def g(p):
+    def g(p):                     # one table's row: the mixed aux tree no longer hashes
         p.tables[1].aux_rows = _bump(p.tables[1].aux_rows, (-1, 2))
-    with pytest.raises(MerkleError, match="range4"):
+    with pytest.raises(MerkleError, match="aux"):
         verify(_tamper(proof, g), airs, pvs)
 
 
@@ -143,10 +143,12 @@ def test_count_and_cap_shapes_are_shape_errors(fib, block):
     grow = lambda a: np.concatenate([a, a[-1:]])     # noqa: E731
     cuts = []
     for t in range(2):
-        for name in ("main_rows", "aux_rows", "parts_rows", "main_nodes", "aux_nodes",
-                     "parts_nodes", "main_cap", "aux_cap", "parts_cap"):
+        for name in ("main_rows", "aux_rows", "parts_rows"):
             if getattr(one.tables[t], name).shape[0]:
                 cuts.append(("t", t, name))
+    for name in ("main_nodes", "aux_nodes", "parts_nodes", "main_cap", "aux_cap", "parts_cap"):
+        if getattr(one.commits, name).shape[0]:
+            cuts.append(("c", name))
     for i in range(one.fri.num_layers):
         cuts += [("values", i), ("nodes", i), ("caps", i)]
     cuts.append(("final_poly",))
@@ -156,6 +158,8 @@ def test_count_and_cap_shapes_are_shape_errors(fib, block):
             def f(p, cut=cut, op=op):
                 if cut[0] == "t":
                     setattr(p.tables[cut[1]], cut[2], op(getattr(p.tables[cut[1]], cut[2])))
+                elif cut[0] == "c":
+                    setattr(p.commits, cut[1], op(getattr(p.commits, cut[1])))
                 elif cut[0] == "final_poly":
                     p.fri.final_poly = op(p.fri.final_poly)
                 else:
