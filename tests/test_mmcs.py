@@ -105,6 +105,26 @@ def rand_leaves(heights, seed):
     return [rng.integers(0, P, size=(1 << h, 8), dtype=np.uint32) for h in heights]
 
 
+def rand_rows(heights, seed):
+    """Committed row matrices uint32[2^h_t, w_t] (w_t = 1 + t % 3)."""
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, P, size=(1 << h, 1 + t % 3), dtype=np.uint32)
+            for t, h in enumerate(heights)]
+
+
+def recording_rows_of(rows):
+    """A rows_of over the full matrices (plain slicing) and the list of its calls
+    (t, groups, b)."""
+    calls = []
+
+    def rows_of(t, groups, b):
+        groups = np.asarray(groups)
+        calls.append((t, groups.tolist(), b))
+        return rows[t].reshape(-1, 1 << b, rows[t].shape[1])[groups]
+
+    return rows_of, calls
+
+
 def opened(heights, leaves, indices):
     """Each participant's leaf digests at S_(H-h_t)."""
     H = max(heights)
@@ -344,13 +364,22 @@ def test_large_build_is_vectorised():
     # seconds; the batched levels take milliseconds.
     import time
     heights = [16, 14, 16, 10, 14]
-    leaves = rand_leaves(heights, 9)
+    rows = rand_rows(heights, 9)
+    leaves = [hash_rows(r) for r in rows]
+    rows_of, calls = recording_rows_of(rows)
     t0 = time.perf_counter()
-    tree = MixedTree.build(heights, leaves)
+    tree = MixedTree.build(heights, leaves, rows_of=rows_of)      # default prune: 6
+    full = MixedTree.build(heights, leaves, prune=0)
     assert time.perf_counter() - t0 < 5.0
+    assert tree.prune == 6 and tree.stored_bytes == ((2 << 10) - 1) * 32
+    assert full.stored_bytes == ((2 << 16) - 1) * 32
     idx = np.random.default_rng(0).integers(0, 1 << 16, 40)
-    vmm.verify_mixed(tree.cap(3), heights, opened(heights, leaves, idx), idx,
-                     tree.nodes(idx, 3), 3, "main")
+    t0 = time.perf_counter()
+    nodes = tree.nodes(idx, 3)
+    assert time.perf_counter() - t0 < 2.0
+    np.testing.assert_array_equal(nodes, full.nodes(idx, 3))
+    assert sorted(t for t, _, _ in calls) == [0, 1, 2, 4]        # not the height-10 one
+    vmm.verify_mixed(tree.cap(3), heights, opened(heights, leaves, idx), idx, nodes, 3, "main")
 
 
 def test_verifier_is_independent():
@@ -364,3 +393,154 @@ def test_verifier_is_independent():
         elif isinstance(node, ast.Import):
             for a in node.names:
                 assert "kernels" not in a.name and "prover" not in a.name, a.name
+
+
+# ------------------------------------------------------------------ pruned trees
+
+def test_default_prune():
+    from steadfast.kernels.mmcs import default_prune
+    assert [default_prune(H) for H in (0, 3, 8, 9, 10, 14, 15, 22)] == [0, 0, 0, 1, 2, 6, 6, 6]
+    # H < 9: every level kept, no rows_of needed (today's tree)
+    for heights in ([8], [8, 3], [7, 7, 0]):
+        tree = MixedTree.build(heights, rand_leaves(heights, 1))
+        assert tree.prune == 0 and tree.stored_bytes == ((2 << max(heights)) - 1) * 32
+
+
+def check_pruned(heights, prune, log_caps, idx_sets, seed):
+    """The pruned tree (rows_of over the full matrices) against the unpruned one: root,
+    kept levels, caps, multiproof nodes; rows_of called only for the participants taller
+    than H - p, once per nodes() call each, for exactly the groups the nodes below the
+    kept levels lie in, with b = p - (H - h_t)."""
+    H = max(heights)
+    rows = rand_rows(heights, seed)
+    leaves = [hash_rows(r) for r in rows]
+    rows_of, calls = recording_rows_of(rows)
+    full = MixedTree.build(heights, leaves, prune=0)
+    tree = MixedTree.build(heights, leaves, prune=prune, rows_of=rows_of)
+    p = tree.prune
+    assert p == (min(6, max(0, H - 8)) if prune is None else prune)
+    assert not calls                                            # the build needs no rows
+    assert tree.height == H and tree.heights == tuple(heights)
+    assert tree.stored_bytes == ((2 << (H - p)) - 1) * 32 == tree.flat.nbytes
+    np.testing.assert_array_equal(tree.root, full.root)
+    for lv in range(p, H + 1):
+        np.testing.assert_array_equal(tree.level(lv), full.level(lv))
+    for lv in range(p):
+        with pytest.raises(ValueError, match="not kept"):
+            tree.level(lv)
+    tall = [t for t, h in enumerate(heights) if h > H - p]
+    for log_cap in log_caps:
+        c = mixed_cap_height(heights, log_cap)
+        if H - c < p:
+            with pytest.raises(ValueError, match="below the kept levels"):
+                tree.cap(log_cap)
+            with pytest.raises(ValueError, match="below the kept levels"):
+                tree.nodes(np.array([0]), log_cap)
+            continue
+        np.testing.assert_array_equal(tree.cap(log_cap), full.cap(log_cap))
+        for idx in idx_sets:
+            del calls[:]
+            got = tree.nodes(np.array(idx, np.int64), log_cap)
+            np.testing.assert_array_equal(got, full.nodes(np.array(idx, np.int64), log_cap))
+            low = [(lv, j) for lv, j in ref_plan(idx, H, c) if lv < p]
+            groups = sorted({j >> (p - lv) for lv, j in low})
+            if not low:
+                assert not calls
+                continue
+            assert sorted(t for t, _, _ in calls) == tall
+            for t, g, b in calls:
+                assert g == groups and b == p - (H - heights[t])
+    return tree
+
+
+@settings(max_examples=25, deadline=None)
+@given(heights=st.lists(st.integers(0, 12), min_size=1, max_size=5).filter(lambda h: max(h) >= 9),
+       seed=st.integers(0, 2 ** 16), data=st.data())
+def test_default_pruned_tree_matches_full(heights, seed, data):
+    # H = 9 .. 12: the default prune p = H - 8 = 1 .. 4
+    H = max(heights)
+    idx_sets = [data.draw(st.lists(st.integers(0, (1 << H) - 1), min_size=1, max_size=12))
+                for _ in range(3)]
+    g = data.draw(st.integers(0, (1 << (H - 1)) - 1))
+    idx_sets.append(list(range(g << 1, (g + 1) << 1)))          # a whole level-1 group
+    idx_sets.append([])
+    log_caps = sorted({data.draw(st.integers(0, 9)), 0, 8})
+    check_pruned(heights, None, log_caps, idx_sets, seed)
+
+
+@settings(max_examples=60, deadline=None)
+@given(heights=st.lists(st.integers(0, 7), min_size=1, max_size=5).filter(lambda h: max(h) >= 1),
+       seed=st.integers(0, 2 ** 16), data=st.data())
+def test_explicit_prune_matches_full(heights, seed, data):
+    H = max(heights)
+    prune = data.draw(st.integers(1, min(4, H)))
+    idx_sets = [data.draw(st.lists(st.integers(0, (1 << H) - 1), min_size=1, max_size=10))
+                for _ in range(2)]
+    idx_sets.append(list(range(1 << H)))                        # everything: no nodes
+    log_caps = list(range(0, H + 2))
+    check_pruned(heights, prune, log_caps, idx_sets, seed)
+
+
+def test_pruned_tree_matches_reference():
+    heights = [5, 2, 5, 3, 4, 5]
+    rows = rand_rows(heights, 4)
+    leaves = [hash_rows(r) for r in rows]
+    ref = ref_tree(heights, leaves)
+    rows_of, calls = recording_rows_of(rows)
+    tree = MixedTree.build(heights, leaves, prune=3, rows_of=rows_of)
+    idx = [0, 9, 10, 31]
+    plan = ref_plan(idx, 5, 2)
+    nodes = tree.nodes(np.array(idx), 2)
+    assert [tuple(n) for n in nodes.tolist()] == [tuple(ref[k].tolist()) for k in plan]
+    # levels 0 .. 2 are recomputed: participants 0, 2, 5 (height 5), 4 (4), 3 (3)
+    assert sorted((t, b) for t, _, b in calls) == [(0, 3), (2, 3), (3, 1), (4, 2), (5, 3)]
+    np.testing.assert_array_equal(tree.cap(2), np.stack([ref[3, j] for j in range(4)]))
+    vmm.verify_mixed(tree.cap(2), heights, opened(heights, leaves, idx), idx, nodes, 2, "main")
+
+
+def test_prune_needs_rows_of_and_a_valid_level():
+    heights = [10, 6, 10]
+    leaves = rand_leaves(heights, 6)
+    with pytest.raises(ValueError, match="rows_of"):
+        MixedTree.build(heights, leaves)                        # default prune 2
+    for p in (1, 4, 10):
+        with pytest.raises(ValueError, match="rows_of"):
+            MixedTree.build(heights, leaves, prune=p)
+    with pytest.raises(ValueError, match="rows_of"):
+        MixedTree.build([3], rand_leaves([3], 0), prune=1)
+    rows_of = lambda t, groups, b: None                        # never called here
+    for p in (-1, 11):
+        with pytest.raises(ValueError, match="prune"):
+            MixedTree.build(heights, leaves, prune=p, rows_of=rows_of)
+    MixedTree.build(heights, leaves, prune=0)                   # no rows needed
+    # a bad rows_of answer is a ValueError at opening time
+    tree = MixedTree.build(heights, leaves, prune=2, rows_of=lambda t, g, b: np.zeros((1, 1, 1), np.uint32))
+    with pytest.raises(ValueError, match="rows_of"):
+        tree.nodes(np.array([1, 200]), 0)
+    # the root-only tree (p = H) still opens
+    rows = rand_rows(heights, 6)
+    lv = [hash_rows(r) for r in rows]
+    rf, _ = recording_rows_of(rows)
+    top = MixedTree.build(heights, lv, prune=10, rows_of=rf)
+    full = MixedTree.build(heights, lv, prune=0)
+    assert top.stored_bytes == 32
+    np.testing.assert_array_equal(top.cap(0), full.cap(0))
+    np.testing.assert_array_equal(top.nodes(np.array([3, 700]), 0), full.nodes(np.array([3, 700]), 0))
+    with pytest.raises(ValueError, match="below the kept levels"):
+        top.cap(1)
+
+
+def test_pruned_tree_keeps_no_leaves():
+    heights = [9, 4, 9]
+    rows = rand_rows(heights, 2)
+    leaves = [hash_rows(r) for r in rows]
+    refs = [weakref.ref(a) for a in leaves]
+    rows_of, _ = recording_rows_of(rows)
+    tree = MixedTree.build(heights, leaves, rows_of=rows_of)
+    root = tree.root.copy()
+    del leaves
+    assert all(r() is None for r in refs)
+    assert tree.prune == 1
+    np.testing.assert_array_equal(tree.root, root)
+    with pytest.raises(AttributeError):
+        tree._rows_of = None
