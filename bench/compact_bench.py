@@ -94,6 +94,7 @@ def size_model(proof_path: str, trials: int = 40) -> None:
     (kernels.multiproof) for each draw.  One proof's size varies by ~2 % with its queries,
     more than the differences between neighbouring sets."""
     import numpy as np
+    from steadfast.kernels.mmcs import mixed_cap_height
     from steadfast.kernels.multiproof import multiproof_count
     from steadfast.prover.rounds import fri_layer_heights
     from steadfast.prover.txblock_proof import TxBlockProof
@@ -103,13 +104,15 @@ def size_model(proof_path: str, trials: int = 40) -> None:
     d, total0 = decode(bp.proof), len(bp.to_bytes())
     var = 0
     for t in d.tables:
-        for a in (t.main_rows, t.aux_rows, t.parts_rows, t.main_nodes, t.aux_nodes,
-                  t.parts_nodes, t.main_cap, t.aux_cap, t.parts_cap):
+        for a in (t.main_rows, t.aux_rows, t.parts_rows):
             var += a.size * 4
+    c = d.commits
+    for a in (c.main_nodes, c.aux_nodes, c.parts_nodes, c.main_cap, c.aux_cap, c.parts_cap):
+        var += a.size * 4
     for a in d.fri.caps + d.fri.values + d.fri.nodes:
         var += a.size * 4 + 9                              # elements + array header
     fixed = total0 - var
-    widths = [(t.log_n, t.main_rows.shape[1], t.aux_rows.shape[1] if t.aux_cap.shape[0] else 0,
+    widths = [(t.log_n, t.main_rows.shape[1], t.aux_rows.shape[1] if t.has_aux else 0,
                t.parts_rows.shape[1]) for t in d.tables]
     rng = np.random.default_rng(0)
 
@@ -120,12 +123,15 @@ def size_model(proof_path: str, trials: int = 40) -> None:
             hs = fri_layer_heights(hs_t, lb, d.params.log_final_poly_len, la)
             s = rng.integers(0, 1 << hs[0], q)
             b = fixed
-            for (ln, w, a, p), h in zip(widths, hs_t):
+            for (ln, w, a, p), h in zip(widths, hs_t):     # the opened rows
                 idx = np.unique(s >> (hs[0] - h))
-                for width in (w, a, p):
-                    if width:
-                        b += 4 * (idx.size * width + 8 * multiproof_count(idx, h, lc)
-                                  + 8 * (1 << min(lc, h)))
+                b += 4 * idx.size * (w + a + p)
+            for kind in (1, 2, 3):                         # one mixed tree per kind
+                hk = [h for (wd, h) in zip(widths, hs_t) if wd[kind]]
+                if hk:
+                    ck = mixed_cap_height(hk, lc)
+                    top = np.unique(s >> (hs[0] - max(hk)))
+                    b += 4 * 8 * (multiproof_count(top, max(hk), ck) + (1 << ck))
             for h, hn in zip(hs, hs[1:]):
                 k = h - hn
                 pos = np.unique(s >> (hs[0] - h))

@@ -76,9 +76,9 @@ def main(argv=None) -> int:
 
 def proof_bytes(proof: bytes, tr) -> str:
     """Where a proof's bytes go (docs/protocol.md section 5): per table the opened rows
-    (main, aux, parts), the multiproof nodes of its trees, the OOD values, the section;
-    then the FRI's leaf values and nodes; and the model's estimate (rv32.tables
-    opening_bytes) of rows + nodes."""
+    (main, aux, parts), the OOD values, the section; the three mixed trees' multiproof
+    nodes (format 6: one tree per kind for all tables); then the FRI's leaf values and
+    nodes; and the model's estimate (rv32.tables opening_bytes) of a table's rows."""
     from steadfast.rv32.tables import opening_bytes
     from steadfast.verifier.proof_format import decode
     p = decode(proof)
@@ -88,7 +88,7 @@ def proof_bytes(proof: bytes, tr) -> str:
     tot = [0.0, 0.0, 0.0, 0.0]
     for name, air, t in zip(tr.names, tr.airs, p.tables):
         rows = kb(t.main_rows, t.aux_rows, t.parts_rows)
-        nodes = kb(t.main_nodes, t.aux_nodes, t.parts_nodes)
+        nodes = 0.0                       # (the mixed trees' nodes: the commitments line)
         ood = kb(t.ood_main, t.ood_main_next, t.ood_aux, t.ood_aux_next, t.ood_parts)
         model = opening_bytes(air, 1 << t.log_n, p.params.log_blowup, p.params.num_queries) / 1024
         for i, v in enumerate((rows, nodes, ood, len(t.raw) / 1024)):
@@ -97,6 +97,9 @@ def proof_bytes(proof: bytes, tr) -> str:
                      f"{nodes:>8.1f} {ood:>6.1f} {len(t.raw) / 1024:>8.1f} {model:>8.1f}")
     lines.append(f"{'tables':<10} {'':>5} {'':>3} {tot[0]:>8.1f} {tot[1]:>8.1f} {tot[2]:>6.1f} "
                  f"{tot[3]:>8.1f}")
+    c = p.commits
+    lines.append(f"{'mixed trees':<10} nodes KB main {kb(c.main_nodes):.1f}, aux {kb(c.aux_nodes):.1f}, "
+                 f"parts {kb(c.parts_nodes):.1f} (caps {kb(c.main_cap, c.aux_cap, c.parts_cap):.1f})")
     f = p.fri
     lines.append(f"fri: {len(f.caps)} layers, values {kb(*f.values):.1f} KB, nodes "
                  f"{kb(*f.nodes):.1f} KB, final {kb(f.final_poly):.1f} KB; proof "

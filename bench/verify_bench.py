@@ -105,15 +105,14 @@ def _child(path: str, mode: str, reps: int) -> dict:
         tr = Transcript()
         absorb_statement(tr, proof.params, airs, shapes, [list(map(int, tp.public_values))
                                                           for tp in proof.tables])
-        for tp in proof.tables:
-            tr.absorb("main_cap", tp.main_cap)
+        tr.absorb("main_cap", proof.commits.main_cap)
         tr.check_pow("logup_pow", proof.logup_nonce, proof.params.logup_pow_bits)
         chal = {CHALLENGE_NAMES[0]: ef_col(tr.sample_ef("logup_beta")),
                 CHALLENGE_NAMES[1]: ef_col(tr.sample_ef("logup_gamma"))}
-        states = [V.verify_table(tr.fork(i), a, sh, tp, proof.params, chal)
+        states = [V.verify_table(tr.fork(i), a, sh, tp, proof.params, chal, proof.commits)
                   for i, (a, sh, tp) in enumerate(zip(airs, shapes, proof.tables))]
         t2 = time.process_time()
-        V.verify_join(tr, proof.params, shapes, proof.tables, states, proof.fri)
+        V.verify_join(tr, proof.params, shapes, proof.tables, states, proof.fri, proof.commits)
         t3 = time.process_time()
         split["decode_shapes"].append(t1 - t)
         split["tables"].append(t2 - t1)

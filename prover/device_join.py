@@ -183,6 +183,18 @@ class DeviceJoinStages:
                                             np.uint32)
         return np.array(tree.nodes.host()[:n], dtype=np.uint32)
 
+    def group_rows(self, com, groups, b: int) -> np.ndarray:
+        """:meth:`prover.stages.HostStages.group_rows` of a resident matrix: its rows
+        gathered by a device kernel when resident, else from its host copy."""
+        tree = getattr(com, "tree", None)
+        if not isinstance(tree, DevTree):
+            return HostStages.group_rows(self, com, groups, b)
+        groups = np.asarray(groups, np.int64)
+        pos = ((groups[:, None] << b) + np.arange(1 << b)[None, :]).reshape(-1)
+        with self.submission_lock():
+            rows = tree._rows_of(pos, True)
+        return np.ascontiguousarray(rows, np.uint32).reshape(groups.size, 1 << b, -1)
+
     def open_batch(self, tree, indices, log_cap: int):
         idx = np.asarray(indices, dtype=np.int64)
         if not isinstance(tree, DevTree):

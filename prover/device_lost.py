@@ -21,14 +21,16 @@ Issue #26: every detected device failure is a slower proof, never a failed or a 
 * **A caught corruption** (``PipelineConfig.recover_corruption``, on under the prover
   unless ``PROVER_ABORT_ON_CORRUPTION=1``).  XCHECK's composition check after R3
   (:func:`xcheck_table`) writes its post-mortem as before; then that table's chain is
-  recomputed on the host (:func:`_recompute_on_host`: its main commitment rebuilt from
-  the trace and checked against the root already in the transcript, its fork rewound to
-  the pristine copy, R1 aux to R3 again on the host) and the proof continues -- once per
-  table per proof: a second failure stops the proof.  A corruption the transcript
-  already absorbed (a wrong main root), or one caught after the join (XCHECK's check of
-  the finished proof, the join's final-polynomial check), cannot be mended table by
-  table: the proof finishes on the host, as for a lost device.  Counted
-  ``corruptions_recovered`` (stats and per site).
+  recomputed on the host (:func:`_recompute_on_host`: its main, aux and parts
+  commitments rebuilt from the trace and each checked against the table's own root --
+  the one whose leaves went into the round's mixed tree --, its fork rewound to the
+  pristine copy, R2 and R3 again on the host) and the proof continues -- once per table
+  per proof: a second failure stops the proof.  A corruption the transcript already
+  absorbed (a wrong main, aux or parts commitment: the mixed caps every fork absorbed,
+  proof format 6), or one caught after the join (XCHECK's check of the finished proof,
+  the join's final-polynomial check), cannot be mended table by table: the proof
+  finishes on the host, as for a lost device.  Counted ``corruptions_recovered`` (stats
+  and per site).
 """
 from __future__ import annotations
 
@@ -205,12 +207,28 @@ def _recompute_on_host(stages, st, i, r1, ch, aux, r2, pristine, commits, failur
     name = shape.name
     report = failure.report or {}
     site = _site_of_report(report)
+    # the table's commitments rebuilt from the trace on the host: each must be the one
+    # the round's mixed tree was built from (the table's own root), else the caps every
+    # fork absorbed are wrong and only the whole proof mends it (proof format 6)
     hs = HostStages()
     main = hs.main_commit(st.traces[i], shape)
     if not np.array_equal(np.asarray(hs.cap(main.tree, st.params.log_cap), np.uint32),
                           np.asarray(commits.main_caps[i], np.uint32)):
         raise CorruptionRestart(name, "r1.main", failure.postmortem,
-                                "the main commitment in the transcript is not the trace's")
+                                "the table's main commitment is not the trace's")
+    r1 = dataclasses.replace(r1, main=r1.main[:i] + (main,) + r1.main[i + 1:])
+    aux2 = r1_aux(i, st, ch, hs, spans)
+    if aux2.aux is not None and not (_same_root(aux2.aux, aux.aux)
+                                     and np.array_equal(aux2.terminal, aux.terminal)):
+        raise CorruptionRestart(name, "r1.aux", failure.postmortem,
+                                "the table's aux commitment is not the trace's")
+    # the fork as it was before the table's passes (the device passes advanced it)
+    ch.forks[i].__dict__.update(copy.deepcopy(pristine[i]).__dict__)
+    r2b = r2_quotient(i, st, r1, ch, aux2, commits.aux_cap, hs, spans)
+    if not _same_root(r2b.parts, r2.parts):
+        raise CorruptionRestart(name, site if site in ("r2", "r2.tree") else "r2",
+                                failure.postmortem,
+                                "the table's quotient parts commitment is not the trace's")
     tst = stages.table(name)
     for h in tst.handles:               # the table's device buffers: suspect, given back
         h.release()
@@ -219,8 +237,6 @@ def _recompute_on_host(stages, st, i, r1, ch, aux, r2, pristine, commits, failur
     tst.tags.clear()
     tst.downgraded = True               # every later stage of the table runs on the host
     tst.recomputed = True
-    # the fork as it was before the table's chain (the device chain advanced it)
-    ch.forks[i].__dict__.update(copy.deepcopy(pristine[i]).__dict__)
     with stats_lock:
         stats.corruptions_recovered += 1
         stats.counters.bump_event(site, "corruptions_recovered")
@@ -228,18 +244,6 @@ def _recompute_on_host(stages, st, i, r1, ch, aux, r2, pristine, commits, failur
                 "post-mortem %s): recomputing the table's chain on the host", name, site,
                 report.get("diverged_stage"), report.get("verdict"), failure.postmortem)
     stages.timeline.instant("recompute", name, site=site)
-    r1 = dataclasses.replace(r1, main=r1.main[:i] + (main,) + r1.main[i + 1:])
-    # the mixed aux and parts trees hold the device's leaves: the host's must be the same
-    # (a corruption before a commit poisoned the caps every fork absorbed)
-    aux2 = r1_aux(i, st, ch, stages, spans)
-    if aux2.aux is not None and not (_same_root(aux2.aux, aux.aux)
-                                     and np.array_equal(aux2.terminal, aux.terminal)):
-        raise CorruptionRestart(name, "r1.aux", failure.postmortem,
-                                "the aux commitment in the transcript is not the trace's")
-    r2b = r2_quotient(i, st, r1, ch, aux2, commits.aux_cap, stages, spans)
-    if not _same_root(r2b.parts, r2.parts):
-        raise CorruptionRestart(name, "r2.quotient", failure.postmortem,
-                                "the quotient parts in the commitment are not the trace's")
     r3 = r3_ood(i, st, r1, ch, aux2, r2b, commits.parts_cap, stages, spans)
     return r1, aux2, r2b, r3
 

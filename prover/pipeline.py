@@ -551,6 +551,8 @@ def _device_proof(st, cfg: PipelineConfig, stats: PipelineStats, spans, logs,
                     r1_i, aux, r2, r3 = xcheck_table(
                         stages, st, i, r1, ch, aux, r2, r3, cfg, pristine,
                         Commits(main_caps, aux_cap, parts_cap), stats, stats_lock, spans)
+                    # the mixed trees open the recomputed (equal) matrices from now on
+                    mains[i], aux_coms[i], parts_coms[i] = r1_i.main[i], aux.aux, r2.parts
                 if failure:
                     raise ProofCancelled(f"{name}: cancelled after another table failed")
                 deeps[i] = r4_deep(i, st, r1_i, ch, aux, r2, r3, stages, spans)
@@ -565,12 +567,14 @@ def _device_proof(st, cfg: PipelineConfig, stats: PipelineStats, spans, logs,
         try:
             _run_all(workers, order, lambda i: guarded(i, aux_pass, keep_resident=True), failure)
             stages.bind(JOIN)
-            aux_tree = mixed_commit(st, [a.aux for a in auxes], stages, spans, "aux")
+            aux_coms = [a.aux for a in auxes]
+            aux_tree = mixed_commit(st, aux_coms, stages, spans, "aux")
             aux_cap = _cap(aux_tree, st.params)
             _run_all(workers, order, lambda i: guarded(i, quotient_pass, keep_resident=True),
                      failure)
             stages.bind(JOIN)
-            parts_tree = mixed_commit(st, [r.parts for r in r2s], stages, spans, "parts")
+            parts_coms = [r.parts for r in r2s]
+            parts_tree = mixed_commit(st, parts_coms, stages, spans, "parts")
             parts_cap = _cap(parts_tree, st.params)
             _run_all(workers, order, lambda i: guarded(i, deep_pass, keep_resident=True), failure)
         except BaseException:

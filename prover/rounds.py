@@ -4,7 +4,7 @@ The driver is backend-agnostic: all heavy work goes through ``stages`` (a
 :class:`prover.stages.HostStages` or a device replacement), and the transcript order is
 fixed by table order -- never by completion order.  After ``r1_challenges`` every table
 works on its own transcript fork and touches nothing of the other tables, so the
-per-table chains r1_aux -> r4_deep (:func:`prove_table`) may run concurrently; the join
+per-table chains r1_aux -> r4_deep (:func:`prove_tables`, three passes) may run concurrently; the join
 runs once, on the main transcript, after all of them, in two halves: :func:`r4_fri` (one
 FRI for all tables, up to the queries; the DQs handed over by :func:`take_quotients`) and
 :func:`r4_open` (every opening at the query positions, :meth:`R4Fri.positions`).
@@ -106,16 +106,22 @@ class R4Deep:
 
 # ---------------------------------------------------------------------------- R1
 
-def mixed_commit(st: Statement, coms: Sequence, stages, spans: Spans | None = None,
+def mixed_commit(st: Statement, coms: list, stages, spans: Spans | None = None,
                  kind: str = "") -> MixedTree | None:
     """One round's commitment: the mixed-height tree (kernels/mmcs.py) over the committed
     matrices ``coms`` (one per table, None for a table without one -- aux), in table
-    order, each at its table's LDE height; None when no table has one."""
-    got = [(sh.log_lde, com) for sh, com in zip(st.shapes, coms) if com is not None]
-    if not got:
+    order, each at its table's LDE height; None when no table has one.  The tree keeps
+    its levels >= PRUNE_LEVELS: an opening rehashes the row groups below them from
+    ``coms[j]`` as it is then (stages.group_rows) -- a caller that replaces a table's
+    matrix by an equal recomputed one (XCHECK's recovery) updates the list."""
+    idx = [j for j, com in enumerate(coms) if com is not None]
+    if not idx:
         return None
     with (spans.span(f"commit_{kind}") if spans is not None and kind else _nullcontext()):
-        return MixedTree.build([h for h, _ in got], [stages.leaf_digests(c) for _, c in got])
+        return MixedTree.build([st.shapes[j].log_lde for j in idx],
+                               [stages.leaf_digests(coms[j]) for j in idx],
+                               rows_of=lambda t, groups, b: stages.group_rows(coms[idx[t]],
+                                                                              groups, b))
 
 
 def _cap(tree: MixedTree | None, params: Params) -> np.ndarray:
@@ -138,7 +144,7 @@ def r1_main(st: Statement, stages, spans: Spans) -> R1Main:
 def r1_main_commit(st: Statement, tr: Transcript, mains, preps, stages,
                    spans: Spans | None = None) -> R1Main:
     """After every table's main commit: the mixed main tree, its cap absorbed."""
-    tree = mixed_commit(st, mains, stages, spans, "main")
+    tree = mixed_commit(st, mains, stages, spans, "main")     # (mains: the caller's list)
     tr.absorb("main_cap", _cap(tree, st.params))
     return R1Main(tr, tuple(mains), tuple(preps), tree)
 

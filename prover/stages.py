@@ -531,6 +531,19 @@ class HostStages:
         """Committed rows of ``com`` at sorted distinct tree positions (uint32[d, w])."""
         return np.ascontiguousarray(com.tree.rows(np.asarray(indices, np.int64)), np.uint32)
 
+    def group_rows(self, com, groups, b: int) -> np.ndarray:
+        """Committed rows of ``com`` in tree-position groups of 2^b (group g: positions
+        g 2^b .. g 2^b + 2^b - 1): uint32[len(groups), 2^b, w] -- what a pruned mixed
+        tree rehashes at an opening (kernels/mmcs.py).  From the held LDE, else evaluated
+        from the coefficients on those cosets alone."""
+        groups = np.asarray(groups, np.int64)
+        src = com._src
+        if src.lde is None and hasattr(src, "group_rows"):
+            return np.ascontiguousarray(src.group_rows(groups, b), np.uint32)
+        pos = ((groups[:, None] << b) + np.arange(1 << b)[None, :]).reshape(-1)
+        rows = com.tree.rows(pos, src.lde if src.lde is not None else None)
+        return np.ascontiguousarray(rows, np.uint32).reshape(groups.size, 1 << b, -1)
+
     def permute(self, states: np.ndarray) -> np.ndarray:
         """Poseidon2 over a batch of states (proof-of-work grinding)."""
         return poseidon2_permute(states)

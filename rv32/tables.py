@@ -102,25 +102,19 @@ def cells_per_row(air) -> int:
 def opening_bytes(air, rows: int, log_blowup: int, num_queries: int = 50) -> float:
     """A table's expected share of a proof (docs/protocol.md section 5), in bytes: its
     opened rows (the expected d distinct rows of q queries x the committed width, 4 bytes
-    an element) and its trees'
-    multiproofs, per tree (main, aux, parts) about q (h - log2 q - 1.3) nodes of 32 bytes
-    for a tree of 2^h leaves (the queries open the top levels completely; fitted on
-    bench/rv32_cells.py --bytes at q = 50: rows + nodes 3-7 % low for tables of 2^10 to
-    2^19 rows, more for the smallest tables).
-    The model behind :func:`choose_slots`' "size" objective."""
+    an element).  Its Merkle nodes are not its own since proof format 6 (one mixed tree
+    per round kind for all tables, whose multiproofs hardly depend on one table's
+    height).  The model behind :func:`choose_slots`' "size" objective."""
     h = max(1, int(rows).bit_length() - 1) + log_blowup
     q = float(num_queries)
     d = (1 << h) * -np.expm1(q * np.log1p(-1.0 / (1 << h)))     # distinct rows of q draws
-    trees = 3 if air.aux_width else 2
-    levels = max(0.0, h - np.log2(q) - 1.3)
-    return 4 * d * cells_per_row(air) + 32 * q * levels * trees
+    return 4 * d * cells_per_row(air)
 
 
 def choose_slots(name: str, items: int, log_blowup: int, objective: str = "size") -> int:
     """The k of ``name``'s menu for ``items`` items (rows = pow2_rows(ceil(items / k))):
     objective "size" (the default) takes the k with the smallest :func:`opening_bytes` --
-    in practice k = 1, as a slot widens every opened row k times and saves only log2 k
-    tree levels; "cells" the k committing the fewest cells (the faster prover, proofs
+    in practice k = 1, as a slot widens every opened row k times; "cells" the k committing the fewest cells (the faster prover, proofs
     up to 1.6 times larger).  Ties to the smaller k."""
     if objective not in ("size", "cells"):
         raise ValueError(f"objective {objective!r}: 'size' or 'cells'")

@@ -2,9 +2,10 @@
 
 With XCHECK on, a corruption its composition check catches after R3 writes the
 post-mortem as before, then that table's chain is recomputed on the host and the proof
-goes on; one a per-table recomputation cannot mend (a wrong main root already in the
-transcript; one caught after the join, by XCHECK's proof check or the join's own
-final-polynomial check) finishes the proof on the host.  Always the host proof's bytes,
+goes on; one a per-table recomputation cannot mend (a wrong main, aux or parts commitment
+already in the mixed trees whose caps the transcript absorbed -- proof format 6; one
+caught after the join, by XCHECK's proof check or the join's own final-polynomial check)
+finishes the proof on the host.  Always the host proof's bytes,
 counted ``corruptions_recovered``; at most one recomputation per table per proof;
 ``PROVER_ABORT_ON_CORRUPTION=1`` keeps the stop (``XcheckFailure``: the CLI's exit 4, no
 proof).  emu through ``Prover.prove_airs``, sim (one 8-row table) and the strict stand-in.
@@ -50,9 +51,8 @@ def _reports(tmp_path) -> list:
     return [json.loads(p.read_text()) for p in sorted(tmp_path.iterdir())]
 
 
-@pytest.mark.parametrize("spec,site", [("corrupt@r2:1,seed=1", "r2"),
-                                       ("corrupt-input@r3:1,seed=1", "r3"),
-                                       ("corrupt-input@r1.aux:1,seed=1", "r1.aux")])
+@pytest.mark.parametrize("spec,site", [("corrupt-input@r3:1,seed=1", "r3"),
+                                       ("corrupt-input@r3:1,seed=2", "r3")])
 def test_xcheck_corruption_recomputes_the_table_on_the_host(lookup, monkeypatch, tmp_path,
                                                             caplog, spec, site):
     airs, traces, pvs, host = lookup
@@ -73,6 +73,8 @@ def test_xcheck_corruption_recomputes_the_table_on_the_host(lookup, monkeypatch,
 
 
 @pytest.mark.parametrize("spec,site", [("corrupt@r1.main:1", "r1.main"),
+                                       ("corrupt-input@r1.aux:1,seed=1", "r1.aux"),
+                                       ("corrupt@r2:1,seed=1", "r2"),
                                        ("corrupt@r4.fri:1", "r4.fri"),
                                        ("corrupt-input@r4.open:1", "r4.open")])
 def test_corruption_the_table_cannot_mend_finishes_on_the_host(lookup, monkeypatch, tmp_path,
@@ -83,7 +85,7 @@ def test_corruption_the_table_cannot_mend_finishes_on_the_host(lookup, monkeypat
     d = r.stats.counters["device"]
     # after the join the site is the one the verifier's error points at (a corrupted
     # opening can surface as a proof-of-work or FRI error): r4.fri or r4.open
-    sites = {site} if site == "r1.main" else {"r4.fri", "r4.open"}
+    sites = {site} if site in ("r1.main", "r1.aux", "r2") else {"r4.fri", "r4.open"}
     assert d["corruptions_recovered"] == 1
     assert sum(d["recovered_by_site"][s]["corruptions_recovered"] for s in sites) == 1
     assert d["host_completion"]["reason"] == "corruption"
@@ -132,7 +134,7 @@ def test_recovered_on_the_simulator(monkeypatch):
     proof, stats = run_pipeline(_statement(airs, traces, pvs),
                                 PipelineConfig(backend="sim", workers=1, xcheck=True,
                                                recover_corruption=True,
-                                               faults=parse_faults("corrupt@r2:1,seed=1")))
+                                               faults=parse_faults("corrupt-input@r3:1,seed=1")))
     assert proof == prove(traces, airs, pvs, FAST)
     assert stats.corruptions_recovered == 1 and stats.host_completion is None
 
