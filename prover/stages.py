@@ -237,7 +237,13 @@ class HostStages:
         return aux, u
 
     def aux_commit(self, aux: np.ndarray, shape: TableShape) -> Committed:
-        return self._commit_columns(np.ascontiguousarray(aux.T), shape)
+        """LDE and commit the LogUp columns; the LDE is released at once, as the main
+        trace's: every table commits its aux before any table's R2 reads it (proof
+        format 6's barrier), so holding them would keep every table's aux LDE alive
+        together."""
+        com = self._commit_columns(np.ascontiguousarray(aux.T), shape)
+        com.release()
+        return com
 
     def _commit_columns(self, evals_T: np.ndarray, shape: TableShape) -> Committed:
         coeffs = intt(evals_T)
