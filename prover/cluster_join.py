@@ -1,17 +1,19 @@
-"""The join of a sharded proof on the coordinator (proof format 3, :mod:`prover.cluster`):
-the tables' trees stay on the workers, the coordinator folds one FRI over the DQs they
-sent and asks the workers for the openings.
+"""The coordinator's side of a sharded proof (proof format 6, :mod:`prover.cluster`): the
+tables' committed matrices stay on the workers; the coordinator builds the three
+mixed-height trees (main, aux, parts) over the leaf digests the workers send, folds one
+FRI over their DQs and asks the workers for their rows at the query positions.
 
 * :class:`_TreeRef` -- a table tree held by a worker, as the coordinator sees it: which
-  table and tree, and its cap.
-* :func:`_table_step` -- the per-table work on a worker after the fork: the chain up to
-  the DEEP quotient (:func:`prover.rounds.prove_table`).
+  table and tree, and its own cap.
+* :func:`mixed_tree` -- a round's mixed-height tree over the leaf digests the workers
+  sent (the same cap and multiproofs as one machine's :func:`prover.rounds.mixed_commit`).
 * :class:`_JoinStages` -- the coordinator's stages for the join: host stages for the FRI,
-  while a :class:`_TreeRef`'s cap and openings come from the worker holding the tree.
+  while a :class:`_TreeRef`'s rows come from the worker holding the tree.
 * :func:`_join` -- the join itself: :func:`prover.rounds.r4_fri` (the one FRI, up to the
   queries), then every table's openings launched on the workers at once
   (:meth:`_JoinStages.prefetch`, at :meth:`prover.rounds.R4Fri.positions`), then
-  :func:`prover.rounds.r4_open`.  The same functions as one machine: the same bytes.
+  :func:`prover.rounds.r4_open` with the mixed trees' multiproofs.  The same functions as
+  one machine: the same bytes.
 """
 from __future__ import annotations
 
@@ -23,33 +25,46 @@ import numpy as np
 @dataclass(frozen=True)
 class _TreeRef:
     """A table tree held by a worker, as the coordinator's join sees it: which table and
-    tree, and its cap (computed in the worker when its chain ended)."""
+    tree, and its own cap (computed in the worker when it committed the matrix)."""
     table: int
     name: str
     log_cap: int
     cap: np.ndarray
 
 
-def _table_step(i: int, st, r1, ch, stages, spans):
-    """The per-table work of a sharded proof, on a worker, after the fork (proof format
-    v3): the table's chain R1 aux .. its DEEP quotient -> its :class:`prover.rounds.R4Deep`
-    (the trees stay on the worker; the FRI and the queries are the join's)."""
-    from .rounds import prove_table
-    return prove_table(i, st, r1, ch, stages, spans)
+def mixed_tree(st, leaves, spans=None, kind: str = ""):
+    """One round's mixed-height tree on the coordinator (as :func:`prover.rounds.
+    mixed_commit` on one machine): over the leaf digests ``leaves`` the workers sent
+    (uint32[N_t, 8] per table, None for a table without that matrix -- aux), in table
+    order, each at its table's LDE height; None when no table has one.  Every level is
+    kept (prune 0): the coordinator holds the leaf digests, not the rows a pruned tree
+    rehashes at an opening; the cap and the multiproofs are those of any pruning."""
+    from contextlib import nullcontext
+    from ..kernels.mmcs import MixedTree
+    got = [(sh.log_lde, lv) for sh, lv in zip(st.shapes, leaves) if lv is not None]
+    if not got:
+        return None
+    with (spans.span(f"commit_{kind}") if spans is not None and kind else nullcontext()):
+        return MixedTree.build([h for h, _ in got],
+                               [np.ascontiguousarray(lv, np.uint32) for _, lv in got], prune=0)
+
+
+_NO_NODES = np.zeros((0, 8), np.uint32)
 
 
 class _JoinStages:
     """The coordinator's stages for the join (:func:`prover.rounds.r4_fri`,
     :func:`prover.rounds.r4_open`): host stages for the FRI over the tables' DQs, except
-    that ``cap`` / ``open_batch`` on a :class:`_TreeRef` answer from the worker that holds
-    the tree: the cap it sent, and the openings of ``opener({table: indices})`` (one piece
-    per table opening all its trees; :meth:`prefetch` launches every table's at once)."""
+    that ``open_batch`` on a :class:`_TreeRef` answers from the worker that holds the
+    tree: the rows of ``opener({table: indices})`` (one piece per table opening all its
+    trees' rows; :meth:`prefetch` launches every table's at once) and no nodes (format 6:
+    the nodes are the mixed trees', built here); ``cap`` on one is the cap it carries."""
 
     def __init__(self, opener):
         from .stages import HostStages
         self._host = HostStages()
-        self._opener = opener              # {table: indices} -> {table: {tree: (rows, nodes)}}
-        self._opened: dict = {}            # table -> (indices, {tree: (rows, nodes)})
+        self._opener = opener              # {table: indices} -> {table: (indices, {tree: rows})}
+        self._opened: dict = {}            # table -> (indices, {tree: rows or None})
 
     def __getattr__(self, name):           # fri_input, fri_commit_layer, fri_fold, permute ...
         return getattr(self._host, name)
@@ -77,18 +92,19 @@ class _JoinStages:
         if held is None or not np.array_equal(held[0], idx):    # not prefetched: this table now
             self.prefetch({tree.table: idx})
             held = self._opened[tree.table]
-        return held[1][tree.name]
+        return held[1][tree.name], _NO_NODES
 
 
-def _join(st, ch, tr, deeps, dqs, stages: _JoinStages, spans) -> bytes:
+def _join(st, ch, tr, deeps, dqs, stages: _JoinStages, spans, mixed) -> bytes:
     """The coordinator's join of a sharded proof: the main transcript ``tr`` (after the
     LogUp challenges), the tables' records and their DQs (:func:`prover.rounds.
     take_quotients` of the R4Deeps the workers sent: DQs from the object store, trees as
-    :class:`_TreeRef`) -> the encoded proof: one FRI over all tables up to the queries,
-    then every table's openings launched at once on the workers, then the proof's
-    openings (through ``stages``, a :class:`_JoinStages`)."""
+    :class:`_TreeRef`), the three mixed trees (:class:`prover.rounds.Mixed`, built here)
+    -> the encoded proof: one FRI over all tables up to the queries, then every table's
+    row openings launched at once on the workers, then the proof's openings (through
+    ``stages``, a :class:`_JoinStages`; the mixed multiproofs from ``mixed``)."""
     from ..verifier.proof_format import encode
     from .rounds import r4_fri, r4_open
     fri = r4_fri(st, tr, deeps, dqs, stages, spans)
     stages.prefetch({d.index: fri.positions(s.log_lde) for d, s in zip(deeps, st.shapes)})
-    return encode(r4_open(st, ch, deeps, fri, stages, spans))
+    return encode(r4_open(st, ch, deeps, fri, stages, spans, mixed))

@@ -1,14 +1,29 @@
 """Cluster mode, one block with its tables sharded (:meth:`prover.cluster.ClusterProver.
-prove_sharded`): the coordinator executes the block and puts each table's trace in Ray's
-object store; the workers commit the main traces (R1) and keep each table's state; the
-coordinator absorbs the main caps in table order and draws the LogUp challenges; each
-worker runs its tables' chains on their forks to the DEEP quotient and sends the DQs
-back, keeping the trees; the coordinator runs the join (:mod:`prover.cluster_join`: one
-FRI, then every table's openings by the worker holding its trees), encodes the proof and
-self-checks it.  The same bytes as one machine.  A program run (:func:`prove_program_sharded`)
-goes the same way: the coordinator runs it and builds its tables, the workers rebuild its
-AIRs from a :class:`prover.program_prover.ProgramAirs` (the program, the input, the
-claimed output, the slots) instead of a ROM.
+prove_sharded`), proof format 6: the coordinator executes the block and puts each
+table's trace in Ray's object store; each table then goes through five pieces on the
+worker holding its state (:mod:`prover.cluster_worker`), with the coordinator's barriers
+between them:
+
+  main_commit  R1: the table's main commit -> its main leaf digests (and own cap);
+               the coordinator builds the mixed main tree (table order), absorbs its
+               cap, draws the LogUp challenges, forks
+  aux          the LogUp running sums committed -> the aux leaf digests (or None);
+               the coordinator builds the mixed aux tree, its cap
+  quotient     R2 on the table's fork (the mixed aux cap, the terminal, alpha) -> the
+               parts' leaf digests; the coordinator builds the mixed parts tree, its cap
+  prove_table  R3 (the fork absorbs the mixed parts cap) and the DEEP quotient -> the
+               table's R4Deep, its DQ through the object store, its trees kept
+  open_table   (inside the join, after the coordinator's one FRI) the table's rows at
+               the query positions
+
+and the coordinator encodes the proof (the mixed trees' multiproofs its own) and
+self-checks it.  The same bytes as one machine.  A worker that lost a table's state
+recomputes it from the trace, replaying its fork with the mixed caps every later piece
+is sent, and checks each recomputed matrix's own cap against the one the coordinator
+kept.  A program run (:func:`prove_program_sharded`) goes the same way: the coordinator
+runs it and builds its tables, the workers rebuild its AIRs from a
+:class:`prover.program_prover.ProgramAirs` (the program, the input, the claimed output,
+the slots) instead of a ROM.
 """
 from __future__ import annotations
 
@@ -18,7 +33,7 @@ import uuid
 
 import numpy as np
 
-from .cluster_join import _join, _JoinStages
+from .cluster_join import _join, _JoinStages, mixed_tree
 from .cluster_pool import WorkerPool, _downgrades, _Piece, _sum_recovery
 from .stats import ProofStats, peak_rss_bytes, table_stats
 
@@ -79,7 +94,7 @@ def _sharded(pool: WorkerPool, airs, traces, pvs, source, cycles: int, phases: d
     from ..verifier.protocol import absorb_statement
     from ..verifier.transcript import Transcript
     from .prove import prepare
-    from .rounds import R1Challenges, R1Main, r1_challenges, take_quotients
+    from .rounds import Mixed, R1Challenges, R1Main, _cap, r1_challenges, take_quotients
     from .spans import Spans
     from .stages import HostStages
     ray = pool._ray
@@ -100,64 +115,94 @@ def _sharded(pool: WorkerPool, airs, traces, pvs, source, cycles: int, phases: d
     devs: list = []
     live = pool._live() or [pool._least_busy()]
     try:
-        # R1 on the workers: main commits, state kept per table
+        # R1 on the workers: main commits (their leaf digests back), state kept per table
         pieces = [_Piece(live[i % len(live)], "main_commit",
                          (job, i, rom_ref, refs[i], params, shapes), i) for i in range(n)]
-        caps = [None] * n
+        leaves = [None] * n
+        known = [{} for _ in range(n)]     # per table: its own caps, the mixed aux/parts caps
         where = [None] * n
-        for p, (cap, rec_, _) in pool._gather(pieces, timeout):
-            caps[p.tag], where[p.tag] = cap, p.worker
+        for p, (lv, cap, rec_, _) in pool._gather(pieces, timeout):
+            leaves[p.tag], known[p.tag]["main"], where[p.tag] = lv, cap, p.worker
             records.extend(rec_)
-        # the coordinator: statement, caps in table order, LogUp challenges, forks
+            moved += int(lv.nbytes)
+        # the coordinator: statement, the mixed main tree (table order), its cap, the
+        # LogUp challenges, the forks
         spans = Spans()
         tr = Transcript()
         absorb_statement(tr, st.params, st.airs, st.shapes, st.public_values)
-        for cap in caps:
-            tr.absorb("main_cap", cap)
+        main_tree = mixed_tree(st, leaves, spans, "main")
+        del leaves
+        tr.absorb("main_cap", _cap(main_tree, params))       # as rounds.r1_main_commit
         ch = r1_challenges(st, R1Main(tr, (), ()), spans, HostStages().permute)
         chis = [R1Challenges(ch.challenges,
                              tuple(f if j == i else None for j, f in enumerate(ch.forks)),
                              ch.logup_nonce) for i in range(n)]
-        # every table's chain to its DEEP quotient, on the worker holding its R1 state
-        # (else the least busy one); the DQs come back through the object store
-        live = set(pool._live())
-        pieces = [_Piece(where[i] if where[i] in live else pool._least_busy(), "prove_table",
-                         (job, i, rom_ref, refs[i], pv, params, shapes, caps[i], chis[i]), i)
-                  for i in range(n)]
+
+        def run(method: str):
+            """Every table's piece ``method`` on the worker holding its state (else the
+            least busy one) -> (table, the piece's value) as they finish."""
+            nonlocal recomputed
+            live = set(pool._live())
+            ps = [_Piece(where[i] if where[i] in live else pool._least_busy(), method,
+                         (job, i, rom_ref, refs[i], pv, params, shapes, chis[i],
+                          dict(known[i])), i) for i in range(n)]
+            for p, value in pool._gather(ps, timeout):
+                where[p.tag] = p.worker
+                records.extend(value[-3])
+                recomputed += int(value[-2])
+                yield p.tag, value
+
+        def mixed(method: str, kind: str):
+            """Every table's piece ``method`` committing its ``kind`` matrix -> the mixed
+            tree over their leaf digests (table order; None when no table has one)."""
+            nonlocal moved
+            got = [None] * n
+            for i, (lv, cap, *_) in run(method):
+                got[i], known[i][kind] = lv, cap
+                moved += 0 if lv is None else int(lv.nbytes)
+            return mixed_tree(st, got, spans, kind)
+
+        # the two barriers after the fork: every aux commit before any fork absorbs the
+        # mixed aux cap, every parts commit before any fork absorbs the mixed parts cap
+        aux_tree = mixed("aux", "aux")
+        aux_cap = _cap(aux_tree, params)
+        for k in known:
+            k["aux_cap"] = aux_cap
+        parts_tree = mixed("quotient", "parts")
+        parts_cap = _cap(parts_tree, params)
+        for k in known:
+            k["parts_cap"] = parts_cap
+        # every table's R3 and DEEP quotient; the DQs come back through the object store
         deeps = [None] * n
-        for p, (deep, rec_, redo, _) in pool._gather(pieces, timeout):
-            deeps[p.tag], where[p.tag] = deep, p.worker
-            records.extend(rec_)
-            recomputed += int(redo)
+        for i, (deep, *_) in run("prove_table"):
+            deeps[i] = deep
             moved += int(deep.dq.nbytes)
         deeps, dqs = take_quotients(deeps)     # the FRI takes the DQs, the openings the rest
-        tree_caps = [{m: (None if r is None else r.cap) for m, r in d.trees.items()}
-                     for d in deeps]
 
         def opener(wanted: dict) -> dict:
             """Open the tables of ``wanted`` ({table: indices}) on the workers that
-            hold their trees (a dead one's tables recomputed elsewhere)."""
+            hold their trees (a dead one's tables recomputed elsewhere): rows only."""
             nonlocal recomputed, moved
             live = set(pool._live())
             ps = [_Piece(where[i] if where[i] in live else pool._least_busy(), "open_table",
-                         (job, i, idx, rom_ref, refs[i], pv, params, shapes, tree_caps[i],
-                          chis[i]), i) for i, idx in wanted.items()]
+                         (job, i, idx, rom_ref, refs[i], pv, params, shapes, chis[i],
+                          dict(known[i])), i) for i, idx in wanted.items()]
             out = {}
             for p, (opened, rec_, redo, dev, _) in pool._gather(ps, timeout):
                 out[p.tag] = (wanted[p.tag], opened)
                 where[p.tag] = p.worker
                 records.extend(rec_)
                 recomputed += int(redo)
-                moved += sum(int(a.nbytes) for o in opened.values() if o is not None
-                             for a in o)
+                moved += sum(int(o.nbytes) for o in opened.values() if o is not None)
                 if dev is not None:
                     devs.append(dev)
             return out
 
         # the join on the coordinator: one FRI over every table's DQ, the queries, the
-        # openings (by the workers holding the trees)
+        # rows (from the workers holding the trees), the mixed trees' multiproofs
         with pool.local._phase("join", phases):
-            proof = _join(st, ch, tr, deeps, dqs, _JoinStages(opener), spans)
+            proof = _join(st, ch, tr, deeps, dqs, _JoinStages(opener), spans,
+                          Mixed(main_tree, aux_tree, parts_tree))
         records.extend(spans.stats.records)
         del deeps, dqs
     finally:

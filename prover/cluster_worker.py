@@ -1,25 +1,32 @@
 """Cluster mode's worker side (:mod:`prover.cluster`): one Ray actor per worker, a warm
 :class:`prover.api.Prover` for whole blocks and programs and, for sharded proofs (a
 block's AIRs rebuilt from its ROM, a program's from its
-:class:`prover.program_prover.ProgramAirs`), each table's state
-between its pieces -- its R1 main commit, its chain to the DEEP quotient (the DQ sent
-back, the trees kept), its openings at the join's query positions.  Every piece is
-deterministic: a worker without a table's state (restarted, or not the table's worker)
-recomputes it from the trace in the object store and checks the caps against the ones
-already absorbed.
+:class:`prover.program_prover.ProgramAirs`), each table's state between its pieces
+(proof format 6): ``main_commit`` (R1: the main leaf digests sent for the mixed main
+tree), ``aux`` (the LogUp running sums committed: the aux leaf digests), ``quotient``
+(R2 on the table's fork after the mixed aux cap: the parts' leaf digests),
+``prove_table`` (R3 after the mixed parts cap, the DEEP quotient: the DQ sent back, the
+trees kept), ``open_table`` (the table's rows at the join's query positions).  Every
+piece is deterministic: a worker without a table's state (restarted, or not the table's
+worker) recomputes it from the trace in the object store, replaying the fork with the
+mixed caps it is sent, and checks each recomputed matrix's own cap against the one the
+coordinator built its mixed tree with.
 """
 from __future__ import annotations
 
+import copy
 import copyreg
 import dataclasses
 import os
 import signal
 import time
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 
 from .api import Prover, ProverConfig
-from .cluster_join import _table_step, _TreeRef
+from .cluster_join import _TreeRef
 from .errors import ClusterError, ProofSelfCheckFailure
 
 
@@ -141,22 +148,21 @@ class _Worker:
                                               estimate_bytes(shape, params.num_queries))
         return stages
 
-    def _commit(self, i: int, rom, trace, params, shapes, tl=None):
-        """R1 of table i on new stages -> (stages, Committed, preprocessed LDE, span
-        records, main cap)."""
-        from contextlib import nullcontext
+    # -- sharded: one table's state through its pieces ---------------------------------
+    def _commit(self, i: int, airs, trace, params, shapes, tl=None):
+        """R1 of table i on new stages -> (its :class:`_Table` at level 1, span records)."""
         from .spans import Spans
-        air = _airs_of(rom, shapes, params)[i]
         stages, spans = self._stages(shapes[i], params, tl), Spans()
-        device = getattr(stages, "mem", None)
-        with (device.stream_scope() if device is not None else nullcontext()):
-            if device is not None:
-                stages.bind(shapes[i].name)
-            with spans.span("r1_main", air.name):
-                com = stages.main_commit(np.asarray(trace), shapes[i])
-                prep = stages.prep_lde(air, shapes[i])
-            cap = np.asarray(stages.cap(com.tree, params.log_cap), np.uint32)
-        return stages, com, prep, spans.stats.records, cap
+        t = _Table(shapes[i].name, stages, None, None)
+        try:
+            with _scope(stages, t.name):
+                with spans.span("r1_main", airs[i].name):
+                    t.com = stages.main_commit(np.asarray(trace), shapes[i])
+                    t.prep = stages.prep_lde(airs[i], shapes[i])
+        except BaseException:
+            t.release()
+            raise
+        return t, spans.stats.records
 
     @staticmethod
     def _timeline(on: bool):
@@ -173,131 +179,180 @@ class _Worker:
             stages.timeline = stages.recovery.timeline = tl or Timeline(enabled=False)
 
     def main_commit(self, job: str, i: int, rom, trace, params, shapes, timeline: bool = False):
-        """R1 of table i -> (main cap, span records, timeline events or None)."""
+        """R1 of table i -> (its main leaf digests uint32[N, 8] for the mixed main tree,
+        its own main cap, span records, timeline events or None)."""
         _maybe_die(self.fault, self.fault_dir, f"main_commit:{i}")
         rom, trace = _writable(rom), _writable(trace)
         tl = self._timeline(timeline)
-        stages, com, prep, records, cap = self._commit(i, rom, trace, params, shapes, tl)
-        self._piece_timeline(stages, None)                     # this piece's events end here
-        self.state[(job, i)] = ("r1", com, prep, stages)
-        return cap, records, tl.to_json()["traceEvents"] if tl else None
+        stale = self.state.pop((job, i), None)          # an earlier run's, superseded
+        if stale is not None:
+            stale.release()
+        t, records = self._commit(i, _airs_of(rom, shapes, params), trace, params, shapes, tl)
+        try:
+            with _scope(t.stages, t.name):
+                leaves, cap = t.leaves_and_cap(t.com, params.log_cap)
+        except BaseException:
+            t.release()
+            raise
+        self._piece_timeline(t.stages, None)            # this piece's events end here
+        self.state[(job, i)] = t
+        return leaves, cap, records, tl.to_json()["traceEvents"] if tl else None
 
-    def _chain(self, job: str, i: int, rom, trace, public_values, params, shapes, main_cap,
-               ch, tl, held_chain: bool = True):
-        """Table i's chain after the fork up to its DEEP quotient, from the R1 state this
-        worker holds, else recomputed from the trace (a restarted worker, or not the
-        table's worker) -> (stages, R4Deep, span records, recomputed?).  A table whose
-        chain this worker already ran is returned as held (its DQ already sent: None)
-        if ``held_chain``, else recomputed."""
-        from contextlib import nullcontext
-        from .rounds import R1Main, Statement
+    def _advance(self, job: str, i: int, target: int, rom, trace, public_values, params,
+                 shapes, ch, known: dict, tl, opening: bool = False):
+        """Table i's state at level ``target`` (:class:`_Table`: 1 main commit, 2 aux,
+        3 quotient, 4 DEEP quotient) -> (the table, span records, recomputed?).  Starts
+        from the state this worker holds if it is not past what this piece starts from
+        (``target - 1``; an ``opening`` takes a held level 4), else from the
+        trace (a restarted worker, or not the table's worker: the state is rebuilt,
+        deterministically).  Every level the coordinator has already seen is checked
+        against ``known`` (the table's own main / aux / parts caps); the mixed aux and
+        parts caps there replay the fork.  On an error the table's state is released."""
+        from .rounds import R1Main, Statement, r1_aux, r2_quotient, r3_ood, r4_deep
         from .spans import Spans
-        held = self.state.pop((job, i), None)
-        if held is not None and held[0] == "deep":
-            if held_chain:
-                self._piece_timeline(held[1], tl)
-                return held[1], held[2], [], False
-            if hasattr(held[1], "mem"):              # the chain again (its DQ is gone)
-                held[1].release_table(shapes[i].name)
-            held = None
-        records: list = []
-        recomputed = held is None
-        if recomputed:      # this worker restarted, or the table's worker is gone: redo R1
-            stages, com, prep, records, cap = self._commit(i, rom, trace, params, shapes, tl)
-            if not np.array_equal(cap, np.asarray(main_cap, np.uint32)):
-                if hasattr(stages, "mem"):
-                    stages.release_table(shapes[i].name)
-                raise ClusterError(f"table {i}: the recomputed main cap differs")  # pragma: no cover
-        else:
-            _, com, prep, stages = held
+        start = _DEEP if opening else target - 1
+        t = self.state.pop((job, i), None)
+        if t is not None and t.level > start:           # past this piece's start: redo
+            t.release()
+            t = None
         airs = tuple(_airs_of(rom, shapes, params))
+        records: list = []
+        recomputed = t is None or t.level < start
+        lc = params.log_cap
+        if t is None:       # this worker restarted, or the table's worker is gone: redo R1
+            t, records = self._commit(i, airs, trace, params, shapes, tl)
+            try:
+                with _scope(t.stages, t.name):
+                    t.check("main", t.stages.cap(t.com.tree, lc), known, i)
+            except BaseException:
+                t.release()
+                raise
         n = len(airs)
         st = Statement(airs, tuple(trace if j == i else None for j in range(n)),
                        tuple(tuple(int(v) for v in pv) for pv in public_values), params,
                        tuple(shapes))
-        r1 = R1Main(None, tuple(com if j == i else None for j in range(n)),
-                    tuple(prep if j == i else None for j in range(n)))
         spans = Spans()
-        device = getattr(stages, "mem", None)
-        self._piece_timeline(stages, tl)
+        self._piece_timeline(t.stages, tl)
         try:
-            with (device.stream_scope() if device is not None else nullcontext()):
-                if device is not None:
-                    stages.bind(shapes[i].name)
-                with spans.span("table", airs[i].name):
-                    deep = _table_step(i, st, r1, ch, stages, spans)
+            with _scope(t.stages, t.name), spans.span("table", airs[i].name):
+                r1 = R1Main(None, tuple(t.com if j == i else None for j in range(n)),
+                            tuple(t.prep if j == i else None for j in range(n)))
+                stages = t.stages
+                while t.level < target:
+                    seen = t.level < start           # the coordinator has this level's result
+                    if t.level == 1:
+                        t.aux = r1_aux(i, st, ch, stages, spans)
+                        if seen:
+                            t.check("aux", None if t.aux.aux is None
+                                    else stages.cap(t.aux.aux.tree, lc), known, i)
+                    elif t.level == 2:
+                        t.ch = copy.deepcopy(ch)     # this worker's copy of the table's fork
+                        t.r2 = r2_quotient(i, st, r1, t.ch, t.aux, known["aux_cap"], stages,
+                                           spans)
+                        if seen:
+                            t.check("parts", stages.cap(t.r2.parts.tree, lc), known, i)
+                    else:
+                        r3 = r3_ood(i, st, r1, t.ch, t.aux, t.r2, known["parts_cap"], stages,
+                                    spans)
+                        t.deep = r4_deep(i, st, r1, t.ch, t.aux, t.r2, r3, stages, spans)
+                        t.com = t.prep = t.r2 = None    # the trees stay in t.deep
+                        t.aux = dataclasses.replace(t.aux, aux=None)
+                        if seen:                     # its DQ was sent already
+                            _release_dq(t.deep.dq)
+                            t.deep = dataclasses.replace(t.deep, dq=None)
+                    t.level += 1
         except BaseException:
-            if device is not None:
-                stages.release_table(shapes[i].name)
+            t.release()
             raise
-        return stages, deep, records + spans.stats.records, recomputed
+        return t, records + spans.stats.records, recomputed
 
-    def prove_table(self, job: str, i: int, rom, trace, public_values, params, shapes,
-                    main_cap, ch, timeline: bool = False):
-        """Table i's chain on its fork, up to its DEEP quotient -> (the table's R4Deep with
-        its DQ as a host array and its trees replaced by :class:`_TreeRef` proxies that
-        carry their caps, span records, recomputed?, timeline events or None).  The
-        trees (resident on a device backend) stay here for :meth:`open_table`."""
-        _maybe_die(self.fault, self.fault_dir, f"prove_table:{i}")
+    def _step_piece(self, key: str, job: str, i: int, target: int, rom, trace, public_values,
+                    params, shapes, ch, known, timeline: bool, result):
+        """A piece that takes table i to level ``target`` and returns ``result(t)`` (what
+        the coordinator needs of it) -> (*result, span records, recomputed?, timeline
+        events or None); the table's state is kept here for its next piece."""
+        _maybe_die(self.fault, self.fault_dir, f"{key}:{i}")
         rom, trace = _writable(rom), _writable(trace)
         tl = self._timeline(timeline)
-        stages, deep, records, recomputed = self._chain(job, i, rom, trace, public_values,
-                                                        params, shapes, main_cap, ch, tl,
-                                                        held_chain=False)
-        dq = deep.dq
-        if not isinstance(dq, np.ndarray):     # a device DQ: to the host, then released
-            from .device_stages import _host_of
-            host = np.array(_host_of(dq), dtype=np.uint32)
-            dq.h.release()
-            dq = host
-        deep = dataclasses.replace(deep, dq=None)
-        self.state[(job, i)] = ("deep", stages, deep)
-        self._piece_timeline(stages, None)
-        refs = {name: (None if tree is None else
-                       _TreeRef(i, name, params.log_cap,
-                                np.asarray(stages.cap(tree, params.log_cap), np.uint32)))
-                for name, tree in deep.trees.items()}
-        out = dataclasses.replace(deep, dq=np.ascontiguousarray(dq, np.uint32), trees=refs)
-        return out, records, recomputed, tl.to_json()["traceEvents"] if tl else None
+        t, records, recomputed = self._advance(job, i, target, rom, trace, public_values,
+                                               params, shapes, ch, known, tl)
+        try:
+            with _scope(t.stages, t.name):
+                out = result(t)
+        except BaseException:
+            t.release()
+            raise
+        self._piece_timeline(t.stages, None)
+        self.state[(job, i)] = t
+        return (*out, records, recomputed, tl.to_json()["traceEvents"] if tl else None)
+
+    def aux(self, job: str, i: int, rom, trace, public_values, params, shapes, ch, known,
+            timeline: bool = False):
+        """Table i's LogUp running sums committed (R1 aux; ``ch``: the LogUp challenges
+        and the table's fork) -> (its aux leaf digests for the mixed aux tree and its own
+        aux cap, both None without interactions; span records, recomputed?, timeline
+        events or None)."""
+        def result(t):
+            if t.aux.aux is None:
+                return None, None
+            return t.leaves_and_cap(t.aux.aux, params.log_cap)
+        return self._step_piece("aux", job, i, _AUX, rom, trace, public_values, params,
+                                shapes, ch, known, timeline, result)
+
+    def quotient(self, job: str, i: int, rom, trace, public_values, params, shapes, ch,
+                 known, timeline: bool = False):
+        """Table i's R2 on its fork (which absorbs the mixed aux cap ``known["aux_cap"]``,
+        the terminal, alpha): the quotient parts committed -> (their leaf digests for the
+        mixed parts tree, its own parts cap, span records, recomputed?, timeline events or
+        None)."""
+        return self._step_piece("quotient", job, i, _QUOTIENT, rom, trace, public_values,
+                                params, shapes, ch, known, timeline,
+                                lambda t: t.leaves_and_cap(t.r2.parts, params.log_cap))
+
+    def prove_table(self, job: str, i: int, rom, trace, public_values, params, shapes, ch,
+                    known, timeline: bool = False):
+        """Table i's R3 (its fork absorbs the mixed parts cap ``known["parts_cap"]``) and
+        DEEP quotient -> (the table's R4Deep with its DQ as a host array and its trees
+        replaced by :class:`_TreeRef` proxies that carry their own caps, span records,
+        recomputed?, timeline events or None).  The trees (resident on a device backend)
+        stay here for :meth:`open_table`."""
+        def result(t):
+            dq, t.deep = _host_dq(t.deep.dq), dataclasses.replace(t.deep, dq=None)
+            refs = {name: (None if tree is None else
+                           _TreeRef(i, name, params.log_cap,
+                                    np.asarray(t.stages.cap(tree, params.log_cap), np.uint32)))
+                    for name, tree in t.deep.trees.items()}
+            return (dataclasses.replace(t.deep, dq=np.ascontiguousarray(dq, np.uint32),
+                                        trees=refs),)
+        return self._step_piece("prove_table", job, i, _DEEP, rom, trace, public_values,
+                                params, shapes, ch, known, timeline, result)
 
     def open_table(self, job: str, i: int, indices, rom, trace, public_values, params,
-                   shapes, caps, ch, timeline: bool = False):
-        """Open table i's trees at ``indices`` (the join's query positions at its height)
-        -> ({"main"/"aux"/"parts": (rows, multiproof nodes) or None}, span records,
-        recomputed?, device record or None, timeline events or None).  Without the
-        table's trees here (this worker restarted, or the table's worker is gone) the
-        whole chain is recomputed first from the trace (deterministic: the caps are
-        checked against ``caps``, the ones the proof carries).  The table's state is
-        released afterwards."""
-        from contextlib import nullcontext
+                   shapes, ch, known, timeline: bool = False):
+        """Table i's committed rows at ``indices`` (the join's query positions at its
+        height) -> ({"main"/"aux"/"parts": rows or None}, span records, recomputed?,
+        device record or None, timeline events or None); format 6 sends no table tree's
+        nodes (the mixed trees' are the coordinator's).  Without the table's trees here
+        (this worker restarted, or the table's worker is gone) its whole chain is
+        recomputed first from the trace (deterministic: every own cap is checked against
+        ``known``, the ones the coordinator's mixed trees were built with).  The table's
+        state is released afterwards."""
         from .spans import Spans
         _maybe_die(self.fault, self.fault_dir, f"open_table:{i}")
         rom, trace = _writable(rom), _writable(trace)
         tl = self._timeline(timeline)
-        stages, deep, records, recomputed = self._chain(
-            job, i, rom, trace, public_values, params, shapes, caps["main"], ch, tl)
+        t, records, recomputed = self._advance(job, i, _DEEP, rom, trace, public_values,
+                                               params, shapes, ch, known, tl, opening=True)
+        stages, name, spans = t.stages, t.name, Spans()
         device = getattr(stages, "mem", None)
-        name = shapes[i].name
-        spans = Spans()
         try:
-            if recomputed:
-                if not isinstance(deep.dq, np.ndarray):
-                    deep.dq.h.release()
-                for m, tree in deep.trees.items():
-                    cap = None if tree is None else np.asarray(stages.cap(tree, params.log_cap))
-                    want = caps.get(m)
-                    if (cap is None) != (want is None) or (
-                            cap is not None and not np.array_equal(cap, want)):
-                        raise ClusterError(f"table {i}: the recomputed {m} cap differs")  # pragma: no cover
             idx = np.asarray(indices, dtype=np.int64)
             opened = {}
-            with (device.stream_scope() if device is not None else nullcontext()):
-                if device is not None:
-                    stages.bind(name)
-                with spans.span("table_open", name):
-                    for m, tree in deep.trees.items():
-                        opened[m] = (None if tree is None
-                                     else stages.open_batch(tree, idx, params.log_cap))
+            with _scope(stages, name), spans.span("table_open", name):
+                for m, tree in t.deep.trees.items():
+                    opened[m] = (None if tree is None
+                                 else np.ascontiguousarray(
+                                     stages.open_batch(tree, idx, params.log_cap)[0], np.uint32))
             dev = None
             if device is not None:
                 ts = stages.table(name)
@@ -306,17 +361,84 @@ class _Worker:
                        "h2d_bytes": int(ts.transfers.h2d_bytes),
                        "d2h_bytes": int(ts.transfers.d2h_bytes)}
         finally:
-            if device is not None:
-                stages.release_table(name)
+            t.release()
         return (opened, records + spans.stats.records, recomputed, dev,
                 tl.to_json()["traceEvents"] if tl else None)
 
     def drop(self, job: str) -> None:
         for k in [k for k in self.state if k[0] == job]:
-            held = self.state.pop(k)
-            stages = held[3] if held[0] == "r1" else held[1]
-            for name in list(getattr(stages, "shapes", ())):   # device stages: one table
-                stages.release_table(name)
+            self.state.pop(k).release()
+
+
+# a sharded table's levels (what its pieces have done on this worker)
+_MAIN, _AUX, _QUOTIENT, _DEEP = 1, 2, 3, 4
+
+
+@contextmanager
+def _scope(stages, name: str):
+    """Device stages: this piece's stream scope, bound to the table; host stages: nothing."""
+    device = getattr(stages, "mem", None)
+    if device is None:
+        yield
+        return
+    with device.stream_scope():
+        stages.bind(name)
+        yield
+
+
+def _host_dq(dq) -> np.ndarray:
+    """A DQ as a host array (a device DQ copied to the host, then released)."""
+    if isinstance(dq, np.ndarray):
+        return dq
+    from .device_stages import _host_of
+    host = np.array(_host_of(dq), dtype=np.uint32)
+    dq.h.release()
+    return host
+
+
+def _release_dq(dq) -> None:
+    if dq is not None and not isinstance(dq, np.ndarray):
+        dq.h.release()
+
+
+@dataclass
+class _Table:
+    """One table of a sharded job on this worker: its stages (host, or a DeviceStages of
+    its own) and what its pieces have made -- ``level`` 1: the main commitment and the
+    preprocessed LDE; 2: + its R1Aux; 3: + its R2Quotient and ``ch``, this worker's copy
+    of the LogUp challenges and the table's fork, advanced by R2; 4: its R4Deep (without
+    the DQ once sent; its trees kept for the openings)."""
+    name: str
+    stages: object
+    com: object
+    prep: object
+    level: int = _MAIN
+    aux: object = None
+    r2: object = None
+    ch: object = None
+    deep: object = None
+
+    def release(self) -> None:
+        if self.deep is not None:
+            _release_dq(self.deep.dq)
+        if hasattr(self.stages, "mem"):
+            self.stages.release_table(self.name)
+
+    def leaves_and_cap(self, com, log_cap: int):
+        """A committed matrix's leaf digests (for its round's mixed tree) and its own
+        tree's cap (what a recomputation is checked against)."""
+        cap = np.asarray(self.stages.cap(com.tree, log_cap), np.uint32)
+        leaves = np.ascontiguousarray(self.stages.leaf_digests(com), np.uint32)
+        return leaves, cap
+
+    @staticmethod
+    def check(kind: str, cap, known: dict, i: int) -> None:
+        """A recomputed matrix's own cap against the one the coordinator used."""
+        want = known.get(kind)
+        if (cap is None) != (want is None) or (
+                cap is not None and not np.array_equal(np.asarray(cap, np.uint32),
+                                                        np.asarray(want, np.uint32))):
+            raise ClusterError(f"table {i}: the recomputed {kind} cap differs")  # pragma: no cover
 
 
 __all__ = ["_Worker"]

@@ -40,8 +40,9 @@ NAMES = [f"tx0/rv32_{n}" for n in ("program", "memory", "registers", "io", "alu"
 N = len(NAMES)
 TABLES = set(NAMES)
 # the workers kill their own process (SIGKILL) once at each of these pieces (sharded:
-# R1 of table 3, the chain of table 1, the openings of table 2 -- its worker holds the
-# trees of table 2 and of its other tables when it dies, after the join's FRI)
+# R1 of table 3, the R3/DEEP piece of table 1 (after both mixed-tree barriers), the
+# openings of table 2 -- its worker holds the trees of table 2 and of its other tables
+# when it dies, after the join's FRI)
 FAULTS = "kill@block:0,kill@main_commit:3,kill@prove_table:1,kill@open_table:2"
 
 
@@ -74,17 +75,20 @@ def cp(cluster):
 
 
 def test_join_over_tree_refs_is_the_one_machine_proof():
-    """The coordinator's join without Ray: every table's chain on host stages, its trees
-    replaced by _TreeRef proxies (caps only), the openings from an opener standing in for
-    the workers -> the bytes of prove() on one machine; every table's openings asked for
-    once, all together, once the FRI has drawn the queries (no transcript tap: the join
-    calls the FRI and the openings halves itself); a request the prefetch did not cover
-    asks for that table alone; a cap of another height is refused; the chains' records
-    are not changed by the join."""
+    """The coordinator's join without Ray: every table's chain on host stages
+    (rounds.prove_tables: the three passes and the mixed trees), its trees replaced by
+    _TreeRef proxies (caps only), the rows from an opener standing in for the workers ->
+    the bytes of prove() on one machine; every table's rows asked for once, all together,
+    once the FRI has drawn the queries (no transcript tap: the join calls the FRI and the
+    openings halves itself); a request the prefetch did not cover asks for that table
+    alone (rows, no nodes: format 6's nodes are the mixed trees'); a cap of another
+    height is refused; the chains' records are not changed by the join.  The mixed main
+    tree built from leaf digests as the coordinator does (cluster_join.mixed_tree) is the
+    one machine's."""
     import numpy as np
-    from steadfast.prover.cluster_join import _join, _JoinStages, _TreeRef
+    from steadfast.prover.cluster_join import _join, _JoinStages, _TreeRef, mixed_tree
     from steadfast.prover.prove import prepare, prove
-    from steadfast.prover.rounds import prove_table, r1_challenges, r1_main, take_quotients
+    from steadfast.prover.rounds import prove_tables, r1_challenges, r1_main, take_quotients
     from steadfast.prover.spans import Spans
     from steadfast.prover.stages import HostStages
     _, bt = Prover(CFG)._build_txblock(as_txblock(txblocks.one_tx_block()), {})
@@ -94,10 +98,12 @@ def test_join_over_tree_refs_is_the_one_machine_proof():
     st = prepare(*args, check=False)
     hs, sp = HostStages(), Spans()
     r1 = r1_main(st, hs, sp)
-    ch = r1_challenges(st, r1, sp, hs.permute)
-    deeps = [prove_table(i, st, r1, ch, hs, sp) for i in range(len(st.airs))]
-    trees = [d.trees for d in deeps]
     lc = params.log_cap
+    leaves = [hs.leaf_digests(com) for com in r1.main]     # rehashed: the tree took them
+    assert np.array_equal(mixed_tree(st, leaves).cap(lc), r1.tree.cap(lc))
+    ch = r1_challenges(st, r1, sp, hs.permute)
+    deeps, mixed = prove_tables(st, r1, ch, hs, sp)
+    trees = [d.trees for d in deeps]
     proxied = [dataclasses.replace(d, trees={m: None if t is None else _TreeRef(d.index, m, lc,
                                                                                 hs.cap(t, lc))
                                              for m, t in d.trees.items()}) for d in deeps]
@@ -105,22 +111,22 @@ def test_join_over_tree_refs_is_the_one_machine_proof():
 
     def opener(wanted):
         calls.append(sorted(wanted))
-        return {i: (idx, {m: None if t is None else hs.open_batch(t, idx, lc)
+        return {i: (idx, {m: None if t is None else hs.open_batch(t, idx, lc)[0]
                           for m, t in trees[i].items()}) for i, idx in wanted.items()}
 
     js = _JoinStages(opener)
     given = list(proxied)
     records, dqs = take_quotients(given)
     assert all(a is b and a.dq is not None for a, b in zip(given, proxied))   # untouched
-    data = _join(st, ch, r1.transcript, records, dqs, js, sp)
+    data = _join(st, ch, r1.transcript, records, dqs, js, sp, mixed)
     assert data == ref
     assert calls == [list(range(len(st.airs)))]
     assert "sample_bits" not in vars(r1.transcript)        # nothing tapped
     other = np.array([0, 1], np.int64)
     rows, nodes = js.open_batch(proxied[1].trees["main"], other, lc)
     assert calls[-1] == [1]
-    want_rows, want_nodes = hs.open_batch(trees[1]["main"], other, lc)
-    assert np.array_equal(rows, want_rows) and np.array_equal(nodes, want_nodes)
+    want_rows, _ = hs.open_batch(trees[1]["main"], other, lc)
+    assert np.array_equal(rows, want_rows) and nodes.shape == (0, 8)
     with pytest.raises(ValueError):
         js.cap(proxied[0].trees["main"], lc + 1)
 
@@ -200,7 +206,7 @@ def test_device_workers_downgrade_same_bytes(cluster, reference):
     down = [e for e in ev if e["name"] == "downgrade"]
     assert len(down) == 2 * N and all(e["pid"] >= 2 for e in down)   # workers' events
     assert {e["args"]["table"] for e in down} == TABLES
-    assert {e["args"]["piece"] for e in down} >= {"prove:0", "prove_table:0"}
+    assert {e["args"]["piece"] for e in down} >= {"prove:0", "quotient:0"}   # R2's piece
     names = [e["args"]["name"] for e in ev if e["name"] == "process_name"]
     assert sorted(names) == ["worker 0", "worker 1"]
     # an OOM in the openings, the piece the workers run for the join after its FRI
@@ -283,7 +289,8 @@ def test_node_leaves_mid_proof(cluster, reference):
             ev = tl.to_json()["traceEvents"]
             done = [(e["name"], e["args"]["piece"]) for e in ev if e.get("cat") == "cluster"]
             assert sorted(done) == sorted([(f"cluster:{m}", str(i)) for i in range(N)
-                                           for m in ("main_commit", "prove_table", "open_table")])
+                                           for m in ("main_commit", "aux", "quotient",
+                                                     "prove_table", "open_table")])
             reruns = [e for e in ev if e["name"] == "cluster:rerun"]
             assert (sorted(e["args"]["piece"] for e in reruns)
                     == sorted(f"open_table:{i}" for i in mine))
@@ -334,7 +341,7 @@ def test_sharded_tables_same_bytes_despite_kills(cp, reference):
     assert len(reruns) == c["retries"]
     assert {"main_commit:3", "prove_table:1", "open_table:2"} <= {e["args"]["piece"] for e in reruns}
     done = [e["args"]["piece"] for e in ev if e["ph"] == "X"]
-    assert sorted(done) == sorted([str(i) for i in range(N)] * 3)   # each piece once
+    assert sorted(done) == sorted([str(i) for i in range(N)] * 5)   # each piece once
     cp.timeline = None
     assert c["bytes_through_object_store"] > sum(t.rows * t.main_width * 4
                                                 for t in bp.stats.tables)
