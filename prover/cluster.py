@@ -19,27 +19,32 @@ machine:
   (compiled kernels, its own VRAM budget and admission) for its lifetime and proves whole
   blocks; it asks for ``num_gpus=1`` when the cluster has GPUs, else ``num_cpus=1``.
 * **one block, tables sharded** -- the coordinator executes the block and puts each
-  table's trace in Ray's object store; the workers commit the main traces (R1) and keep
-  each table's committed state; the coordinator absorbs the main caps in table order and
-  draws the LogUp challenges (with their proof of work); each worker then runs its tables'
-  chains on their own transcript forks up to the DEEP quotient (proof format 3) and
-  returns each table's :class:`prover.rounds.R4Deep` -- its DQ through the object store,
-  its trees kept on the worker and replaced by proxies carrying their caps; the
-  coordinator runs the join (:mod:`prover.cluster_join`: :func:`prover.rounds.r4_fri`,
-  one FRI over all tables, on host stages; then every table's openings launched at once
-  on the workers holding the trees, at the FRI's query positions, and
-  :func:`prover.rounds.r4_open`); then it runs the prover's self-check.  Each worker runs
-  its pieces on the configured backend: host stages, or on a device backend one
-  :class:`prover.device_stages.DeviceStages` per table (its buffers resident from R1 to
-  its openings; recovery and downgrades as in the pipeline, counted per table).
+  table's trace in Ray's object store; each table goes through five pieces on the worker
+  keeping its state (:mod:`prover.cluster_sharded`, proof format 6): ``main_commit`` (R1:
+  its main leaf digests), ``aux`` (the LogUp sums committed: the aux leaf digests),
+  ``quotient`` (R2 on its transcript fork: the parts' leaf digests), ``prove_table`` (R3
+  and the DEEP quotient: its :class:`prover.rounds.R4Deep`, the DQ through the object
+  store, its trees kept on the worker and replaced by proxies carrying their caps) and
+  ``open_table`` (its rows at the query positions); between them the coordinator builds
+  the three mixed-height trees (main, aux, parts) over the leaf digests in table order,
+  absorbs the main cap and draws the LogUp challenges (with their proof of work), and
+  hands the mixed aux and parts caps to the later pieces; it runs the join
+  (:mod:`prover.cluster_join`: :func:`prover.rounds.r4_fri`, one FRI over all tables, on
+  host stages; then every table's ``open_table`` launched at once, and
+  :func:`prover.rounds.r4_open` with the mixed trees' multiproofs); then it runs the
+  prover's self-check.  Each worker runs its pieces on the configured backend: host
+  stages, or on a device backend one :class:`prover.device_stages.DeviceStages` per table
+  (its buffers resident from R1 to its openings; recovery and downgrades as in the
+  pipeline, counted per table).
 
 Faults: a worker that dies (its process killed, its node gone) is restarted by Ray
 (``max_restarts``, unlimited by default) and the coordinator re-runs its pieces on the
 least busy live worker, at most ``max_retries`` times per piece (:class:`ClusterError`
-beyond); a worker that does not hold a table's committed state (restarted, or another
-worker) recomputes it from the trace still in the object store (same main cap, checked),
-and one asked to open trees it does not hold recomputes the table's whole chain (every
-cap checked against the proof's).
+beyond); a worker that does not hold a table's state (restarted, or another worker)
+rebuilds it from the trace still in the object store up to the piece's start, replaying
+the table's fork with the mixed caps it is sent, and checks each recomputed matrix's own
+cap against the one the coordinator kept (the one whose leaf digests went into its mixed
+tree) -- one asked to open trees it does not hold recomputes the table's whole chain so.
 Pieces are deterministic, so the bytes do not depend on where or how often a piece ran;
 every re-run, death and device downgrade is counted in ``stats.counters["cluster"]``
 (and on the timeline).  A worker's own error (e.g. :class:`prover.api.UnprovableBlock`,

@@ -10,11 +10,16 @@
               quotient.  Each pass admits its tables again; a table's trees and DQ stay
               resident (or are spilled to the host under pressure) until the join's
               openings
-    join      (proof format 3) on the calling thread, admitted as the pseudo-table
-              ``<join>``: table digests, mu, one FRI over every table's DQ (on the device:
-              combine, commit layers, fold with roll-in; site ``r4.fri``), final
-              polynomial, proof of work, queries, every opening (site ``r4.open``); then
-              [XCHECK of every section and the FRI] and every table is released
+    join      (one FRI since proof format 3) on the calling thread, admitted as the
+              pseudo-table ``<join>``: table digests, mu, one FRI over every table's DQ
+              (on the device: combine, commit layers, fold with roll-in; site
+              ``r4.fri``), final polynomial, proof of work, queries, every table's rows
+              (site ``r4.open``) and the three mixed trees' multiproofs (the commitments
+              section, format 6); then [XCHECK of every section and the FRI] and every
+              table is released
+
+The mixed trees are built on the calling thread, bound to ``<join>`` (spans
+``commit_main``, ``commit_aux``, ``commit_parts``: ``PipelineStats.join.stage_s``).
 
 Admission: each table's device bytes are estimated from its shape
 (:func:`estimate_bytes`).  A table starts only when its estimate fits in what the budget
