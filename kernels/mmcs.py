@@ -109,6 +109,11 @@ class MixedTree:
     def __setattr__(self, name, value):
         raise AttributeError("MixedTree is immutable")
 
+    @property
+    def rows_of(self):
+        """The ``rows_of`` callable the tree rehashes its pruned levels with (None at p = 0)."""
+        return self._rows_of
+
     # -- construction -----------------------------------------------------------------
     @classmethod
     def build(cls, heights: Sequence[int], leaves: Sequence[np.ndarray],

@@ -191,9 +191,20 @@ class DeviceJoinStages:
             return HostStages.group_rows(self, com, groups, b)
         groups = np.asarray(groups, np.int64)
         pos = ((groups[:, None] << b) + np.arange(1 << b)[None, :]).reshape(-1)
-        with self.submission_lock():
-            rows = tree._rows_of(pos, True)
-        return np.ascontiguousarray(rows, np.uint32).reshape(groups.size, 1 << b, -1)
+
+        def gather(on_device):
+            rows = tree._rows_of(pos, on_device)
+            return np.ascontiguousarray(rows, np.uint32).reshape(groups.size, 1 << b, -1)
+        # a device gather at the opening site: its OOM recovered as every r4.open's
+        return self._run("r4.open", tree.table, lambda: gather(True), lambda: gather(False),
+                         tree.handles())
+
+    def open_rows(self, tree, indices, log_cap: int, cached=None) -> np.ndarray:
+        """A table's opened rows: from the resident matrix (site r4.open, its faults
+        included), else as :meth:`prover.stages.HostStages.open_rows`."""
+        if isinstance(tree, DevTree):
+            return self.open_batch(tree, indices, log_cap)[0]
+        return HostStages.open_rows(self, tree, indices, log_cap, cached)
 
     def open_batch(self, tree, indices, log_cap: int):
         idx = np.asarray(indices, dtype=np.int64)

@@ -120,8 +120,37 @@ def mixed_commit(st: Statement, coms: list, stages, spans: Spans | None = None,
     with (spans.span(f"commit_{kind}") if spans is not None and kind else _nullcontext()):
         return MixedTree.build([st.shapes[j].log_lde for j in idx],
                                [stages.leaf_digests(coms[j]) for j in idx],
-                               rows_of=lambda t, groups, b: stages.group_rows(coms[idx[t]],
-                                                                              groups, b))
+                               rows_of=_RowSource(coms, idx, stages))
+
+
+class _RowSource:
+    """The rows a pruned mixed tree rehashes at its opening (``stages.group_rows`` of each
+    participant's committed matrix, read from the caller's list ``coms`` at call time),
+    remembered per table: a table's opened rows lie in those groups, so :func:`r4_open`
+    takes them from here instead of evaluating them a second time (:meth:`take`)."""
+
+    def __init__(self, coms: list, idx: list, stages):
+        self.coms, self.idx, self.stages = coms, idx, stages
+        self.fetched: dict = {}            # table index -> (groups, b, uint32[G, 2^b, w])
+
+    def __call__(self, t: int, groups, b: int) -> np.ndarray:
+        j = self.idx[t]
+        rows = self.stages.group_rows(self.coms[j], groups, b)
+        self.fetched[j] = (np.asarray(groups, np.int64), int(b), rows)
+        return rows
+
+    def take(self, j: int, positions: np.ndarray) -> np.ndarray | None:
+        """Table j's rows at tree positions ``positions`` if every one lies in a fetched
+        group (handed over once), else None."""
+        got = self.fetched.pop(j, None)
+        if got is None or not positions.size:
+            return None
+        groups, b, rows = got
+        g = positions >> b
+        k = np.searchsorted(groups, g)
+        if (k >= groups.size).any() or (groups[np.minimum(k, groups.size - 1)] != g).any():
+            return None
+        return np.ascontiguousarray(rows[k, positions & ((1 << b) - 1)], np.uint32)
 
 
 def _cap(tree: MixedTree | None, params: Params) -> np.ndarray:
@@ -433,6 +462,7 @@ def r4_open(st: Statement, ch: R1Challenges, deeps: Sequence[R4Deep], fri: R4Fri
     empty4 = np.zeros((0, 4), np.uint32)
     sections = []
     with spans.span("r4_open"):
+        commits = open_mixed(mixed, fri, params)     # (first: the rows it fetches are reused)
         for d, shape in zip(deeps, st.shapes):
             idx = fri.positions(shape.log_lde)
             opened = {}
@@ -440,8 +470,10 @@ def r4_open(st: Statement, ch: R1Challenges, deeps: Sequence[R4Deep], fri: R4Fri
                 tree = d.trees[name]
                 if tree is None:
                     opened[name] = np.zeros((0, 0), np.uint32)
-                else:       # (the table tree's own nodes are not part of the proof)
-                    opened[name] = stages.open_batch(tree, idx, params.log_cap)[0]
+                    continue
+                src = getattr(getattr(mixed, name), "rows_of", None)
+                cached = src.take(d.index, idx) if isinstance(src, _RowSource) else None
+                opened[name] = stages.open_rows(tree, idx, params.log_cap, cached)
             ood = d.ood
             sections.append(TableProof(
                 log_n=shape.log_n,
@@ -456,7 +488,6 @@ def r4_open(st: Statement, ch: R1Challenges, deeps: Sequence[R4Deep], fri: R4Fri
                 ood_parts=ood[("parts", False)],
                 zeta_nonce=d.zeta_nonce, deep_nonce=d.deep_nonce,
                 main_rows=opened["main"], aux_rows=opened["aux"], parts_rows=opened["parts"]))
-        commits = open_mixed(mixed, fri, params)
         values, nodes = [], []
         for tree, h, h_next in zip(fri.trees, fri.heights, fri.heights[1:]):
             v, n = _fri_openings(tree, fri.queries >> (h_max - h), h - h_next, stages,

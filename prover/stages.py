@@ -537,6 +537,14 @@ class HostStages:
         """Committed rows of ``com`` at sorted distinct tree positions (uint32[d, w])."""
         return np.ascontiguousarray(com.tree.rows(np.asarray(indices, np.int64)), np.uint32)
 
+    def open_rows(self, tree, indices, log_cap: int, cached=None) -> np.ndarray:
+        """A table's committed rows at sorted distinct tree positions (the proof carries
+        no node of the table's own tree since format 6): ``cached`` when given -- the
+        same rows, fetched by the round's mixed tree for its own nodes -- else read."""
+        if cached is not None:
+            return cached
+        return self.open_batch(tree, indices, log_cap)[0]
+
     def group_rows(self, com, groups, b: int) -> np.ndarray:
         """Committed rows of ``com`` in tree-position groups of 2^b (group g: positions
         g 2^b .. g 2^b + 2^b - 1): uint32[len(groups), 2^b, w] -- what a pruned mixed
