@@ -226,8 +226,7 @@ def _recompute_on_host(stages, st, i, r1, ch, aux, r2, pristine, commits, failur
     ch.forks[i].__dict__.update(copy.deepcopy(pristine[i]).__dict__)
     r2b = r2_quotient(i, st, r1, ch, aux2, commits.aux_cap, hs, spans)
     if not _same_root(r2b.parts, r2.parts):
-        raise CorruptionRestart(name, site if site in ("r2", "r2.tree") else "r2",
-                                failure.postmortem,
+        raise CorruptionRestart(name, "r2", failure.postmortem,
                                 "the table's quotient parts commitment is not the trace's")
     tst = stages.table(name)
     for h in tst.handles:               # the table's device buffers: suspect, given back

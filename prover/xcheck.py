@@ -237,7 +237,8 @@ def cross_check(stages, st, i, r1, ch, aux, r2, r3, cfg) -> None:
         verdict = "persistent device fault"
     report["verdict"] = verdict
     report["recovery"] = _recovery(stages, name, cfg, "the table's chain recomputed on the host (the "
-                                   "whole proof, when its main root is the wrong one)")
+                                   "whole proof, when one of its committed matrices is "
+                                   "not the trace's)")
     report["postmortem_s"] = round(time.perf_counter() - t0, 3)
     path = write_postmortem(report, cfg.postmortem_dir)
     stages.timeline.instant("xcheck:verdict", name, cat="xcheck", verdict=verdict)
