@@ -120,7 +120,7 @@ def host_proof(st, spans, logs: list | None = None) -> bytes:
     """The statement ``st`` proven on the host (:func:`prover.prove.prove`'s host path):
     the transcript and every commitment re-derived from the traces."""
     from ..verifier.proof_format import encode
-    proof = encode(prove_statement(st, HostStages(), spans, logs))
+    proof = encode(prove_statement(st, HostStages(table_roots=False), spans, logs))
     spans.count("proof_bytes", len(proof))
     return proof
 

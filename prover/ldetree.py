@@ -65,12 +65,17 @@ class _LdeTree:
 
     @classmethod
     def commit(cls, lde: np.ndarray, src=None, prune: int | None = None,
-               leaves_out: np.ndarray | None = None) -> "_LdeTree":
+               leaves_out: np.ndarray | None = None, levels: bool = True) -> "_LdeTree":
         """Commit the rows of the LDE columns (c, N) in bit-reversed order, hashing
         ``_COMMIT_CHUNK`` tree positions at a time and keeping levels >= prune
         (default: PRUNE_LEVELS, at most log N - 8 so that every cap level is kept).
         ``leaves_out`` (uint32[N, 8]) receives the leaf digests (tree order): a round's
-        mixed-height commitment is built from them (kernels/mmcs.py)."""
+        mixed-height commitment is built from them (kernels/mmcs.py).  ``levels=False``
+        hashes the leaves into ``leaves_out`` only: a tree without nodes, whose rows are
+        opened (:meth:`open_rows`) but which has no root or cap -- the table's own tree is
+        not part of a format-6 proof, only its leaves (in the round's mixed tree)."""
+        if not levels:
+            return cls._leaves_only(lde, src, leaves_out)
         from ..kernels.merkle import MerkleTree, _levels_up
         N = lde.shape[1]
         log_n = N.bit_length() - 1
@@ -96,8 +101,51 @@ class _LdeTree:
             runs[:, (k * L) >> prune:((k + 1) * L) >> prune] = digests.reshape(H, L >> prune, 8)
         return cls(MerkleTree.from_digests(top), prune, log_n, lde if src is None else src)
 
+    @classmethod
+    def _leaves_only(cls, lde: np.ndarray, src, leaves_out: np.ndarray | None) -> "_LdeTree":
+        N = lde.shape[1]
+        log_n = N.bit_length() - 1
+        if N != 1 << log_n or lde.shape[0] == 0:
+            raise ValueError(f"_LdeTree.commit: an LDE of shape {lde.shape}")
+        if leaves_out is None or leaves_out.shape != (N, 8):
+            raise ValueError("_LdeTree.commit(levels=False) needs leaves_out uint32[N, 8]")
+        chunk_bits = min(log_n, _COMMIT_CHUNK.bit_length() - 1)
+        hb = min(_COMMIT_SPREAD, chunk_bits)
+        l = chunk_bits - hb
+        H, L = 1 << hb, 1 << l
+        leaves = np.empty((1 << chunk_bits, 8), np.uint32)
+        out_runs = leaves_out.reshape(H, N >> hb, 8)
+        cols = np.ascontiguousarray(lde, dtype=np.uint32)
+        for k in range(N >> chunk_bits):
+            leaf_digests(cols, hb, l, k, leaves)
+            out_runs[:, k * L:(k + 1) * L] = leaves.reshape(H, L, 8)
+        tree = cls.__new__(cls)
+        tree._upper, tree._prune, tree._log_n = None, 0, int(log_n)
+        s_ = lde if src is None else src
+        tree._src = s_ if hasattr(s_, "get") else _ArraySource(s_)
+        return tree
+
+    @property
+    def has_levels(self) -> bool:
+        """False for a leaves-only tree (``commit(levels=False)``): no root, no cap."""
+        return self._upper is not None
+
+    def _need_levels(self) -> None:
+        if self._upper is None:
+            raise ValueError("this committed matrix has no tree of its own (committed with "
+                             "levels=False: only its leaves, in a mixed tree)")
+
+    def open_rows(self, idx: np.ndarray) -> np.ndarray:
+        """The committed rows at sorted distinct tree positions ``idx``, from one read of
+        the LDE, or -- released -- evaluated from the coefficients at those points alone."""
+        idx = np.asarray(idx, np.int64)
+        if getattr(self._src, "lde", None) is None and hasattr(self._src, "group_rows"):
+            return np.ascontiguousarray(self._src.group_rows(idx, 0)[:, 0], np.uint32)
+        return np.ascontiguousarray(self.rows(idx), np.uint32)
+
     @property
     def root(self) -> np.ndarray:
+        self._need_levels()
         return self._upper.root
 
     @property
@@ -110,7 +158,7 @@ class _LdeTree:
 
     @property
     def stored_bytes(self) -> int:
-        return int(self._upper.nodes.nbytes)
+        return 0 if self._upper is None else int(self._upper.nodes.nbytes)
 
     def _nodes_at(self, levels: np.ndarray, pos: np.ndarray, lde=None,
                   grows: dict | None = None) -> np.ndarray:
@@ -118,6 +166,7 @@ class _LdeTree:
         each group is rehashed from ``grows`` (group -> its rows uint32[2^prune, c], tree
         order) when given, else from the LDE ``lde`` (read from the source if None)."""
         from ..kernels.merkle import _build_levels, level_offsets
+        self._need_levels()
         levels = np.asarray(levels, np.int64)
         pos = np.asarray(pos, np.int64)
         out = np.empty((levels.size, 8), np.uint32)
@@ -148,6 +197,7 @@ class _LdeTree:
 
     def cap(self, log_cap: int) -> np.ndarray:
         """The 2^c nodes of level log N - c, c = min(log_cap, log N)."""
+        self._need_levels()
         c = min(int(log_cap), self._log_n)
         return self._nodes_at(np.full(1 << c, self._log_n - c), np.arange(1 << c))
 
@@ -176,6 +226,7 @@ class _LdeTree:
     def open_batch(self, idx: np.ndarray, log_cap: int) -> tuple[np.ndarray, np.ndarray]:
         """(rows, multiproof nodes against ``cap(log_cap)``) of sorted distinct tree
         positions, from one read of the LDE."""
+        self._need_levels()
         levels, pos = mp.multiproof_plan(idx, self._log_n, log_cap)
         if getattr(self._src, "lde", None) is None and hasattr(self._src, "group_rows"):
             # a released LDE: only the groups the openings touch (the opened rows' and

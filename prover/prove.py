@@ -84,6 +84,6 @@ def prove(tables: Sequence[np.ndarray], airs: Sequence, public_values=None,
         if device_stats is not None:
             device_stats.append(pstats)
         return proof
-    proof = encode(prove_statement(st, stages or HostStages(), spans, logs))
+    proof = encode(prove_statement(st, stages or HostStages(table_roots=False), spans, logs))
     spans.count("proof_bytes", len(proof))
     return proof

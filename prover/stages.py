@@ -123,13 +123,16 @@ class Committed:
         return self._src.on(log_blowup)
 
     @classmethod
-    def commit(cls, lde: np.ndarray, coeffs: np.ndarray) -> "Committed":
+    def commit(cls, lde: np.ndarray, coeffs: np.ndarray, levels: bool = True) -> "Committed":
         """Commit the LDE ``lde`` of the polynomials ``coeffs`` (its tree opens rows from
-        this object's LDE source, so it follows :meth:`release`)."""
+        this object's LDE source, so it follows :meth:`release`).  ``levels=False``: its
+        leaf digests only (no tree of its own, ``root`` None) -- all a format-6 proof
+        needs; the table's own root is what XCHECK's and the cluster's recomputations
+        compare, so only their stages build it."""
         com = cls(lde, coeffs, None, None)
         com.leaves = np.empty((lde.shape[1], 8), np.uint32)
-        com.tree = _LdeTree.commit(lde, com._src, leaves_out=com.leaves)
-        com.root = np.asarray(com.tree.root, dtype=np.uint32)
+        com.tree = _LdeTree.commit(lde, com._src, leaves_out=com.leaves, levels=levels)
+        com.root = np.asarray(com.tree.root, dtype=np.uint32) if levels else None
         return com
 
     def release(self) -> None:
@@ -173,8 +176,12 @@ class HostStages:
 
     name = "host"
 
-    def __init__(self) -> None:
+    def __init__(self, table_roots: bool = True) -> None:
         self._selector_cache: dict = {}
+        # build each committed matrix's own Merkle tree (its root, its cap) as well as its
+        # leaf digests: a format-6 proof needs only the leaves (the mixed trees); XCHECK's
+        # recomputation, the device pipeline and the cluster compare tables' own roots
+        self.table_roots = bool(table_roots)
 
     # ------------------------------------------------------------------ R1
     def main_commit(self, main: np.ndarray, shape: TableShape) -> Committed:
@@ -249,7 +256,7 @@ class HostStages:
         coeffs = intt(evals_T)
         del evals_T
         lde = lde_of_coeffs(coeffs, shape.log_blowup)
-        return Committed.commit(lde, coeffs)
+        return Committed.commit(lde, coeffs, self.table_roots)
 
     # ------------------------------------------------------------------ R2
     def _selectors(self, shape: TableShape):
@@ -319,7 +326,7 @@ class HostStages:
         # the parts on g<w_N>: their values on H, extended (the same values as coset_ntt
         # of the zero-padded blocks, without that (4 P, N) copy)
         lde = lde_of_coeffs(blocks, shape.log_blowup)
-        return Committed.commit(lde, np.ascontiguousarray(blocks))
+        return Committed.commit(lde, np.ascontiguousarray(blocks), self.table_roots)
 
     # ------------------------------------------------------------------ R3
     def ood(self, committed: Committed, point) -> np.ndarray:
@@ -543,6 +550,8 @@ class HostStages:
         same rows, fetched by the round's mixed tree for its own nodes -- else read."""
         if cached is not None:
             return cached
+        if isinstance(tree, _LdeTree):
+            return tree.open_rows(indices)
         return self.open_batch(tree, indices, log_cap)[0]
 
     def group_rows(self, com, groups, b: int) -> np.ndarray:
