@@ -326,7 +326,11 @@ class HostStages:
         # the parts on g<w_N>: their values on H, extended (the same values as coset_ntt
         # of the zero-padded blocks, without that (4 P, N) copy)
         lde = lde_of_coeffs(blocks, shape.log_blowup)
-        return Committed.commit(lde, np.ascontiguousarray(blocks), self.table_roots)
+        com = Committed.commit(lde, np.ascontiguousarray(blocks), self.table_roots)
+        # released at once: R3 and DEEP read the coefficients, and format 6's parts
+        # barrier would otherwise hold every table's parts LDE until the deep pass
+        com.release()
+        return com
 
     # ------------------------------------------------------------------ R3
     def ood(self, committed: Committed, point) -> np.ndarray:
