@@ -81,6 +81,13 @@ class _JoinStages:
             return tree.cap
         return self._host.cap(tree, log_cap)
 
+    def open_rows(self, tree, indices, log_cap: int, cached=None):
+        """A table's opened rows (:meth:`prover.stages.HostStages.open_rows`): from the
+        worker holding the tree for a :class:`_TreeRef`."""
+        if cached is not None:
+            return cached
+        return self.open_batch(tree, indices, log_cap)[0]
+
     def open_batch(self, tree, indices, log_cap: int):
         if not isinstance(tree, _TreeRef):
             return self._host.open_batch(tree, indices, log_cap)
