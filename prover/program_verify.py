@@ -118,13 +118,13 @@ def _check_statement(expected: list, got: list) -> None:
         return                                   # the verifier names the count
     if g[PV_DIGEST] != e[PV_DIGEST] or g[PV_ENTRY] != e[PV_ENTRY]:
         raise PublicValuesError("the proof is not for this program (its program digest "
-                                f"{_bytes(g[PV_DIGEST]).hex()[:16]}... differs from the "
-                                f"ELF's {_bytes(e[PV_DIGEST]).hex()[:16]}...)", "rv32_registers")
+                                f"{_show(g[PV_DIGEST])} differs from the "
+                                f"ELF's {_show(e[PV_DIGEST])})", "rv32_registers")
     if g[PV_IN_LEN] != e[PV_IN_LEN] or g[PV_INPUT_SHA] != e[PV_INPUT_SHA]:
         raise PublicValuesError(f"the proof is not for this input (it is for {g[PV_IN_LEN]:,} "
-                                f"bytes with SHA-256 {_bytes(g[PV_INPUT_SHA]).hex()[:16]}..., "
+                                f"bytes with SHA-256 {_show(g[PV_INPUT_SHA])}, "
                                 f"this input is {e[PV_IN_LEN]:,} bytes, "
-                                f"{_bytes(e[PV_INPUT_SHA]).hex()[:16]}...)", "rv32_registers")
+                                f"{_show(e[PV_INPUT_SHA])})", "rv32_registers")
     for i, (a, b) in enumerate(zip(expected, got)):
         if a != b and i != r:
             from ..rv32.tables import TABLES
@@ -154,6 +154,14 @@ def _verify_dev(proof: ProgramProof, program, data: bytes, max_cycles, accept_de
 
 def _bytes(limbs) -> bytes:
     return b"".join(int(v).to_bytes(2, "little") for v in limbs)
+
+
+def _show(limbs) -> str:
+    """A digest's 16-bit limbs for a message: its first 8 bytes in hex -- or, for a
+    tampered proof's limbs that are not 16-bit values, say so (never an OverflowError)."""
+    if all(0 <= int(v) < 1 << 16 for v in limbs):
+        return _bytes(limbs).hex()[:16] + "..."
+    return "(not 16-bit limbs)"
 
 
 __all__ = ["verify_program", "VerifiedProgram"]

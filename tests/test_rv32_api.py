@@ -80,6 +80,22 @@ def test_another_guest_with_poseidon2_and_a_limit(prover):
         verify(proof, elf=MERKLE, input=MERKLE_IN, max_cycles=6000, **ANY)
 
 
+def test_a_public_value_that_is_no_16_bit_limb_is_named_not_a_crash(hello):
+    """A tampered proof whose input digest holds a field element >= 2^16 (no 16-bit limb)
+    is refused with a PublicValuesError naming the input -- the message used to format
+    the limbs as bytes and raise OverflowError (bench/fuzz_verify.py, seed 6, case 2622)."""
+    from steadfast.rv32.statement import PV_INPUT_SHA
+    from steadfast.rv32.tables import INDEX
+    from steadfast.verifier.proof_format import decode, encode
+    p = decode(hello.proof)
+    pv = p.tables[INDEX["registers"]].public_values.copy()
+    pv[PV_INPUT_SHA.start] = 1 << 16
+    p.tables[INDEX["registers"]].public_values = pv
+    bad = dataclasses.replace(hello, proof=encode(p))
+    with pytest.raises(PublicValuesError, match=r"not for this input .*not 16-bit limbs"):
+        verify(bad, elf=HELLO, input=HELLO_IN, **ANY)
+
+
 def test_refused_for_another_program_input_or_tampered(hello):
     """A proof is refused for another program, another input, another limit, tampered or
     truncated bytes, offered as a block proof, or with the default minimum security; a
