@@ -33,20 +33,13 @@ class _TreeRef:
 
 
 def mixed_tree(st, leaves, spans=None, kind: str = ""):
-    """One round's mixed-height tree on the coordinator (as :func:`prover.rounds.
-    mixed_commit` on one machine): over the leaf digests ``leaves`` the workers sent
-    (uint32[N_t, 8] per table, None for a table without that matrix -- aux), in table
-    order, each at its table's LDE height; None when no table has one.  Every level is
-    kept (prune 0): the coordinator holds the leaf digests, not the rows a pruned tree
-    rehashes at an opening; the cap and the multiproofs are those of any pruning."""
-    from contextlib import nullcontext
-    from ..kernels.mmcs import MixedTree
-    got = [(sh.log_lde, lv) for sh, lv in zip(st.shapes, leaves) if lv is not None]
-    if not got:
-        return None
-    with (spans.span(f"commit_{kind}") if spans is not None and kind else nullcontext()):
-        return MixedTree.build([h for h, _ in got],
-                               [np.ascontiguousarray(lv, np.uint32) for _, lv in got], prune=0)
+    """One round's mixed-height tree on the coordinator (:func:`prover.rounds.mixed_tree`,
+    as one machine's :func:`prover.rounds.mixed_commit`): over the leaf digests the
+    workers sent (through the object store: made contiguous uint32 here), unpruned -- the
+    coordinator holds digests, not rows."""
+    from .rounds import mixed_tree as _mixed_tree
+    return _mixed_tree(st, [None if lv is None else np.ascontiguousarray(lv, np.uint32)
+                            for lv in leaves], spans, kind)
 
 
 _NO_NODES = np.zeros((0, 8), np.uint32)

@@ -58,7 +58,8 @@ class _LdeTree:
 
     def __init__(self, upper, prune: int, log_n: int, src):
         from ..kernels.merkle import MerkleTree
-        self._upper = MerkleTree(upper.nodes, upper.log_n, None)     # no matrix view
+        # no matrix view; None for a leaves-only tree (commit(levels=False))
+        self._upper = None if upper is None else MerkleTree(upper.nodes, upper.log_n, None)
         self._prune = int(prune)
         self._log_n = int(log_n)
         self._src = src if hasattr(src, "get") else _ArraySource(src)
@@ -74,22 +75,24 @@ class _LdeTree:
         hashes the leaves into ``leaves_out`` only: a tree without nodes, whose rows are
         opened (:meth:`open_rows`) but which has no root or cap -- the table's own tree is
         not part of a format-6 proof, only its leaves (in the round's mixed tree)."""
-        if not levels:
-            return cls._leaves_only(lde, src, leaves_out)
         from ..kernels.merkle import MerkleTree, _levels_up
         N = lde.shape[1]
         log_n = N.bit_length() - 1
         if N != 1 << log_n or lde.shape[0] == 0:
             raise ValueError(f"_LdeTree.commit: an LDE of shape {lde.shape}")
-        if prune is None:
+        if not levels:
+            if leaves_out is None or leaves_out.shape != (N, 8):
+                raise ValueError("_LdeTree.commit(levels=False) needs leaves_out uint32[N, 8]")
+            prune = 0
+        elif prune is None:
             prune = max(0, min(PRUNE_LEVELS, log_n - 8))
         # chunk k: 2^hb runs of 2^l tree positions (l >= prune), h N/2^hb + k 2^l + t
         chunk_bits = min(log_n, max(_COMMIT_CHUNK.bit_length() - 1, prune))
         hb = min(_COMMIT_SPREAD, chunk_bits - prune)
         l = chunk_bits - hb
         H, L = 1 << hb, 1 << l
-        top = np.empty((N >> prune, 8), np.uint32)
-        runs = top.reshape(H, (N >> hb) >> prune, 8)          # the level-prune digests of run h
+        top = np.empty((N >> prune, 8), np.uint32) if levels else None
+        runs = top.reshape(H, (N >> hb) >> prune, 8) if levels else None  # level-prune digests
         leaves = np.empty((1 << chunk_bits, 8), np.uint32)     # reused by every chunk
         cols = np.ascontiguousarray(lde, dtype=np.uint32)      # (no copy: the LDE is)
         out_runs = None if leaves_out is None else leaves_out.reshape(H, N >> hb, 8)
@@ -97,33 +100,11 @@ class _LdeTree:
             leaf_digests(cols, hb, l, k, leaves)
             if out_runs is not None:
                 out_runs[:, k * L:(k + 1) * L] = leaves.reshape(H, L, 8)
-            digests = _levels_up(leaves, prune)
-            runs[:, (k * L) >> prune:((k + 1) * L) >> prune] = digests.reshape(H, L >> prune, 8)
-        return cls(MerkleTree.from_digests(top), prune, log_n, lde if src is None else src)
-
-    @classmethod
-    def _leaves_only(cls, lde: np.ndarray, src, leaves_out: np.ndarray | None) -> "_LdeTree":
-        N = lde.shape[1]
-        log_n = N.bit_length() - 1
-        if N != 1 << log_n or lde.shape[0] == 0:
-            raise ValueError(f"_LdeTree.commit: an LDE of shape {lde.shape}")
-        if leaves_out is None or leaves_out.shape != (N, 8):
-            raise ValueError("_LdeTree.commit(levels=False) needs leaves_out uint32[N, 8]")
-        chunk_bits = min(log_n, _COMMIT_CHUNK.bit_length() - 1)
-        hb = min(_COMMIT_SPREAD, chunk_bits)
-        l = chunk_bits - hb
-        H, L = 1 << hb, 1 << l
-        leaves = np.empty((1 << chunk_bits, 8), np.uint32)
-        out_runs = leaves_out.reshape(H, N >> hb, 8)
-        cols = np.ascontiguousarray(lde, dtype=np.uint32)
-        for k in range(N >> chunk_bits):
-            leaf_digests(cols, hb, l, k, leaves)
-            out_runs[:, k * L:(k + 1) * L] = leaves.reshape(H, L, 8)
-        tree = cls.__new__(cls)
-        tree._upper, tree._prune, tree._log_n = None, 0, int(log_n)
-        s_ = lde if src is None else src
-        tree._src = s_ if hasattr(s_, "get") else _ArraySource(s_)
-        return tree
+            if levels:
+                digests = _levels_up(leaves, prune)
+                runs[:, (k * L) >> prune:((k + 1) * L) >> prune] = digests.reshape(H, L >> prune, 8)
+        return cls(MerkleTree.from_digests(top) if levels else None, prune, log_n,
+                   lde if src is None else src)
 
     @property
     def has_levels(self) -> bool:

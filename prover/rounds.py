@@ -106,21 +106,32 @@ class R4Deep:
 
 # ---------------------------------------------------------------------------- R1
 
+def mixed_tree(st: Statement, leaves: Sequence, spans: Spans | None = None, kind: str = "",
+               rows_of=None) -> MixedTree | None:
+    """A round's mixed-height tree (kernels/mmcs.py) over per-table leaf digests ``leaves``
+    (uint32[N_t, 8], or None for a table without that matrix -- aux), in table order, each
+    at its table's LDE height; None when no table has one.  With ``rows_of`` (a
+    :class:`_RowSource`) the tree keeps its levels >= PRUNE_LEVELS and rehashes the row
+    groups below at an opening; without (a sharded proof's coordinator holds digests, not
+    rows) every level is kept -- the same cap and multiproofs either way.  ``leaves`` may
+    be an iterable computed lazily inside the ``commit_<kind>`` span."""
+    with (spans.span(f"commit_{kind}") if spans is not None and kind else _nullcontext()):
+        got = [(sh.log_lde, lv) for sh, lv in zip(st.shapes, leaves) if lv is not None]
+        if not got:
+            return None
+        return MixedTree.build([h for h, _ in got], [lv for _, lv in got],
+                               prune=None if rows_of is not None else 0, rows_of=rows_of)
+
+
 def mixed_commit(st: Statement, coms: list, stages, spans: Spans | None = None,
                  kind: str = "") -> MixedTree | None:
-    """One round's commitment: the mixed-height tree (kernels/mmcs.py) over the committed
-    matrices ``coms`` (one per table, None for a table without one -- aux), in table
-    order, each at its table's LDE height; None when no table has one.  The tree keeps
-    its levels >= PRUNE_LEVELS: an opening rehashes the row groups below them from
-    ``coms[j]`` as it is then (stages.group_rows) -- a caller that replaces a table's
-    matrix by an equal recomputed one (XCHECK's recovery) updates the list."""
-    idx = [j for j, com in enumerate(coms) if com is not None]
-    if not idx:
-        return None
-    with (spans.span(f"commit_{kind}") if spans is not None and kind else _nullcontext()):
-        return MixedTree.build([st.shapes[j].log_lde for j in idx],
-                               [stages.leaf_digests(coms[j]) for j in idx],
-                               rows_of=_RowSource(coms, idx, stages))
+    """One round's commitment: :func:`mixed_tree` over the leaf digests of the committed
+    matrices ``coms`` (one per table, None for a table without one).  Its openings
+    rehash row groups from ``coms[j]`` as it is then (stages.group_rows) -- a caller that
+    replaces a table's matrix by an equal recomputed one (XCHECK's recovery) updates the
+    list."""
+    return mixed_tree(st, (None if c is None else stages.leaf_digests(c) for c in coms),
+                      spans, kind, _RowSource(coms, stages))
 
 
 class _RowSource:
@@ -129,8 +140,10 @@ class _RowSource:
     remembered per table: a table's opened rows lie in those groups, so :func:`r4_open`
     takes them from here instead of evaluating them a second time (:meth:`take`)."""
 
-    def __init__(self, coms: list, idx: list, stages):
-        self.coms, self.idx, self.stages = coms, idx, stages
+    def __init__(self, coms: list, stages):
+        # participant t of the tree is table idx[t] (the tables with a matrix, in order)
+        self.coms, self.stages = coms, stages
+        self.idx = [j for j, com in enumerate(coms) if com is not None]
         self.fetched: dict = {}            # table index -> (groups, b, uint32[G, 2^b, w])
 
     def __call__(self, t: int, groups, b: int) -> np.ndarray:

@@ -541,12 +541,9 @@ class HostStages:
         leaves, com.leaves = com.leaves, None
         if leaves is None:          # taken already (a recomputed table): rehash the rows
             from ..kernels.merkle import hash_rows
-            leaves = hash_rows(self.rows_of(com, np.arange(1 << com.tree.log_n)))
+            leaves = hash_rows(np.ascontiguousarray(
+                com.tree.rows(np.arange(1 << com.tree.log_n)), np.uint32))
         return leaves
-
-    def rows_of(self, com, indices: np.ndarray) -> np.ndarray:
-        """Committed rows of ``com`` at sorted distinct tree positions (uint32[d, w])."""
-        return np.ascontiguousarray(com.tree.rows(np.asarray(indices, np.int64)), np.uint32)
 
     def open_rows(self, tree, indices, log_cap: int, cached=None) -> np.ndarray:
         """A table's committed rows at sorted distinct tree positions (the proof carries
@@ -568,7 +565,7 @@ class HostStages:
         if src.lde is None and hasattr(src, "group_rows"):
             return np.ascontiguousarray(src.group_rows(groups, b), np.uint32)
         pos = ((groups[:, None] << b) + np.arange(1 << b)[None, :]).reshape(-1)
-        rows = com.tree.rows(pos, src.lde if src.lde is not None else None)
+        rows = com.tree.rows(pos, src.lde)
         return np.ascontiguousarray(rows, np.uint32).reshape(groups.size, 1 << b, -1)
 
     def permute(self, states: np.ndarray) -> np.ndarray:
