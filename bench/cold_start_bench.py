@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The first and second ``prove`` on an empty numba cache, and what the first one compiles.
 
-    .venv/bin/python bench/cold_start_bench.py                     # hello.elf, cold then warm
+    .venv/bin/python bench/cold_start_bench.py                     # examples/block.json, cold then warm
+    .venv/bin/python bench/cold_start_bench.py --hello             # examples/hello.elf
     .venv/bin/python bench/cold_start_bench.py --profile 25        # + the 25 costliest compiles
     .venv/bin/python bench/cold_start_bench.py --airs              # prove_airs on a small AIR
     .venv/bin/python bench/cold_start_bench.py --keep DIR          # reuse / keep the cache DIR
@@ -120,6 +121,8 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", type=int, nargs="?", const=25, default=0,
                     help="list the N costliest compiles of the cold run (default 25)")
     ap.add_argument("--airs", action="store_true", help="prove_airs on a small generic AIR")
+    ap.add_argument("--hello", action="store_true",
+                    help="prove examples/hello.elf instead of the example block")
     ap.add_argument("--log-blowup", type=int, default=2, help="with --airs (default 2)")
     ap.add_argument("--keep", help="cache directory to use and keep (default: a temp dir)")
     ap.add_argument("--runs", type=int, default=2, help="runs on the one cache (default 2)")
@@ -136,8 +139,10 @@ def main(argv=None) -> int:
     out = os.path.join(tempfile.gettempdir(), f"cold_start_{os.getpid()}.proof")
     if args.airs:
         prove_argv = [out, str(args.log_blowup)]
-    else:
+    elif args.hello:
         prove_argv = ["examples/hello.elf", "--input", "examples/hello.in", "-o", out, "-q"]
+    else:
+        prove_argv = ["examples/block.json", "-o", out, "-q"]
     results = []
     for i in range(args.runs):
         res = _run(cache, prove_argv, args.profile > 0 and i == 0, args.airs, args.threads)

@@ -245,7 +245,7 @@ def _gather_dit(src, dst, log_n, m, mode, c_m, tab, tw, S, stages):
         for i in range(_TILE * _TILE):
             S[i] = _mm(S[i], c_m)
     if stages:
-        _tile(S, 1, tw, True)
+        _tile(S, np.int64(1), tw, np.bool_(True))   # the other call site's types: one signature
     for a in range(_TILE):
         d0 = (a << hi) | (md << 4)
         ra = _REV4[a]

@@ -103,10 +103,18 @@ def warn_weak_proof(sec, what: str) -> None:
 
 
 def announce_cold_start(cold: bool, quiet: bool) -> None:
-    if not quiet and cold:
+    """On a cold numba cache: start the compile-ahead helper (prover/compile_ahead.py: a
+    second process compiling the proof's later kernels while this one proves) and say
+    what the first run costs."""
+    if not cold:
+        return
+    from .compile_ahead import start
+    helper = start()
+    if not quiet:
         print("first run here: compiling the host kernels (numba; once per machine and "
-              "Python, then loaded from its cache) -- this adds about 30-90 s, more on a "
-              "busy machine",
+              "Python, then loaded from its cache"
+              + ("; a second process compiles the later ones" if helper else "")
+              + ") -- this adds about 30-70 s, more on a busy machine",
               file=sys.stderr, flush=True)
 
 

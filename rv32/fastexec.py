@@ -445,7 +445,7 @@ def _run(keep, max_cycles, cwords, dec, segs, regs, state, ptab, pool, inp, out,
                         emem[3, nm] = v
                         emem[4, nm] = 0
                         nm += 1
-                _permute_lanes(pst, 1)
+                _permute_lanes(pst, pst.shape[1])   # an int64: the verifier's one signature
                 for j in range(8):
                     w = a1 + 4 * j
                     pn = w >> 12

@@ -13,6 +13,7 @@ never on ``kernels/`` or ``prover/``.
   prover's self-check uses; :mod:`verifier.shapes` -- the shape checks before any hashing
 * :mod:`verifier.proof_format` -- ``Params``, ``Proof``, ``FriProof``, ``encode``, ``decode``, ``to_json``
 * :mod:`verifier.errors` -- ``VerificationError`` and its subclasses
+* :func:`warm_kernels` -- load or compile the verifier's kernels ahead of a verification
 """
 from .errors import (CompositionError, FriError, LogUpError, MerkleError, ParameterError,
                      PowError, PublicValuesError, ShapeError, VerificationError)
@@ -22,7 +23,19 @@ from .security import SecurityReport, proof_security
 from .verify import (DEFAULT_MIN_SECURITY_BITS, TableState, VerifyResult, check_security, verify,
                      verify_join, verify_table)
 
-__all__ = ["verify", "VerifyResult", "verify_table", "verify_join", "TableState", "Transcript",
+
+
+def warm_kernels() -> None:
+    """Load (or compile, on a cold numba cache) every compiled kernel a verification uses,
+    so the first ``verify`` does not pay for them (they compile on first use otherwise)."""
+    from . import composition, join, merkle, poseidon2
+    poseidon2.warm_kernels()
+    merkle.warm_kernels()
+    composition.warm_kernels()
+    join.warm_kernels()
+
+
+__all__ = ["warm_kernels", "verify", "VerifyResult", "verify_table", "verify_join", "TableState", "Transcript",
            "Params", "Proof", "TableProof", "FriProof", "decode",
            "encode", "to_json", "VerificationError", "ShapeError", "MerkleError",
            "CompositionError", "FriError", "PowError", "LogUpError", "PublicValuesError",

@@ -325,16 +325,14 @@ def composition_check(air, sh: TableShape, tp: TableProof, pv, chal, alpha, z) -
         raise CompositionError("constraints at z do not match the quotient parts", sh.name)
 
 
-def _warm_kernels() -> None:
-    """Load (or compile, on a cold cache) the compiled helpers at import, with exactly
-    the argument types the verifier passes, like verifier.poseidon2 does."""
+def warm_kernels() -> None:
+    """Load (or compile, on a cold cache) the compiled helpers with exactly the argument
+    types the verifier passes, like verifier.poseidon2 does (:func:`verifier.warm_kernels`)."""
     u64, u32, i64 = np.uint64, np.uint32, np.int64
     _bary_kernel(np.zeros((2, 1), u32), np.array([5, 1, 0, 0], u64), u64(P - 1))
     _composition_kernel(np.zeros((1, 3), i64), np.zeros((1, 4), u64), np.zeros(1, i64),
                         np.zeros(1, i64), np.zeros(4, u64), np.array([5, 1, 0, 0], u64), 2,
                         u64(P - 1), np.zeros((1, 4), u64))
 
-
-_warm_kernels()
 
 __all__ = ["composition_check"]

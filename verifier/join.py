@@ -335,9 +335,9 @@ def verify_join(tr: Transcript, params: Params, shapes: Sequence[TableShape],
                        f"{int(at[h][bad])}")
 
 
-def _warm_kernels() -> None:
-    """Load (or compile, on a cold cache) the compiled helpers at import, with exactly
-    the argument types the verifier passes, like verifier.poseidon2 does."""
+def warm_kernels() -> None:
+    """Load (or compile, on a cold cache) the compiled helpers with exactly the argument
+    types the verifier passes, like verifier.poseidon2 does (:func:`verifier.warm_kernels`)."""
     u64, u32, i64 = np.uint64, np.uint32, np.int64
     _deep_kernel(np.zeros((1, 1), u32), np.array([1, 0, 0, 0], u64), np.zeros((1, 4), u64),
                  np.zeros(1, np.bool_), np.ones(1, u64), np.array([[5, 1, 0, 0]] * 2, u64))
@@ -347,7 +347,5 @@ def _warm_kernels() -> None:
     _final_kernel(np.zeros(1, i64), np.zeros((4, 1), u64), np.zeros((1, 4), u32), 1,
                   u64(F.root_of_unity(1)))
 
-
-_warm_kernels()
 
 __all__ = ["verify_join"]

@@ -196,7 +196,8 @@ def cap_of(matrix: np.ndarray, log_cap: int) -> np.ndarray:
     return level
 
 
-# Load (or compile, on a cold cache) the kernels verify uses at import, like the
-# permutation.
-_count_kernel(np.zeros(1, np.int64), 1)
-_multiproof_kernel(np.zeros((1, 8), np.uint32), np.zeros(1, np.int64), np.zeros((1, 8), np.uint32), 1)
+def warm_kernels() -> None:
+    """Load (or compile, on a cold cache) the kernels verify uses, like the permutation's."""
+    _count_kernel(np.zeros(1, np.int64), 1)
+    _multiproof_kernel(np.zeros((1, 8), np.uint32), np.zeros(1, np.int64),
+                       np.zeros((1, 8), np.uint32), 1)

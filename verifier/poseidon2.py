@@ -143,11 +143,12 @@ def _sbox_m(x):
     return _mmul(x3, x4)
 
 
-@njit("void(uint64[:, ::1], int64)", cache=True)
+@njit(cache=True)
 def _permute_lanes(st, nb):
     """Poseidon2 in place on the first ``nb`` columns of ``st`` (uint64[16, >= nb]), every
     lane canonical Montgomery form (< p).  Constants are module globals, frozen into the
-    compiled code.  Compiled once (explicit signature) and called by every kernel below.
+    compiled code.  Compiled once (every caller passes uint64[:, ::1] and an int64) and
+    called by every kernel below.
     One pass per round: the loop body takes one state (column b) through the round with
     its 16 lanes in registers, and LLVM vectorises the b loop across states (M_E: the M4
     outputs < 7p, the column sums t < 28p, lane + t < 35p < 2^37: one _red37 per lane;
@@ -410,7 +411,7 @@ def _duplex_blocks(state, elems):
     while True:
         for i in range(min(8, k - start)):
             st[i, 0] = _to_mont(np.uint64(elems[start + i]))
-        _permute_lanes(st, 1)
+        _permute_lanes(st, st.shape[1])      # an int64: one signature for every caller
         start += 8
         if start >= k:
             break
@@ -463,8 +464,10 @@ def compress(left: np.ndarray, right: np.ndarray) -> np.ndarray:
     return permute(st)[:, :8]
 
 
-# Load (or compile, on a cold cache) the kernels at import, so that the first verification
-# after ``import verifier`` does not pay for them.
-permute(np.zeros((1, WIDTH), dtype=np.uint32))
-_duplex_blocks(np.zeros(WIDTH, dtype=np.uint32), np.zeros(8, dtype=np.uint32))
-hash_rows(np.zeros((1, 1), dtype=np.uint32))
+def warm_kernels() -> None:
+    """Load (or compile, on a cold cache) the kernels with exactly the argument types the
+    verifier passes (:func:`verifier.warm_kernels`; not at import: a cold ``prove``
+    compiles them on a second core while it proves, prover/compile_ahead.py)."""
+    permute(np.zeros((1, WIDTH), dtype=np.uint32))
+    _duplex_blocks(np.zeros(WIDTH, dtype=np.uint32), np.zeros(8, dtype=np.uint32))
+    hash_rows(np.zeros((1, 1), dtype=np.uint32))
