@@ -12,7 +12,10 @@ POSEIDON2's 4,200 statements over 10 minutes), far more than a proof.  Instead:
 * :func:`encode` turns a program into an instruction table (``int64[ops, 4]``: opcode,
   two operand slots / leaf arguments, destination slot), the opcode already specialised
   on the operands' base/EF kinds, and assigns value slots by liveness
-  (``Program.last_use``), so a few dozen slots hold the live values;
+  (``Program.last_use``), so a few dozen slots hold the live values -- never writing an
+  instruction's result into an operand's slot: a destination that aliases an operand
+  fails the runtime overlap check LLVM puts in front of each vectorised block loop, and
+  the loop runs scalar (the RV32 tables' quotient ran 2.9x slower that way);
 * :func:`_quotient_kernel` (compiled once for every AIR, numba ``cache=True``) walks the
   table for a block of ``B`` points at a time: every instruction is one short loop over
   the block (the field functions of :mod:`kernels.field`, Montgomery form, compiled with
@@ -186,16 +189,18 @@ def _encode(air, prog, sink: int) -> Encoded:
             x, y = slot_of[a], (slot_of[b] if b >= 0 else 0)
             if swap:
                 x, y = y, x
-            # operands read for the last time here free their slots before the
-            # destination is chosen: the kernel reads a point's operands before writing it
-            for o in {a, b} - {-1}:
-                if last[o] == i:
-                    free.append(slot_of[o])
+        # the destination is never an operand's slot: operands read for the last time here
+        # free their slots only after it is chosen (a destination that aliases an operand
+        # makes LLVM's runtime overlap check fail, and the op's loop runs scalar)
         if free:
             d = free.pop()
         else:
             d = nslots
             nslots += 1
+        if a >= 0:
+            for o in {a, b} - {-1}:
+                if last[o] == i:
+                    free.append(slot_of[o])
         slot_of[i] = d
         rows.append((oc, x, y, d))
         for k in folds.get(i, ()):
