@@ -5,7 +5,9 @@
 
 The workload: ``k`` tables of 2^m rows and ``w`` columns; even-numbered tables have
 degree-2 transitions (x_j' = x_j x_(j+1) + j + 1), odd-numbered ones degree-3
-(x_j' = x_j x_(j+1) x_(j+2) + j + 1, two quotient parts).
+(x_j' = x_j x_(j+1) x_(j+2) + j + 1, two quotient parts).  ``synthetic_air`` /
+``synthetic_trace`` take any degree d >= 1 (the product of d consecutive columns);
+``bench/block_bench.py --synthetic`` proves them at one fixed degree.
 
 Where the figures come from: the per-round and per-table times (``rounds_s``,
 ``per_table_s``) are the prover's spans (:mod:`prover.spans`), the one timer mechanism
@@ -37,12 +39,17 @@ P = 2013265921
 
 
 def synthetic_air(index: int, width: int, degree: int):
+    """Table ``index``: ``width`` columns, x_j' = x_j x_(j+1) ... x_(j+degree-1) + j + 1
+    (indices mod width): transition constraints of degree ``degree`` (>= 1)."""
+    if degree < 1 or width < 1:
+        raise ValueError(f"a synthetic AIR needs width >= 1 and degree >= 1, not "
+                         f"width {width}, degree {degree}")
     b = AirBuilder(f"synth{index}_d{degree}")
     xs = b.main_cols("x", width)
     for j in range(width):
-        term = xs[j] * xs[(j + 1) % width]
-        if degree == 3:
-            term = term * xs[(j + 2) % width]
+        term = xs[j]
+        for d in range(1, degree):
+            term = term * xs[(j + d) % width]
         b.when_transition(xs[j].next - (term + j + 1), name=f"t{j}")
     b.when_first_row(xs[0] - (index + 1), name="start")
     return b.build()
@@ -53,10 +60,10 @@ def _fill(t, degree):
     n, w = t.shape
     for i in range(1, n):
         for j in range(w):
-            v = (t[i - 1, j] * t[i - 1, (j + 1) % w]) % P
-            if degree == 3:
-                v = (v * t[i - 1, (j + 2) % w]) % P
-            t[i, j] = (v + j + 1) % P
+            v = t[i - 1, j]                 # uint64 throughout: exact products < 2^62
+            for d in range(1, degree):
+                v = (v * t[i - 1, (j + d) % w]) % np.uint64(P)
+            t[i, j] = (v + np.uint64(j + 1)) % np.uint64(P)
 
 
 def synthetic_trace(index: int, log_n: int, width: int, degree: int) -> np.ndarray:

@@ -2,6 +2,9 @@
 
     PYTHONPATH=. .venv/bin/python bench/zorch_compare.py --zorch-python /tmp/zvenv/bin/python
         [--rounds 2] [--quick] [--json out.json] [--only poseidon2 --one-cpu]
+    PYTHONPATH=. .venv/bin/python bench/zorch_compare.py --zorch-python /tmp/zvenv/bin/python
+        --synthetic WIDTH,LOG_ROWS[,LOG_BLOWUP] [--rounds 2] [--queries 50] [--pow-bits 16]
+        [--no-zorch] [--json out.json]
 
 openvm-zorch (PyPI ``openvm-zorch``, with ``pyzorch`` and its XLA-based ``frx`` runtime) is
 NOT a dependency of this project: install it into a throwaway virtual environment and pass
@@ -37,6 +40,23 @@ every AVX-512 (and AMX/AVX10) feature off, the zorch child ``XLA_FLAGS=--xla_cpu
 ``--steadfast-width 256`` sets ``STEADFAST_VECTOR_WIDTH=256`` for the steadfast child
 (256-bit code generation, AVX-512 instructions still allowed: 8 states a ``ymm``).
 The report names the machine's CPU model, core count, vector flags and load average.
+
+``--synthetic WIDTH,LOG_ROWS[,LOG_BLOWUP]`` (LOG_BLOWUP default ProverConfig's) replaces
+the fixed shapes by those of bench/block_bench.py's synthetic AIR of WIDTH columns,
+2^LOG_ROWS rows and constraint degree 2 (one table, no LogUp): for each matrix its proof
+commits -- the main trace (WIDTH columns) and the quotient parts (4 per part) -- the LDE
+of its columns 2^LOG_ROWS -> 2^(LOG_ROWS+LOG_BLOWUP) on the coset (steadfast:
+``lde_columns`` of [c, 2^LOG_ROWS], as the prover and block_bench's roofline call it;
+zorch: ``ReedSolomon(2^LOG_ROWS, 2^LOG_BLOWUP, coset_shift=31).extend``) and the Merkle
+commit of the 2^(LOG_ROWS+LOG_BLOWUP) x c LDE matrix, in the same alternating children.
+On our side only, each round also proves that AIR (``block_bench.run_synthetic``: a fresh
+subprocess, ``Prover.prove_airs`` on the host, verified; ``--queries``/``--pow-bits``
+default block_bench's), right after the steadfast primitives child.  The round then
+reports our whole proof, our LDE + commit of the same cells (the children's steady sum,
+and the proof child's own roofline), zorch's LDE + commit, and the ratios: zorch / ours
+per primitive and summed, proof / our LDE + commit (the roofline ratio) and proof /
+zorch's LDE + commit.  ``--no-zorch`` (or a zorch child that fails: exit status 1)
+reports our side alone.
 """
 from __future__ import annotations
 
@@ -61,6 +81,36 @@ def _cases(quick: bool):
         (f"merkle 2^{16 - s}x16", "merkle", (16 - s, 16)),
         (f"merkle 2^{20 - s}x16", "merkle", (20 - s, 16)),
     ]
+
+
+def synthetic_cases(width: int, log_rows: int, log_blowup: int) -> list:
+    """The primitives of the degree-2 synthetic AIR's committed matrices: (name, kind,
+    args) for the LDE and the Merkle commit of each (main: ``width`` columns; quotient
+    parts: 4 a part; LogUp aux: 4 an EF column, none here)."""
+    sys.path.insert(0, ROOT)
+    from bench.prove_bench import synthetic_air
+    air = synthetic_air(0, width, 2)
+    out = []
+    for role, c in (("main", air.main_width), ("aux", 4 * air.aux_width),
+                    ("parts", 4 * air.num_parts)):
+        if c:
+            out += [(f"lde {c}x2^{log_rows}->2^{log_rows + log_blowup} {role}", "lde_cols",
+                     (c, log_rows, log_blowup)),
+                    (f"merkle 2^{log_rows + log_blowup}x{c} {role}", "merkle",
+                     (log_rows + log_blowup, c))]
+    return out
+
+
+def parse_synthetic(text: str) -> tuple[int, int, int | None]:
+    """``WIDTH,LOG_ROWS[,LOG_BLOWUP]`` -> (width, log_rows, log_blowup or None)."""
+    try:
+        v = [int(x) for x in text.split(",")]
+    except ValueError:
+        v = []
+    if len(v) not in (2, 3) or min(v) < 1:
+        raise argparse.ArgumentTypeError(
+            f"--synthetic takes WIDTH,LOG_ROWS[,LOG_BLOWUP] (positive integers), not {text!r}")
+    return v[0], v[1], v[2] if len(v) == 3 else None
 
 
 _COMMON = r"""
@@ -92,6 +142,10 @@ for name, kind, a in CASES:
         x = rand((a[0], 1 << a[1])); out[name] = timed(lambda: ntt(x), sync)
     elif kind == "lde":
         x = rand((1 << a[1], a[0])); out[name] = timed(lambda: coset_lde(x, 1), sync)
+    elif kind == "lde_cols":
+        from steadfast.kernels.ntt_host import lde_columns
+        from steadfast.verifier.protocol import SHIFT
+        x = rand((a[0], 1 << a[1])); out[name] = timed(lambda: lde_columns(x, a[2], SHIFT), sync)
     elif kind == "perm":
         x = rand((1 << a[0], 16)); out[name] = timed(lambda: poseidon2_permute(x), sync)
     elif kind == "merkle":
@@ -118,6 +172,11 @@ for name, kind, a in CASES:
         out[name] = timed(lambda: ntt(x), sync)
     elif kind == "lde":
         rs = ReedSolomon(1 << a[1], 2, F, coset_shift=fnp.asarray(31, dtype=F))
+        ext = frx.jit(rs.extend)
+        x = fnp.asarray(rand((a[0], 1 << a[1])), dtype=F)
+        out[name] = timed(lambda: ext(x), sync)
+    elif kind == "lde_cols":
+        rs = ReedSolomon(1 << a[1], 1 << a[2], F, coset_shift=fnp.asarray(31, dtype=F))
         ext = frx.jit(rs.extend)
         x = fnp.asarray(rand((a[0], 1 << a[1])), dtype=F)
         out[name] = timed(lambda: ext(x), sync)
@@ -195,22 +254,22 @@ def main(argv=None) -> int:
                          "--xla_cpu_max_isa=AVX2), an AVX2-only machine's code generation")
     ap.add_argument("--steadfast-width", choices=("auto", "256", "512"), default=None,
                     help="STEADFAST_VECTOR_WIDTH for the steadfast child")
+    ap.add_argument("--synthetic", type=parse_synthetic, metavar="WIDTH,LOG_ROWS[,LOG_BLOWUP]",
+                    help="the primitives at a degree-2 synthetic AIR's committed shapes, and "
+                         "our whole proof of it (instead of the fixed shapes)")
+    ap.add_argument("--queries", type=int, default=50, help="with --synthetic (default 50)")
+    ap.add_argument("--pow-bits", type=int, default=16, help="with --synthetic (default 16)")
+    ap.add_argument("--no-zorch", action="store_true",
+                    help="skip the zorch child: our side alone")
     args = ap.parse_args(argv)
-    if not args.zorch_python:
+    if not args.zorch_python and not args.no_zorch:
         ap.error("--zorch-python (or $ZORCH_PYTHON) is required: a venv with openvm-zorch")
+    if args.synthetic is not None:
+        return main_synthetic(args)
     cases = _cases(args.quick)
     if args.only:
         cases = [c for c in cases if any(c[0].startswith(o) for o in args.only)]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    if args.one_cpu:
-        env["NUMBA_NUM_THREADS"] = "1"
-    senv, zenv = dict(env), dict(env)
-    if args.steadfast_width:
-        senv["STEADFAST_VECTOR_WIDTH"] = args.steadfast_width
-    if args.isa == "avx2":
-        senv["NUMBA_CPU_FEATURES"] = avx2_features()
-        zenv["XLA_FLAGS"] = (zenv.get("XLA_FLAGS", "") + " --xla_cpu_max_isa=AVX2").strip()
+    senv, zenv = _child_envs(args)
     report = {"machine": machine(), "rounds": [], "isa": args.isa,
               "steadfast_width": args.steadfast_width}
     m = report["machine"]
@@ -219,14 +278,18 @@ def main(argv=None) -> int:
     print(f"code generation: isa {args.isa}, steadfast width "
           f"{args.steadfast_width or os.environ.get('STEADFAST_VECTOR_WIDTH', 'auto')}")
     for r in range(args.rounds):
-        order = [("steadfast", sys.executable, _STEADFAST_CHILD, senv),
-                 ("zorch", args.zorch_python, _ZORCH_CHILD, zenv)]
+        order = [("steadfast", sys.executable, _STEADFAST_CHILD, senv)] + \
+            ([] if args.no_zorch else [("zorch", args.zorch_python, _ZORCH_CHILD, zenv)])
         if r % 2:
             order.reverse()
         res = {name: _run_child(py, code, cases, args.repeats, cenv, args.one_cpu)
                for name, py, code, cenv in order}
         report["rounds"].append(res)
         print(f"\nround {r} (load {os.getloadavg()[0]:.1f}); ratio = zorch / steadfast steady time")
+        if args.no_zorch:
+            for name, _, _ in cases:
+                print(f"{name:26} {res['steadfast'][name]['steady_s'] * 1e3:9.1f}ms")
+            continue
         print(f"{'primitive':26} {'steadfast':>11} {'zorch':>11} {'ratio':>7} {'zorch 1st call':>15}")
         for name, _, _ in cases:
             s, z = res["steadfast"][name], res["zorch"][name]
@@ -239,6 +302,121 @@ def main(argv=None) -> int:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
     return 0
+
+
+def _child_envs(args) -> tuple[dict, dict]:
+    """(steadfast child's env, zorch child's env) for ``args``."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    if args.one_cpu:
+        env["NUMBA_NUM_THREADS"] = "1"
+    senv, zenv = dict(env), dict(env)
+    if args.steadfast_width:
+        senv["STEADFAST_VECTOR_WIDTH"] = args.steadfast_width
+    if args.isa == "avx2":
+        senv["NUMBA_CPU_FEATURES"] = avx2_features()
+        zenv["XLA_FLAGS"] = (zenv.get("XLA_FLAGS", "") + " --xla_cpu_max_isa=AVX2").strip()
+    return senv, zenv
+
+
+def _ms(x) -> str:
+    return "–".rjust(11) if x is None else f"{x * 1e3:9.1f}ms"
+
+
+def _ratio(a, b) -> str:
+    return "–".rjust(7) if a is None or b is None else f"{a / b:6.2f}x"
+
+
+def main_synthetic(args) -> int:
+    """--synthetic: the primitives at the synthetic AIR's shapes, both sides, alternating,
+    and our whole proof of it each round."""
+    sys.path.insert(0, ROOT)
+    from bench.block_bench import run_synthetic
+    width, log_rows, log_blowup = args.synthetic
+    if log_blowup is None:
+        from steadfast.prover.api import ProverConfig
+        log_blowup = ProverConfig().log_blowup
+    cases = synthetic_cases(width, log_rows, log_blowup)
+    if args.only:
+        cases = [c for c in cases if any(c[0].startswith(o) for o in args.only)]
+    senv, zenv = _child_envs(args)
+    spec = (width, log_rows, 2, 1)
+    report = {"machine": machine(), "rounds": [], "isa": args.isa,
+              "steadfast_width": args.steadfast_width,
+              "synthetic": {"width": width, "log_rows": log_rows, "degree": 2, "tables": 1,
+                            "log_blowup": log_blowup, "queries": args.queries,
+                            "pow_bits": args.pow_bits, "cases": cases},
+              "zorch_error": None}
+    m = report["machine"]
+    print(f"machine: {m['model']}, {m['cpu_count']} cores, load {m['loadavg']}")
+    print("vector flags: " + " ".join(m["flags"]))
+    print(f"code generation: isa {args.isa}, steadfast width "
+          f"{args.steadfast_width or os.environ.get('STEADFAST_VECTOR_WIDTH', 'auto')}")
+    print(f"synthetic AIR: {width} columns x 2^{log_rows} rows, degree 2, 1 table, "
+          f"log_blowup {log_blowup}, queries {args.queries}, pow_bits {args.pow_bits}")
+    zorch_ok = not args.no_zorch
+    for r in range(args.rounds):
+        order = ["steadfast"] + (["zorch"] if zorch_ok else [])
+        if r % 2:
+            order.reverse()
+        res = {}
+        for name in order:
+            if name == "zorch":
+                try:
+                    res["zorch"] = _run_child(args.zorch_python, _ZORCH_CHILD, cases,
+                                              args.repeats, zenv, args.one_cpu)
+                except (RuntimeError, OSError) as exc:
+                    report["zorch_error"] = f"{type(exc).__name__}: {exc}"
+                    print(f"zorch: unavailable ({report['zorch_error'][:2000]}); "
+                          f"our side alone", file=sys.stderr)
+                    zorch_ok = False
+                continue
+            res["steadfast"] = _run_child(sys.executable, _STEADFAST_CHILD, cases,
+                                          args.repeats, senv, args.one_cpu)
+            res["proof"] = run_synthetic(spec, args.queries, args.pow_bits, log_blowup,
+                                         emu=False, env=senv,
+                                         preexec_fn=_pin_first_cpu if args.one_cpu else None)
+        report["rounds"].append(res)
+        z = res.get("zorch")
+        print(f"\nround {r} (load {os.getloadavg()[0]:.1f}); ratio = zorch / steadfast steady time")
+        print(f"{'primitive':26} {'steadfast':>11} {'zorch':>11} {'ratio':>7} {'zorch 1st call':>15}")
+        ours = theirs = 0.0
+        for name, _, _ in cases:
+            s = res["steadfast"][name]["steady_s"]
+            t = z[name]["steady_s"] if z else None
+            ours += s
+            theirs = theirs + t if z else None
+            first = f"{z[name]['first_call_s']:13.1f}s" if z else "–".rjust(14)
+            print(f"{name:26} {_ms(s)} {_ms(t)} {_ratio(t, s)} {first}")
+            if args.one_cpu:
+                sc = res["steadfast"][name]["cpu_s"]
+                zc = z[name]["cpu_s"] if z else None
+                print(f"{'  (CPU time, one CPU)':26} {_ms(sc)} {_ms(zc)} {_ratio(zc, sc)}")
+        label = "sum of the rows above" if args.only else "LDE + commit (sum)"
+        print(f"{label:26} {_ms(ours)} {_ms(theirs)} {_ratio(theirs, ours)}")
+        p = res["proof"]
+        c = p["cells"]
+        rf = c.get("roofline", {}).get("seconds")
+        print(f"whole proof (ours): {c['prove_s']:.3f} s ({c['prove_cpu_s']:.2f} CPU s), "
+              f"{c['cells'] / 1e6:.2f} M cells, {c['cells_per_s_per_core'] / 1e6:.3f} M "
+              f"cells/s/core, proof {p['proof_file_bytes'] / 1024:,.0f} KiB "
+              f"{p['proof_sha256'][:16]}, verified")
+        what = "the rows above" if args.only else "LDE + commit"
+        print(f"  proof / our {what}: {c['prove_s'] / ours:.2f} (children's steady "
+              f"sum {ours:.3f} s); proof child's roofline {rf:.3f} s -> ratio "
+              f"{c['roofline_ratio']:.2f}")
+        print(f"  proof / zorch {what}: "
+              + (f"{c['prove_s'] / theirs:.2f} (zorch sum {theirs:.3f} s)" if z else "–"))
+        res["summary"] = {"ours_lde_commit_s": ours, "zorch_lde_commit_s": theirs,
+                          "proof_s": c["prove_s"], "roofline_s": rf,
+                          "proof_over_ours": c["prove_s"] / ours,
+                          "roofline_ratio": c["roofline_ratio"],
+                          "zorch_over_ours": theirs / ours if z else None,
+                          "proof_over_zorch": c["prove_s"] / theirs if z else None}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=2)
+    return 1 if report["zorch_error"] else 0
 
 
 if __name__ == "__main__":
