@@ -12,6 +12,11 @@ path summed over the tables, best and median round, and the same-run ratio; the 
 Every round checks that both paths return the same bytes.
 
     PYTHONPATH=. .venv/bin/python bench/quotient_host_bench.py --sizes 14 16 --rounds 3
+    PYTHONPATH=. .venv/bin/python bench/quotient_host_bench.py --sizes 16 18 --per-point
+
+``--per-point``: the compiled path only, on one numba thread, best of ``--rounds`` per
+table: seconds, and nanoseconds per instruction-point (the table's encoded instructions x
+its quotient-domain points), summed over the block and per opcode mix.
 """
 from __future__ import annotations
 
@@ -75,7 +80,6 @@ def tables_of(k: int, share: float):
 
 def run(k: int, share: float, rounds: int) -> dict:
     import numpy as np
-    from steadfast.kernels import constraint_host as CH
     from steadfast.prover.stages import HostStages
 
     t0 = time.perf_counter()
@@ -111,13 +115,65 @@ def run(k: int, share: float, rounds: int) -> dict:
     return summary
 
 
+def per_point(k: int, share: float, rounds: int) -> dict:
+    """The compiled quotient per table on one thread: best seconds, instruction-points."""
+    import collections
+    import numba
+    from steadfast.kernels import constraint_host as CH
+    from steadfast.prover.stages import HostStages
+    numba.set_num_threads(1)
+    names = ("LD_MAIN LD_PREP LD_AUX LD_PV LD_CHAL LD_CONST ADD_BB ADD_EB ADD_EE SUB_BB "
+             "SUB_EB SUB_BE SUB_EE MUL_BB MUL_EB MUL_EE NEG_B NEG_E FOLD STORE").split()
+    host = HostStages()
+    mix: collections.Counter = collections.Counter()
+    rows, total_s, total_pts = [], 0.0, 0
+    for t, name in tables_of(k, share):
+        host.quotient(*t, compiled=True)            # compile / load apart
+        best = min(_timed(lambda: host.quotient(*t, compiled=True)) for _ in range(rounds))
+        enc = CH.encode(t[0])
+        M = 1 << t[1].log_quotient
+        for op, c in collections.Counter(enc.code[:, 0].tolist()).items():
+            mix[names[op]] += c * M
+        pts = len(enc.code) * M
+        rows.append({"table": name, "points": M, "instructions": len(enc.code),
+                     "slots": enc.slots, "seconds": best, "ns_per_point": best / pts * 1e9})
+        total_s += best
+        total_pts += pts
+    return {"k": k, "seconds": total_s, "instruction_points": total_pts,
+            "ns_per_point": total_s / total_pts * 1e9, "mix": dict(mix.most_common()),
+            "tables": sorted(rows, key=lambda r: -r["seconds"])}
+
+
+def _timed(f) -> float:
+    t0 = time.perf_counter()
+    f()
+    return time.perf_counter() - t0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[14, 16])  # k >= 10
     ap.add_argument("--hash-share", type=float, default=0.25)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--per-point", action="store_true",
+                    help="compiled only, one thread: ns per instruction-point per table")
     a = ap.parse_args(argv)
+    if a.per_point:
+        results = []
+        for k in a.sizes:
+            r = per_point(k, a.hash_share, a.rounds)
+            results.append(r)
+            print(f"2^{k}: {r['seconds']:.3f} s, {r['instruction_points'] / 1e6:.1f} M "
+                  f"instruction-points, {r['ns_per_point']:.2f} ns each (one thread)")
+            for t in r["tables"][:8]:
+                print(f"  {t['table']:20s} 2^{t['points'].bit_length() - 1} points, "
+                      f"{t['instructions']:5d} instructions, {t['slots']:3d} slots: "
+                      f"{t['seconds'] * 1e3:8.1f} ms, {t['ns_per_point']:.2f} ns")
+        if a.json:
+            with open(a.json, "w") as fh:
+                json.dump(results, fh, indent=1)
+        return 0
     import numba
     print(f"numba threads {numba.get_num_threads()}, load {os.getloadavg()}")
     results = []
