@@ -22,7 +22,7 @@ import numpy as np
 from numba import njit
 
 from . import merkle, mmcs
-from .errors import FriError, PowError, ShapeError
+from .errors import FriError, PowError
 from .field import F, P
 from .poseidon2 import hash_rows
 from .proof_format import Commitments, FriProof, Params, TableProof
@@ -275,14 +275,7 @@ def verify_join(tr: Transcript, params: Params, shapes: Sequence[TableShape],
             expect(np.shape(nodes)[0] == 0, f"{kind}_nodes count", None, np.shape(nodes)[0], 0)
             continue
         for sh, rows in part:
-            rows = np.asarray(rows)
-            if rows.ndim != 2 or rows.shape[1] == 0:
-                raise ShapeError(f"{kind} opening: opened rows of shape {rows.shape}, "
-                                 "expected a width > 0", sh.name)
-            if rows.size and (rows.dtype.kind not in "ui" or int(rows.min()) < 0
-                              or int(rows.max()) >= P):
-                raise ShapeError(f"{kind} opening: an opened row holds a value that is not "
-                                 "a field element", sh.name)
+            merkle.check_rows(rows, f"{kind} opening", sh.name)
         hts = [sh.log_lde for sh, _ in part]
         top = at[max(hts)]
         m = mmcs.mixed_multiproof_size(top, hts, params.log_cap)

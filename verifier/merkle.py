@@ -169,18 +169,26 @@ def verify_multiproof(cap, leaf_digests, indices, nodes, height: int, log_cap: i
                           f"{int(top[bad[0]])} differs)", table)
 
 
+def check_rows(rows, what: str, table: str | None = None, count: int | None = None) -> np.ndarray:
+    """Opened rows as a 2-d array of field elements, ShapeError otherwise: ``count`` rows
+    when given, a width > 0 (unless ``count`` is 0), every value in [0, p)."""
+    rows = np.asarray(rows)
+    if (rows.ndim != 2 or (count is not None and rows.shape[0] != count)
+            or (rows.shape[1] == 0 and (count is None or count))):
+        want = f"({count}, w > 0)" if count is not None else "a width > 0"
+        raise ShapeError(f"{what}: opened rows of shape {rows.shape}, expected {want}", table)
+    if rows.size and (rows.dtype.kind not in "ui" or int(rows.min()) < 0 or int(rows.max()) >= P):
+        raise ShapeError(f"{what}: an opened row holds a value that is not a field element", table)
+    return rows
+
+
 def check_opening(cap, rows, indices, nodes, height: int, log_cap: int,
                   what: str = "tree", table: str | None = None) -> None:
     """Authenticate opened rows uint32[k, w] (one per index of ``indices``, sorted and
     distinct) against a cap: leaf digests (the sponge of each row), then
     :func:`verify_multiproof`.  ShapeError / MerkleError as there."""
-    rows = np.asarray(rows)
     idx = np.asarray(indices, dtype=np.int64).reshape(-1)
-    if rows.ndim != 2 or rows.shape[0] != idx.size or (idx.size and rows.shape[1] == 0):
-        raise ShapeError(f"{what}: opened rows of shape {rows.shape}, expected "
-                         f"({idx.size}, w > 0)", table)
-    if rows.size and (rows.dtype.kind not in "ui" or int(rows.min()) < 0 or int(rows.max()) >= P):
-        raise ShapeError(f"{what}: an opened row holds a value that is not a field element", table)
+    rows = check_rows(rows, what, table, idx.size)
     digests = hash_rows(rows) if idx.size else np.zeros((0, 8), np.uint32)
     verify_multiproof(cap, digests, idx, nodes, height, log_cap, what, table)
 
