@@ -441,14 +441,7 @@ def main(argv=None) -> int:
                   f"{c['cells_per_cycle']:.0f} cells/cycle, roofline "
                   f"{c.get('roofline_ratio', float('nan')):.2f}, proof {res['proof_sha256'][:16]}",
                   file=sys.stderr, flush=True)
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"python {platform.python_version()}, load average before/after "
-          f"{load0[0]:.1f}/{os.getloadavg()[0]:.1f}\n")
-    print(table(results))
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(results, fh, indent=1)
-    return 0
+    return _report(results, load0, table(results), args.json)
 
 
 def run_synthetic(spec: tuple, queries: int, pow_bits: int, log_blowup=None, check=False,
@@ -493,12 +486,18 @@ def main_synthetic(args) -> int:
               f"{c['cells_per_s_per_core'] / 1e6:.3f} M cells/s/core, roofline "
               f"{c.get('roofline_ratio', float('nan')):.2f}, proof {res['proof_sha256'][:16]}",
               file=sys.stderr, flush=True)
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores "
-          f"({len(os.sched_getaffinity(0))} usable), python {platform.python_version()}, "
-          f"load average before/after {load0[0]:.1f}/{os.getloadavg()[0]:.1f}\n")
-    print(synthetic_table(results))
-    if args.json:
-        with open(args.json, "w") as fh:
+    return _report(results, load0, synthetic_table(results), args.json,
+                   f" ({len(os.sched_getaffinity(0))} usable),")
+
+
+def _report(results: list, load0, text: str, json_path: str | None, usable: str = ",") -> int:
+    """The machine line, the results' table, the JSON file."""
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores"
+          f"{usable} python {platform.python_version()}, load average before/after "
+          f"{load0[0]:.1f}/{os.getloadavg()[0]:.1f}\n")
+    print(text)
+    if json_path:
+        with open(json_path, "w") as fh:
             json.dump(results, fh, indent=1)
     return 0
 
