@@ -249,34 +249,65 @@ def stop() -> None:
 
 # --------------------------------------------------------------------------- the helper
 
+def _subtrees(entries: list[dict]) -> list[range]:
+    """Entry i's subtree in the manifest's pre-order: i and the entries after it that are
+    deeper (the njit callees numba compiles while it types entry i, if not yet done)."""
+    n = len(entries)
+    depth = [int(e.get("depth", 0)) for e in entries]
+    out = []
+    for i in range(n):
+        j = i + 1
+        while j < n and depth[j] > depth[i]:
+            j += 1
+        out.append(range(i, j))
+    return out
+
+
 def _simulate(entries: list[dict], order: list[int]) -> float:
     """When the prover would be done with its last entry if the helper took ``order``
-    (the manifest's measured ``t`` and ``own`` seconds): the prover goes through the
-    entries in turn, compiling each the helper has not started, waiting for one the helper
-    is compiling; the helper takes its next entry whenever it is free, and stops at the
-    first the prover has taken (as :func:`run_helper` does)."""
+    (the manifest's measured ``t``, ``own`` and ``depth``): whoever compiles an entry
+    compiles the part of its subtree nobody has (callees are compiled while a caller is
+    typed); the prover goes through the entries in turn, compiling what nobody has,
+    waiting for what the helper is compiling, and does its recorded non-compile work after
+    each kernel called from Python; the helper takes its next entry whenever it is free,
+    skips what it already has, and stops at the first the prover has (as
+    :func:`run_helper` does)."""
     n = len(entries)
     own = [float(e.get("own", 0.0)) for e in entries]
     at = [float(e.get("t", 0.0)) for e in entries]
-    gap = [max(0.0, (at[i + 1] if i + 1 < n else at[i] + own[i]) - at[i] - own[i])
-           for i in range(n)]
+    depth = [int(e.get("depth", 0)) for e in entries]
+    sub = _subtrees(entries)
+    gap = [0.0] * n
+    for i in range(n):
+        if depth[i] == 0:
+            nxt = sub[i].stop
+            tail = at[nxt] if nxt < n else at[i] + sum(own[j] for j in sub[i])
+            gap[i] = max(0.0, tail - at[i] - sum(own[j] for j in sub[i]))
     who = [None] * n
     ready = [0.0] * n
+
+    def claim(i, by, t0):
+        got = [j for j in sub[i] if who[j] is None]
+        t1 = t0 + sum(own[j] for j in got)
+        for j in got:
+            who[j] = by
+            ready[j] = t1
+        return t1
+
     k, free, mt = 0, 0.0, 0.0
     for i in range(n):
         while k < len(order) and free <= mt:
             j = order[k]
+            k += 1
             if who[j] == "prover":
                 k = len(order)
                 break
-            who[j] = "helper"
-            free = ready[j] = free + own[j]
-            k += 1
+            if who[j] is None:
+                free = claim(j, "helper", free)
         if who[i] == "helper":
             mt = max(mt, ready[i])
-        else:
-            who[i] = "prover"
-            mt += own[i]
+        elif who[i] is None:
+            mt = claim(i, "prover", mt)
         mt += gap[i]
     return mt
 

@@ -168,3 +168,21 @@ def test_cold_prove_with_the_helper_gives_the_same_bytes(tmp_path):
     outcomes = [r["outcome"] for r in rows if "outcome" in r]
     assert outcomes.count("compiled") >= 3, rows
     assert "failed" not in outcomes and "stale" not in outcomes, rows
+
+
+def test_simulate_counts_callees_with_their_caller():
+    """An entry's callees (deeper entries after it) are compiled with it: the helper taking
+    the caller takes them too, and the prover then waits for the whole subtree."""
+    rows = [{"t": 0.0, "own": 1.0, "depth": 0},             # a kernel called first
+            {"t": 10.0, "own": 1.0, "depth": 0},            # a caller of ...
+            {"t": 10.5, "own": 8.0, "depth": 1},            # ... a costly callee
+            {"t": 19.5, "own": 1.0, "depth": 0}]
+    assert [list(r) for r in ca._subtrees(rows)] == [[0], [1, 2], [2], [3]]
+    # alone: 1 + 9 of gap, the caller with its callee 9 + 0.5 of gap, 1 = 20.5
+    assert ca._simulate(rows, []) == pytest.approx(20.5)
+    # the helper takes the caller (and its callee) at t = 0: ready at 9, before the
+    # prover needs it at 10, so the prover compiles only the first and the last
+    assert ca._simulate(rows, [1]) == pytest.approx(11.5)
+    # the callee alone first: the prover compiles the caller's own second, not the 8
+    assert ca._simulate(rows, [2]) == pytest.approx(12.5)
+    assert ca._simulate(rows, ca.plan(rows)) <= 11.5 + 1e-9       # e.g. [1, 3, ...]: 10.5
