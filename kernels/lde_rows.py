@@ -30,7 +30,17 @@ import functools
 import numpy as np
 from numba import njit
 
-from .poseidon2 import (BLOCK, DIGEST, RATE, _fast_args, _permute_block, _run_ranges)
+from .poseidon2 import (_LANES, BLOCK, DIGEST, RATE, _fast_args, _permute_block, _run_ranges)
+
+if _LANES:
+    from .poseidon2_lanes import W as _W
+    from .poseidon2_lanes import _permute_lanes as _permute32
+else:                                   # STEADFAST_POSEIDON2_KERNEL=int64: _leaf_kernel only
+    _W = 16
+
+    @njit
+    def _permute32(st, offset):        # never called
+        pass
 
 __all__ = ["bitrev_table", "chunk_plan", "gather_rows", "leaf_digests"]
 
@@ -129,6 +139,45 @@ def _leaf_kernel(lde, out, hb, row0, rstride, brh, brl, c0, c1, rcf, rcp, k_in, 
                     out[dst, i] = np.uint32(st[i * BLOCK + j])
 
 
+@njit(cache=True, nogil=True)
+def _leaf_kernel32(lde, out, hb, row0, rstride, brh, brl, c0, c1):
+    """:func:`_leaf_kernel` with the 32-bit-lane permutation on a uint32 state of W
+    states (kernels/poseidon2_lanes.py, as kernels/poseidon2's row sponge): the staged
+    block's rate rows are copied into the lanes as they are (no int64 state, no
+    conversions in and out of every permutation); BLOCK / W groups a block."""
+    w = lde.shape[0]
+    H = 1 << hb
+    L = brl.shape[0]
+    n = H * L
+    st = np.empty(16 * _W, np.uint32)
+    stage = np.zeros((w, BLOCK), np.uint32)
+    for c in range(c0, c1):
+        lo = c * BLOCK
+        nb = min(BLOCK, n - lo)                 # a multiple of H (H | BLOCK, H | n)
+        nq = nb >> hb
+        ub = lo >> hb
+        for col in range(w):
+            for q in range(nq):
+                src = row0 + rstride * (ub + q)
+                d = q * H
+                for g in range(H):
+                    stage[col, d + g] = lde[col, src + g]
+        for j0 in range(0, nb, _W):
+            # a short group's lanes past nb hold zeros or earlier canonical rows: hashed,
+            # never stored
+            st[:] = 0
+            for b0 in range(0, w, RATE):
+                for i in range(min(RATE, w - b0)):
+                    for t in range(_W):
+                        st[i * _W + t] = stage[b0 + i, j0 + t]
+                _permute32(st, 0)
+            for t in range(min(_W, nb - j0)):
+                j = j0 + t
+                dst = brh[j & (H - 1)] * L + brl[ub + (j >> hb)]
+                for i in range(DIGEST):
+                    out[dst, i] = st[i * _W + t]
+
+
 def gather_rows(lde: np.ndarray, hb: int, l: int, k: int, out: np.ndarray | None = None) -> np.ndarray:
     """The rows of chunk k of the plan (hb, l) of the columns ``lde`` (c, N), row-major in
     the chunk's local order: uint32[2^(hb + l), c] (written into ``out`` when given)."""
@@ -166,6 +215,10 @@ def leaf_digests(lde: np.ndarray, hb: int, l: int, k: int, out: np.ndarray | Non
     elif out.shape != (n, DIGEST) or out.dtype != np.uint32 or not out.flags.c_contiguous:
         raise ValueError(f"leaf_digests: out must be a C-contiguous uint32[{n}, {DIGEST}]")
     nblocks = -(-n // BLOCK)
+    if _LANES:
+        _run_ranges(lambda b0, b1: _leaf_kernel32(lde, out, hb, row0, rstride, brh, brl,
+                                                  b0, b1), nblocks, 4)
+        return out
     args = _fast_args()
     _run_ranges(lambda b0, b1: _leaf_kernel(lde, out, hb, row0, rstride, brh, brl, b0, b1, *args),
                 nblocks, 4)
