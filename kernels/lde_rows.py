@@ -99,6 +99,24 @@ def _gather_kernel(lde, out, hb, row0, rstride, brh, brl, u0, u1):
                         out[r, col] = lde[col, src + g]
 
 
+@njit(inline="always")
+def _stage(lde, stage, hb, row0, rstride, c, n):
+    """Block c's rows into stage[:, :nb], column-major (= lane-major): one burst of
+    independent line reads; -> (nb, nq, ub): its states, its values of u, its first u."""
+    H = 1 << hb
+    lo = c * BLOCK
+    nb = min(BLOCK, n - lo)                 # a multiple of H (H | BLOCK, H | n)
+    nq = nb >> hb
+    ub = lo >> hb
+    for col in range(lde.shape[0]):
+        for q in range(nq):
+            src = row0 + rstride * (ub + q)
+            d = q * H
+            for g in range(H):
+                stage[col, d + g] = lde[col, src + g]
+    return nb, nq, ub
+
+
 @njit(cache=True, nogil=True)
 def _leaf_kernel(lde, out, hb, row0, rstride, brh, brl, c0, c1, rcf, rcp, k_in, k_r2, k_out):
     """Blocks c0..c1-1 (BLOCK states each) of the leaf sponge (rate 8, overwrite mode, as
@@ -114,16 +132,7 @@ def _leaf_kernel(lde, out, hb, row0, rstride, brh, brl, c0, c1, rcf, rcp, k_in, 
     # per block, then the sponge reads L1/L2-resident contiguous runs
     stage = np.zeros((w, BLOCK), np.uint32)
     for c in range(c0, c1):
-        lo = c * BLOCK
-        nb = min(BLOCK, n - lo)                 # a multiple of H (H | BLOCK, H | n)
-        nq = nb >> hb
-        ub = lo >> hb
-        for col in range(w):
-            for q in range(nq):
-                src = row0 + rstride * (ub + q)
-                d = q * H
-                for g in range(H):
-                    stage[col, d + g] = lde[col, src + g]
+        nb, nq, ub = _stage(lde, stage, hb, row0, rstride, c, n)
         st[:] = 0
         for b0 in range(0, w, RATE):
             for i in range(min(RATE, w - b0)):
@@ -152,16 +161,7 @@ def _leaf_kernel32(lde, out, hb, row0, rstride, brh, brl, c0, c1):
     st = np.empty(16 * _W, np.uint32)
     stage = np.zeros((w, BLOCK), np.uint32)
     for c in range(c0, c1):
-        lo = c * BLOCK
-        nb = min(BLOCK, n - lo)                 # a multiple of H (H | BLOCK, H | n)
-        nq = nb >> hb
-        ub = lo >> hb
-        for col in range(w):
-            for q in range(nq):
-                src = row0 + rstride * (ub + q)
-                d = q * H
-                for g in range(H):
-                    stage[col, d + g] = lde[col, src + g]
+        nb, nq, ub = _stage(lde, stage, hb, row0, rstride, c, n)
         for j0 in range(0, nb, _W):
             # a short group's lanes past nb hold zeros or earlier canonical rows: hashed,
             # never stored
