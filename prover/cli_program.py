@@ -89,7 +89,7 @@ def run_prove_program(args, raw: bytes, t_start: float, kernels_cached) -> int:
     params = session.cfg.params()
     _P.warn_weak_params(params, dev)
     cold = not kernels_cached()
-    _P.announce_cold_start(cold, quiet)
+    _P.cold_start(cold, quiet)
     if not quiet:
         print(f"proving {path}: {len(program.segments)} segments, {len(data):,} bytes of "
               f"input, max_cycles {limit:,}, backend {prover.backend}", file=sys.stderr)

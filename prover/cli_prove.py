@@ -102,7 +102,7 @@ def warn_weak_proof(sec, what: str) -> None:
              f"--log-blowup, or verify with --min-security-bits {sec.bits}")
 
 
-def announce_cold_start(cold: bool, quiet: bool) -> None:
+def cold_start(cold: bool, quiet: bool) -> None:
     """On a cold numba cache: start the compile-ahead helper (prover/compile_ahead.py: a
     second process compiling the proof's later kernels while this one proves) and say
     what the first run costs."""
@@ -201,7 +201,7 @@ def print_verbose(st) -> None:
 
 
 __all__ = ["Session", "setup", "precompile_steps", "warn_weak_params", "warn_weak_proof",
-           "announce_cold_start", "run_proof", "fail_with_stats", "write_outputs",
+           "cold_start", "run_proof", "fail_with_stats", "write_outputs",
            "wrote_line", "print_verbose", "DEV_LINE", "timeline_file"]
 
 

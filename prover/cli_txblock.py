@@ -113,7 +113,7 @@ def run_prove_txblock(args, raw: bytes, t_start: float, kernels_cached) -> int:
     params = session.cfg.params()
     _P.warn_weak_params(params, dev)
     cold = not kernels_cached()
-    _P.announce_cold_start(cold, quiet)
+    _P.cold_start(cold, quiet)
     if not quiet:
         progs = len({tx.program.digest() for tx in block.transactions})
         print(f"proving {path}: {n} transactions, {progs} programs, max_cycles "

@@ -107,32 +107,52 @@ def resolve(entry: dict):
 _LOCKED = [False]
 
 
+@contextlib.contextmanager
+def _flock(path: str, wait: bool = True):
+    """Hold an exclusive ``fcntl.flock`` on ``path`` (created if need be) for the block;
+    yields False when ``wait`` is False and another process holds it, or when the file
+    cannot be opened (the caller then goes on unlocked, as numba would)."""
+    try:
+        import fcntl
+        fh = open(path, "a+b")
+    except (ImportError, OSError):      # not POSIX, or an unwritable directory
+        yield False
+        return
+    with fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except OSError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
 def _lock_cache_saves() -> None:
     """Serialise numba's cache-index read-modify-write across processes (see the module
     docstring); idempotent."""
     if _LOCKED[0]:
         return
-    try:
-        import fcntl
-        from numba.core import caching
-    except ImportError:                 # no flock (not POSIX): the helper is not started
-        return
+    from numba.core import caching
     orig = caching.IndexDataCacheFile.save
 
     def save(self, key, data):
-        lock = self._index_path + ".lock"
-        try:
-            fh = open(lock, "a+b")
-        except OSError:
+        with _flock(self._index_path + ".lock"):
             return orig(self, key, data)
-        with fh:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-            try:
-                return orig(self, key, data)
-            finally:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
     caching.IndexDataCacheFile.save = save
     _LOCKED[0] = True
+
+
+def _cached_steadfast(disp) -> bool:
+    """Whether a dispatcher is one of the package's ``cache=True`` functions (what the
+    manifest lists and the compile locks cover)."""
+    from numba.core import caching
+    cache = getattr(disp, "_cache", None)
+    mod = getattr(disp.py_func, "__module__", "") or ""
+    return (mod.startswith("steadfast.") and cache is not None
+            and not isinstance(cache, caching.NullCache))
 
 
 # --------------------------------------------------------------------------- the compile locks
@@ -155,48 +175,26 @@ def _install_compile_locks(where: str) -> None:
     steadfast function's compile of a signature not yet here holds its lock file."""
     if _LOCK_DIR:
         return
-    import fcntl
-    from numba.core import caching
     from numba.core import dispatcher as nd
     from numba.core.compiler_lock import global_compiler_lock
     _LOCK_DIR.append(where)
     orig = nd.Dispatcher.compile
 
     def compile(self, sig):             # noqa: ANN001 - numba's signature
-        cache = getattr(self, "_cache", None)
-        if (cache is None or isinstance(cache, caching.NullCache)
-                or not (getattr(self.py_func, "__module__", "") or "").startswith("steadfast.")):
+        if not _cached_steadfast(self):
             return orig(self, sig)
         with global_compiler_lock:
-            try:
-                if _argtypes(sig) in self.overloads:
-                    return orig(self, sig)
-                fh = open(_lock_path(self, sig), "a+b")
-            except Exception:           # noqa: BLE001 - no lock: compile as numba would
+            if _argtypes(sig) in self.overloads:
                 return orig(self, sig)
-            with fh:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-                try:
-                    return orig(self, sig)
-                finally:
-                    fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+            with _flock(_lock_path(self, sig)):
+                return orig(self, sig)
     nd.Dispatcher.compile = compile
 
 
 def _busy(disp, sig) -> bool:
     """Whether the other process holds this entry's lock now (it is compiling it)."""
-    import fcntl
-    try:
-        fh = open(_lock_path(disp, sig), "a+b")
-    except OSError:
-        return False
-    with fh:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-    return False
+    with _flock(_lock_path(disp, sig), wait=False) as got:
+        return not got
 
 
 # --------------------------------------------------------------------------- the prover's side
@@ -354,6 +352,7 @@ def run_helper(entries: list[dict], report=None, order: list[int] | None = None)
     _lock_cache_saves()
     if os.environ.get(DIR_ENV):
         _install_compile_locks(os.environ[DIR_ENV])
+    report = report or (lambda entry, outcome, seconds: None)
     done = {"compiled": 0, "stale": 0, "stopped_at": None}
     for i in (range(len(entries) - 1, -1, -1) if order is None else order):
         entry = entries[i]
@@ -361,33 +360,28 @@ def run_helper(entries: list[dict], report=None, order: list[int] | None = None)
         got = resolve(entry)
         if got is None:
             done["stale"] += 1
-            if report:
-                report(entry, "stale", time.perf_counter() - t0)
+            report(entry, "stale", time.perf_counter() - t0)
             continue
         disp, sig = got
         if sig in disp.overloads:       # compiled at import (an explicit signature)
             continue
         if _LOCK_DIR and _busy(disp, sig):
             done["stopped_at"] = i      # the prover is compiling it: it has come this far
-            if report:
-                report(entry, "busy", time.perf_counter() - t0)
+            report(entry, "busy", time.perf_counter() - t0)
             break
         hits = sum(disp._cache_hits.values())
         try:
             disp.compile(sig)
         except Exception:               # noqa: BLE001 - the prover compiles it itself
             done["stale"] += 1
-            if report:
-                report(entry, "failed", time.perf_counter() - t0)
+            report(entry, "failed", time.perf_counter() - t0)
             continue
         if sum(disp._cache_hits.values()) > hits:
             done["stopped_at"] = i
-            if report:
-                report(entry, "cached", time.perf_counter() - t0)
+            report(entry, "cached", time.perf_counter() - t0)
             break
         done["compiled"] += 1
-        if report:
-            report(entry, "compiled", time.perf_counter() - t0)
+        report(entry, "compiled", time.perf_counter() - t0)
     return done
 
 
@@ -449,7 +443,6 @@ def record(rows: list):
     one loads the callers only).  Each row says its ``depth`` (0: called from Python),
     when its compile started (``t``, seconds since the record began) and its ``own``
     seconds (its callees' excluded) -- what :func:`plan` schedules by."""
-    from numba.core import caching
     from numba.core import dispatcher as nd
     orig = nd.Dispatcher.compile
     local = threading.local()
@@ -457,32 +450,26 @@ def record(rows: list):
     t0 = time.perf_counter()
 
     def compile(self, sig):             # noqa: ANN001 - numba's signature
-        depth = getattr(local, "depth", 0)
-        mod = getattr(self.py_func, "__module__", "") or ""
+        stack = local.__dict__.setdefault("stack", [])   # own-seconds of the callers
         name = self.py_func.__qualname__
-        cache = getattr(self, "_cache", None)
         row = None
-        if (mod.startswith("steadfast.") and "<locals>" not in name and cache is not None
-                and not isinstance(cache, caching.NullCache)):
+        if _cached_steadfast(self) and "<locals>" not in name:
             try:
                 text = sig_text(_argtypes(sig))
             except Exception:           # noqa: BLE001
                 text = None
-            key = (mod, name, text)
+            key = (self.py_func.__module__, name, text)
             if text is not None and key not in seen and _argtypes(sig) not in self.overloads:
                 seen.add(key)
-                mod, name = _home(self, mod, name)
-                row = {"module": mod, "name": name, "sig": text, "depth": depth,
+                mod, attr = _home(self, self.py_func.__module__, name)
+                row = {"module": mod, "name": attr, "sig": text, "depth": len(stack),
                        "t": round(time.perf_counter() - t0, 3)}
                 rows.append(row)
-        stack = local.__dict__.setdefault("stack", [])
         stack.append(0.0)
-        local.depth = depth + 1
         start = time.perf_counter()
         try:
             return orig(self, sig)
         finally:
-            local.depth = depth
             dt = time.perf_counter() - start
             nested = stack.pop()
             if stack:
