@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..kernels.hostlib import HF, ef_inverse
+from ..kernels.hostlib import HF
+from ..kernels.poseidon2 import _run_ranges
 
 _P64 = np.uint64(2013265921)
 _mul = HF.mul
@@ -14,44 +15,103 @@ _add, _sub, _neg = HF.add, HF.sub, HF.neg
 _ef_mul = HF.ef_mul
 
 
-@njit(cache=True, parallel=True)
-def _dot_cols(mat, vec, out):
-    # out[j, c] = sum_i mat[j, i] * vec[i, c] (mod p).  Each product is reduced (< 2^31),
-    # and n <= 2^27 such terms sum below 2^58: one final reduction suffices.
-    w, n = mat.shape
-    for j in prange(w):
-        acc0 = np.uint64(0)
-        acc1 = np.uint64(0)
-        acc2 = np.uint64(0)
-        acc3 = np.uint64(0)
-        for i in range(n):
-            a = np.uint64(mat[j, i])
-            acc0 += (a * np.uint64(vec[i, 0])) % _P64
-            acc1 += (a * np.uint64(vec[i, 1])) % _P64
-            acc2 += (a * np.uint64(vec[i, 2])) % _P64
-            acc3 += (a * np.uint64(vec[i, 3])) % _P64
-        out[j, 0] = np.uint32(acc0 % _P64)
-        out[j, 1] = np.uint32(acc1 % _P64)
-        out[j, 2] = np.uint32(acc2 % _P64)
-        out[j, 3] = np.uint32(acc3 % _P64)
-
-
-def dot_columns(mat: np.ndarray, vec: np.ndarray) -> np.ndarray:
-    """Base matrix (c, n) times an EF vector (n, 4) -> EF (c, 4): each column's
-    inner product with ``vec`` (e.g. coefficients times powers of z)."""
-    mat = np.ascontiguousarray(mat, dtype=np.uint32)
-    vec = np.ascontiguousarray(vec, dtype=np.uint32)
-    if mat.ndim != 2 or vec.shape != (mat.shape[1], 4):
-        raise ValueError(f"dot_columns: shapes {mat.shape} and {vec.shape} do not match")
-    out = np.zeros((mat.shape[0], 4), dtype=np.uint32)
-    if mat.size:
-        _dot_cols(mat, vec, out)
-    return out
-
-
 _M32 = np.uint64(0xFFFFFFFF)
 _U32 = np.uint64(32)
 _NINV = np.uint64((-pow(2013265921, -1, 1 << 32)) % (1 << 32))     # -p^-1 mod 2^32
+_P = 2013265921
+_W = 11
+#: X^p = _FROB * X in EF = F_p[X]/(X^4 - 11) (p = 1 mod 4): the Frobenius is
+#: sum a_i X^i -> sum a_i _FROB^i X^i
+_FROB = pow(_W, (_P - 1) // 4, _P)
+_LOG_LO = 8                     # eval_columns: x^k = x^(k mod 2^8) * (x^(2^8))^(k >> 8)
+_LO_MASK = (1 << _LOG_LO) - 1
+_EVAL_CHUNK = 1 << 12
+
+
+@njit(cache=True)
+def _ef_chain(x0, x1, x2, x3, out):
+    # out[k] = x^k (canonical EF), k < len(out)
+    p0, p1, p2, p3 = np.uint32(1), np.uint32(0), np.uint32(0), np.uint32(0)
+    for k in range(out.shape[0]):
+        out[k, 0] = p0
+        out[k, 1] = p1
+        out[k, 2] = p2
+        out[k, 3] = p3
+        p0, p1, p2, p3 = _ef_mul(p0, p1, p2, p3, x0, x1, x2, x3)
+
+
+@njit(cache=True, nogil=True)
+def _eval_chunks(coeffs, lo_m, hi, part, chunk, t0, t1):
+    # part[t, j] = sum over the points k of chunk t of coeffs[j, k] * x^k, unreduced
+    # (uint64, each term < 2p).  x^k = lo[k mod 2^8] * hi[k >> 8] with lo in Montgomery
+    # form (x^l * 2^32 mod p), so the product is x^k in Montgomery form; a canonical
+    # coefficient a times it, Montgomery-reduced, is a * x^k (mod p) below 2p -- three
+    # 32 x 32 multiplies a term, no remainder, vectorised over the chunk.
+    c, n = coeffs.shape
+    for t in range(t0, t1):
+        lo = t * chunk
+        m = min(n, lo + chunk) - lo
+        pw = np.empty((4, chunk), dtype=np.uint64)
+        for i in range(m):
+            k = lo + i
+            a = k & _LO_MASK
+            b = k >> _LOG_LO
+            r0, r1, r2, r3 = _ef_mul(lo_m[a, 0], lo_m[a, 1], lo_m[a, 2], lo_m[a, 3],
+                                     hi[b, 0], hi[b, 1], hi[b, 2], hi[b, 3])
+            pw[0, i] = r0
+            pw[1, i] = r1
+            pw[2, i] = r2
+            pw[3, i] = r3
+        for j in range(c):
+            s0 = np.uint64(0)
+            s1 = np.uint64(0)
+            s2 = np.uint64(0)
+            s3 = np.uint64(0)
+            for i in range(m):
+                a = np.uint64(coeffs[j, lo + i])
+                t0 = a * pw[0, i]
+                t1 = a * pw[1, i]
+                t2 = a * pw[2, i]
+                t3 = a * pw[3, i]
+                s0 += (t0 + (((t0 & _M32) * _NINV) & _M32) * _P64) >> _U32
+                s1 += (t1 + (((t1 & _M32) * _NINV) & _M32) * _P64) >> _U32
+                s2 += (t2 + (((t2 & _M32) * _NINV) & _M32) * _P64) >> _U32
+                s3 += (t3 + (((t3 & _M32) * _NINV) & _M32) * _P64) >> _U32
+            part[t, j, 0] = s0
+            part[t, j, 1] = s1
+            part[t, j, 2] = s2
+            part[t, j, 3] = s3
+
+
+def ef_power_table(x, k: int) -> np.ndarray:
+    """[x^0, ..., x^(k-1)] for an EF scalar x: uint32[k, 4]."""
+    x = np.asarray(x, np.uint32).reshape(4)
+    out = np.empty((int(k), 4), dtype=np.uint32)
+    _ef_chain(x[0], x[1], x[2], x[3], out)
+    return out
+
+
+def eval_columns(coeffs: np.ndarray, point) -> np.ndarray:
+    """Every column's polynomial at an EF point: base coefficients (c, n) (column j is
+    sum_k coeffs[j, k] X^k) -> EF (c, 4), canonical."""
+    coeffs = np.ascontiguousarray(coeffs, dtype=np.uint32)
+    if coeffs.ndim != 2:
+        raise ValueError(f"eval_columns: coefficients of shape {coeffs.shape}, not (c, n)")
+    c, n = coeffs.shape
+    x = np.asarray(point, np.uint32).reshape(4)
+    if c == 0 or n == 0:
+        return np.zeros((c, 4), dtype=np.uint32)
+    lo = ef_power_table(x, 1 << _LOG_LO)
+    step = ef_power_table(x, (1 << _LOG_LO) + 1)[-1]                # x^256
+    hi = ef_power_table(step, ((n - 1) >> _LOG_LO) + 1)
+    lo_m = ((lo.astype(np.uint64) << _U32) % _P64).astype(np.uint32)
+    part = np.empty(((n + _EVAL_CHUNK - 1) // _EVAL_CHUNK, c, 4), dtype=np.uint64)
+    _run_ranges(lambda t0, t1: _eval_chunks(coeffs, lo_m, hi, part, _EVAL_CHUNK, t0, t1),
+                part.shape[0], 1)
+    # < 2^15 chunks of < 2^12 terms below 2p each: the sum stays below 2^59
+    return (part.sum(axis=0) % _P64).astype(np.uint32)
+
+
 _COMBINE_CHUNK = 1 << 10
 
 
@@ -108,82 +168,154 @@ def combine_rows(mat: np.ndarray, coeffs: np.ndarray) -> np.ndarray:
     return out
 
 
-@njit(cache=True)
-def _deep_accumulate(total, comb, cst, inv):
-    # total[x] += (comb[x] - cst) * inv[x]   (all EF)
-    for x in range(total.shape[0]):
-        q0, q1, q2, q3 = _ef_mul(_sub(comb[x, 0], cst[0]), _sub(comb[x, 1], cst[1]),
-                                 _sub(comb[x, 2], cst[2]), _sub(comb[x, 3], cst[3]),
-                                 inv[x, 0], inv[x, 1], inv[x, 2], inv[x, 3])
-        total[x, 0] = _add(total[x, 0], q0)
-        total[x, 1] = _add(total[x, 1], q1)
-        total[x, 2] = _add(total[x, 2], q2)
-        total[x, 3] = _add(total[x, 3], q3)
+_to_mont, _from_mont, _mont_mul = HF.to_mont, HF.from_mont, HF.mont_mul
+_mont_ef_mul, _mont_ef_mul_base, _inv = HF.mont_ef_mul, HF.mont_ef_mul_base, HF.inv
+_DEEP_CHUNK = 1 << 10
 
 
-@njit(cache=True)
-def _prefix_products(a, pref, totals, chunk):
-    # pref[i] = product of a[lo..i) within i's chunk; totals[c] = product of chunk c
-    n = a.shape[0]
-    for t in range(totals.shape[0]):
-        p0 = np.uint32(1)
-        p1 = np.uint32(0)
-        p2 = np.uint32(0)
-        p3 = np.uint32(0)
-        for i in range(t * chunk, min(n, (t + 1) * chunk)):
-            pref[i, 0] = p0
-            pref[i, 1] = p1
-            pref[i, 2] = p2
-            pref[i, 3] = p3
-            p0, p1, p2, p3 = _ef_mul(p0, p1, p2, p3, a[i, 0], a[i, 1], a[i, 2], a[i, 3])
-        totals[t, 0] = p0
-        totals[t, 1] = p1
-        totals[t, 2] = p2
-        totals[t, 3] = p3
+# ---- 1 / (x - zeta) for base x through the minimal polynomial of zeta ----------------
+# With zeta_k = frob^k(zeta) (k = 0..3) the conjugates of zeta, m(X) = prod_k (X - zeta_k)
+# has base-field coefficients and m(X) = (X - zeta) q(X), q = prod_(k>0) (X - zeta_k).  For
+# x in F_p, 1/(x - zeta) = q(x) / m(x): a base inversion (batched) and EF-times-base
+# Horner steps instead of an EF inversion (batched: three EF products a point).
+
+def _ef_mul_int(a, b):
+    """EF product of two coefficient tuples of Python ints (X^4 = 11)."""
+    c = [0] * 7
+    for i in range(4):
+        for j in range(4):
+            c[i + j] += a[i] * b[j]
+    return tuple((c[i] + _W * (c[i + 4] if i < 3 else 0)) % _P for i in range(4))
 
 
-@njit(cache=True)
-def _walk_back(a, pref, inv_totals, out, chunk):
-    # Montgomery's trick, second half: inv running = 1 / (product through i)
-    n = a.shape[0]
-    for t in range(inv_totals.shape[0]):
-        r0 = inv_totals[t, 0]
-        r1 = inv_totals[t, 1]
-        r2 = inv_totals[t, 2]
-        r3 = inv_totals[t, 3]
-        for i in range(min(n, (t + 1) * chunk) - 1, t * chunk - 1, -1):
-            v0, v1, v2, v3 = _ef_mul(pref[i, 0], pref[i, 1], pref[i, 2], pref[i, 3], r0, r1, r2, r3)
-            out[i, 0] = v0
-            out[i, 1] = v1
-            out[i, 2] = v2
-            out[i, 3] = v3
-            r0, r1, r2, r3 = _ef_mul(r0, r1, r2, r3, a[i, 0], a[i, 1], a[i, 2], a[i, 3])
+def conjugate_polys(z) -> tuple[list, list]:
+    """(m, q) for an EF point z: m(X) = X^4 + m[3] X^3 + ... + m[0] its minimal
+    polynomial's coefficients (base field, ints), q(X) = X^3 + q[2] X^2 + q[1] X + q[0]
+    with EF coefficients (tuples of ints) such that m(X) = (X - z) q(X)."""
+    z = tuple(int(v) % _P for v in np.asarray(z).reshape(4))
+    conj = [tuple(z[i] * pow(_FROB, i * k, _P) % _P for i in range(4)) for k in range(4)]
+    zero, one = (0, 0, 0, 0), (1, 0, 0, 0)
+
+    def times_linear(poly, root):           # poly(X) * (X - root), low to high
+        out = [zero] * (len(poly) + 1)
+        for i, cf in enumerate(poly):
+            out[i + 1] = tuple((u + v) % _P for u, v in zip(out[i + 1], cf))
+            pr = _ef_mul_int(cf, root)
+            out[i] = tuple((u - v) % _P for u, v in zip(out[i], pr))
+        return out
+
+    q = [one]
+    for k in (1, 2, 3):
+        q = times_linear(q, conj[k])
+    m = times_linear(q, conj[0])
+    if any(any(cf[1:]) for cf in m) or m[4] != one:
+        raise ArithmeticError("the conjugates' product is not a monic base-field polynomial")
+    return [cf[0] for cf in m[:4]], q[:3]
 
 
-def ef_batch_inverse(a: np.ndarray, chunk: int = 1 << 12) -> np.ndarray:
-    """Inverse of every EF element of uint32[N, 4] with one EF inversion per chunk
-    (Montgomery's trick); raises ZeroDivisionError if an element is zero."""
-    a = np.ascontiguousarray(a, dtype=np.uint32)
-    n = a.shape[0]
-    out = np.empty_like(a)
+@njit(cache=True, nogil=True)
+def _deep_point(xm, row, s0, s1, s2, s3, c0, c1, c2, c3):
+    # x in Montgomery form (xm), one opening point's row of mq (see _deep_chunks):
+    # -> m(x) in Montgomery form and (s - c) q(x) canonical
+    mv = _add(xm, row[3])
+    mv = _add(_mont_mul(mv, xm), row[2])
+    mv = _add(_mont_mul(mv, xm), row[1])
+    mv = _add(_mont_mul(mv, xm), row[0])
+    r0, r1, r2, r3 = _mont_ef_mul_base(_add(xm, row[12]), row[13], row[14], row[15], xm)
+    r0, r1, r2, r3 = _mont_ef_mul_base(_add(r0, row[8]), _add(r1, row[9]), _add(r2, row[10]),
+                                       _add(r3, row[11]), xm)
+    e0, e1, e2, e3 = _mont_ef_mul(_sub(s0, c0), _sub(s1, c1), _sub(s2, c2), _sub(s3, c3),
+                                  _add(r0, row[4]), _add(r1, row[5]), _add(r2, row[6]),
+                                  _add(r3, row[7]))
+    return mv, e0, e1, e2, e3
+
+
+@njit(cache=True, nogil=True)
+def _deep_pair(n0, n1, n2, n3, mv, e0, e1, e2, e3, mw):
+    # n m(w-point) + e m(v-point): both numerators over the common denominator
+    n0, n1, n2, n3 = _mont_ef_mul_base(n0, n1, n2, n3, mw)
+    e0, e1, e2, e3 = _mont_ef_mul_base(e0, e1, e2, e3, mv)
+    return _add(n0, e0), _add(n1, e1), _add(n2, e2), _add(n3, e3)
+
+
+@njit(cache=True, nogil=True)
+def _deep_chunks(out, comb0, comb1, two, cst, mq, xs, chunk, zero, t0, t1):
+    # out[x] = (comb0[x] - cst[0]) / (x - z0) [+ (comb1[x] - cst[1]) / (x - z1) if two]
+    # with 1/(x - z) = q(x) / m(x) (conjugate_polys): per point the numerator
+    # a0 q0(x) m1(x) + a1 q1(x) m0(x) and the denominator m0(x) m1(x), whose inverses a
+    # chunk takes with one base inversion (Montgomery's trick).  Everything multiplied
+    # is in Montgomery form on one side (mq, the Horner values, the inverses), so each
+    # product of a canonical value by it is canonical.  mq[p]: m0..m3, then q0, q1, q2
+    # (4 coefficients each), all in Montgomery form.  zero[t] = 1: a denominator of
+    # chunk t vanished (x a conjugate of z; out is then not written there).
+    n = xs.shape[0]
+    for t in range(t0, t1):
+        lo = t * chunk
+        hi = min(n, lo + chunk)
+        num = np.empty((hi - lo, 4), dtype=np.uint32)
+        den = np.empty(hi - lo, dtype=np.uint32)
+        pref = np.empty(hi - lo, dtype=np.uint32)
+        acc = _to_mont(np.uint32(1))
+        for i in range(lo, hi):
+            xm = _to_mont(xs[i])
+            mv, n0, n1, n2, n3 = _deep_point(xm, mq[0], comb0[i, 0], comb0[i, 1], comb0[i, 2],
+                                             comb0[i, 3], cst[0, 0], cst[0, 1], cst[0, 2],
+                                             cst[0, 3])
+            if two:
+                mw, e0, e1, e2, e3 = _deep_point(xm, mq[1], comb1[i, 0], comb1[i, 1],
+                                                 comb1[i, 2], comb1[i, 3], cst[1, 0],
+                                                 cst[1, 1], cst[1, 2], cst[1, 3])
+                n0, n1, n2, n3 = _deep_pair(n0, n1, n2, n3, mv, e0, e1, e2, e3, mw)
+                mv = _mont_mul(mv, mw)
+            j = i - lo
+            num[j, 0] = n0
+            num[j, 1] = n1
+            num[j, 2] = n2
+            num[j, 3] = n3
+            den[j] = mv
+            pref[j] = acc
+            acc = _mont_mul(acc, mv)
+        if acc == 0:
+            zero[t] = 1
+            continue
+        inv = _to_mont(_inv(_from_mont(acc)))       # (product)^-1, Montgomery form
+        for j in range(hi - lo - 1, -1, -1):
+            d = _mont_mul(pref[j], inv)              # 1 / den[j], Montgomery form
+            inv = _mont_mul(inv, den[j])
+            out[lo + j, 0] = _mont_mul(num[j, 0], d)
+            out[lo + j, 1] = _mont_mul(num[j, 1], d)
+            out[lo + j, 2] = _mont_mul(num[j, 2], d)
+            out[lo + j, 3] = _mont_mul(num[j, 3], d)
+
+
+def deep_sum(terms: list, xs: np.ndarray) -> np.ndarray:
+    """sum over terms (comb, cst, z) of (comb[x] - cst) / (xs[x] - z): one or two terms,
+    comb EF (N, 4), cst and z EF (4,), xs base (N,) -> EF (N, 4), canonical.  Raises
+    ZeroDivisionError if some xs[x] is a conjugate of a z (z in the base field)."""
+    if not 1 <= len(terms) <= 2:
+        raise ValueError(f"deep_sum takes one or two opening points, got {len(terms)}")
+    xs = np.ascontiguousarray(xs, dtype=np.uint32)
+    n = xs.shape[0]
+    mq = np.zeros((2, 16), dtype=np.uint32)
+    cst = np.zeros((2, 4), dtype=np.uint32)
+    combs = []
+    for pt, (comb, c, z) in enumerate(terms):
+        comb = np.ascontiguousarray(comb, dtype=np.uint32)
+        if comb.shape != (n, 4):
+            raise ValueError(f"deep_sum: combination of shape {comb.shape}, not ({n}, 4)")
+        combs.append(comb)
+        m, q = conjugate_polys(z)
+        mq[pt, :4] = m
+        mq[pt, 4:] = [v for cf in q for v in cf]
+        cst[pt] = np.asarray(c, np.uint32).reshape(4)
+    mq = ((mq.astype(np.uint64) << _U32) % _P64).astype(np.uint32)   # Montgomery form
+    out = np.empty((n, 4), dtype=np.uint32)
     if n == 0:
         return out
-    nchunks = (n + chunk - 1) // chunk
-    pref = np.empty_like(a)
-    totals = np.empty((nchunks, 4), dtype=np.uint32)
-    _prefix_products(a, pref, totals, chunk)
-    inv_totals = ef_inverse(totals)          # raises ZeroDivisionError on a zero product
-    _walk_back(a, pref, inv_totals, out, chunk)
+    zero = np.zeros((n + _DEEP_CHUNK - 1) // _DEEP_CHUNK, dtype=np.uint8)
+    _run_ranges(lambda t0, t1: _deep_chunks(out, combs[0], combs[-1], len(terms) == 2, cst,
+                                            mq, xs, _DEEP_CHUNK, zero, t0, t1),
+                zero.shape[0], 1)
+    if zero.any():
+        raise ZeroDivisionError("deep_sum: an opening point is one of the domain's points")
     return out
-
-
-def deep_accumulate(total: np.ndarray, comb: np.ndarray, cst: np.ndarray, xs: np.ndarray,
-                    z: np.ndarray) -> None:
-    """In place: total[x] += (comb[x] - cst) / (xs[x] - z)  (EF (N,4), EF (N,4), EF (4,),
-    base (N,), EF (4,)).  z must not be one of the points xs."""
-    den = np.empty((xs.shape[0], 4), dtype=np.uint32)
-    den[:, 0] = (xs.astype(np.uint64) + np.uint64(2013265921) - np.uint64(z[0])) % _P64
-    den[:, 1:] = (np.uint64(2013265921) - np.asarray(z[1:], np.uint64)) % _P64
-    inv = ef_batch_inverse(den)
-    _deep_accumulate(total, np.ascontiguousarray(comb, np.uint32),
-                     np.asarray(cst, np.uint32), inv)

@@ -31,7 +31,7 @@ from ..kernels.ntt_host import (bit_reverse_permutation, coset_intt, intt, lde_c
 from ..verifier.protocol import SHIFT, TableShape
 
 from . import commit as merkle
-from .hostops import combine_rows, deep_accumulate, dot_columns
+from .hostops import combine_rows, deep_sum, eval_columns
 from .ldetree import (PRUNE_LEVELS, _COMMIT_CHUNK, _bitrev_index, _bitrev_rows,  # noqa: F401
                       _LdeTree)
 
@@ -335,9 +335,7 @@ class HostStages:
     # ------------------------------------------------------------------ R3
     def ood(self, committed: Committed, point) -> np.ndarray:
         """Every committed column's polynomial at the EF point: uint32[c, 4]."""
-        c, n = committed.coeffs.shape
-        zp = F.ef_powers(np.asarray(point, np.uint64).reshape(4, 1), n)   # (4, n)
-        return dot_columns(committed.coeffs, np.ascontiguousarray(zp.T.astype(np.uint32)))
+        return eval_columns(committed.coeffs, np.asarray(point, np.uint32))
 
     # ------------------------------------------------------------------ R4
     def deep_quotient(self, shape: TableShape, groups: list, z, lam) -> np.ndarray:
@@ -348,7 +346,6 @@ class HostStages:
         DEEP reads the committed matrices' coefficients, not their LDEs (see below): each
         :class:`Committed` is released after its last group (the openings recompute the
         rows they need from the coefficients)."""
-        N = 1 << shape.log_lde
         xs = airlib.coset_points(SHIFT, shape.log_lde).astype(np.uint32)
         zf = np.asarray(z, np.uint64).reshape(4, 1)
         points = {False: zf, True: F.ef_mul_base(zf, F.root_of_unity(shape.log_n))}
@@ -389,11 +386,9 @@ class HostStages:
                 lde = lde_of_coeffs(np.ascontiguousarray(coef[at_next].T), shape.log_blowup)
                 _add_into(comb, at_next, np.ascontiguousarray(lde.T))
                 del lde
-        total = np.zeros((N, 4), dtype=np.uint32)
-        for at_next in (False, True):
-            if comb[at_next] is not None:
-                deep_accumulate(total, comb[at_next], cst[at_next].astype(np.uint32), xs,
-                                points[at_next].reshape(4).astype(np.uint32))
+        total = deep_sum([(comb[a], cst[a].astype(np.uint32),
+                           points[a].reshape(4).astype(np.uint32))
+                          for a in (False, True) if comb[a] is not None], xs)
         return bit_reverse_permutation(total, axis=0)
 
     # ------------------------------------------------------------------ the join (v3)

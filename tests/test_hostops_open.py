@@ -1,0 +1,129 @@
+"""The host kernels of the openings (prover/hostops.py): ``eval_columns`` (R3's out-of-domain
+values: every column's polynomial at an EF point) and ``deep_sum`` (R4's
+sum (comb - v) / (x - zeta) over one or two points, through the minimal polynomial of
+zeta) against galois' GF(p^4) (an independent implementation of the extension)."""
+import galois
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from steadfast.kernels import field
+from steadfast.prover import hostops as H
+
+P = field.P
+GF = galois.GF(P)
+_GF4 = []
+
+
+def gf4():
+    if not _GF4:
+        _GF4.append(galois.GF(P ** 4, irreducible_poly=galois.Poly(
+            [1, 0, 0, 0, (-field.EXT_W) % P], field=GF), verify=False))
+    return _GF4[0]
+
+
+def to_gf4(c):
+    c = [int(x) for x in c]
+    return gf4()(c[0] + c[1] * P + c[2] * P ** 2 + c[3] * P ** 3)
+
+
+def from_gf4(x):
+    v = int(x)
+    return [(v // P ** i) % P for i in range(4)]
+
+
+ef = st.lists(st.integers(0, P - 1), min_size=4, max_size=4)
+
+
+@settings(max_examples=25, deadline=None)
+@given(ef)
+def test_conjugate_polys_minimal_polynomial(z):
+    m, q = H.conjugate_polys(np.array(z, np.uint32))
+    x = to_gf4(z)
+    if x == 0 or all(v == 0 for v in z[1:]):
+        return
+    mp = galois.Poly([1] + [int(v) for v in m[::-1]], field=GF)      # highest degree first
+    # m(z) = 0 in GF(p^4) and m is the minimal polynomial when z generates the extension
+    acc = gf4()(0)
+    for c in [1] + [int(v) for v in m[::-1]]:
+        acc = acc * x + gf4()(c)
+    assert acc == 0
+    if x.minimal_poly().degree == 4:
+        assert mp == x.minimal_poly()
+    # m(X) = (X - z) q(X): compare at a few base points
+    for t in (0, 1, 12345, P - 1):
+        qt = gf4()(t) ** 3
+        for k, cf in enumerate(q):
+            qt += to_gf4(cf) * gf4()(t) ** k
+        mt = gf4()(t) ** 4 + sum((gf4()(int(m[k])) * gf4()(t) ** k for k in range(4)),
+                                 gf4()(0))
+        assert (gf4()(t) - x) * qt == mt
+
+
+def _horner(col, z):
+    acc = gf4()(0)
+    x = to_gf4(z)
+    for a in col[::-1]:
+        acc = acc * x + gf4()(int(a))
+    return from_gf4(acc)
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(1, 4), st.sampled_from([1, 2, 255, 256, 257, 4095, 4097, 9000]), ef,
+       st.integers(0, 2 ** 32 - 1))
+def test_eval_columns_against_horner(c, n, z, seed):
+    coeffs = np.random.default_rng(seed).integers(0, P, (c, n), dtype=np.uint32)
+    got = H.eval_columns(coeffs, np.array(z, np.uint32))
+    assert got.shape == (c, 4) and got.dtype == np.uint32
+    for j in range(c):
+        assert got[j].tolist() == _horner(coeffs[j], z)
+
+
+def test_eval_columns_extremes():
+    # all coefficients p - 1 at z = p - 1 (every term's bound at once), and empty shapes
+    n = 3 * 4096 + 7
+    coeffs = np.full((2, n), P - 1, np.uint32)
+    z = np.array([P - 1, P - 1, P - 1, P - 1], np.uint32)
+    got = H.eval_columns(coeffs, z)
+    assert got[0].tolist() == _horner(coeffs[0], z) == got[1].tolist()
+    assert H.eval_columns(np.zeros((0, 5), np.uint32), z).shape == (0, 4)
+    assert not H.eval_columns(np.zeros((3, 0), np.uint32), z).any()
+    with pytest.raises(ValueError):
+        H.eval_columns(np.zeros(5, np.uint32), z)
+
+
+def _deep_reference(terms, xs):
+    out = []
+    for i, x in enumerate(xs):
+        acc = gf4()(0)
+        for comb, cst, z in terms:
+            acc += (to_gf4(comb[i]) - to_gf4(cst)) / (gf4()(int(x)) - to_gf4(z))
+        out.append(from_gf4(acc))
+    return out
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.sampled_from([1, 3, 1023, 1024, 1025, 2500]), st.booleans(),
+       st.integers(0, 2 ** 32 - 1))
+def test_deep_sum_against_galois(n, two, seed):
+    rng = np.random.default_rng(seed)
+    xs = rng.integers(0, P, n, dtype=np.uint32)
+    terms = [(rng.integers(0, P, (n, 4), dtype=np.uint32),
+              rng.integers(0, P, 4, dtype=np.uint32),
+              rng.integers(0, P, 4, dtype=np.uint32)) for _ in range(2 if two else 1)]
+    got = H.deep_sum(terms, xs)
+    rows = rng.choice(n, size=min(n, 40), replace=False)
+    ref = _deep_reference([(c[rows], v, z) for c, v, z in terms], xs[rows])
+    assert got[rows].tolist() == ref
+
+
+def test_deep_sum_zero_denominator_and_arguments():
+    xs = np.arange(1, 2050, dtype=np.uint32)
+    comb = np.ones((xs.size, 4), np.uint32)
+    base_z = np.array([777, 0, 0, 0], np.uint32)             # z in the base field: x = z
+    with pytest.raises(ZeroDivisionError):
+        H.deep_sum([(comb, np.zeros(4, np.uint32), base_z)], xs)
+    with pytest.raises(ValueError):
+        H.deep_sum([], xs)
+    with pytest.raises(ValueError):
+        H.deep_sum([(comb[:5], np.zeros(4, np.uint32), np.ones(4, np.uint32))], xs)
