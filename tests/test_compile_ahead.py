@@ -18,7 +18,7 @@ from steadfast.prover import compile_ahead as ca
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # two small cached kernels (well under a second each to compile)
-SMALL = ("steadfast.prover.hostops", "_prefix_products")
+SMALL = ("steadfast.prover.hostops", "_ef_chain")
 
 
 def _entries():
@@ -104,7 +104,7 @@ def _run_child(code: str, cache: str, extra_env: dict | None = None) -> str:
 _HELPER = """
     import json
     from steadfast.prover import compile_ahead as ca
-    entries = [e for e in ca.load_manifest() if e["name"] in ("_prefix_products", "_walk_back")]
+    entries = [e for e in ca.load_manifest() if e["name"] in ("_ef_chain", "_eval_chunks")]
     assert len(entries) == 2, entries
     out = []
     done = ca.run_helper(entries, lambda e, o, s: out.append([e["name"], o]))
@@ -124,14 +124,14 @@ def test_helper_compiles_then_stops_at_the_cache(tmp_path):
 
 
 def test_helper_stops_where_the_prover_holds_the_lock(tmp_path):
-    """The prover's side holds _walk_back's compile lock: the helper, told the lock
+    """The prover's side holds _eval_chunks's compile lock: the helper, told the lock
     directory, reports it busy and compiles nothing."""
     cache, locks = str(tmp_path / "numba"), str(tmp_path / "locks")
     os.makedirs(locks)
     code = """
         import fcntl, json, os, subprocess, sys
         from steadfast.prover import compile_ahead as ca
-        e = [e for e in ca.load_manifest() if e["name"] == "_walk_back"][0]
+        e = [e for e in ca.load_manifest() if e["name"] == "_eval_chunks"][0]
         disp, sig = ca.resolve(e)
         ca._LOCK_DIR.append(os.environ["LOCKS"])
         fh = open(ca._lock_path(disp, sig), "a+b")
@@ -145,7 +145,7 @@ def test_helper_stops_where_the_prover_holds_the_lock(tmp_path):
     child = textwrap.dedent("""
         import json
         from steadfast.prover import compile_ahead as ca
-        e = [e for e in ca.load_manifest() if e["name"] == "_walk_back"]
+        e = [e for e in ca.load_manifest() if e["name"] == "_eval_chunks"]
         out = []
         print(json.dumps(ca.run_helper(e, lambda e, o, s: out.append(o)) | {"steps": out}))
     """)
