@@ -288,6 +288,42 @@ def _deep_chunks(out, comb0, comb1, two, cst, mq, xs, chunk, zero, t0, t1):
             out[lo + j, 3] = _mont_mul(num[j, 3], d)
 
 
+@njit(cache=True, nogil=True)
+def _divide_linear(g, z0, z1, z2, z3, q):
+    # (G(X) - G(z)) / (X - z) by Horner from the top: q[k-1] = g[k] + z q[k] (q[n-1] = 0),
+    # z in Montgomery form (a product of a canonical value by it is canonical); -> G(z)
+    n = g.shape[0]
+    r0, r1, r2, r3 = np.uint32(0), np.uint32(0), np.uint32(0), np.uint32(0)
+    q[n - 1, 0] = 0
+    q[n - 1, 1] = 0
+    q[n - 1, 2] = 0
+    q[n - 1, 3] = 0
+    for k in range(n - 1, -1, -1):
+        r0, r1, r2, r3 = _mont_ef_mul(r0, r1, r2, r3, z0, z1, z2, z3)
+        r0 = _add(r0, g[k, 0])
+        r1 = _add(r1, g[k, 1])
+        r2 = _add(r2, g[k, 2])
+        r3 = _add(r3, g[k, 3])
+        if k:
+            q[k - 1, 0] = r0
+            q[k - 1, 1] = r1
+            q[k - 1, 2] = r2
+            q[k - 1, 3] = r3
+    return r0, r1, r2, r3
+
+
+def divide_linear(g: np.ndarray, z) -> tuple[np.ndarray, np.ndarray]:
+    """EF coefficients g (n, 4) of G (degree < n, low first) and an EF point z ->
+    (the coefficients (n, 4) of (G(X) - G(z)) / (X - z), top one 0; G(z) (4,))."""
+    g = np.ascontiguousarray(g, dtype=np.uint32)
+    if g.ndim != 2 or g.shape[1] != 4 or g.shape[0] == 0:
+        raise ValueError(f"divide_linear: coefficients of shape {g.shape}, not (n, 4)")
+    zm = ((np.asarray(z, np.uint64).reshape(4) << _U32) % _P64).astype(np.uint32)
+    q = np.empty_like(g)
+    v = _divide_linear(g, zm[0], zm[1], zm[2], zm[3], q)
+    return q, np.array(v, dtype=np.uint32)
+
+
 def deep_sum(terms: list, xs: np.ndarray) -> np.ndarray:
     """sum over terms (comb, cst, z) of (comb[x] - cst) / (xs[x] - z): one or two terms,
     comb EF (N, 4), cst and z EF (4,), xs base (N,) -> EF (N, 4), canonical.  Raises

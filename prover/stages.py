@@ -31,7 +31,7 @@ from ..kernels.ntt_host import (bit_reverse_permutation, coset_intt, intt, lde_c
 from ..verifier.protocol import SHIFT, TableShape
 
 from . import commit as merkle
-from .hostops import combine_rows, deep_sum, eval_columns
+from .hostops import combine_rows, deep_sum, divide_linear, eval_columns
 from .ldetree import (PRUNE_LEVELS, _COMMIT_CHUNK, _bitrev_index, _bitrev_rows,  # noqa: F401
                       _LdeTree)
 
@@ -346,7 +346,6 @@ class HostStages:
         DEEP reads the committed matrices' coefficients, not their LDEs (see below): each
         :class:`Committed` is released after its last group (the openings recompute the
         rows they need from the coefficients)."""
-        xs = airlib.coset_points(SHIFT, shape.log_lde).astype(np.uint32)
         zf = np.asarray(z, np.uint64).reshape(4, 1)
         points = {False: zf, True: F.ef_mul_base(zf, F.root_of_unity(shape.log_n))}
         lamf = np.asarray(lam, np.uint64).reshape(4, 1)
@@ -381,6 +380,30 @@ class HostStages:
             del cols
             if isinstance(com, Committed):
                 com.release()
+        # Every group in coefficients (the host's committed matrices) and z off the base
+        # field: DQ is the polynomial sum over the points of (G(X) - G(zeta)) / (X - zeta),
+        # of degree < n, with G = that point's combination -- divided in coefficient form
+        # (n EF steps a point), summed, and one LDE of its 4 coordinates, instead of an LDE
+        # of each point's combination and 1/(x - zeta) on all N points.  The same values:
+        # the division is exact when the opened values are the polynomials' values (its
+        # remainder G(zeta) - v says so); otherwise, and for bare LDE groups, the sum
+        # below, point by point.
+        if (comb[False] is None and comb[True] is None and coef[False] is not None
+                and np.asarray(z, np.uint64).reshape(4)[1:].any()):
+            dq = None
+            for at_next in (False, True):
+                if coef[at_next] is None:
+                    continue
+                q, at = divide_linear(coef[at_next], points[at_next])
+                if not np.array_equal(at, cst[at_next].astype(np.uint32)):
+                    dq = None
+                    break
+                dq = q if dq is None else ((dq.astype(np.uint64) + q) % np.uint64(F.P)
+                                           ).astype(np.uint32)
+            if dq is not None:
+                lde = lde_of_coeffs(np.ascontiguousarray(dq.T), shape.log_blowup)
+                return bit_reverse_permutation(np.ascontiguousarray(lde.T), axis=0)
+        xs = airlib.coset_points(SHIFT, shape.log_lde).astype(np.uint32)
         for at_next in (False, True):
             if coef[at_next] is not None:
                 lde = lde_of_coeffs(np.ascontiguousarray(coef[at_next].T), shape.log_blowup)

@@ -127,3 +127,68 @@ def test_deep_sum_zero_denominator_and_arguments():
         H.deep_sum([], xs)
     with pytest.raises(ValueError):
         H.deep_sum([(comb[:5], np.zeros(4, np.uint32), np.ones(4, np.uint32))], xs)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.sampled_from([1, 2, 7, 64, 1000]), ef, st.integers(0, 2 ** 32 - 1))
+def test_divide_linear_against_galois(n, z, seed):
+    g = np.random.default_rng(seed).integers(0, P, (n, 4), dtype=np.uint32)
+    q, at = H.divide_linear(g, np.array(z, np.uint32))
+    gz = gf4()(0)
+    for k in range(n - 1, -1, -1):
+        gz = gz * to_gf4(z) + to_gf4(g[k])
+    assert at.tolist() == from_gf4(gz)
+    assert q[n - 1].tolist() == [0, 0, 0, 0]
+    # G(X) - G(z) = (X - z) Q(X), coefficient by coefficient
+    zq = [to_gf4(v) for v in q]
+    for k in range(n):
+        lhs = to_gf4(g[k]) - (gz if k == 0 else gf4()(0))
+        rhs = (zq[k - 1] if k else gf4()(0)) - to_gf4(z) * zq[k]
+        assert lhs == rhs
+
+
+def _bitrev(i, bits):
+    return int(format(i, f"0{bits}b")[::-1], 2) if bits else 0
+
+
+@pytest.mark.parametrize("honest", [True, False])
+def test_deep_quotient_paths_against_galois(honest):
+    """HostStages.deep_quotient: the coefficient-form division (honest opened values) and
+    the pointwise sum it falls back to (a wrong opened value: no exact division) both give
+    sum_k lam^k (f_k(x) - v_k) / (x - zeta_k) at every point of the LDE domain."""
+    from steadfast.prover.stages import Committed, HostStages
+    from steadfast.verifier.protocol import SHIFT, TableShape
+    rng = np.random.default_rng(5)
+    log_n, log_b = 3, 2
+    n, N = 1 << log_n, 1 << (log_n + log_b)
+    shape = TableShape("t", log_n, log_b, 3, 0, 1, 2, 0, True, False, 0)
+    z = rng.integers(0, P, 4, dtype=np.uint32)
+    lam = rng.integers(0, P, 4, dtype=np.uint32)
+    w_n = field.root_of_unity(log_n)
+    zn = from_gf4(to_gf4(z) * gf4()(w_n))
+    mats = [rng.integers(0, P, (c, n), dtype=np.uint32) for c in (3, 4)]
+    groups, ref_terms = [], []
+    for m, at_next in ((0, False), (0, True), (1, False), (1, True)):
+        pt = zn if at_next else z.tolist()
+        vals = H.eval_columns(mats[m], np.array(pt, np.uint32))
+        if not honest and m == 1 and at_next:
+            vals[2, 1] = (int(vals[2, 1]) + 1) % P
+        groups.append((mats[m], vals, at_next))
+        ref_terms.append((mats[m], vals, pt))
+    coms = {id(m): Committed(None, m, None, None) for m in mats}
+    got = HostStages(table_roots=False).deep_quotient(
+        shape, [(coms[id(m)], v, a) for m, v, a in groups], z, lam)
+    assert got.shape == (N, 4)
+    w_N = field.root_of_unity(log_n + log_b)
+    L = to_gf4(lam)
+    for p in (0, 1, 5, N - 1):
+        x = gf4()(SHIFT * pow(w_N, _bitrev(p, log_n + log_b), P) % P)
+        acc, k = gf4()(0), 0
+        for m, vals, pt in ref_terms:
+            for j in range(m.shape[0]):
+                f = gf4()(0)
+                for cf in m[j][::-1]:
+                    f = f * x + gf4()(int(cf))
+                acc += L ** k * (f - to_gf4(vals[j])) / (x - to_gf4(pt))
+                k += 1
+        assert got[p].tolist() == from_gf4(acc), p
