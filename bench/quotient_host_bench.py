@@ -122,8 +122,7 @@ def per_point(k: int, share: float, rounds: int) -> dict:
     from steadfast.kernels import constraint_host as CH
     from steadfast.prover.stages import HostStages
     numba.set_num_threads(1)
-    names = ("LD_MAIN LD_PREP LD_AUX LD_PV LD_CHAL LD_CONST ADD_BB ADD_EB ADD_EE SUB_BB "
-             "SUB_EB SUB_BE SUB_EE MUL_BB MUL_EB MUL_EE NEG_B NEG_E FOLD STORE").split()
+    names = CH.OPCODE_NAMES
     host = HostStages()
     mix: collections.Counter = collections.Counter()
     rows, total_s, total_pts = [], 0.0, 0

@@ -59,7 +59,7 @@ from .field import P
 from .logup_block import logup_block
 
 __all__ = ["quotient_host", "logup_h_host", "encode", "Encoded", "host_selectors", "compiled_quotient_enabled",
-           "ENV", "BLOCK"]
+           "ENV", "BLOCK", "OPCODE_NAMES"]
 
 #: the switch between this kernel (default) and the numpy interpreter in HostStages.quotient
 ENV = "PROVER_HOST_QUOTIENT"
@@ -76,9 +76,13 @@ _ef_mmul, _tm, _fm = _F.mont_ef_mul, _F.to_mont, _F.from_mont
 # adds alpha^(K-1-k) C_k into its row condition's sum right after C_k is computed, so a
 # constraint's slot is free again at once (POSEIDON2: 848 constraints); STORE (a = output
 # k, b = its slot) writes a base output, canonical, to row k of the output matrix
+#: the opcodes' names, in opcode order (benches and diagnostics print them)
+OPCODE_NAMES = ("LD_MAIN", "LD_PREP", "LD_AUX", "LD_PV", "LD_CHAL", "LD_CONST",
+                "ADD_BB", "ADD_EB", "ADD_EE", "SUB_BB", "SUB_EB", "SUB_BE", "SUB_EE",
+                "MUL_BB", "MUL_EB", "MUL_EE", "NEG_B", "NEG_E", "FOLD", "STORE")
 (LD_MAIN, LD_PREP, LD_AUX, LD_PV, LD_CHAL, LD_CONST,
  ADD_BB, ADD_EB, ADD_EE, SUB_BB, SUB_EB, SUB_BE, SUB_EE,
- MUL_BB, MUL_EB, MUL_EE, NEG_B, NEG_E, FOLD, STORE) = range(20)
+ MUL_BB, MUL_EB, MUL_EE, NEG_B, NEG_E, FOLD, STORE) = range(len(OPCODE_NAMES))
 _WHEN = {"all": 0, "first": 1, "last": 2, "transition": 3}
 _CHAL_NAMES = ("logup_beta", "logup_gamma")
 

@@ -269,3 +269,9 @@ def test_destination_never_aliases_an_operand():
                     assert d != a and (op in (CH.NEG_B, CH.NEG_E) or d != b), (air.name, op)
                     checked += 1
     assert checked > 1000
+
+
+def test_opcode_names_name_the_opcodes_in_order():
+    from steadfast.kernels import constraint_host as CH
+    assert len(set(CH.OPCODE_NAMES)) == len(CH.OPCODE_NAMES) == CH.STORE + 1
+    assert [getattr(CH, n) for n in CH.OPCODE_NAMES] == list(range(len(CH.OPCODE_NAMES)))
