@@ -19,6 +19,7 @@ The proof file's sha256 is printed for each run (the bytes must not depend on th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -30,53 +31,43 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _install_profiler(rows: dict) -> None:
-    import threading
-    from numba.core import dispatcher as nd
-    orig = nd.Dispatcher.compile
-    local = threading.local()            # the prover compiles from several threads
+def _profiler(rows: dict):
+    """Every compile's own seconds by function (compile_ahead.compile_watch), split into
+    compiles, cache loads and waits on another thread's compile of the same function."""
+    from steadfast.prover.compile_ahead import compile_watch
 
-    def compile(self, sig):              # noqa: ANN001 - numba's signature
+    def before(self, sig, depth):
+        return sum(self._cache_hits.values()), len(self.overloads)
+
+    def after(self, sig, token, own):
+        hits, known = token
         key = f"{self.py_func.__module__}.{self.py_func.__qualname__}"
-        stack = local.__dict__.setdefault("stack", [])
-        hits = sum(self._cache_hits.values())
-        known = len(self.overloads)
-        t0 = time.perf_counter()
-        stack.append(0.0)
-        try:
-            return orig(self, sig)
-        finally:
-            dt = time.perf_counter() - t0
-            nested = stack.pop()
-            if stack:
-                stack[-1] += dt
-            r = rows.setdefault(key, {"compile_s": 0.0, "load_s": 0.0, "sigs": 0, "loads": 0,
-                                      "wait_s": 0.0,
-                                      "parallel": bool(self.targetoptions.get("parallel"))})
-            if sum(self._cache_hits.values()) > hits:
-                r["load_s"] += dt - nested
-                r["loads"] += 1
-            elif len(self.overloads) > known:
-                r["compile_s"] += dt - nested
-                r["sigs"] += 1
-                r.setdefault("signatures", []).append(str(sig))
-            else:                        # another thread compiled it: waited on numba's lock
-                r["wait_s"] += dt - nested
-    nd.Dispatcher.compile = compile
+        r = rows.setdefault(key, {"compile_s": 0.0, "load_s": 0.0, "sigs": 0, "loads": 0,
+                                  "wait_s": 0.0,
+                                  "parallel": bool(self.targetoptions.get("parallel"))})
+        if sum(self._cache_hits.values()) > hits:
+            r["load_s"] += own
+            r["loads"] += 1
+        elif len(self.overloads) > known:
+            r["compile_s"] += own
+            r["sigs"] += 1
+            r.setdefault("signatures", []).append(str(sig))
+        else:                            # another thread compiled it: waited on numba's lock
+            r["wait_s"] += own
+    return compile_watch(before, after)
 
 
 def _child(argv: list[str], profile: bool, airs: bool) -> None:
     rows: dict = {}
-    if profile:
-        _install_profiler(rows)
     t0 = time.perf_counter()
-    if airs:
-        _prove_airs(argv)
-    else:
-        from steadfast.prover.cli import main_prove
-        rc = main_prove(argv)
-        if rc:
-            raise SystemExit(rc)
+    with _profiler(rows) if profile else contextlib.nullcontext():
+        if airs:
+            _prove_airs(argv)
+        else:
+            from steadfast.prover.cli import main_prove
+            rc = main_prove(argv)
+            if rc:
+                raise SystemExit(rc)
     wall = time.perf_counter() - t0
     print("@@" + json.dumps({"in_process_s": wall, "rows": rows}))
 

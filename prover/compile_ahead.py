@@ -436,35 +436,19 @@ def _home(disp, mod: str, name: str) -> tuple[str, str]:
 
 
 @contextlib.contextmanager
-def record(rows: list):
-    """Append, in the order their compiles start, each (cached steadfast function,
-    signature) this process compiles or loads from the cache while the block runs -- top
-    level or an njit callee compiled while its caller is typed (on a cold cache; a warm
-    one loads the callers only).  Each row says its ``depth`` (0: called from Python),
-    when its compile started (``t``, seconds since the record began) and its ``own``
-    seconds (its callees' excluded) -- what :func:`plan` schedules by."""
+def compile_watch(before, after):
+    """Watch numba's compiles while the block runs: ``before(dispatcher, sig, depth)`` as
+    a compile starts (``depth``: the compiles open on this thread around it -- its callers
+    being typed) returns a token, ``after(dispatcher, sig, token, own)`` as it ends, with
+    its ``own`` seconds (the nested compiles excluded).  One stack per thread (the prover
+    compiles from several).  :func:`record` and bench/cold_start_bench.py's profiler."""
     from numba.core import dispatcher as nd
     orig = nd.Dispatcher.compile
     local = threading.local()
-    seen = set()
-    t0 = time.perf_counter()
 
     def compile(self, sig):             # noqa: ANN001 - numba's signature
         stack = local.__dict__.setdefault("stack", [])   # own-seconds of the callers
-        name = self.py_func.__qualname__
-        row = None
-        if _cached_steadfast(self) and "<locals>" not in name:
-            try:
-                text = sig_text(_argtypes(sig))
-            except Exception:           # noqa: BLE001
-                text = None
-            key = (self.py_func.__module__, name, text)
-            if text is not None and key not in seen and _argtypes(sig) not in self.overloads:
-                seen.add(key)
-                mod, attr = _home(self, self.py_func.__module__, name)
-                row = {"module": mod, "name": attr, "sig": text, "depth": len(stack),
-                       "t": round(time.perf_counter() - t0, 3)}
-                rows.append(row)
+        token = before(self, sig, len(stack))
         stack.append(0.0)
         start = time.perf_counter()
         try:
@@ -474,13 +458,49 @@ def record(rows: list):
             nested = stack.pop()
             if stack:
                 stack[-1] += dt
-            if row is not None:
-                row["own"] = round(dt - nested, 3)
+            after(self, sig, token, dt - nested)
     nd.Dispatcher.compile = compile
     try:
-        yield rows
+        yield
     finally:
         nd.Dispatcher.compile = orig
+
+
+@contextlib.contextmanager
+def record(rows: list):
+    """Append, in the order their compiles start, each (cached steadfast function,
+    signature) this process compiles or loads from the cache while the block runs -- top
+    level or an njit callee compiled while its caller is typed (on a cold cache; a warm
+    one loads the callers only).  Each row says its ``depth`` (0: called from Python),
+    when its compile started (``t``, seconds since the record began) and its ``own``
+    seconds (its callees' excluded) -- what :func:`plan` schedules by."""
+    seen = set()
+    t0 = time.perf_counter()
+
+    def before(self, sig, depth):
+        name = self.py_func.__qualname__
+        if not _cached_steadfast(self) or "<locals>" in name:
+            return None
+        try:
+            text = sig_text(_argtypes(sig))
+        except Exception:               # noqa: BLE001
+            return None
+        key = (self.py_func.__module__, name, text)
+        if key in seen or _argtypes(sig) in self.overloads:
+            return None
+        seen.add(key)
+        mod, attr = _home(self, self.py_func.__module__, name)
+        row = {"module": mod, "name": attr, "sig": text, "depth": depth,
+               "t": round(time.perf_counter() - t0, 3)}
+        rows.append(row)
+        return row
+
+    def after(self, sig, row, own):
+        if row is not None:
+            row["own"] = round(own, 3)
+
+    with compile_watch(before, after):
+        yield rows
 
 
 if __name__ == "__main__":
