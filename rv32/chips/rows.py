@@ -120,13 +120,15 @@ class Accesses:
         k, t = key[order], ts[order]
         first = np.ones(k.size, dtype=bool)
         first[1:] = k[1:] != k[:-1]
-        if np.any(~first & (t == np.roll(t, 1))):
+        if np.any((k[1:] == k[:-1]) & (t[1:] == t[:-1])):
             raise ValueError("two accesses to one address at one timestamp")
-        init_lo, init_hi = self._init(k)
         slo, shi = lo[order], hi[order]
-        plo = np.where(first, init_lo, np.roll(slo, 1))
-        phi = np.where(first, init_hi, np.roll(shi, 1))
-        pts = np.where(first, 0, np.roll(t, 1))
+        # an address's first access finds its initial value, the others their predecessor's
+        # (the initial values of the distinct addresses only)
+        fi = np.flatnonzero(first)
+        plo, phi, pts = _previous(slo), _previous(shi), _previous(t)
+        plo[fi], phi[fi] = self._init(k[fi])
+        pts[fi] = 0
         c, xlo, xhi = chk[order], olo[order], ohi[order]
         bad = c & ((plo != xlo) | (phi != xhi))
         if np.any(bad):
@@ -169,6 +171,15 @@ class Accesses:
         k, lo, hi, t = self.final
         sel = (k >> 30) == space
         return k[sel] & ((1 << 30) - 1), lo[sel], hi[sel], t[sel]
+
+
+def _previous(a: np.ndarray) -> np.ndarray:
+    """a shifted by one (a[-1] first): np.roll(a, 1) without its index arithmetic."""
+    out = np.empty_like(a)
+    out[1:] = a[:-1]
+    if a.size:
+        out[0] = a[-1]
+    return out
 
 
 __all__ = ["Rows", "Accesses"]
