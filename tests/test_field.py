@@ -7,37 +7,13 @@ from hypothesis import given, strategies as st
 from steadfast.kernels import field
 from steadfast.kernels import hostlib as H
 
+from gf4_ref import from_gf4, irreducible_poly, to_gf4
+
 P = field.P
 GF = galois.GF(P)
 elem = st.integers(0, P - 1)
 nonzero = st.integers(1, P - 1)
 arrays = st.lists(elem, min_size=1, max_size=40)
-
-
-def _irreducible_poly():
-    # X^4 - 11 over F_p, coefficients highest degree first
-    return galois.Poly([1, 0, 0, 0, (-field.EXT_W) % P], field=GF)
-
-
-GF4 = None
-
-
-def gf4():
-    global GF4
-    if GF4 is None:
-        GF4 = galois.GF(P ** 4, irreducible_poly=_irreducible_poly(), verify=False)
-    return GF4
-
-
-def to_gf4(c):
-    # our coefficients (c0..c3) are low degree first; galois' integer repr is base-p, high first
-    c = [int(x) for x in c]
-    return gf4()(c[0] + c[1] * P + c[2] * P ** 2 + c[3] * P ** 3)
-
-
-def from_gf4(x):
-    v = int(x)
-    return [(v // P ** i) % P for i in range(4)]
 
 
 def test_constants():
@@ -52,7 +28,7 @@ def test_constants():
 
 
 def test_extension_modulus_irreducible():
-    assert _irreducible_poly().is_irreducible()
+    assert irreducible_poly().is_irreducible()
 
 
 @given(arrays, arrays)
