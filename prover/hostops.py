@@ -69,14 +69,14 @@ def _eval_chunks(coeffs, lo_m, hi, part, chunk, t0, t1):
             s3 = np.uint64(0)
             for i in range(m):
                 a = np.uint64(coeffs[j, lo + i])
-                t0 = a * pw[0, i]
-                t1 = a * pw[1, i]
-                t2 = a * pw[2, i]
-                t3 = a * pw[3, i]
-                s0 += (t0 + (((t0 & _M32) * _NINV) & _M32) * _P64) >> _U32
-                s1 += (t1 + (((t1 & _M32) * _NINV) & _M32) * _P64) >> _U32
-                s2 += (t2 + (((t2 & _M32) * _NINV) & _M32) * _P64) >> _U32
-                s3 += (t3 + (((t3 & _M32) * _NINV) & _M32) * _P64) >> _U32
+                u0 = a * pw[0, i]
+                u1 = a * pw[1, i]
+                u2 = a * pw[2, i]
+                u3 = a * pw[3, i]
+                s0 += (u0 + (((u0 & _M32) * _NINV) & _M32) * _P64) >> _U32
+                s1 += (u1 + (((u1 & _M32) * _NINV) & _M32) * _P64) >> _U32
+                s2 += (u2 + (((u2 & _M32) * _NINV) & _M32) * _P64) >> _U32
+                s3 += (u3 + (((u3 & _M32) * _NINV) & _M32) * _P64) >> _U32
             part[t, j, 0] = s0
             part[t, j, 1] = s1
             part[t, j, 2] = s2
@@ -232,7 +232,7 @@ def _deep_point(xm, row, s0, s1, s2, s3, c0, c1, c2, c3):
 
 @njit(cache=True, nogil=True)
 def _deep_pair(n0, n1, n2, n3, mv, e0, e1, e2, e3, mw):
-    # n m(w-point) + e m(v-point): both numerators over the common denominator
+    # n m1(x) + e m0(x): the two points' numerators over the denominator m0(x) m1(x)
     n0, n1, n2, n3 = _mont_ef_mul_base(n0, n1, n2, n3, mw)
     e0, e1, e2, e3 = _mont_ef_mul_base(e0, e1, e2, e3, mv)
     return _add(n0, e0), _add(n1, e1), _add(n2, e2), _add(n3, e3)

@@ -345,12 +345,12 @@ class HostStages:
 
         DEEP reads the committed matrices' coefficients, not their LDEs (see below): each
         :class:`Committed` is released after its last group (the openings recompute the
-        rows they need from the coefficients)."""
+        rows they need from the coefficients).  DQ is divided in coefficient form and
+        extended once; the pointwise sum is the fallback (see below)."""
         zf = np.asarray(z, np.uint64).reshape(4, 1)
         points = {False: zf, True: F.ef_mul_base(zf, F.root_of_unity(shape.log_n))}
         lamf = np.asarray(lam, np.uint64).reshape(4, 1)
-        # sum_k lam^k f_k(x) and sum_k lam^k v_k, gathered per opening point so that each
-        # point costs one batch of inversions 1/(x - zeta)
+        # sum_k lam^k f_k and sum_k lam^k v_k, gathered per opening point
         comb = {False: None, True: None}
         cst = {False: np.zeros(4, np.uint64), True: np.zeros(4, np.uint64)}
         lps, k = [], 0

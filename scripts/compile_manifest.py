@@ -65,7 +65,8 @@ def kept_order(doc: dict, rows: list[dict], planned: list[int]) -> list[int]:
     two processes) that can rank two orders the wrong way round."""
     old = doc.get("entries", [])
     old_order = doc.get("helper_order", [])
-    key = lambda e: (e["module"], e["name"])
+    def key(e):
+        return e["module"], e["name"]
     where = {}
     for i in range(len(rows)):
         where.setdefault(key(rows[i]), i)
@@ -96,11 +97,12 @@ def main(argv=None) -> int:
             print("rerun scripts/compile_manifest.py")
         return 1 if missing else 0
     order = plan(rows)
+    how = "planned"
     if "--keep-order" in argv:
-        order = kept_order(load_doc(), rows, order)
+        order, how = kept_order(load_doc(), rows, order), "kept"
     back = list(range(len(rows) - 1, -1, -1))
     print(f"simulated prover finish: {_simulate(rows, back):.1f} s with the helper going "
-          f"backwards, {_simulate(rows, order):.1f} s with the planned order; alone "
+          f"backwards, {_simulate(rows, order):.1f} s with the {how} order; alone "
           f"{_simulate(rows, []):.1f} s")
     doc = {"about": "host kernels a proof compiles, in call order, with the seconds of a cold "
                     "compile on the machine that wrote it (scripts/compile_manifest.py; read by "

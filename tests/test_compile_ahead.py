@@ -190,3 +190,23 @@ def test_simulate_counts_callees_with_their_caller():
     # the callee alone first: the prover compiles the caller's own second, not the 8
     assert ca._simulate(rows, [2]) == pytest.approx(12.5)
     assert ca._simulate(rows, ca.plan(rows)) <= 11.5 + 1e-9       # e.g. [1, 3, ...]: 10.5
+
+
+def test_kept_order_keeps_the_committed_order_and_places_new_entries():
+    """scripts/compile_manifest.py --keep-order: the committed helper order for the
+    entries it has, a new entry before its first successor in call order that it has,
+    entries gone dropped."""
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    try:
+        import compile_manifest as cm
+    finally:
+        sys.path.pop(0)
+    row = lambda name: {"module": "m", "name": name}           # noqa: E731
+    old = {"entries": [row(n) for n in "abcd"], "helper_order": [2, 0, 3, 1]}   # c a d b
+    same = [row(n) for n in "abcd"]
+    assert cm.kept_order(old, same, [3, 2, 1, 0]) == [2, 0, 3, 1]
+    # "d" gone, "x" new between "a" and "b" in call order: before b in the kept order
+    new = [row(n) for n in "axbc"]
+    order = cm.kept_order(old, new, [3, 2, 1, 0])
+    assert [new[i]["name"] for i in order] == ["c", "a", "x", "b"]
+    assert sorted(order) == list(range(len(new)))
