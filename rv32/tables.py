@@ -105,10 +105,31 @@ def opening_bytes(air, rows: int, log_blowup: int, num_queries: int = 50) -> flo
     an element).  Its Merkle nodes are not its own since proof format 6 (one mixed tree
     per round kind for all tables, whose multiproofs hardly depend on one table's
     height).  The model behind :func:`choose_slots`' "size" objective."""
+    return _opening_bytes(cells_per_row(air), rows, log_blowup, num_queries)
+
+
+def _opening_bytes(cells: int, rows: int, log_blowup: int, num_queries: int = 50) -> float:
     h = max(1, int(rows).bit_length() - 1) + log_blowup
     q = float(num_queries)
     d = (1 << h) * -np.expm1(q * np.log1p(-1.0 / (1 << h)))     # distinct rows of q draws
-    return 4 * d * cells_per_row(air)
+    return 4 * d * cells
+
+
+_CELLS: dict = {}
+
+
+def _row_cells(name: str, log_blowup: int, k: int) -> int:
+    """cells_per_row of ``name``'s AIR with k slots: the same in every bus namespace (a
+    namespace renames buses, it changes no width or degree), so a block's later
+    transactions choose their slots without building every k's AIR in their own."""
+    key = (name, logup_degree_cap(log_blowup), k)
+    with _LOCK:
+        got = _CELLS.get(key)
+    if got is None:
+        got = cells_per_row(static_air(name, log_blowup, k))
+        with _LOCK:
+            _CELLS[key] = got
+    return got
 
 
 def choose_slots(name: str, items: int, log_blowup: int, objective: str = "size") -> int:
@@ -120,10 +141,10 @@ def choose_slots(name: str, items: int, log_blowup: int, objective: str = "size"
         raise ValueError(f"objective {objective!r}: 'size' or 'cells'")
     best = None
     for k in slot_menu(name):
-        air = static_air(name, log_blowup, k)
+        cells = _row_cells(name, log_blowup, k)
         rows = pow2_rows(-(-int(items) // k))
-        cost = rows * cells_per_row(air) if objective == "cells" else \
-            opening_bytes(air, rows, log_blowup)
+        cost = rows * cells if objective == "cells" else \
+            _opening_bytes(cells, rows, log_blowup)
         if best is None or cost < best[0]:
             best = (cost, k)
     return best[1]

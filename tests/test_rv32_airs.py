@@ -168,6 +168,26 @@ def test_every_slot_count(k):
     assert {n: got[n] for n in forced} == forced
 
 
+def test_slot_cells_do_not_depend_on_the_bus_namespace():
+    """choose_slots reads a table's committed cells a row once per (table, LogUp degree
+    cap, k): the same AIR in two bus namespaces (a block's transactions) has the same
+    widths and parts, and the choice is the same under either."""
+    from steadfast.air.builder import bus_namespace
+    from steadfast.rv32.tables import SLOTTED, cells_per_row, choose_slots, static_air
+    for lb in (1, 2):
+        for name in ("alu", "load", "div"):
+            for k in SLOTTED[name]:
+                with bus_namespace("t7."):
+                    a = static_air(name, lb, k)
+                with bus_namespace("t8.", shared=("bytes",)):
+                    b = static_air(name, lb, k)
+                assert a is not b and a.name != b.name
+                assert cells_per_row(a) == cells_per_row(b) == cells_per_row(static_air(name, lb, k))
+            with bus_namespace("t9."):
+                inside = [choose_slots(name, n, lb, obj) for n in (5, 3000) for obj in ("size", "cells")]
+            assert inside == [choose_slots(name, n, lb, obj) for n in (5, 3000) for obj in ("size", "cells")]
+
+
 def test_slot_objective():
     """choose_slots: "size" (the default) takes the k with the smallest opening
     (k = 1 for a large table: a slot widens every opened row k times and saves only
