@@ -115,20 +115,22 @@ def _opening_bytes(cells: int, rows: int, log_blowup: int, num_queries: int = 50
     return 4 * d * cells
 
 
-_CELLS: dict = {}
+_SHAPES: dict = {}
 
 
-def _row_cells(name: str, log_blowup: int, k: int) -> int:
-    """cells_per_row of ``name``'s AIR with k slots: the same in every bus namespace (a
-    namespace renames buses, it changes no width or degree), so a block's later
-    transactions choose their slots without building every k's AIR in their own."""
+def _slot_shape(name: str, log_blowup: int, k: int) -> tuple[int, int]:
+    """(main width, cells_per_row) of ``name``'s AIR with k slots: the same in every bus
+    namespace (a namespace renames buses, it changes no width or degree), so a block's
+    later transactions choose their slots, and a proof's widths give back its slots,
+    without building every k's AIR in each namespace."""
     key = (name, logup_degree_cap(log_blowup), k)
     with _LOCK:
-        got = _CELLS.get(key)
+        got = _SHAPES.get(key)
     if got is None:
-        got = cells_per_row(static_air(name, log_blowup, k))
+        air = static_air(name, log_blowup, k)
+        got = (air.main_width, cells_per_row(air))
         with _LOCK:
-            _CELLS[key] = got
+            _SHAPES[key] = got
     return got
 
 
@@ -141,7 +143,7 @@ def choose_slots(name: str, items: int, log_blowup: int, objective: str = "size"
         raise ValueError(f"objective {objective!r}: 'size' or 'cells'")
     best = None
     for k in slot_menu(name):
-        cells = _row_cells(name, log_blowup, k)
+        cells = _slot_shape(name, log_blowup, k)[1]
         rows = pow2_rows(-(-int(items) // k))
         cost = rows * cells if objective == "cells" else \
             _opening_bytes(cells, rows, log_blowup)
@@ -159,7 +161,7 @@ def slots_from_widths(widths, log_blowup: int) -> dict:
     out = {}
     for name in SLOTTED:
         w = widths[INDEX[name]]
-        by_width = {static_air(name, log_blowup, k).main_width: k for k in slot_menu(name)}
+        by_width = {_slot_shape(name, log_blowup, k)[0]: k for k in slot_menu(name)}
         if w not in by_width:
             raise ValueError(f"{name}: main width {w} is not that of k in {slot_menu(name)}")
         out[name] = by_width[w]

@@ -173,7 +173,8 @@ def test_slot_cells_do_not_depend_on_the_bus_namespace():
     cap, k): the same AIR in two bus namespaces (a block's transactions) has the same
     widths and parts, and the choice is the same under either."""
     from steadfast.air.builder import bus_namespace
-    from steadfast.rv32.tables import SLOTTED, cells_per_row, choose_slots, static_air
+    from steadfast.rv32.tables import (INDEX, SLOTTED, TABLES, cells_per_row, choose_slots,
+                                       slots_from_widths, static_air)
     for lb in (1, 2):
         for name in ("alu", "load", "div"):
             for k in SLOTTED[name]:
@@ -186,6 +187,14 @@ def test_slot_cells_do_not_depend_on_the_bus_namespace():
             with bus_namespace("t9."):
                 inside = [choose_slots(name, n, lb, obj) for n in (5, 3000) for obj in ("size", "cells")]
             assert inside == [choose_slots(name, n, lb, obj) for n in (5, 3000) for obj in ("size", "cells")]
+        # a proof's widths give back its slots in any namespace
+        for k in SLOTTED["alu"]:
+            widths = [0] * len(TABLES)
+            for name in SLOTTED:
+                widths[INDEX[name]] = static_air(name, lb, SLOTTED[name][0]).main_width
+            with bus_namespace("t10."):
+                widths[INDEX["alu"]] = static_air("alu", lb, k).main_width
+            assert slots_from_widths(widths, lb)["alu"] == k
 
 
 def test_slot_objective():
