@@ -161,10 +161,15 @@ def slots_from_widths(widths, log_blowup: int) -> dict:
     out = {}
     for name in SLOTTED:
         w = widths[INDEX[name]]
-        by_width = {_slot_shape(name, log_blowup, k)[0]: k for k in slot_menu(name)}
-        if w not in by_width:
+        # a slot adds columns: the widths increase with k (tests/test_rv32_airs.py), so the
+        # menu is searched upwards and left at the first width past w
+        for k in sorted(slot_menu(name)):
+            got = _slot_shape(name, log_blowup, k)[0]
+            if got >= w:
+                break
+        if got != w:
             raise ValueError(f"{name}: main width {w} is not that of k in {slot_menu(name)}")
-        out[name] = by_width[w]
+        out[name] = k
     return out
 
 

@@ -187,6 +187,10 @@ def test_slot_cells_do_not_depend_on_the_bus_namespace():
             with bus_namespace("t9."):
                 inside = [choose_slots(name, n, lb, obj) for n in (5, 3000) for obj in ("size", "cells")]
             assert inside == [choose_slots(name, n, lb, obj) for n in (5, 3000) for obj in ("size", "cells")]
+        # the main width increases with k (slots_from_widths searches the menu upwards)
+        for name in SLOTTED:
+            ws = [static_air(name, lb, k).main_width for k in sorted(SLOTTED[name])]
+            assert all(a < b for a, b in zip(ws, ws[1:])), (name, ws)
         # a proof's widths give back its slots in any namespace
         for k in SLOTTED["alu"]:
             widths = [0] * len(TABLES)
