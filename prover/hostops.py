@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ..air import field as AF
 from ..kernels.hostlib import HF
 from ..kernels.poseidon2 import _run_ranges
 
@@ -18,8 +19,7 @@ _ef_mul = HF.ef_mul
 _M32 = np.uint64(0xFFFFFFFF)
 _U32 = np.uint64(32)
 _NINV = np.uint64((-pow(2013265921, -1, 1 << 32)) % (1 << 32))     # -p^-1 mod 2^32
-_P = 2013265921
-_W = 11
+_P, _W = AF.P, AF.W
 #: X^p = _FROB * X in EF = F_p[X]/(X^4 - 11) (p = 1 mod 4): the Frobenius is
 #: sum a_i X^i -> sum a_i _FROB^i X^i
 _FROB = pow(_W, (_P - 1) // 4, _P)
@@ -101,10 +101,9 @@ def eval_columns(coeffs: np.ndarray, point) -> np.ndarray:
     x = np.asarray(point, np.uint32).reshape(4)
     if c == 0 or n == 0:
         return np.zeros((c, 4), dtype=np.uint32)
-    lo = ef_power_table(x, 1 << _LOG_LO)
-    step = ef_power_table(x, (1 << _LOG_LO) + 1)[-1]                # x^256
-    hi = ef_power_table(step, ((n - 1) >> _LOG_LO) + 1)
-    lo_m = ((lo.astype(np.uint64) << _U32) % _P64).astype(np.uint32)
+    lo = ef_power_table(x, (1 << _LOG_LO) + 1)                      # x^0 .. x^256
+    hi = ef_power_table(lo[-1], ((n - 1) >> _LOG_LO) + 1)
+    lo_m = ((lo[:-1].astype(np.uint64) << _U32) % _P64).astype(np.uint32)
     part = np.empty(((n + _EVAL_CHUNK - 1) // _EVAL_CHUNK, c, 4), dtype=np.uint64)
     _run_ranges(lambda t0, t1: _eval_chunks(coeffs, lo_m, hi, part, _EVAL_CHUNK, t0, t1),
                 part.shape[0], 1)
@@ -179,15 +178,6 @@ _DEEP_CHUNK = 1 << 10
 # x in F_p, 1/(x - zeta) = q(x) / m(x): a base inversion (batched) and EF-times-base
 # Horner steps instead of an EF inversion (batched: three EF products a point).
 
-def _ef_mul_int(a, b):
-    """EF product of two coefficient tuples of Python ints (X^4 = 11)."""
-    c = [0] * 7
-    for i in range(4):
-        for j in range(4):
-            c[i + j] += a[i] * b[j]
-    return tuple((c[i] + _W * (c[i + 4] if i < 3 else 0)) % _P for i in range(4))
-
-
 def conjugate_polys(z) -> tuple[list, list]:
     """(m, q) for an EF point z: m(X) = X^4 + m[3] X^3 + ... + m[0] its minimal
     polynomial's coefficients (base field, ints), q(X) = X^3 + q[2] X^2 + q[1] X + q[0]
@@ -200,7 +190,7 @@ def conjugate_polys(z) -> tuple[list, list]:
         out = [zero] * (len(poly) + 1)
         for i, cf in enumerate(poly):
             out[i + 1] = tuple((u + v) % _P for u, v in zip(out[i + 1], cf))
-            pr = _ef_mul_int(cf, root)
+            pr = AF._ef_mul_scalar(cf, root)
             out[i] = tuple((u - v) % _P for u, v in zip(out[i], pr))
         return out
 

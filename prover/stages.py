@@ -389,7 +389,7 @@ class HostStages:
         # remainder G(zeta) - v says so); otherwise, and for bare LDE groups, the sum
         # below, point by point.
         if (comb[False] is None and comb[True] is None and coef[False] is not None
-                and np.asarray(z, np.uint64).reshape(4)[1:].any()):
+                and zf[1:].any()):
             dq = None
             for at_next in (False, True):
                 if coef[at_next] is None:
