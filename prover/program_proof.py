@@ -7,7 +7,7 @@ argument may be (:data:`ElfLike`, :func:`as_program`) and an input (:func:`as_in
 File layout, all little-endian::
 
     b"STRV"          magic (b"STRD": a development-mode fake, proves nothing)
-    u16 version      1
+    u16 version      2 (1: before the P2CALL output limbs were range-checked, #40)
     u16 reserved     0
     u32 n            the body's length
     n bytes          the protocol proof (docs/protocol.md), or for a fake: DEV_NOTICE,
@@ -42,7 +42,7 @@ ElfLike = Union[Program, bytes, bytearray, str, os.PathLike]
 
 MAGIC = b"STRV"
 DEV_MAGIC = b"STRD"
-VERSION = 1
+VERSION = 2                 # 2: P2CALL range-checks its output limbs (#40)
 ELF_MAGIC = b"\x7fELF"
 DEV_NOTICE = (b"STEADFAST DEVELOPMENT-MODE PROGRAM PROOF: execution and constraint check "
               b"only; NOT A STARK, PROVES NOTHING\n")

@@ -4,7 +4,7 @@ verification against the block (docs/api.md "Blocks").
 File layout, all little-endian::
 
     b"STB2"          magic (b"STD2": a development-mode fake, proves nothing)
-    u16 version      2
+    u16 version      3 (2: before the P2CALL output limbs were range-checked, #40)
     u16 reserved     0
     u32 n_tx         the block's transactions
     u32 n            the body's length
@@ -47,7 +47,7 @@ log = logging.getLogger("steadfast.prover")
 
 MAGIC = b"STB2"
 DEV_MAGIC = b"STD2"
-VERSION = 2
+VERSION = 3                 # 3: P2CALL range-checks its output limbs (#40)
 MAX_BODY = 1 << 31
 DEV_NOTICE = (b"STEADFAST DEVELOPMENT-MODE BLOCK PROOF: execution and constraint check only; "
               b"NOT A STARK, PROVES NOTHING\n")

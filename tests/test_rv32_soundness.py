@@ -373,3 +373,166 @@ def test_non_canonical_poseidon2_word():
     with pytest.raises(ValueError):           # the range check cannot succeed
         _lookup_counts(f.airs, f.traces, f.pvs)
     f.refused()
+
+
+# ------------------------------------------------------------------ issue #40: a Poseidon2
+# output word with a non-canonical limb pair (the review's accepted forgery)
+
+def _p2_program(check: str, expected: int = 0):
+    """Hash 16 words with SYS_POSEIDON2, load output word 0 into t0, and exit with
+    ``eq``: t0 != expected (0 when the hash is the expected one), or ``small``:
+    t0 < 2^16 (a proof-of-work style check; 0 for almost every hash)."""
+    tail = {"eq": f"""
+    li t1, {expected}
+    sub t2, t0, t1
+    sltu a0, zero, t2
+""", "small": """
+    li t1, 0x10000
+    sltu a0, t0, t1
+"""}[check]
+    src = f"""
+    li a7, 0x53460001
+    li a0, 0x30000
+    li a1, 0x30100
+    ecall
+    li t3, 0x30100
+    lw t0, 0(t3)
+{tail}
+    li a7, 93
+    ecall
+"""
+    words = b"".join(((7919 * i + 12345) % P).to_bytes(4, "little") for i in range(16))
+    return S.traced(src, data=[(0x30000, words)], max_cycles=64)
+
+
+class _P2Forgery(Forgery):
+    """Forgery's cell editor over a given (program, execution, traces)."""
+
+    def __init__(self, traced):
+        self.prog, self.ex, tr = traced
+        self.airs = list(tr.airs)
+        self.traces = [t.copy() for t in tr.traces]
+        self.pvs = [list(p) for p in tr.table_public_values]
+        self.slots = dict(tr.slots)
+
+    def item(self, table, where):
+        t = self.traces[INDEX[table]]
+        out = [i for i in range(t.shape[0] * self._k(table)) if where(i)]
+        assert len(out) == 1, (table, out)
+        return out[0]
+
+    def only(self, table, flag):
+        return self.item(table, lambda i: self.get(table, i, flag) == 1)
+
+    def set_reg_final(self, reg, lo, hi):
+        t = INDEX["registers"]
+        self.traces[t][reg, self.airs[t].main_names.index("f_lo")] = lo % P
+        self.traces[t][reg, self.airs[t].main_names.index("f_hi")] = hi % P
+
+
+def _sub_like(a, b):
+    """u, k0, k1 of ALU's adder u + b = a + 2^32 k1 on limbs, a's limbs any integers
+    (read as field elements): the witness an ALU row accepts."""
+    u_lo, k0 = (a[0] - b[0]) % (1 << 16), int(a[0] - b[0] < 0)
+    d = a[1] - b[1] - k0
+    u_hi, k1 = d % (1 << 16), int(d < 0)
+    return (u_lo, u_hi), k0, k1
+
+
+def _forge_p2_word(check: str, f=None):
+    """The review's forgery: output word 0 written as (lo - 1, hi - 0x7800 mod p) -- the
+    same field element (2^16 * 0x7800 = p - 1) -- loaded by LW into t0 and compared as a
+    32-bit integer, every later cell consistent; the exit code flips to 1."""
+    ex = _p2_program("eq")[1]
+    h = int(ex.record.ecall_mem_after[list(ex.record.ecall_mem_is_write).index(1)])
+    lo, hi = h & 0xFFFF, h >> 16
+    assert 1 <= lo and 1 <= hi < 0x7800, hex(h)
+    f = _P2Forgery(_p2_program(check, expected=h))
+    assert f.ex.exit_code == 0
+    a = (lo - 1, hi - 0x7800)                     # the alias (hi as a signed integer)
+    assert (a[0] + (1 << 16) * a[1]) % P == h
+    r = f.only("p2call", "real")
+    f.set("p2call", r, "out0_lo", a[0])
+    f.set("p2call", r, "out0_hi", a[1])
+    f.set("p2call", r, "out0_beta", 1)
+    # MEMORY's final value of the word, LW's read and result (it byte-checks only lo)
+    m = f.item("memory", lambda i: f.get("memory", i, "real") == 1
+               and f.get("memory", i, "wl") + (f.get("memory", i, "wh") << 16) == 0x30100 // 4)
+    f.set("memory", m, "f_lo", a[0])
+    f.set("memory", m, "f_hi", a[1])
+    ld = f.only("load", "f_lw")
+    for name, v in (("w_lo", a[0]), ("w_hi", a[1]), ("c_lo", a[0]), ("c_hi", a[1]),
+                    ("x0", a[0] & 0xFF), ("x1", a[0] >> 8)):
+        f.set("load", ld, name, v)
+    f.set_reg_final(5, *a)                        # t0
+    if check == "eq":                             # sub t2, t0, t1; sltu a0, zero, t2
+        s = f.only("alu", "f_sub")
+        u, k0, k1 = _sub_like(a, (lo, hi))
+        for name, v in (("a_lo", a[0]), ("a_hi", a[1]), ("u_lo", u[0]), ("u_hi", u[1]),
+                        ("k0", k0), ("k1", k1), ("c_lo", u[0]), ("c_hi", u[1])):
+            f.set("alu", s, name, v)
+        f.set_reg_final(7, *u)                    # t2 = 0x87FF_FFFF, not 0
+        c = f.only("alu", "f_sltu")
+        u2, k0, k1 = _sub_like((0, 0), u)
+        for name, v in (("r_lo", u[0]), ("r_hi", u[1]), ("u_lo", u2[0]), ("u_hi", u2[1]),
+                        ("k0", k0), ("k1", k1), ("c_lo", k1)):
+            f.set("alu", c, name, v)
+    else:                                         # sltu a0, t0, 0x10000
+        c = f.only("alu", "f_sltu")
+        u2, k0, k1 = _sub_like(a, (0, 1))
+        for name, v in (("a_lo", a[0]), ("a_hi", a[1]), ("u_lo", u2[0]), ("u_hi", u2[1]),
+                        ("k0", k0), ("k1", k1), ("c_lo", k1)):
+            f.set("alu", c, name, v)
+    assert k1 == 1
+    f.set_reg_final(10, 1, 0)                     # a0 = 1
+    e = f.only("ecall", "k_exit")
+    for name in ("a0_lo", "res_lo", "code"):
+        f.set("ecall", e, name, 1)
+    f.pvs[INDEX["registers"]][0] = 1              # the claimed exit code
+    return f
+
+
+def _before_40(f, monkeypatch):
+    """f's AIRs with P2CALL as it was before #40 (no range check of the output limbs)."""
+    from steadfast.rv32.chips import precompile
+    monkeypatch.setattr(precompile, "_output_limbs", lambda *a: None)
+    airs = list(f.airs)
+    airs[INDEX["p2call"]] = precompile.build_p2call(2)
+    monkeypatch.undo()
+    return airs
+
+
+@pytest.mark.parametrize("check", ["eq", "small"])
+def test_non_canonical_poseidon2_output_was_accepted_and_is_refused(check, monkeypatch):
+    """#40's forgery: against the P2CALL of before the fix the forged traces are a
+    consistent witness (check_traces passes: exit code 1 where the program exits 0);
+    against today's AIRs the output limb's range lookup has no BYTES row."""
+    f = _forge_p2_word(check)
+    old = _before_40(f, monkeypatch)
+    f.traces[INDEX["bytes"]] = bytes_trace(_lookup_counts(old, f.traces, f.pvs))
+    check_traces(old, f.traces, f.pvs)             # the hole, reproduced
+    with pytest.raises(ValueError):                # hi - 0x7800 mod p: no range16 row
+        _lookup_counts(f.airs, f.traces, f.pvs)
+    with pytest.raises(LookupImbalance) as e:
+        check_traces(f.airs, f.traces, f.pvs)
+    assert e.value.bus == "rv32_range16"
+
+
+@pytest.mark.parametrize("check", ["eq", "small"])
+def test_non_canonical_poseidon2_output_proof_refused_by_verify(check, monkeypatch):
+    """The forged exit code in a proof: the unmodified verifier of the statement
+    (verify_execution: program, input, max_cycles) refuses it with a VerificationError;
+    the same witness proved against the old AIR verified against it (the bug)."""
+    from steadfast.rv32.statement import verify_execution
+    f = _forge_p2_word(check)
+    old = _before_40(f, monkeypatch)
+    bt = bytes_trace(_lookup_counts(old, f.traces, f.pvs))
+    traces = list(f.traces)
+    traces[INDEX["bytes"]] = bt
+    bad = prove(traces, old, f.pvs, FAST, check=False)
+    assert verify(bad, old, f.pvs, min_security_bits=0)        # accepted before #40
+    with pytest.raises(VerificationError):
+        verify_execution(bad, f.prog, b"", 64, min_security_bits=0)
+    forged = prove(traces, f.airs, f.pvs, FAST, check=False)    # today's AIRs
+    with pytest.raises(VerificationError):
+        verify_execution(forged, f.prog, b"", 64, min_security_bits=0)

@@ -548,4 +548,4 @@ def test_transaction_limit():
         parse(obj)
     assert ei.value.path == "$.transactions"
     with pytest.raises(ShapeError, match="4096 transactions"):
-        TxBlockProof.from_bytes(b"STB2" + struct.pack("<HHII", 2, 0, 4096, 0))
+        TxBlockProof.from_bytes(b"STB2" + struct.pack("<HHII", 3, 0, 4096, 0))
