@@ -69,6 +69,11 @@ def _prove_parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-cycles", type=int, default=None, metavar="N",
                     help="a program's cycle limit, 1..2^24, bound by the proof (default: "
                          f"{1 << 22:,} = 2^22)")
+    ap.add_argument("--segment-cycles", type=int, default=None, metavar="N",
+                    help="prove a program longer than N cycles as linked segments of N "
+                         "(a power of two, 2^10..2^22; docs/rv32.md 'Long programs: "
+                         "segments'); --max-cycles may then be up to 2^32 - 1 (default: "
+                         "one proof)")
     ap.add_argument("--cluster", nargs="?", const="", metavar="ADDRESS", default=None,
                     help="prove on a Ray cluster (pip install 'steadfast[cluster]'): ADDRESS "
                          "of `ray start --head`, none for a local Ray; several blocks or programs allowed "

@@ -44,12 +44,28 @@ def read_input(args) -> bytes:
         raise Fail(EXIT_USAGE, f"--input {args.input}: {exc}") from None
 
 
+def segment_cycles_of(args):
+    n = getattr(args, "segment_cycles", None)
+    if n is None:
+        return None
+    from ..rv32.segments import check_segment_cycles
+    try:
+        return check_segment_cycles(n)
+    except ValueError as exc:
+        raise Fail(EXIT_USAGE, str(exc).replace("segment_cycles", "--segment-cycles")) from None
+
+
 def max_cycles_of(args) -> int:
     from .program_proof import check_max_cycles
     from .program_prover import DEFAULT_MAX_CYCLES
     if args.max_cycles is None:
         return DEFAULT_MAX_CYCLES
     try:
+        if segment_cycles_of(args) is not None:
+            if not 1 <= args.max_cycles <= (1 << 32) - 1:
+                raise ValueError(f"max_cycles must be in [1, 2^32 - 1] for a segmented "
+                                 f"proof, got {args.max_cycles}")
+            return args.max_cycles
         return check_max_cycles(args.max_cycles)
     except (TypeError, ValueError) as exc:
         raise Fail(EXIT_USAGE, str(exc).replace("max_cycles", "--max-cycles")) from None
@@ -68,6 +84,7 @@ def run_prove_program(args, raw: bytes, t_start: float, kernels_cached) -> int:
     ``kernels_cached()`` says whether numba's cache holds the host kernels (a cold start
     otherwise)."""
     from ..rv32.tables import TABLES
+    segment_cycles_of(args)                 # validated before any work
     program, data, limit = _program(args, raw), read_input(args), max_cycles_of(args)
     path = args.block
     out = None if (args.execute_only or args.precompile) else (
@@ -98,13 +115,18 @@ def run_prove_program(args, raw: bytes, t_start: float, kernels_cached) -> int:
                  "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
     from .xcheck import POSTMORTEM_CONTEXT
     POSTMORTEM_CONTEXT.update({k: meta[k] for k in ("program", "program_digest", "device")})
+    seg = segment_cycles_of(args)
     proof, failure = _P.run_proof(
-        lambda: prover.prove_program(program, data, max_cycles=limit), session, "program")
+        lambda: prover.prove_program(program, data, max_cycles=limit, segment_cycles=seg),
+        session, "program")
     if failure is not None:
         _P.fail_with_stats(args, session, failure, dict(
             meta, ok=False, proof=None, failure=failure.record, status=failure.code,
             exit_code=None))
     blob = proof.to_bytes()
+    from .segment_proof import SegmentedProof
+    if isinstance(proof, SegmentedProof):
+        return _segmented_done(args, out, blob, proof, t_start)
     st = proof.stats
     sec = None if dev else _security(program, data, proof, params)
     wall = time.perf_counter() - t_start
@@ -121,6 +143,27 @@ def run_prove_program(args, raw: bytes, t_start: float, kernels_cached) -> int:
         print(st.summary())
         if args.verbose:
             _P.print_verbose(st)
+    return EXIT_OK
+
+
+def _segmented_done(args, out: str, blob: bytes, proof, t_start: float) -> int:
+    """A segmented proof: write it, say what it holds."""
+    with open(out, "wb") as fh:
+        fh.write(blob)
+    wall = time.perf_counter() - t_start
+    cycles = proof.cycles
+    print(f"wrote {out}: {len(blob):,} bytes, {len(proof.segments)} segments of "
+          f"{proof.segment_cycles:,} cycles ({cycles:,} cycles, {cycles / max(wall, 1e-9):,.0f} "
+          f"cycles/s) in {wall:.1f}s")
+    print(f"the program exits with code {proof.exit_code}; output "
+          f"({len(proof.output):,} bytes): {_show(proof.output)}")
+    if getattr(args, "json", False):
+        print(json.dumps({"ok": True, "proof": out, "proof_file_bytes": len(blob),
+                          "segments": len(proof.segments), "cycles": cycles,
+                          "segment_cycles": proof.segment_cycles,
+                          "segment_cycle_counts": [s.cycles for s in proof.segments],
+                          "exit_code": proof.exit_code, "output": proof.output.hex(),
+                          "wall_s": wall}))
     return EXIT_OK
 
 

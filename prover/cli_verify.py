@@ -193,6 +193,9 @@ def _verify_program(args, data: bytes, report: dict, fail) -> int:
         raise _refusal(exc, fail) from None
     except (TypeError, ValueError) as exc:          # --max-cycles, an over-long input
         raise fail(EXIT_USAGE, _option_words(str(exc)), exc) from None
+    from .segment_proof import VerifiedSegments
+    if isinstance(result, VerifiedSegments):
+        return _segments_ok(args, result, report)
     p, sec = result.params, result.security
     if args.json:
         report.update(ok=True, status=EXIT_OK, exit_code=result.exit_code,
@@ -220,6 +223,30 @@ def _verify_program(args, data: bytes, report: dict, fail) -> int:
             print(f"  program digest {result.program_digest.hex()}")
             print(f"  input sha256   {result.input_sha256.hex()} ({len(inp):,} bytes)")
             print(f"  output (hex)   {out.hex()}")
+    return EXIT_OK
+
+
+def _segments_ok(args, result, report: dict) -> int:
+    """A verified segmented run: the statement, the segments and their verify times."""
+    if args.json:
+        report.update(ok=True, status=EXIT_OK, exit_code=result.exit_code,
+                      output=result.output.hex(), output_len=len(result.output),
+                      max_cycles=result.max_cycles, cycles=result.cycles,
+                      segments=result.segments, segment_seconds=list(result.segment_seconds),
+                      program_digest=result.program_digest.hex(), seconds=result.seconds,
+                      security_bits=result.security_bits, params=dict(vars(result.params)))
+        print(json.dumps(report))
+        return EXIT_OK
+    if not args.quiet:
+        on = f" on {args.input}" if args.input else " on the empty input"
+        ss = result.segment_seconds
+        print(f"proof OK for program {args.elf}{on} ({result.seconds:.2f}s): exit code "
+              f"{result.exit_code}, {len(result.output):,} output bytes, {result.cycles:,} "
+              f"cycles in {result.segments} segments, within max_cycles {result.max_cycles:,}")
+        out = result.output
+        print(f"output: {out[:200]!r}" + (f" ... ({len(out):,} bytes)" if len(out) > 200 else ""))
+        print(f"segments verified in {min(ss):.3f}..{max(ss):.3f} s each; "
+              f"{result.security_bits} bits (the weakest segment's)")
     return EXIT_OK
 
 

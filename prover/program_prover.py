@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import threading
 import time
+
+import numpy as np
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -28,6 +30,9 @@ from .program_proof import (ElfLike, ProgramProof, as_input, as_program, check_m
                             dev_body)
 from .program_report import ProgramReport, ProgramTableEstimate
 from .stats import ProofStats, peak_rss_bytes
+
+import logging
+log = logging.getLogger("steadfast.prover")
 
 DEFAULT_MAX_CYCLES = abi.DEFAULT_MAX_CYCLES       # 2^22
 
@@ -63,7 +68,8 @@ class ProgramProver(ProverCore):
 
     def prove_program(self, elf: ElfLike, input: bytes = b"", *,
                       max_cycles: int = DEFAULT_MAX_CYCLES, timeout: float | None = None,
-                      cancel: threading.Event | None = None) -> ProgramProof:
+                      cancel: threading.Event | None = None,
+                      segment_cycles: int | None = None):
         """Run ``elf`` (an :class:`rv32.Program`, the ELF's bytes or its path) on ``input``
         (fd 0's bytes) within ``max_cycles`` cycles and prove that it exits with its exit
         code having written its output to fd 1 (rv32/statement.py) -> a
@@ -75,7 +81,21 @@ class ProgramProver(ProverCore):
         ``pc``, ``cycle``: an illegal instruction, a misaligned access, the cycle limit,
         ...) or -- ``config.check`` -- a trace breaks a constraint, and
         :class:`ProofSelfCheckFailure` as for blocks.  ``timeout`` / ``cancel`` as for
-        ``prove_block``.  In development mode the result is a marked fake (``dev``)."""
+        ``prove_block``.  In development mode the result is a marked fake (``dev``).
+
+        ``segment_cycles`` (a power of two in [2^10, 2^22]; None: one proof, as before):
+        a run longer than one segment -- or any run when max_cycles is over 2^24, up to
+        2^32 - 1 -- is proved as linked segments, one at a time (bounded memory) -> a
+        :class:`prover.segment_proof.SegmentedProof` (docs/rv32.md "Long programs:
+        segments"); a run within one segment under max_cycles <= 2^24 is the same
+        one-proof :class:`ProgramProof` as without it, byte for byte."""
+        if segment_cycles is not None:
+            from ..rv32.segments import check_segment_cycles
+            check_segment_cycles(segment_cycles)
+            if max_cycles > abi.MAX_CYCLES_CEILING or not self._fits(elf, input, max_cycles,
+                                                                     segment_cycles):
+                return self._prove_segments(elf, input, max_cycles, segment_cycles, timeout,
+                                            cancel)
         with limits(timeout, cancel):
             t0 = time.perf_counter()
             program, data, max_cycles = _arguments(elf, input, max_cycles)
@@ -86,6 +106,66 @@ class ProgramProver(ProverCore):
             proof, stats = self._prove(tr.airs, tr.traces, tr.table_public_values, ex.cycles,
                                        phases, t0, self._check_program_tables)
             return ProgramProof(proof, stats)
+
+    def _fits(self, elf, input, max_cycles: int, segment_cycles: int) -> bool:
+        """Whether the run ends within one segment (a run that fails is left to the
+        one-proof path, which reports it as it always has)."""
+        from ..rv32.errors import ExecutionError
+        program, data = as_program(elf), as_input(input)
+        try:
+            rv32_execute(program, data, min(max_cycles, segment_cycles))
+        except ExecutionError as exc:
+            return exc.kind != "cycles" or max_cycles <= segment_cycles
+        return True
+
+    def _prove_segments(self, elf, input, max_cycles: int, segment_cycles: int, timeout,
+                        cancel):
+        """Execute once, cut into segments, build and prove each in turn (one segment's
+        tables in memory at a time) -> a SegmentedProof."""
+        from ..rv32.errors import ExecutionError
+        from ..rv32.segments import MAX_SEGMENTED_CYCLES, run_segments
+        from .segment_proof import SegmentedProof, SegmentRecord
+        if isinstance(max_cycles, bool) or not isinstance(max_cycles, int) \
+                or not 1 <= max_cycles <= MAX_SEGMENTED_CYCLES:
+            raise ValueError(f"max_cycles must be an int in [1, 2^32 - 1] for a segmented "
+                             f"proof, got {max_cycles!r}")
+        program, data = as_program(elf), as_input(input)
+        records, counters = [], {}
+        total_phases: dict = {}
+        with limits(timeout, cancel):
+            t0 = time.perf_counter()
+            try:
+                for seg in run_segments(program, data, max_cycles, segment_cycles):
+                    phases: dict = {}
+                    with self._phase("traces", phases):
+                        tr = build_traces(program, None, max_cycles,
+                                          log_blowup=self.config.params().log_blowup,
+                                          segment=seg)
+                    seg.execution = None            # the record: no longer needed
+                    log.info("segment %d: cycles %d..%d", seg.index, seg.start_cycle,
+                             seg.start_cycle + seg.cycles)
+                    proof, st = self._prove(tr.airs, tr.traces, tr.table_public_values,
+                                            seg.cycles, phases, t0,
+                                            self._check_program_tables)
+                    del tr
+                    for k, v in (st.counters or {}).items():
+                        if isinstance(v, (int, float)) and not isinstance(v, bool):
+                            counters[k] = counters.get(k, 0) + v
+                    for k, v in phases.items():
+                        total_phases[k] = total_phases.get(k, 0.0) + v
+                    records.append(SegmentRecord(
+                        seg.cycles, seg.final, int(seg.exit_code or 0),
+                        0 if seg.final else int(seg.pc_out),
+                        tuple(int(x) for x in seg.regs_out), seg.wa.astype(np.uint32),
+                        seg.v_out.astype(np.uint32), seg.output, proof))
+            except ExecutionError as exc:
+                raise UnprovableProgram(f"execution failed: {exc}", exc.kind, exc.pc,
+                                        exc.cycle) from None
+            total_phases["total"] = time.perf_counter() - t0
+            stats = ProofStats(counters=counters, backend=self.backend,
+                               cycles=sum(r.cycles for r in records), phases=total_phases,
+                               proof_bytes=0, peak_rss_bytes=peak_rss_bytes())
+            return SegmentedProof(segment_cycles, max_cycles, tuple(records), stats)
 
     def _build_program(self, program, data: bytes, max_cycles: int, phases: dict):
         """Run the program and build its tables -> (rv32 Execution, rv32 Rv32Traces);

@@ -73,6 +73,19 @@ def verify_program(proof: ProgramProof | bytes | str | os.PathLike[str], elf: El
     blocks (a fake's statement is checked, nothing is proven)."""
     t0 = time.perf_counter()
     min_security_bits = validate_min_security_bits(min_security_bits)
+    from .segment_proof import MAGIC as SEG_MAGIC, SegmentedProof, verify_segmented
+    if isinstance(proof, (str, os.PathLike)):
+        with open(proof, "rb") as fh:
+            proof = fh.read()
+    if isinstance(proof, (bytes, bytearray, memoryview)) and bytes(proof[:4]) == SEG_MAGIC:
+        proof = SegmentedProof.from_bytes(bytes(proof))
+    if isinstance(proof, SegmentedProof):
+        from ..rv32.segments import MAX_SEGMENTED_CYCLES
+        if max_cycles is not None and not (isinstance(max_cycles, int) and
+                                           1 <= max_cycles <= MAX_SEGMENTED_CYCLES):
+            raise ValueError(f"max_cycles must be an int in [1, 2^32 - 1], got {max_cycles!r}")
+        return verify_segmented(proof, as_program(elf), as_input(input), max_cycles,
+                                min_security_bits)
     proof = read_proof(proof, ProgramProof, "a ProgramProof")
     program, data = as_program(elf), as_input(input)
     if max_cycles is not None:

@@ -180,21 +180,30 @@ def _lookup_program(air, its):
 
 def build_traces(program, execution, max_cycles: int = abi.DEFAULT_MAX_CYCLES,
                  log_blowup: int = DEFAULT_LOG_BLOWUP, image=None,
-                 slots: dict | None = None, slot_objective: str = "size") -> Rv32Traces:
+                 slots: dict | None = None, slot_objective: str = "size",
+                 segment=None) -> Rv32Traces:
     """AIRs, traces and public values for a proof that ``program`` run on the execution's
     input with limit ``max_cycles`` exits with its exit code and output (module
     docstring).  ``image``: :func:`chips.program.image_of` of the program, if at hand;
     ``slots``: table -> k to force a slotted table's k (tables.SLOTTED; the others get
     :func:`tables.choose_slots`' k for ``slot_objective``: "size", the smallest proof,
-    or "cells", the fewest committed cells)."""
+    or "cells", the fewest committed cells).  ``segment``: a :class:`rv32.segments.Segment`
+    whose local execution this is -- the tables of that segment's proof (its boundary
+    tables, docs/rv32.md "Long programs: segments")."""
+    if segment is not None:
+        execution = segment.execution
     rec = execution.record
     if rec is None:
         raise ValueError("build_traces needs an execution run with record=True")
     image = image_of(program) if image is None else image
     ctx = _Ctx(image, rec)
     cycles = rec.cycles
-    reg_init = register_init()
-    acc = Accesses(reg_init, image.wa, image.word)
+    if segment is None:
+        acc = Accesses(register_init(), image.wa, image.word)
+        budget, cursors = max_cycles, (0, 0, 0)
+    else:
+        acc = Accesses(segment.regs_in, segment.wa, segment.v_in)
+        budget, cursors = segment.budget(max_cycles), segment.regs_in[33:36]
     chips = _chip_of(ctx.op)
     rows: dict = {}
     for name, fn in _ROWS.items():
@@ -207,14 +216,17 @@ def build_traces(program, execution, max_cycles: int = abi.DEFAULT_MAX_CYCLES,
                 bad = cyc[wrote][np.flatnonzero(out[wrote] != rec.rd_val[cyc][wrote])[0]]
                 raise ValueError(f"{name}: cycle {bad} writes {int(out[wrote][0])}, the record "
                                  f"{int(rec.rd_val[bad])}")
-    rows["ecall"], info = ecall_rows(ctx, chips["ecall"], acc, max_cycles, len(rec.input))
+    rows["ecall"], info = ecall_rows(ctx, chips["ecall"], acc, budget, len(rec.input), cursors)
     rows["ioword"] = _ioword(rec, info, acc)
     rows["p2call"], p2_states = _p2call(rec, info, acc)
     acc.resolve()
     for r in rows.values():
         r.finish(acc)
-    rows["memory"] = _memory_rows(acc, image)
-    rows["registers"] = _registers_rows(acc)
+    if segment is None:
+        rows["memory"] = _memory_rows(acc, image)
+        rows["registers"] = _registers_rows(acc)
+    else:
+        rows["memory"], rows["registers"] = _segment_boundary(acc, segment)
 
     output = bytes(rec.output)
     slots = dict(slots or {})
@@ -222,16 +234,24 @@ def build_traces(program, execution, max_cycles: int = abi.DEFAULT_MAX_CYCLES,
         if name not in slots:
             items = len(p2_states) if name == "poseidon2" else rows[name].m
             slots[name] = choose_slots(name, max(1, items), log_blowup, slot_objective)
-    airs = table_airs(image, rec.input, output, log_blowup, slots)
-    pvs = public_values(program, rec.input, output, execution.exit_code, max_cycles)
+    if segment is None:
+        airs = table_airs(image, rec.input, output, log_blowup, slots)
+        pvs = public_values(program, rec.input, output, execution.exit_code, max_cycles)
+    else:
+        from .segments import segment_airs, segment_public_values
+        airs = segment_airs(image, rec.input, segment, log_blowup, slots)
+        pvs = segment_public_values(rec.input, segment, max_cycles)
     traces = [None] * len(TABLES)
     for name, r in rows.items():
         height = REG_ROWS if name == "registers" else None
         traces[INDEX[name]] = r.trace(airs[INDEX[name]], height, slots.get(name, 1))
     prog_air = airs[INDEX["program"]]
     traces[INDEX["program"]] = program_trace(image, ctx.pcw, prog_air.fixed_height)
-    n_read = _final(acc, REG, 33)
-    traces[INDEX["io"]] = io_trace(len(rec.input), n_read, airs[INDEX["io"]].fixed_height)
+    if segment is None:
+        n_in, n_read = len(rec.input), _final(acc, REG, 33)
+    else:                                   # the slice read, every byte of it
+        n_in = n_read = int(segment.regs_out[33] - segment.regs_in[33])
+    traces[INDEX["io"]] = io_trace(n_in, n_read, airs[INDEX["io"]].fixed_height)
     states = np.asarray(p2_states, dtype=np.uint32).reshape(-1, 16)
     traces[INDEX["poseidon2"]] = poseidon2_trace(states, slots["poseidon2"])
     bidx = INDEX["bytes"]
@@ -309,6 +329,33 @@ def _memory_rows(acc: Accesses, image) -> Rows:
     rows = Rows(allwa.size)
     rows.update(memory_rows(allwa, img, init, lo, hi, ts))
     return rows
+
+
+def _segment_boundary(acc: Accesses, seg):
+    """PAGEMEM's and SEGREGS' main columns (chips/segment.py), checking that the accesses
+    end where the segment's boundary says."""
+    from .chips.common import NUM_REGS
+    from .chips.segment import SINK_ROW
+    wa, lo, hi, ts = acc.finals(MEMORY)
+    if not np.array_equal(wa, seg.wa) or not np.array_equal(lo + (hi << 16), seg.v_out):
+        raise ValueError(f"segment {seg.index}: the accesses do not end at its page-out values")
+    mem = Rows(wa.size)
+    mem.update({"f_ts": ts})
+    a, lo, hi, ts = acc.finals(REG)
+    f_ts = np.zeros(NUM_REGS, np.int64)
+    f_ts[a] = ts
+    end = np.asarray(seg.regs_in, dtype=np.int64).copy()
+    end[a] = np.where(a >= 33, lo, lo + (hi << 16))
+    sink = np.zeros(NUM_REGS, np.int64), np.zeros(NUM_REGS, np.int64)
+    hit = np.flatnonzero(a == SINK_ROW)
+    if hit.size:
+        sink[0][SINK_ROW], sink[1][SINK_ROW] = lo[hit[0]], hi[hit[0]]
+    end[SINK_ROW] = 0
+    if not np.array_equal(end, np.asarray(seg.regs_out, dtype=np.int64)):
+        raise ValueError(f"segment {seg.index}: the accesses do not end at its registers")
+    regs = Rows(NUM_REGS)
+    regs.update({"f_lo": sink[0], "f_hi": sink[1], "f_ts": f_ts})
+    return mem, regs
 
 
 def _registers_rows(acc: Accesses) -> Rows:

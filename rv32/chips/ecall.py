@@ -175,7 +175,8 @@ def build_ecall(log_blowup: int):
 
 # --------------------------------------------------------------------------- trace
 
-def ecall_rows(ctx, cyc: np.ndarray, acc, max_cycles: int, input_len: int) -> tuple:
+def ecall_rows(ctx, cyc: np.ndarray, acc, max_cycles: int, input_len: int,
+               cursors=(0, 0, 0)) -> tuple:
     """ECALL rows of cycles ``cyc`` (the record's ECALL arrays in order); returns (rows,
     per-call info for IOWORD and P2CALL: kind, a0, a1, n, cursor before)."""
     rec = ctx.rec
@@ -203,10 +204,10 @@ def ecall_rows(ctx, cyc: np.ndarray, acc, max_cycles: int, input_len: int) -> tu
     cur = np.zeros(m, np.int64)
     cidx = np.select([kinds["k_read"], kinds["k_w1"], kinds["k_w2"]], [CUR_IN, CUR_OUT, CUR_ERR],
                      0)
-    for c in (CUR_IN, CUR_OUT, CUR_ERR):
+    for c, c0 in zip((CUR_IN, CUR_OUT, CUR_ERR), cursors):
         sel = cidx == c
         csum = np.cumsum(np.where(sel, n, 0))
-        cur[sel] = (csum - n)[sel]
+        cur[sel] = (int(c0) + csum - n)[sel]
     rows.update({"cur": cur, "n_lo": n & 0xFFFF, "n_hi": n >> 16})
     avail = np.where(kinds["k_read"], input_len - cur, 0)
     d = (a2 - avail) & 0xFFFF_FFFF

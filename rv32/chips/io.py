@@ -60,29 +60,33 @@ def unpack_output(values, length: int) -> bytes:
     return data[:length]
 
 
-def io_prep(input: bytes, output: bytes) -> np.ndarray:
+def io_prep(input: bytes, output: bytes, in_start: int = 0, out_start: int = 0) -> np.ndarray:
+    """The rows of ``input`` at stream positions in_start.. and of ``output`` at
+    out_start.. (a segment's slices; 0 for a whole run)."""
     n_in, n_out = len(input), len(output)
     rows = max(2, 1 << (max(n_in + n_out, 1) - 1).bit_length())
     prep = np.zeros((rows, len(IO_PREP)), dtype=np.uint32)
     prep[:n_in, 0] = STREAM_IN
-    prep[:n_in, 1] = np.arange(n_in)
+    prep[:n_in, 1] = in_start + np.arange(n_in)
     prep[:n_in, 2] = np.frombuffer(bytes(input), dtype=np.uint8)
     s = slice(n_in, n_in + n_out)
     prep[s, 0] = STREAM_OUT
-    prep[s, 1] = np.arange(n_out)
+    prep[s, 1] = out_start + np.arange(n_out)
     prep[s, 2] = np.frombuffer(bytes(output), dtype=np.uint8)
     prep[s, 3] = 1
     return prep
 
 
-def build_io(input: bytes, output: bytes, log_blowup: int):
+def build_io(input: bytes, output: bytes, log_blowup: int, in_start: int = 0,
+             out_start: int = 0):
     n_pv = -(-len(output) // BYTES_PER_PV)
     b = AirBuilder("rv32_io", public=[f"output[{i}]" for i in range(n_pv)])
     c = {name: b.prep(name) for name in IO_PREP}
     m_in = b.main("m_in")
     b.assert_zero(c["out"] * m_in, name="output_once")
     b.receive(IO, [c["stream"], c["pos"], c["byte"]], multiplicity=m_in + c["out"])
-    return b.build(preprocessed=io_prep(input, output), log_blowup=log_blowup)
+    return b.build(preprocessed=io_prep(input, output, in_start, out_start),
+                   log_blowup=log_blowup)
 
 
 def io_trace(n_in: int, n_read: int, height: int) -> np.ndarray:

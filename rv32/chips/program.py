@@ -130,13 +130,14 @@ def image_of(program) -> Image:
     return Image(wa, word, dec, program.entry >> 2)
 
 
-def program_prep(image: Image) -> np.ndarray:
-    """uint32[n, 13], the PREP columns (module docstring), n = pow2_rows(words)."""
+def program_prep(image: Image, paged: bool = False) -> np.ndarray:
+    """uint32[n, 13], the PREP columns (module docstring), n = pow2_rows(words);
+    ``paged``: a segment's (img = 0: its memory comes from its page-in rows, chips/segment.py)."""
     k = image.wa.size
     prep = np.zeros((pow2_rows(k), len(PREP)), dtype=np.uint32)
     d = image.dec
     cols = {"wa": image.wa, "lo": image.word & 0xFFFF, "hi": image.word >> 16,
-            "img": np.ones(k, np.int64), "op": d[:, 0], "rd": d[:, 1], "rs1": d[:, 2],
+            "img": np.full(k, 0 if paged else 1, np.int64), "op": d[:, 0], "rd": d[:, 1], "rs1": d[:, 2],
             "rs2": d[:, 3], "imm_lo": d[:, 4] & 0xFFFF, "imm_hi": d[:, 4] >> 16,
             "v_lo": d[:, 5] & 0xFFFF, "v_hi": d[:, 5] >> 16, "tgt": d[:, 6]}
     for j, name in enumerate(PREP):
@@ -144,14 +145,14 @@ def program_prep(image: Image) -> np.ndarray:
     return prep
 
 
-def build_program(image: Image, log_blowup: int):
+def build_program(image: Image, log_blowup: int, paged: bool = False):
     b = AirBuilder("rv32_program")
     c = {name: b.prep(name) for name in PREP}
     mult = b.main("mult")
     b.receive(PROGRAM, [c["wa"], c["op"], c["rd"], c["rs1"], c["rs2"], c["imm_lo"], c["imm_hi"],
                         c["v_lo"], c["v_hi"], c["tgt"]], multiplicity=mult)
     b.send(IMAGE, [c["wa"], c["lo"], c["hi"]], multiplicity=c["img"])
-    return b.build(preprocessed=program_prep(image), log_blowup=log_blowup)
+    return b.build(preprocessed=program_prep(image, paged), log_blowup=log_blowup)
 
 
 def program_trace(image: Image, pcw_executed: np.ndarray, height: int) -> np.ndarray:

@@ -151,6 +151,8 @@ class Accesses:
         reg = space == REG
         lo[reg] = self.reg_init[addr[reg]] & 0xFFFF
         hi[reg] = self.reg_init[addr[reg]] >> 16
+        cur = reg & (addr >= 33)            # the cursors: one element in the lo slot
+        lo[cur], hi[cur] = self.reg_init[addr[cur]], 0
         mem = np.flatnonzero(space == MEMORY)
         if mem.size and self.image_wa.size:
             j = np.minimum(np.searchsorted(self.image_wa, addr[mem]), self.image_wa.size - 1)

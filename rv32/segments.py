@@ -1,0 +1,315 @@
+"""Long runs as linked segments (docs/rv32.md "Long programs: segments").
+
+:func:`run_segments` executes a program once, cut into segments of ``segment_cycles``
+cycles (the last one exits), yielding each :class:`Segment` -- its boundary (pc,
+registers and the page lists: the words it touches with their values at its start and
+end) and, when asked, its local execution record (clk 0 at the segment's start), from
+which :func:`rv32.traces.build_traces` builds the segment's tables.  :func:`segment_airs`
+and :func:`segment_public_values` are what a verifier builds from a segment's boundary;
+:class:`Chain` is the verifier's running state (:meth:`Chain.check` the links).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..verifier.errors import PublicValuesError, ShapeError
+
+from . import abi, fastexec as fx
+from .chips.common import CUR_ERR, CUR_IN, CUR_OUT, NUM_REGS
+from .chips.io import build_io, pack_output
+from .chips.program import build_program, image_of
+from .chips.registers import register_init
+from .chips.segment import SINK_ROW, build_pagemem, build_segregs
+from .errors import ERR_CYCLES, OK, execution_error
+from .execution import Execution
+from .memory import Memory
+from .record import CYCLE_FIELDS, Record
+from .tables import INDEX, TABLES, static_air
+
+MIN_LOG_SEGMENT, MAX_LOG_SEGMENT = 10, 22
+DEFAULT_SEGMENT_CYCLES = 1 << 20
+#: the largest max_cycles a segmented run accepts (a u32 cycle count)
+MAX_SEGMENTED_CYCLES = (1 << 32) - 1
+
+
+def check_segment_cycles(n) -> int:
+    """A power of two in [2^10, 2^22], else ValueError naming the range."""
+    if isinstance(n, bool) or not isinstance(n, int) or n <= 0 or n & (n - 1) \
+            or not (1 << MIN_LOG_SEGMENT) <= n <= (1 << MAX_LOG_SEGMENT):
+        raise ValueError(f"segment_cycles must be a power of two in [2^{MIN_LOG_SEGMENT}, "
+                         f"2^{MAX_LOG_SEGMENT}] (1,024 .. 4,194,304), got {n!r}")
+    return n
+
+
+@dataclass
+class Segment:
+    """One segment of a run.  ``regs_in`` / ``regs_out``: int64[36] (x0..x31, the sink --
+    always 0 here: nothing reads it --, fd 0's position, fd 1's and fd 2's counts);
+    ``wa`` the touched word addresses ascending, ``v_in`` / ``v_out`` their words at the
+    start and the end; ``output`` the fd 1 bytes it wrote; ``execution`` (with the local
+    record) when run with ``record``."""
+    index: int
+    start_cycle: int
+    cycles: int
+    pc_in: int
+    regs_in: np.ndarray
+    pc_out: int | None              # None: the final segment (it exits)
+    regs_out: np.ndarray
+    wa: np.ndarray
+    v_in: np.ndarray
+    v_out: np.ndarray
+    output: bytes
+    exit_code: int | None
+    execution: Execution | None = field(default=None, repr=False)
+
+    @property
+    def final(self) -> bool:
+        return self.pc_out is None
+
+    def budget(self, max_cycles: int) -> int:
+        """ECALL's public max_cycles: the cycles left, at most 2^24."""
+        return min(max_cycles - self.start_cycle, abi.MAX_CYCLES_CEILING)
+
+
+def _touched(rec: Record):
+    """(word addresses ascending, value before the first access, after the last)."""
+    op = rec.insn & 0x7F
+    ls = np.flatnonzero((op == 0x03) | (op == 0x23))
+    ev = rec.ecall_mem_event.astype(np.int64)
+    cyc = np.concatenate([ls, rec.ecall_cycle.astype(np.int64)[ev]])
+    seq = np.concatenate([np.full(ls.size, -1, np.int64), np.arange(ev.size)])
+    wa = np.concatenate([rec.mem_addr[ls].astype(np.int64) >> 2,
+                         rec.ecall_mem_word_addr.astype(np.int64) >> 2])
+    before = np.concatenate([rec.mem_before[ls], rec.ecall_mem_before]).astype(np.int64)
+    after = np.concatenate([rec.mem_after[ls], rec.ecall_mem_after]).astype(np.int64)
+    order = np.lexsort((seq, cyc, wa))
+    wa, before, after = wa[order], before[order], after[order]
+    first = np.ones(wa.size, bool)
+    first[1:] = wa[1:] != wa[:-1]
+    last = np.ones(wa.size, bool)
+    last[:-1] = wa[1:] != wa[:-1]
+    return wa[first], before[first], after[last]
+
+
+def run_segments(program, input: bytes, max_cycles: int, segment_cycles: int,
+                 record: bool = True):
+    """Execute ``program`` on ``input`` once, yielding its segments in order (module
+    docstring); an execution failure raises :class:`rv32.ExecutionError` with the global
+    cycle (the cycle limit: max_cycles)."""
+    S = check_segment_cycles(segment_cycles)
+    if isinstance(max_cycles, bool) or not isinstance(max_cycles, int) \
+            or not 1 <= max_cycles <= MAX_SEGMENTED_CYCLES:
+        raise ValueError(f"max_cycles must be an int in [1, 2^32 - 1], got {max_cycles!r}")
+    abi.check_run_limits(input, 1)
+    cwords, segs = fx._code(program)
+    dec = np.zeros(cwords.shape[0], np.int64)
+    ptab, pool, used = fx._image(program, 64)
+    regs = np.zeros(32, np.int64)
+    regs[abi.SP] = abi.STACK_TOP
+    state = np.zeros(fx.STATE_LEN, np.int64)
+    state[fx.S_PC] = program.entry
+    state[fx.S_PAGES] = used
+    state[fx.S_EXIT] = -1
+    inp = np.frombuffer(bytes(input), np.uint8).copy()
+    out = np.zeros(256, np.uint8)
+    err = np.zeros(256, np.uint8)
+    detail = np.zeros(4, np.int64)
+    start, j = 0, 0
+    while True:
+        limit = min(S, max_cycles - start)
+        pc_in = int(state[fx.S_PC])
+        regs_in = _regs36(regs, state)
+        o0 = int(state[fx.S_OUT])
+        state[fx.S_CYCLE] = 0
+        state[fx.S_ECALLS] = 0
+        state[fx.S_EMEM] = 0
+        if record:
+            rec = np.empty((len(CYCLE_FIELDS), limit), np.uint32)
+            e_cycle = np.zeros(64, np.uint32)
+            e_args = np.zeros((64, 5), np.uint32)
+            emem = np.zeros((5, 1024), np.uint32)
+        else:
+            rec = np.zeros((len(CYCLE_FIELDS), 1), np.uint32)
+            e_cycle, e_args, emem = (np.zeros(1, np.uint32), np.zeros((1, 5), np.uint32),
+                                     np.zeros((5, 1), np.uint32))
+        while True:
+            status = fx._run(record, limit, cwords, dec, segs, regs, state, ptab, pool, inp,
+                             out, err, rec, e_cycle, e_args, emem, detail)
+            if status != fx.NEED_ROOM:
+                break
+            need, more = int(state[fx.S_NEED]), int(detail[0])
+            if need == fx.ROOM_PAGES:
+                pool = fx._grown(pool, int(state[fx.S_PAGES]), more)
+            elif need == fx.ROOM_OUT:
+                out = fx._grown(out, int(state[fx.S_OUT]), more)
+            elif need == fx.ROOM_ERR:
+                err = fx._grown(err, int(state[fx.S_ERR]), more)
+            elif need == fx.ROOM_ECALL:
+                e_cycle = fx._grown(e_cycle, int(state[fx.S_ECALLS]), more)
+                e_args = fx._grown(e_args, int(state[fx.S_ECALLS]), more)
+            else:
+                emem = fx._grown(emem, int(state[fx.S_EMEM]), more, axis=1)
+        cycles = int(state[fx.S_CYCLE])
+        final = status == OK
+        if status == ERR_CYCLES and start + cycles >= max_cycles:
+            detail[0] = max_cycles
+            raise execution_error(status, int(state[fx.S_PC]), max_cycles, detail)
+        if status not in (OK, ERR_CYCLES):
+            raise execution_error(status, int(state[fx.S_PC]), start + cycles, detail)
+        output = out[o0:int(state[fx.S_OUT])].tobytes()
+        ex = None
+        wa = v_in = v_out = np.zeros(0, np.int64)
+        if record:
+            ne, nm = int(state[fx.S_ECALLS]), int(state[fx.S_EMEM])
+            cols = {name: rec[k, :cycles] for k, name in enumerate(CYCLE_FIELDS)}
+            r = Record(ecall_cycle=e_cycle[:ne].copy(), ecall_args=e_args[:ne].copy(),
+                       ecall_mem_event=emem[0, :nm].copy(),
+                       ecall_mem_word_addr=emem[1, :nm].copy(),
+                       ecall_mem_before=emem[2, :nm].copy(),
+                       ecall_mem_after=emem[3, :nm].copy(),
+                       ecall_mem_is_write=emem[4, :nm].copy(), input=bytes(input),
+                       output=output, **cols)
+            wa, v_in, v_out = _touched(r)
+            ex = Execution(cycles=cycles, exit_code=int(state[fx.S_EXIT]) if final else 0,
+                           output=output, stderr=b"", regs=regs.copy(), pc=int(state[fx.S_PC]),
+                           memory=Memory({}), record=r)
+        yield Segment(j, start, cycles, pc_in, regs_in,
+                      None if final else int(state[fx.S_PC]), _regs36(regs, state), wa, v_in,
+                      v_out, output, int(state[fx.S_EXIT]) if final else None, ex)
+        if final:
+            return
+        start += cycles
+        j += 1
+
+
+def _regs36(regs, state) -> np.ndarray:
+    r = np.zeros(NUM_REGS, np.int64)
+    r[:32] = regs & 0xFFFF_FFFF
+    r[0] = 0
+    r[CUR_IN], r[CUR_OUT], r[CUR_ERR] = state[fx.S_IN_POS], state[fx.S_OUT], state[fx.S_ERR]
+    return r
+
+
+def entry_registers() -> np.ndarray:
+    """int64[36]: the registers at entry (sp = STACK_TOP, cursors 0)."""
+    return register_init().astype(np.int64)
+
+
+# ----------------------------------------------------------------------- the statement
+
+def segment_airs(image, input: bytes, seg: Segment, log_blowup: int, slots=None) -> list:
+    """The 18 AIRs of segment ``seg``'s proof: the chips as in one proof, PROGRAM without
+    its image sends, PAGEMEM for MEMORY, SEGREGS for REGISTERS, IO over the segment's
+    slices of the input and output."""
+    slots = dict(slots or {})
+    c0, c1 = int(seg.regs_in[CUR_IN]), int(seg.regs_out[CUR_IN])
+    o0 = int(seg.regs_in[CUR_OUT])
+    out = []
+    for name in TABLES:
+        if name == "program":
+            out.append(build_program(image, log_blowup, paged=True))
+        elif name == "memory":
+            out.append(build_pagemem(seg.wa, seg.v_in, seg.v_out, log_blowup))
+        elif name == "registers":
+            out.append(build_segregs(seg.regs_in, seg.regs_out, seg.pc_in, seg.pc_out,
+                                     seg.cycles, log_blowup))
+        elif name == "io":
+            out.append(build_io(bytes(input[c0:c1]), seg.output, log_blowup, c0, o0))
+        else:
+            out.append(static_air(name, log_blowup, int(slots.get(name, 1))))
+    return out
+
+
+def segment_public_values(input: bytes, seg: Segment, max_cycles: int) -> list:
+    pv = [[] for _ in TABLES]
+    pv[INDEX["registers"]] = [int(seg.exit_code)] if seg.final else []
+    pv[INDEX["io"]] = pack_output(seg.output)
+    pv[INDEX["ecall"]] = [seg.budget(max_cycles), len(input)]
+    return pv
+
+
+class Chain:
+    """The verifier's running state over a segmented run (docs/rv32.md): the memory (the
+    image over zeros, then every segment's out-values), the registers, pc and the cycle
+    count.  :meth:`link` checks a segment's carried boundary against it and fills in its
+    in-values; :meth:`advance` moves past it."""
+
+    def __init__(self, program, input: bytes, max_cycles: int, segment_cycles: int):
+        self.image = image_of(program)
+        self.input = bytes(input)
+        self.max_cycles = max_cycles
+        self.S = segment_cycles
+        self.mem: dict = {}
+        self.regs = entry_registers()
+        self.pc = int(program.entry)
+        self.cycles = 0
+        self.output = bytearray()
+        self.done = False
+
+    def _words(self, wa: np.ndarray) -> np.ndarray:
+        iw = self.image.wa
+        j = np.minimum(np.searchsorted(iw, wa), max(iw.size - 1, 0))
+        base = np.where((iw.size > 0) & (iw[j] == wa) if iw.size else False,
+                        self.image.word[j].astype(np.int64) if iw.size else 0, 0)
+        vals = np.asarray(base, dtype=np.int64).copy()
+        for i, a in enumerate(wa.tolist()):
+            v = self.mem.get(a)
+            if v is not None:
+                vals[i] = v
+        return vals
+
+    def link(self, seg: Segment, last: bool) -> Segment:
+        """``seg`` as carried (index, cycles, pc_out, regs_out, wa, v_out, output, final)
+        completed with the chain's pc_in, regs_in, start and v_in; PublicValuesError
+        naming the segment when its boundary cannot follow the chain."""
+        j = seg.index
+        where = f"segment {j}"
+        if self.done:
+            raise ShapeError(f"{where}: a segment after the final one")
+        if seg.final != last:
+            raise PublicValuesError(
+                f"{where}: " + ("the last segment does not exit (the run is truncated)"
+                                if last else "an exiting segment before the last one"),
+                "rv32_segregs")
+        if not seg.final and seg.cycles != self.S:
+            raise PublicValuesError(f"{where}: {seg.cycles:,} cycles, a non-final segment "
+                                    f"runs exactly {self.S:,}", "rv32_segregs")
+        if not 1 <= seg.cycles <= self.S:
+            raise PublicValuesError(f"{where}: {seg.cycles:,} cycles outside [1, {self.S:,}]",
+                                    "rv32_segregs")
+        if self.cycles + seg.cycles > self.max_cycles:
+            raise PublicValuesError(f"{where}: the run passes max_cycles {self.max_cycles:,}",
+                                    "rv32_segregs")
+        wa = np.asarray(seg.wa, dtype=np.int64)
+        if wa.size and (wa.min() < 0 or wa.max() >= 1 << 30 or np.any(np.diff(wa) <= 0)):
+            raise PublicValuesError(f"{where}: the touched words are not distinct ascending "
+                                    "word addresses below 2^30", "rv32_pagemem")
+        r = np.asarray(seg.regs_out, dtype=np.int64)
+        if r.shape != (NUM_REGS,) or r.min() < 0 or r[:32].max() >= 1 << 32 \
+                or r[SINK_ROW] != 0 or r[0] != 0:
+            raise PublicValuesError(f"{where}: malformed end registers", "rv32_segregs")
+        if not (self.regs[CUR_IN] <= r[CUR_IN] <= len(self.input)) \
+                or r[CUR_OUT] - self.regs[CUR_OUT] != len(seg.output) \
+                or r[CUR_ERR] < self.regs[CUR_ERR] or max(r[CUR_OUT], r[CUR_ERR]) > \
+                abi.MAX_OUTPUT_BYTES:
+            raise PublicValuesError(f"{where}: the cursors do not follow the previous "
+                                    "segment's", "rv32_segregs")
+        return Segment(j, self.cycles, seg.cycles, self.pc, self.regs.copy(), seg.pc_out, r, wa,
+                       self._words(wa), np.asarray(seg.v_out, dtype=np.int64), seg.output,
+                       seg.exit_code)
+
+    def advance(self, seg: Segment) -> None:
+        for a, v in zip(seg.wa.tolist(), seg.v_out.tolist()):
+            self.mem[a] = v
+        self.regs = np.asarray(seg.regs_out, dtype=np.int64).copy()
+        self.pc = seg.pc_out if not seg.final else self.pc
+        self.cycles += seg.cycles
+        self.output += seg.output
+        self.done = seg.final
+
+
+__all__ = ["run_segments", "Segment", "segment_airs", "segment_public_values", "Chain",
+           "check_segment_cycles", "DEFAULT_SEGMENT_CYCLES", "entry_registers",
+           "MIN_LOG_SEGMENT", "MAX_LOG_SEGMENT"]
