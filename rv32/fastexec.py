@@ -563,6 +563,43 @@ def _grown(arr: np.ndarray, used: int, need: int, axis: int = 0) -> np.ndarray:
     return new
 
 
+def drive(record, limit, cwords, dec, segs, regs, state, ptab, b: dict, inp, detail) -> int:
+    """Run the loop from ``state`` until it stops for another reason than a full buffer,
+    enlarging the buffers in ``b`` (pool, out, err, rec, e_cycle, e_args, emem) as it
+    asks; returns the status (shared by :func:`run` and rv32.segments)."""
+    while True:
+        status = _run(record, limit, cwords, dec, segs, regs, state, ptab, b["pool"], inp,
+                      b["out"], b["err"], b["rec"], b["e_cycle"], b["e_args"], b["emem"],
+                      detail)
+        if status != NEED_ROOM:
+            return status
+        need, more = int(state[S_NEED]), int(detail[0])
+        if need == ROOM_PAGES:
+            b["pool"] = _grown(b["pool"], int(state[S_PAGES]), more)
+        elif need == ROOM_OUT:
+            b["out"] = _grown(b["out"], int(state[S_OUT]), more)
+        elif need == ROOM_ERR:
+            b["err"] = _grown(b["err"], int(state[S_ERR]), more)
+        elif need == ROOM_ECALL:
+            b["e_cycle"] = _grown(b["e_cycle"], int(state[S_ECALLS]), more)
+            b["e_args"] = _grown(b["e_args"], int(state[S_ECALLS]), more)
+        else:
+            b["emem"] = _grown(b["emem"], int(state[S_EMEM]), more, axis=1)
+
+
+def record_of(b: dict, state, cycles: int, input: bytes, output: bytes) -> Record:
+    """The Record of a run's first ``cycles`` cycles from the buffers in ``b``: views, not
+    copies, of the per-cycle buffer (only its written prefix is resident)."""
+    rec, e_cycle, e_args, emem = b["rec"], b["e_cycle"], b["e_args"], b["emem"]
+    ne, nm = int(state[S_ECALLS]), int(state[S_EMEM])
+    cols = {name: rec[k, :cycles] for k, name in enumerate(CYCLE_FIELDS)}
+    return Record(ecall_cycle=e_cycle[:ne].copy(), ecall_args=e_args[:ne].copy(),
+                  ecall_mem_event=emem[0, :nm].copy(), ecall_mem_word_addr=emem[1, :nm].copy(),
+                  ecall_mem_before=emem[2, :nm].copy(), ecall_mem_after=emem[3, :nm].copy(),
+                  ecall_mem_is_write=emem[4, :nm].copy(), input=bytes(input), output=output,
+                  **cols)
+
+
 def run(program, input: bytes = b"", max_cycles: int = abi.DEFAULT_MAX_CYCLES,
         record: bool = False) -> Execution:
     """Execute ``program`` on the compiled loop; the same results and errors as
@@ -591,23 +628,10 @@ def run(program, input: bytes = b"", max_cycles: int = abi.DEFAULT_MAX_CYCLES,
         e_args = np.zeros((1, 5), np.uint32)
         emem = np.zeros((5, 1), np.uint32)
     detail = np.zeros(4, np.int64)
-    while True:
-        status = _run(record, max_cycles, cwords, dec, segs, regs, state, ptab, pool, inp,
-                      out, err, rec, e_cycle, e_args, emem, detail)
-        if status != NEED_ROOM:
-            break
-        need, more = int(state[S_NEED]), int(detail[0])
-        if need == ROOM_PAGES:
-            pool = _grown(pool, int(state[S_PAGES]), more)
-        elif need == ROOM_OUT:
-            out = _grown(out, int(state[S_OUT]), more)
-        elif need == ROOM_ERR:
-            err = _grown(err, int(state[S_ERR]), more)
-        elif need == ROOM_ECALL:
-            e_cycle = _grown(e_cycle, int(state[S_ECALLS]), more)
-            e_args = _grown(e_args, int(state[S_ECALLS]), more)
-        else:
-            emem = _grown(emem, int(state[S_EMEM]), more, axis=1)
+    b = {"pool": pool, "out": out, "err": err, "rec": rec, "e_cycle": e_cycle,
+         "e_args": e_args, "emem": emem}
+    status = drive(record, max_cycles, cwords, dec, segs, regs, state, ptab, b, inp, detail)
+    pool, out, err = b["pool"], b["out"], b["err"]
     pc, cycles = int(state[S_PC]), int(state[S_CYCLE])
     if status != OK:
         raise execution_error(status, pc, cycles, detail)
@@ -617,20 +641,10 @@ def run(program, input: bytes = b"", max_cycles: int = abi.DEFAULT_MAX_CYCLES,
                      for pn in np.flatnonzero(ptab)})
     rec_out = None
     if record:
-        ne, nm = int(state[S_ECALLS]), int(state[S_EMEM])
-        # views, not copies: rows of the max_cycles-wide buffer, of which only the
-        # written prefix is resident
-        cols = {name: rec[k, :cycles] for k, name in enumerate(CYCLE_FIELDS)}
-        rec_out = Record(ecall_cycle=e_cycle[:ne].copy(), ecall_args=e_args[:ne].copy(),
-                         ecall_mem_event=emem[0, :nm].copy(),
-                         ecall_mem_word_addr=emem[1, :nm].copy(),
-                         ecall_mem_before=emem[2, :nm].copy(),
-                         ecall_mem_after=emem[3, :nm].copy(),
-                         ecall_mem_is_write=emem[4, :nm].copy(), input=bytes(input),
-                         output=output, **cols)
+        rec_out = record_of(b, state, cycles, input, output)
     return Execution(cycles=cycles, exit_code=int(state[S_EXIT]), output=output,
                      stderr=err[:nerr].tobytes(), regs=regs, pc=pc, memory=memory,
                      record=rec_out)
 
 
-__all__ = ["run"]
+__all__ = ["run", "drive", "record_of"]

@@ -126,31 +126,16 @@ def run_segments(program, input: bytes, max_cycles: int, segment_cycles: int,
         state[fx.S_ECALLS] = 0
         state[fx.S_EMEM] = 0
         if record:
-            rec = np.empty((len(CYCLE_FIELDS), limit), np.uint32)
-            e_cycle = np.zeros(64, np.uint32)
-            e_args = np.zeros((64, 5), np.uint32)
-            emem = np.zeros((5, 1024), np.uint32)
+            b = {"rec": np.empty((len(CYCLE_FIELDS), limit), np.uint32),
+                 "e_cycle": np.zeros(64, np.uint32), "e_args": np.zeros((64, 5), np.uint32),
+                 "emem": np.zeros((5, 1024), np.uint32)}
         else:
-            rec = np.zeros((len(CYCLE_FIELDS), 1), np.uint32)
-            e_cycle, e_args, emem = (np.zeros(1, np.uint32), np.zeros((1, 5), np.uint32),
-                                     np.zeros((5, 1), np.uint32))
-        while True:
-            status = fx._run(record, limit, cwords, dec, segs, regs, state, ptab, pool, inp,
-                             out, err, rec, e_cycle, e_args, emem, detail)
-            if status != fx.NEED_ROOM:
-                break
-            need, more = int(state[fx.S_NEED]), int(detail[0])
-            if need == fx.ROOM_PAGES:
-                pool = fx._grown(pool, int(state[fx.S_PAGES]), more)
-            elif need == fx.ROOM_OUT:
-                out = fx._grown(out, int(state[fx.S_OUT]), more)
-            elif need == fx.ROOM_ERR:
-                err = fx._grown(err, int(state[fx.S_ERR]), more)
-            elif need == fx.ROOM_ECALL:
-                e_cycle = fx._grown(e_cycle, int(state[fx.S_ECALLS]), more)
-                e_args = fx._grown(e_args, int(state[fx.S_ECALLS]), more)
-            else:
-                emem = fx._grown(emem, int(state[fx.S_EMEM]), more, axis=1)
+            b = {"rec": np.zeros((len(CYCLE_FIELDS), 1), np.uint32),
+                 "e_cycle": np.zeros(1, np.uint32), "e_args": np.zeros((1, 5), np.uint32),
+                 "emem": np.zeros((5, 1), np.uint32)}
+        b.update(pool=pool, out=out, err=err)
+        status = fx.drive(record, limit, cwords, dec, segs, regs, state, ptab, b, inp, detail)
+        pool, out, err = b["pool"], b["out"], b["err"]
         cycles = int(state[fx.S_CYCLE])
         final = status == OK
         if status == ERR_CYCLES and start + cycles >= max_cycles:
@@ -162,15 +147,7 @@ def run_segments(program, input: bytes, max_cycles: int, segment_cycles: int,
         ex = None
         wa = v_in = v_out = np.zeros(0, np.int64)
         if record:
-            ne, nm = int(state[fx.S_ECALLS]), int(state[fx.S_EMEM])
-            cols = {name: rec[k, :cycles] for k, name in enumerate(CYCLE_FIELDS)}
-            r = Record(ecall_cycle=e_cycle[:ne].copy(), ecall_args=e_args[:ne].copy(),
-                       ecall_mem_event=emem[0, :nm].copy(),
-                       ecall_mem_word_addr=emem[1, :nm].copy(),
-                       ecall_mem_before=emem[2, :nm].copy(),
-                       ecall_mem_after=emem[3, :nm].copy(),
-                       ecall_mem_is_write=emem[4, :nm].copy(), input=bytes(input),
-                       output=output, **cols)
+            r = fx.record_of(b, state, cycles, input, output)
             wa, v_in, v_out = _touched(r)
             ex = Execution(cycles=cycles, exit_code=int(state[fx.S_EXIT]) if final else 0,
                            output=output, stderr=b"", regs=regs.copy(), pc=int(state[fx.S_PC]),
