@@ -1426,3 +1426,18 @@ def test_no_count_wraps():
 
 if __name__ == "__main__":
     print(markdown(1))
+
+
+def test_segment_boundary_tables_write_bounded_values():
+    """A segment proof's boundary tables (chips/segment.py: PAGEMEM, SEGREGS) send only
+    verifier-built words on rv32_mem: the analysis bounds every one of them."""
+    import test_rv32_segments as TS
+    from steadfast.rv32.chips.program import image_of
+    from steadfast.rv32.segments import run_segments, segment_airs
+    prog = TS.program(300)
+    seg = list(run_segments(prog, TS.INPUT, 1 << 20, TS.SEG))[1]
+    ranges = fixed_ranges(proof_airs(1))
+    for a in segment_airs(image_of(prog), TS.INPUT, seg, 2):
+        if a.name in ("rv32_pagemem", "rv32_segregs"):
+            res = analyse(a, ranges)
+            assert res and all(r.ok for r in res), (a.name, [summarize(r) for r in res])
