@@ -67,13 +67,14 @@ def _prove_parser() -> argparse.ArgumentParser:
     ap.add_argument("--input", metavar="FILE",
                     help="a program's input (fd 0's bytes; default: none, the empty input)")
     ap.add_argument("--max-cycles", type=int, default=None, metavar="N",
-                    help="a program's cycle limit, 1..2^24, bound by the proof (default: "
-                         f"{1 << 22:,} = 2^22)")
+                    help="a program's cycle limit, 1..2^32 - 1, bound by the proof (a run "
+                         "within one segment is proved within min(N, 2^24)) (default: "
+                         f"{1 << 30:,} = 2^30)")
     ap.add_argument("--segment-cycles", type=int, default=None, metavar="N",
-                    help="prove a program longer than N cycles as linked segments of N "
-                         "(a power of two, 2^10..2^22; docs/rv32.md 'Long programs: "
-                         "segments'); --max-cycles may then be up to 2^32 - 1 (default: "
-                         "one proof)")
+                    help="a program longer than N cycles is proved as linked segments of N "
+                         "cycles, one at a time in bounded memory (a power of two, "
+                         "2^10..2^22; docs/rv32.md 'Long programs: segments') (default: "
+                         f"{1 << 20:,} = 2^20)")
     ap.add_argument("--cluster", nargs="?", const="", metavar="ADDRESS", default=None,
                     help="prove on a Ray cluster (pip install 'steadfast[cluster]'): ADDRESS "
                          "of `ray start --head`, none for a local Ray; several blocks or programs allowed "

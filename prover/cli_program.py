@@ -56,19 +56,23 @@ def segment_cycles_of(args):
 
 
 def max_cycles_of(args) -> int:
-    from .program_proof import check_max_cycles
+    """``--max-cycles`` (default 2^30): an int in [1, 2^32 - 1] (a run longer than one
+    segment is proved in segments; a one-proof carries min(max_cycles, 2^24))."""
     from .program_prover import DEFAULT_MAX_CYCLES
     if args.max_cycles is None:
         return DEFAULT_MAX_CYCLES
-    try:
-        if segment_cycles_of(args) is not None:
-            if not 1 <= args.max_cycles <= (1 << 32) - 1:
-                raise ValueError(f"max_cycles must be in [1, 2^32 - 1] for a segmented "
-                                 f"proof, got {args.max_cycles}")
-            return args.max_cycles
-        return check_max_cycles(args.max_cycles)
-    except (TypeError, ValueError) as exc:
-        raise Fail(EXIT_USAGE, str(exc).replace("max_cycles", "--max-cycles")) from None
+    if not 1 <= args.max_cycles <= (1 << 32) - 1:
+        raise Fail(EXIT_USAGE, f"--max-cycles must be in [1, 2^32 - 1], got "
+                               f"{args.max_cycles:,}")
+    return args.max_cycles
+
+
+def segments_arg(args):
+    """What ``prove_program(segment_cycles=)`` gets: ``--segment-cycles`` when given,
+    else the config's (2^20)."""
+    from .program_prover import CONFIG
+    seg = segment_cycles_of(args)
+    return CONFIG if seg is None else seg
 
 
 def _failure_record(exc) -> dict:
@@ -115,7 +119,7 @@ def run_prove_program(args, raw: bytes, t_start: float, kernels_cached) -> int:
                  "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
     from .xcheck import POSTMORTEM_CONTEXT
     POSTMORTEM_CONTEXT.update({k: meta[k] for k in ("program", "program_digest", "device")})
-    seg = segment_cycles_of(args)
+    seg = segments_arg(args)
     proof, failure = _P.run_proof(
         lambda: prover.prove_program(program, data, max_cycles=limit, segment_cycles=seg),
         session, "program")
@@ -130,6 +134,7 @@ def run_prove_program(args, raw: bytes, t_start: float, kernels_cached) -> int:
     st = proof.stats
     sec = None if dev else _security(program, data, proof, params)
     wall = time.perf_counter() - t_start
+    meta["max_cycles"] = proof.max_cycles        # the statement's: min(asked, 2^24)
     stats = dict(st.to_json(), **meta, ok=True, proof_file_bytes=len(blob), status=EXIT_OK,
                  exit_code=proof.exit_code, output=proof.output.hex(),
                  output_len=len(proof.output), wall_s=wall)
@@ -187,7 +192,8 @@ def _execute_only(prover, program, data: bytes, limit: int, args, meta: dict) ->
     """``prove PROGRAM.elf --execute-only``: the run and the proof's size, no proof."""
     from .errors import UnprovableBlock
     try:
-        rep = prover.execute_program(program, data, max_cycles=limit)
+        rep = prover.execute_program(program, data, max_cycles=limit,
+                                     segment_cycles=segments_arg(args))
     except UnprovableBlock as exc:
         if args.json:
             print(json.dumps(dict(meta, ok=False, status=EXIT_INVALID, exit_code=None,

@@ -194,13 +194,14 @@ class ClusterProver(WorkerPool):
         """A program job -- ``elf``, ``(elf, input)`` or ``(elf, input, max_cycles)``; elf a path,
         the ELF's bytes or an rv32 Program -- checked here (a malformed ELF or argument
         fails at once, typed) and sent to a worker as a Program."""
-        from .program_proof import as_input, as_program, check_max_cycles
-        from .program_prover import DEFAULT_MAX_CYCLES
+        from .program_proof import as_input, as_program
+        from .program_prover import CONFIG
         job = list(job) if isinstance(job, (tuple, list)) else [job]
         if not 1 <= len(job) <= 3:
             raise TypeError("a program job is elf, (elf, input) or (elf, input, max_cycles)")
-        elf, data, limit = job + [b"", DEFAULT_MAX_CYCLES][len(job) - 1:]
-        args = (as_program(elf), as_input(data), check_max_cycles(limit))
+        elf, data, limit = job + [b"", None][len(job) - 1:]
+        _, limit = self.local._segmenting(CONFIG, limit)
+        args = (as_program(elf), as_input(data), limit)
         return _Piece(self._least_busy(), "prove_program", args + (f"program:{index}",),
                       index), args
 
@@ -228,7 +229,19 @@ class ClusterProver(WorkerPool):
         yield from self._many(list(jobs), self._program_piece, self._program_result, timeout,
                               per_worker)
 
-    # -- one block, tables sharded ------------------------------------------------------
+    # -- one long program, its segments on the workers --------------------------------
+    def prove_program_segmented(self, elf, input: bytes = b"", max_cycles: int | None = None,
+                                segment_cycles: int | None = None,
+                                timeout: float | None = None, progress=None):
+        """Prove one program run in segments across the workers (one execution here,
+        each segment proved on a worker from its checkpoint; a killed worker or a
+        segment failing its self-check costs that segment a re-run) -> a SegmentedProof,
+        the same bytes as ``Prover.prove_program`` on one machine; a run within one
+        segment is one ProgramProof proved on one worker
+        (:func:`prover.cluster_segments.prove_program_segmented`)."""
+        from .cluster_segments import prove_program_segmented
+        return prove_program_segmented(self, elf, input, max_cycles, segment_cycles, timeout,
+                                       progress)
 
     # -- one block, tables sharded ------------------------------------------------------
     def prove_sharded(self, block, timeout: float | None = None) -> TxBlockProof:

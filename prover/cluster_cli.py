@@ -14,6 +14,7 @@ import time
 
 from .cli_common import (EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, EXIT_USAGE, EXIT_XCHECK, Fail,
                          default_output, prover_config)
+from .cli_program import segment_cycles_of
 from .cluster import ClusterProver
 from .errors import ClusterError, ConfigError, ProofSelfCheckFailure, UnprovableBlock
 from .timeline import Timeline
@@ -67,6 +68,10 @@ def run_cli(args) -> int:
             if programs:
                 if args.shard_tables:
                     results = [(0, cp.prove_program_sharded(*programs[0]))]
+                elif len(programs) == 1:
+                    results = [(0, cp.prove_program_segmented(
+                        *programs[0], segment_cycles=segment_cycles_of(args),
+                        progress=_segment_lines(say, t0)))]
                 else:
                     results = cp.prove_programs(programs)
             elif args.shard_tables:
@@ -81,9 +86,12 @@ def run_cli(args) -> int:
                 except OSError as exc:
                     raise Fail(EXIT_USAGE, f"cannot write {outs[i]}: {exc.strerror or exc}") from None
                 c = proof.stats.counters.get("cluster", {})
+                segs = (f"; {c['segments']} segments, re-run "
+                        + ", ".join(f"{k} {v}" for k, v in c["segment_retries"].items())
+                        if c.get("mode") == "segments" else "")
                 say(f"[{time.perf_counter() - t0:8.2f}s] {paths[i]}: wrote {outs[i]} "
                     f"({len(data):,} bytes; {proof.stats.cycles:,} cycles; "
-                    f"{c.get('seconds', 0):.2f}s; retries {c.get('retries', 0)})")
+                    f"{c.get('seconds', 0):.2f}s; retries {c.get('retries', 0)}{segs})")
         except UnprovableBlock as exc:
             i = getattr(exc, "cluster_piece", 0) if not args.shard_tables else 0
             what = "program" if programs else "block"
@@ -104,6 +112,20 @@ def run_cli(args) -> int:
                     print(f"error: cannot write the timeline {args.timeline}: "
                           f"{exc.strerror or exc}", file=sys.stderr)
     return EXIT_OK
+
+
+def _segment_lines(say, t0: float):
+    """The progress of a segmented proof: one line per proved segment, done / total and
+    the time left at the average pace so far."""
+    from .display import duration
+
+    def show(done: int, total, cut: int, seconds: float) -> None:
+        now = time.perf_counter() - t0
+        of = f"{total:,}" if total is not None else f">={cut:,}"
+        left = (f", ~{duration(now * (total - done) / done)} left"
+                if total is not None and done else "")
+        say(f"[{now:8.2f}s] segment {done:,}/{of} proved ({seconds:.2f}s){left}")
+    return show
 
 
 def _read(args, paths):

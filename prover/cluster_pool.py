@@ -217,11 +217,16 @@ class WorkerPool:
             self.timeline.merge(events, pid=2 + p.worker, start=p.start,
                                 process=f"worker {p.worker}", piece=f"{p.method}:{p.tag}")
 
-    def _gather(self, pieces, timeout: float | None, feed=None):
+    def _gather(self, pieces, timeout: float | None, feed=None, retry_errors: tuple = (),
+                on_retry=None):
         """Yield (piece, value) as pieces finish.  A piece whose worker died (its process
         killed, its node gone) is re-run on the least busy live worker (at most
-        ``max_retries`` times; counted); a worker's exception is re-raised as itself.
-        ``feed()``: called after each finished piece, may return more pieces to launch."""
+        ``max_retries`` times; counted); a worker's exception is re-raised as itself,
+        unless it is one of ``retry_errors`` (a segment's self-check failure): then the
+        piece is re-run alone on another worker, within the same ``max_retries``.
+        ``on_retry(piece, reason, exc)`` (reason "worker_died" or "self_check") before
+        each re-run.  ``feed()``: called after each finished piece, may return more
+        pieces to launch."""
         ray = self._ray
         from ray.exceptions import (ObjectLostError, RayActorError, RayTaskError,
                                     WorkerCrashedError)
@@ -255,12 +260,27 @@ class WorkerPool:
                 if p.attempts > self.max_retries:
                     raise ClusterError(f"{p.method} {p.tag}: the worker died {p.attempts} "
                                        f"times (max_retries {self.max_retries})") from exc
+                if on_retry is not None:
+                    on_retry(p, "worker_died", exc)
                 p.worker = self._least_busy(avoid=dead)  # elsewhere if any worker lives
                 self._launch(p)
                 pending[p.ref] = p
                 continue
             except RayTaskError as exc:
                 cause = getattr(exc, "cause", None)
+                if retry_errors and isinstance(cause, retry_errors) \
+                        and p.attempts < self.max_retries:
+                    p.attempts += 1
+                    if self.timeline is not None:
+                        self.timeline.instant("cluster:rerun", cat="recovery",
+                                              worker=p.worker, piece=f"{p.method}:{p.tag}",
+                                              attempt=p.attempts, error=type(cause).__name__)
+                    if on_retry is not None:
+                        on_retry(p, "self_check", cause)
+                    p.worker = self._least_busy(avoid=p.worker)
+                    self._launch(p)
+                    pending[p.ref] = p
+                    continue
                 if isinstance(cause, BaseException):
                     try:
                         cause.cluster_piece = p.tag      # which block / table

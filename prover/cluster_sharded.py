@@ -46,13 +46,16 @@ def prove_program_sharded(pool: WorkerPool, elf, input: bytes = b"",
     has no tables to shard)."""
     from .errors import ConfigError
     from .program_proof import ProgramProof, as_input, as_program, check_max_cycles
-    from .program_prover import DEFAULT_MAX_CYCLES, program_airs_spec
+    from .program_prover import program_airs_spec
     t0 = time.perf_counter()
     local = pool.local
     if local.dev_mode:
         raise ConfigError("development mode does not apply to sharded proofs")
     program, data = as_program(elf), as_input(input)
-    limit = check_max_cycles(DEFAULT_MAX_CYCLES if max_cycles is None else max_cycles)
+    # one proof: it carries min(max_cycles, 2^24), as Prover.prove_program's does
+    from ..rv32.abi import MAX_CYCLES_CEILING
+    limit = check_max_cycles(MAX_CYCLES_CEILING if max_cycles is None
+                             else min(max_cycles, MAX_CYCLES_CEILING))
     phases: dict = {}
     ex, tr = local._build_program(program, data, limit, phases)
     airs, traces, pvs = list(tr.airs), list(tr.traces), tr.table_public_values

@@ -62,6 +62,21 @@ def _maybe_die(fault: str | None, fault_dir: str | None, key: str) -> None:
         time.sleep(120.0)
 
 
+def _maybe_fail_check(fault: str | None, fault_dir: str | None, key: str) -> None:
+    """Test hook: ``fault`` term "selfcheck@KEY" makes piece KEY fail as a self-check
+    failure (:class:`ProofSelfCheckFailure`) the first time any worker reaches it (once
+    per fault_dir)."""
+    if not fault or not fault_dir or f"selfcheck@{key}" not in fault.split(","):
+        return
+    try:
+        fd = os.open(os.path.join(fault_dir, "selfcheck_" + key.replace(":", "_")),
+                     os.O_CREAT | os.O_EXCL)
+    except FileExistsError:
+        return
+    os.close(fd)
+    raise ProofSelfCheckFailure(f"{key}: injected self-check failure (test hook)", None, None)
+
+
 def _writable(a):
     """Arrays from the object store are read-only views of shared memory; the host
     kernels are compiled for writable arrays: a private copy (one table's trace).  What
@@ -120,6 +135,21 @@ class _Worker:
     def prove(self, block: dict, key: str, timeline: bool = False):
         """A whole block -> (TxBlockProof bytes, ProofStats, timeline events or None)."""
         return self._whole(key, timeline, lambda: self.prover.prove_block(block))
+
+    def prove_segment(self, program, data: bytes, max_cycles: int, segment_cycles: int,
+                      ck, key: str, timeline: bool = False):
+        """One segment of a long run from its checkpoint (:mod:`prover.cluster_segments`)
+        -> (its protocol proof's bytes, ProofStats, timeline events or None)."""
+        from .segment_prover import prove_one
+        _maybe_die(self.fault, self.fault_dir, key)
+        _maybe_fail_check(self.fault, self.fault_dir, key)
+        tl = self._timeline(timeline)
+        self.prover.timeline = tl
+        try:
+            proof, st = prove_one(self.prover, program, data, max_cycles, segment_cycles, ck)
+        finally:
+            self.prover.timeline = None
+        return proof, st, (tl.to_json()["traceEvents"] if tl else None)
 
     def prove_program(self, program, data: bytes, max_cycles: int, key: str,
                       timeline: bool = False):

@@ -36,7 +36,8 @@ _FIELD_TYPES = {"log_blowup": int, "num_queries": int, "pow_bits": int, "logup_p
                 "log_cap": int, "threads": (int, type(None)),
                 "check": bool, "self_check": bool, "dev_mode": (bool, type(None)),
                 "backend": str, "postmortem_dir": (str, os.PathLike, type(None)),
-                "vram_budget": (int, str, type(None))}
+                "vram_budget": (int, str, type(None)),
+                "segment_cycles": (int, type(None))}
 
 
 def _check_types(cfg) -> None:
@@ -73,7 +74,10 @@ class ProverConfig:
     own code before returning it (on by default: a proof that fails is never returned --
     :class:`ProofSelfCheckFailure` and a post-mortem instead).  Turning it off saves a
     few percent of the proving time and removes the last guard against a device fault
-    that XCHECK is not enabled to catch: a wrong proof could then leave the prover."""
+    that XCHECK is not enabled to catch: a wrong proof could then leave the prover.
+    ``segment_cycles``: a program run longer than this many cycles is proved as linked
+    segments of this size (a power of two in [2^10, 2^22]; default 2^20, docs/rv32.md
+    "Long programs: segments"); None: one proof only (at most 2^24 cycles)."""
     backend: str = "auto"
     vram_budget: int | str | None = None
     log_blowup: int = Params.log_blowup
@@ -89,9 +93,14 @@ class ProverConfig:
     log_cap: int = Params.log_cap
     self_check: bool = True
     dev_mode: bool | None = None
+    segment_cycles: int | None = 1 << 20
 
     def __post_init__(self):
         _check_types(self)
+        n = self.segment_cycles
+        if n is not None and (n & (n - 1) or not 1 << 10 <= n <= 1 << 22):
+            raise ConfigError(f"segment_cycles must be a power of two in [2^10, 2^22] "
+                              f"(1,024 .. 4,194,304), got {n!r}")
 
     def dev(self) -> bool:
         """Development mode: this config's ``dev_mode``, else ``PROVER_DEV_MODE`` (0 or 1)."""

@@ -227,10 +227,11 @@ class ProverCore:
             self.progress(None, name, "end", phases[name])
 
     def _prove(self, airs, tables, table_pv, cycles: int, phases: dict, t0: float,
-               check) -> tuple[bytes, ProofStats]:
+               check, proof_id: int = 0) -> tuple[bytes, ProofStats]:
         """Prove, under the process lock, then self-check outside it -> (the proof bytes,
         its :class:`ProofStats`).  ``check(airs, tables, table_pv, phases)``: the AIR check
-        mode, run first when ``config.check`` is on."""
+        mode, run first when ``config.check`` is on.  ``proof_id``: the proof's number in
+        the device fault plan's draws (a segment's index)."""
         cfg = self.config
         abort = current_abort()
         spans = (ProgressSpans(self.progress, abort) if (self.progress or abort)
@@ -250,6 +251,9 @@ class ProverCore:
             lost_before = self._device_lost() if self.backend != "host" else None
             if self.backend != "host" and lost_before is None:
                 device = self._device_config()
+                if proof_id:
+                    import dataclasses as _dc
+                    device = _dc.replace(device, proof_id=int(proof_id))
             try:
                 proof = _prove_protocol(tables, airs, table_pv, cfg.params(), spans=spans,
                                         check=False, device=device, device_stats=device_stats)

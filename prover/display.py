@@ -43,6 +43,8 @@ class Board:
         self.state: dict = {}                 # row -> (stage, started or None, seconds)
         self.order: list = []
         self.lock = threading.Lock()
+        self.seg: tuple | None = None         # (done, total or None, cut): segmented proofs
+        self.seg_t0 = 0.0
 
     def record(self, table: str | None, stage: str, event: str, seconds: float) -> tuple[str, str]:
         """Book one event (call under ``self.lock``); returns (row, stage) as displayed."""
@@ -65,13 +67,41 @@ class Board:
                     self.done.add((t, stage))
         return row, stage
 
+    def segment(self, done: int, total: int | None, cut: int) -> None:
+        """A segmented proof (call under ``self.lock``): ``done`` segments proved of
+        ``total`` (None while the execution is still cutting: ``cut`` so far); the
+        table-rounds count again from zero for the next segment."""
+        now = self.clock()
+        if self.seg is None:
+            self.seg_t0 = now
+        self.seg = (done, total, cut)
+        self.done.clear()
+        self.t_first = None
+
+    def segment_text(self) -> str:
+        if self.seg is None:
+            return ""
+        done, total, cut = self.seg
+        of = f"{total:,}" if total is not None else f">={cut:,}"
+        return f"segment {min(done + 1, total or done + 1):,}/{of}"
+
     def rounds_of(self, row: str) -> int:
         return sum(1 for t, _ in self.done if t == row)
 
     def time_left(self, now: float) -> float | None:
         """Rounds left at the average pace since the first round started (None before the
-        first round is done, 0 when all are)."""
+        first round is done, 0 when all are); for a segmented proof, the segments left
+        (the current one by its rounds done) at the average pace since the first began
+        (None until the execution has ended and one round is done)."""
         k, n = len(self.done), self.total_rounds
+        if self.seg is not None:
+            done, total, _ = self.seg
+            if total is None:
+                return None
+            part = done + k / n
+            if part <= 0:
+                return None
+            return max(0.0, (now - self.seg_t0) * (total - part) / part)
         if k >= n:
             return 0.0
         if k == 0 or self.t_first is None:
@@ -83,8 +113,10 @@ class Board:
         bar: ``1m52s``, ``1h13m`` past a minute, an hour)."""
         k, n = len(self.done), self.total_rounds
         text = f"{k}/{n} table-rounds ({100 * k // n}%), {duration(now - self.t0, 1)} elapsed"
+        if self.seg is not None:
+            text = f"{self.segment_text()}, {text}"
         left = self.time_left(now)
-        if left is not None and k < n:
+        if left is not None and (k < n or self.seg is not None):
             text += f", ~{duration(left)} left"
         return text
 
@@ -116,6 +148,20 @@ class LineProgress:
             if event != "start":
                 self.stream.write(f"[{b.clock() - b.t0:8.2f}s] {row:<10} {stage:<12} "
                                   f"{seconds:7.2f}s   {len(b.done)}/{b.total_rounds}\n")
+                self.stream.flush()
+
+    def segments(self, done: int, total: int | None, cut: int, seconds: float) -> None:
+        """A segmented proof's progress (prover/segment_prover.py): one line per proved
+        segment, with the estimate."""
+        b = self.board
+        with b.lock:
+            b.segment(done, total, cut)
+            if done:
+                of = f"{total:,}" if total is not None else f">={cut:,}"
+                left = b.time_left(b.clock())
+                self.stream.write(f"[{b.clock() - b.t0:8.2f}s] segment {done:,}/{of} proved "
+                                  f"{seconds:7.2f}s" + (f"   ~{duration(left)} left"
+                                                        if left is not None else "") + "\n")
                 self.stream.flush()
 
     def close(self):
@@ -158,7 +204,9 @@ class LiveProgress:
             def render(self, task):
                 now = board.clock()
                 if task.fields.get("kind") == "overall":
-                    return Text(board.overall(now).split(" ", 1)[1], style="bold")
+                    text = board.overall(now).replace(
+                        f"{len(board.done)}/{board.total_rounds} ", "", 1)
+                    return Text(text, style="bold")
                 stage, started, secs = board.state.get(task.description, ("", None, 0.0))
                 if started is not None:
                     return Text(f"{stage:<12} running {now - started:6.1f}s", style="cyan")
@@ -196,6 +244,18 @@ class LiveProgress:
             if not self._started:
                 self._started = True
                 self.progress.start()
+
+    def segments(self, done: int, total: int | None, cut: int, seconds: float) -> None:
+        """A segmented proof's progress: the overall row shows segment done / total and
+        the time left; the table rows start again for the next segment."""
+        b = self.board
+        with b.lock:
+            if self._closed:
+                return
+            b.segment(done, total, cut)
+            for r, task in self._tasks.items():
+                self.progress.update(task, completed=0)
+            self.progress.update(self._overall, completed=0)
 
     def renderable(self):
         """The current frame (what the terminal shows), for tests and for print."""

@@ -111,6 +111,9 @@ class PipelineConfig:
     # one per (backend, budget); a proof service's admission slot names its own
     # (prover.service: each admitted proof in its share, its own epochs and drains)
     memory_key: object = None
+    # the proof's number in the fault plan's draws (PROVER_FAULTS): a segmented run's
+    # segment index, so that each segment draws its own faults; 0 for a whole proof
+    proof_id: int = 0
 
     @classmethod
     def from_env(cls, backend: str, **overrides) -> "PipelineConfig":
@@ -426,11 +429,12 @@ def make_stages(cfg: PipelineConfig, mem: DeviceMemory, counters, proof_id: int)
 
 
 def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list | None = None,
-                 proof_id: int = 0) -> tuple[bytes, PipelineStats]:
+                 proof_id: int | None = None) -> tuple[bytes, PipelineStats]:
     """Prove a prepared :class:`prover.rounds.Statement` on a device backend; a lost
     device (or a corruption no table recomputation mends) finishes it on the host
     (:func:`prover.device_lost.run_with_recovery`)."""
     from .device_lost import run_with_recovery
+    proof_id = cfg.proof_id if proof_id is None else proof_id
     stats = PipelineStats(cfg.backend, cfg.budget)
     proof = run_with_recovery(lambda: _device_proof(st, cfg, stats, spans, logs, proof_id),
                               st, cfg, stats, spans, logs)

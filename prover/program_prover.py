@@ -34,7 +34,10 @@ from .stats import ProofStats, peak_rss_bytes
 import logging
 log = logging.getLogger("steadfast.prover")
 
-DEFAULT_MAX_CYCLES = abi.DEFAULT_MAX_CYCLES       # 2^22
+#: a program's default cycle limit (segmented; a one-proof carries at most 2^24)
+DEFAULT_MAX_CYCLES = 1 << 30
+#: ``prove_program(segment_cycles=CONFIG)``: the config's segment size
+CONFIG = object()
 
 
 @dataclass(frozen=True)
@@ -67,35 +70,40 @@ class ProgramProver(ProverCore):
     """Proves RV32IM programs (the generic guarantees are :class:`ProverCore`'s)."""
 
     def prove_program(self, elf: ElfLike, input: bytes = b"", *,
-                      max_cycles: int = DEFAULT_MAX_CYCLES, timeout: float | None = None,
+                      max_cycles: int | None = None, timeout: float | None = None,
                       cancel: threading.Event | None = None,
-                      segment_cycles: int | None = None):
+                      segment_cycles: int | None | object = CONFIG):
         """Run ``elf`` (an :class:`rv32.Program`, the ELF's bytes or its path) on ``input``
         (fd 0's bytes) within ``max_cycles`` cycles and prove that it exits with its exit
         code having written its output to fd 1 (rv32/statement.py) -> a
-        :class:`ProgramProof` (``exit_code``, ``output``, ``stats``).
+        :class:`ProgramProof` (``exit_code``, ``output``, ``stats``), or for a run longer
+        than one segment a :class:`prover.segment_proof.SegmentedProof` (the same
+        attributes; docs/rv32.md "Long programs: segments").
+
+        ``segment_cycles``: a power of two in [2^10, 2^22] (default: the config's,
+        2^20), or None for one proof only.  A run that ends within one segment is one
+        :class:`ProgramProof`, byte for byte the proof made without segments; a longer
+        one is proved as linked segments, one at a time from checkpoints of one
+        execution (bounded memory, :mod:`prover.segment_prover`).  ``max_cycles``: an
+        int in [1, 2^32 - 1] (default 2^30); without segments in [1, 2^24] (default
+        2^24).  A one-proof's statement carries min(max_cycles, 2^24): a run proved
+        within one segment ends within 2^24 cycles, which is within the limit asked.
 
         Raises :class:`rv32.ElfError` (a ValueError) for a file the machine does not load,
-        ``TypeError`` / ``ValueError`` for an input or ``max_cycles`` it does not take
-        (bytes; [1, 2^24]), :class:`UnprovableProgram` when the execution fails (``kind``,
-        ``pc``, ``cycle``: an illegal instruction, a misaligned access, the cycle limit,
-        ...) or -- ``config.check`` -- a trace breaks a constraint, and
+        ``TypeError`` / ``ValueError`` for an input, ``max_cycles`` or segment size it
+        does not take (before any work), :class:`UnprovableProgram` when the execution
+        fails (``kind``, ``pc``, ``cycle``: an illegal instruction, a misaligned access,
+        the cycle limit -- the message says how many cycles it ran --, ...) or --
+        ``config.check`` -- a trace breaks a constraint, and
         :class:`ProofSelfCheckFailure` as for blocks.  ``timeout`` / ``cancel`` as for
-        ``prove_block``.  In development mode the result is a marked fake (``dev``).
-
-        ``segment_cycles`` (a power of two in [2^10, 2^22]; None: one proof, as before):
-        a run longer than one segment -- or any run when max_cycles is over 2^24, up to
-        2^32 - 1 -- is proved as linked segments, one at a time (bounded memory) -> a
-        :class:`prover.segment_proof.SegmentedProof` (docs/rv32.md "Long programs:
-        segments"); a run within one segment under max_cycles <= 2^24 is the same
-        one-proof :class:`ProgramProof` as without it, byte for byte."""
-        if segment_cycles is not None:
-            from ..rv32.segments import check_segment_cycles
-            check_segment_cycles(segment_cycles)
-            if max_cycles > abi.MAX_CYCLES_CEILING or not self._fits(elf, input, max_cycles,
-                                                                     segment_cycles):
-                return self._prove_segments(elf, input, max_cycles, segment_cycles, timeout,
-                                            cancel)
+        ``prove_block``.  In development mode the result is a marked fake (``dev``)."""
+        S, max_cycles = self._segmenting(segment_cycles, max_cycles)
+        if S is not None and not self.dev_mode and not self._fits(elf, input, max_cycles, S):
+            from .segment_prover import prove_segments
+            program, data = as_program(elf), as_input(input)
+            with limits(timeout, cancel):
+                return prove_segments(self, program, data, max_cycles, S)
+        max_cycles = min(max_cycles, abi.MAX_CYCLES_CEILING)
         with limits(timeout, cancel):
             t0 = time.perf_counter()
             program, data, max_cycles = _arguments(elf, input, max_cycles)
@@ -107,65 +115,32 @@ class ProgramProver(ProverCore):
                                        phases, t0, self._check_program_tables)
             return ProgramProof(proof, stats)
 
+    def _segmenting(self, segment_cycles, max_cycles) -> tuple:
+        """(segment size or None, max_cycles) checked before any work."""
+        from ..rv32.segments import MAX_SEGMENTED_CYCLES, check_segment_cycles
+        S = self.config.segment_cycles if segment_cycles is CONFIG else segment_cycles
+        if S is not None:
+            check_segment_cycles(S)
+        if max_cycles is None:
+            return S, (DEFAULT_MAX_CYCLES if S is not None else abi.MAX_CYCLES_CEILING)
+        if S is None:
+            return S, check_max_cycles(max_cycles)
+        if isinstance(max_cycles, bool) or not isinstance(max_cycles, (int, np.integer)):
+            raise TypeError(f"max_cycles must be an int, not {type(max_cycles).__name__}")
+        if not 1 <= int(max_cycles) <= MAX_SEGMENTED_CYCLES:
+            raise ValueError(f"max_cycles must be in [1, 2^32 - 1], got {int(max_cycles):,}")
+        return S, int(max_cycles)
+
     def _fits(self, elf, input, max_cycles: int, segment_cycles: int) -> bool:
         """Whether the run ends within one segment (a run that fails is left to the
-        one-proof path, which reports it as it always has)."""
-        from ..rv32.errors import ExecutionError
+        one-proof path, which reports it as it always has; a fast run without the
+        record, at most one segment long)."""
         program, data = as_program(elf), as_input(input)
         try:
             rv32_execute(program, data, min(max_cycles, segment_cycles))
         except ExecutionError as exc:
             return exc.kind != "cycles" or max_cycles <= segment_cycles
         return True
-
-    def _prove_segments(self, elf, input, max_cycles: int, segment_cycles: int, timeout,
-                        cancel):
-        """Execute once, cut into segments, build and prove each in turn (one segment's
-        tables in memory at a time) -> a SegmentedProof."""
-        from ..rv32.errors import ExecutionError
-        from ..rv32.segments import MAX_SEGMENTED_CYCLES, run_segments
-        from .segment_proof import SegmentedProof, SegmentRecord
-        if isinstance(max_cycles, bool) or not isinstance(max_cycles, int) \
-                or not 1 <= max_cycles <= MAX_SEGMENTED_CYCLES:
-            raise ValueError(f"max_cycles must be an int in [1, 2^32 - 1] for a segmented "
-                             f"proof, got {max_cycles!r}")
-        program, data = as_program(elf), as_input(input)
-        records, counters = [], {}
-        total_phases: dict = {}
-        with limits(timeout, cancel):
-            t0 = time.perf_counter()
-            try:
-                for seg in run_segments(program, data, max_cycles, segment_cycles):
-                    phases: dict = {}
-                    with self._phase("traces", phases):
-                        tr = build_traces(program, None, max_cycles,
-                                          log_blowup=self.config.params().log_blowup,
-                                          segment=seg)
-                    seg.execution = None            # the record: no longer needed
-                    log.info("segment %d: cycles %d..%d", seg.index, seg.start_cycle,
-                             seg.start_cycle + seg.cycles)
-                    proof, st = self._prove(tr.airs, tr.traces, tr.table_public_values,
-                                            seg.cycles, phases, t0,
-                                            self._check_program_tables)
-                    del tr
-                    for k, v in (st.counters or {}).items():
-                        if isinstance(v, (int, float)) and not isinstance(v, bool):
-                            counters[k] = counters.get(k, 0) + v
-                    for k, v in phases.items():
-                        total_phases[k] = total_phases.get(k, 0.0) + v
-                    records.append(SegmentRecord(
-                        seg.cycles, seg.final, int(seg.exit_code or 0),
-                        0 if seg.final else int(seg.pc_out),
-                        tuple(int(x) for x in seg.regs_out), seg.wa.astype(np.uint32),
-                        seg.v_out.astype(np.uint32), seg.output, proof))
-            except ExecutionError as exc:
-                raise UnprovableProgram(f"execution failed: {exc}", exc.kind, exc.pc,
-                                        exc.cycle) from None
-            total_phases["total"] = time.perf_counter() - t0
-            stats = ProofStats(counters=counters, backend=self.backend,
-                               cycles=sum(r.cycles for r in records), phases=total_phases,
-                               proof_bytes=0, peak_rss_bytes=peak_rss_bytes())
-            return SegmentedProof(segment_cycles, max_cycles, tuple(records), stats)
 
     def _build_program(self, program, data: bytes, max_cycles: int, phases: dict):
         """Run the program and build its tables -> (rv32 Execution, rv32 Rv32Traces);
@@ -193,20 +168,30 @@ class ProgramProver(ProverCore):
         return ProgramProof(body, stats, dev=True)
 
     def execute_program(self, elf: ElfLike, input: bytes = b"", *,
-                        max_cycles: int = DEFAULT_MAX_CYCLES) -> ProgramReport:
+                        max_cycles: int | None = None,
+                        segment_cycles: int | None | object = CONFIG) -> ProgramReport:
         """Run ``elf`` on ``input`` and size its proof without proving it: cycles, exit
         code, output, every table's rows, padded height and cells, the host and device
         bytes a proof would need and the configured parameters' security for these
         heights (:class:`ProgramReport`).  Errors as :meth:`prove_program`'s
         (:class:`UnprovableProgram` also when a table is taller than the protocol
-        supports)."""
+        supports).  A run longer than one segment is reported as its segments
+        (``segments``: each one's cycles) with the tables of its first segment (every
+        segment but the last is as long)."""
         from ..verifier.protocol import table_shape
         from ..verifier.security import proof_security
         from ..rv32.statement import input_sha256
         from .pipeline import estimate_bytes
         t0 = time.perf_counter()
-        program, data, max_cycles = _arguments(elf, input, max_cycles)
-        ex, tr = self._build_program(program, data, max_cycles, {})
+        S, max_cycles = self._segmenting(segment_cycles, max_cycles)
+        seg_counts: tuple = ()
+        if S is not None and not self._fits(elf, input, max_cycles, S):
+            program, data = as_program(elf), as_input(input)
+            ex, tr, seg_counts = self._execute_segments(program, data, max_cycles, S)
+        else:
+            max_cycles = min(max_cycles, abi.MAX_CYCLES_CEILING)
+            program, data, max_cycles = _arguments(elf, input, max_cycles)
+            ex, tr = self._build_program(program, data, max_cycles, {})
         params = self.config.params()
         rows, log_ns = [], []
         for name, air, t in zip(TABLES, tr.airs, tr.traces):
@@ -236,18 +221,46 @@ class ProgramProver(ProverCore):
             trace_cells=sum(r.trace_cells for r in rows),
             host_bytes=sum(dev) + sum(int(t.nbytes) for t in tr.traces), device_bytes=sum(dev),
             device_bytes_min=max(dev), security_bits=int(sec.bits),
-            seconds=time.perf_counter() - t0)
+            seconds=time.perf_counter() - t0, segment_cycles=S if seg_counts else None,
+            segments=seg_counts)
+
+    def _execute_segments(self, program, data: bytes, max_cycles: int, S: int):
+        """Execute a long run in segments -> (a summary of the whole run standing in for
+        an Execution, the first segment's tables, each segment's cycles)."""
+        from types import SimpleNamespace
+        from ..rv32.segments import run_segments
+        counts, out, first, code = [], bytearray(), None, 0
+        try:
+            for seg in run_segments(program, data, max_cycles, S):
+                if first is None:
+                    first = build_traces(program, None, max_cycles,
+                                         log_blowup=self.config.params().log_blowup,
+                                         segment=seg)
+                seg.execution = None
+                counts.append(seg.cycles)
+                out += seg.output
+                code = int(seg.exit_code or 0)
+        except ExecutionError as exc:
+            raise UnprovableProgram(f"execution failed: {exc}", exc.kind, exc.pc,
+                                    exc.cycle) from None
+        ex = SimpleNamespace(cycles=sum(counts), exit_code=code, output=bytes(out), stderr=b"")
+        return ex, first, tuple(counts)
 
     def precompile_program(self, elf: ElfLike, input: bytes = b"", *,
-                           max_cycles: int = DEFAULT_MAX_CYCLES,
+                           max_cycles: int | None = None,
                            progress: Callable[[dict], None] | None = None) -> list[dict]:
         """Compile the device kernels the proof of ``elf`` on ``input`` launches (its AIRs
         at the slots its tables get) for this prover's backend, through the kernel cache;
         as :meth:`prover.txblock_prover.TxBlockProver.precompile` (``[]`` on host and emu)."""
         if self.backend not in ("cuda", "sim"):
             return []
-        program, data, max_cycles = _arguments(elf, input, max_cycles)
-        _, tr = self._build_program(program, data, max_cycles, {})
+        S, max_cycles = self._segmenting(CONFIG, max_cycles)
+        if S is not None and not self._fits(elf, input, max_cycles, S):
+            _, tr, _ = self._execute_segments(as_program(elf), as_input(input), max_cycles, S)
+        else:
+            program, data, max_cycles = _arguments(elf, input,
+                                                   min(max_cycles, abi.MAX_CYCLES_CEILING))
+            _, tr = self._build_program(program, data, max_cycles, {})
         from ..kernels.constraint_device import precompile
         return precompile(tr.airs, compile=self.backend == "cuda", progress=progress)
 
@@ -279,5 +292,5 @@ def _arguments(elf, input, max_cycles):
     return as_program(elf), as_input(input), check_max_cycles(max_cycles)
 
 
-__all__ = ["ProgramProver", "ProgramAirs", "run_program", "program_airs_spec",
+__all__ = ["ProgramProver", "ProgramAirs", "CONFIG", "run_program", "program_airs_spec",
            "DEFAULT_MAX_CYCLES"]

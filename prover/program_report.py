@@ -63,10 +63,17 @@ class ProgramReport:
     device_bytes_min: int
     security_bits: int
     seconds: float
+    segment_cycles: int | None = None     # a run longer than one segment: its size
+    segments: tuple = ()                  # ... and each segment's cycles (else empty)
+
+    @property
+    def _per(self) -> int:
+        """The cycles the tables are of: the run's, or its first segment's."""
+        return self.segments[0] if self.segments else self.cycles
 
     @property
     def cells_per_cycle(self) -> float:
-        return self.trace_cells / max(1, self.cycles)
+        return self.trace_cells / max(1, self._per)
 
     def to_json(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in (
@@ -77,8 +84,12 @@ class ProgramReport:
         d["output_len"] = len(self.output)
         d["stderr"] = self.stderr.hex()
         d["cells_per_cycle"] = round(self.cells_per_cycle, 3)
-        d["tables"] = [dict(vars(t), cells_per_cycle=round(t.trace_cells / max(1, self.cycles), 3))
+        d["tables"] = [dict(vars(t), cells_per_cycle=round(t.trace_cells / max(1, self._per), 3))
                        for t in self.tables]
+        d["segments"] = max(1, len(self.segments))
+        d["segment_cycles"] = self.segment_cycles
+        d["segment_cycle_counts"] = list(self.segments) if self.segments else [self.cycles]
+        d["tables_of"] = "segment 0" if self.segments else "the run"
         return d
 
     def summary(self) -> str:
@@ -86,14 +97,19 @@ class ProgramReport:
         out = self.output[:64]
         more = f" ... ({len(self.output):,} bytes)" if len(self.output) > 64 else ""
         lines = [f"{self.cycles:,} cycles (max_cycles {self.max_cycles:,}); exit code "
-                 f"{self.exit_code}; output {out!r}{more}",
+                 f"{self.exit_code}; output {out!r}{more}"]
+        if self.segments:
+            lines.append(f"{len(self.segments):,} segments of {self.segment_cycles:,} cycles "
+                         f"(the last {self.segments[-1]:,}); the tables below are of segment 0 "
+                         "(each segment is proved alone)")
+        lines += [
                  f"{'table':<14} {'items':>9} {'k':>2} {'rows':>9} {'padded':>9} {'cols':>5} "
                  f"{'aux':>4} {'parts':>5} {'committed cells':>16} {'per cycle':>9} "
                  f"{'device MiB':>10}"]
         for t in self.tables:
             lines.append(f"{t.name:<14} {t.items:>9,} {t.slots:>2} {t.rows:>9,} "
                          f"{t.padded_rows:>9,} {t.main_width:>5} {t.aux_width:>4} {t.parts:>5} "
-                         f"{t.committed_cells:>16,} {t.trace_cells / max(1, self.cycles):>9.1f} "
+                         f"{t.committed_cells:>16,} {t.trace_cells / max(1, self._per):>9.1f} "
                          f"{t.device_bytes / 2**20:>10.1f}")
         lines.append(f"committed cells {self.committed_cells:,} (log_blowup {self.log_blowup}); "
                      f"{self.cells_per_cycle:,.1f} cells per cycle (per unit of blowup); host "

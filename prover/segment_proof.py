@@ -73,6 +73,8 @@ class SegmentedProof(ProofFile):
     segments: tuple
     stats: ProofStats | None = field(default=None, compare=False, repr=False)
     dev: bool = False
+    #: each segment's prove seconds (the prover's record; not in the file)
+    segment_seconds: tuple = field(default=(), compare=False, repr=False)
 
     @property
     def exit_code(self) -> int:

@@ -93,38 +93,54 @@ def _touched(rec: Record):
     return wa[first], before[first], after[last]
 
 
-def run_segments(program, input: bytes, max_cycles: int, segment_cycles: int,
-                 record: bool = True):
-    """Execute ``program`` on ``input`` once, yielding its segments in order (module
-    docstring); an execution failure raises :class:`rv32.ExecutionError` with the global
-    cycle (the cycle limit: max_cycles)."""
-    S = check_segment_cycles(segment_cycles)
-    if isinstance(max_cycles, bool) or not isinstance(max_cycles, int) \
-            or not 1 <= max_cycles <= MAX_SEGMENTED_CYCLES:
-        raise ValueError(f"max_cycles must be an int in [1, 2^32 - 1], got {max_cycles!r}")
-    abi.check_run_limits(input, 1)
-    cwords, segs = fx._code(program)
-    dec = np.zeros(cwords.shape[0], np.int64)
-    ptab, pool, used = fx._image(program, 64)
-    regs = np.zeros(32, np.int64)
-    regs[abi.SP] = abi.STACK_TOP
-    state = np.zeros(fx.STATE_LEN, np.int64)
-    state[fx.S_PC] = program.entry
-    state[fx.S_PAGES] = used
-    state[fx.S_EXIT] = -1
-    inp = np.frombuffer(bytes(input), np.uint8).copy()
-    out = np.zeros(256, np.uint8)
-    err = np.zeros(256, np.uint8)
-    detail = np.zeros(4, np.int64)
-    start, j = 0, 0
-    while True:
-        limit = min(S, max_cycles - start)
-        pc_in = int(state[fx.S_PC])
-        regs_in = _regs36(regs, state)
-        o0 = int(state[fx.S_OUT])
-        state[fx.S_CYCLE] = 0
-        state[fx.S_ECALLS] = 0
-        state[fx.S_EMEM] = 0
+class _Machine:
+    """The compiled loop's state between segments: code, decode cache, registers, the
+    memory's page table and pool, the cursors, the output buffers."""
+
+    def __init__(self, program, input: bytes, pc: int, regs36, ptab, pool, used: int):
+        self.cwords, self.segs = fx._code(program)
+        self.dec = np.zeros(self.cwords.shape[0], np.int64)
+        self.ptab, self.pool = ptab, pool
+        self.regs = np.zeros(32, np.int64)
+        self.regs[1:32] = np.asarray(regs36[1:32], np.int64)
+        st = self.state = np.zeros(fx.STATE_LEN, np.int64)
+        st[fx.S_PC] = pc
+        st[fx.S_PAGES] = used
+        st[fx.S_EXIT] = -1
+        st[fx.S_IN_POS], st[fx.S_OUT], st[fx.S_ERR] = (int(regs36[CUR_IN]),
+                                                        int(regs36[CUR_OUT]),
+                                                        int(regs36[CUR_ERR]))
+        self.inp = np.frombuffer(bytes(input), np.uint8).copy()
+        self.out = np.zeros(int(st[fx.S_OUT]) + 256, np.uint8)
+        self.err = np.zeros(int(st[fx.S_ERR]) + 256, np.uint8)
+        self.detail = np.zeros(4, np.int64)
+
+    @classmethod
+    def at_entry(cls, program, input: bytes) -> "_Machine":
+        ptab, pool, used = fx._image(program, 64)
+        return cls(program, input, program.entry, entry_registers(), ptab, pool, used)
+
+    @classmethod
+    def at(cls, program, input: bytes, seg: "Segment") -> "_Machine":
+        """At ``seg``'s start from its checkpoint: pc, registers, cursors and the words it
+        touches at their in-values (the only memory it reads)."""
+        from .memory import NUM_PAGES, PAGE_SIZE
+        wa = np.asarray(seg.wa, np.int64)
+        per_page = PAGE_SIZE // 4
+        pages = np.unique(wa // per_page)
+        ptab = np.zeros(NUM_PAGES, np.int32)
+        pool = np.zeros((1 + pages.size + 64, per_page), np.uint32)
+        ptab[pages] = np.arange(1, pages.size + 1, dtype=np.int32)
+        pool[ptab[wa // per_page], wa % per_page] = np.asarray(seg.v_in, np.int64) \
+            .astype(np.uint32)
+        return cls(program, input, seg.pc_in, seg.regs_in, ptab, pool, 1 + pages.size)
+
+    def run(self, limit: int, record: bool):
+        """Run up to ``limit`` cycles (local clk from 0) -> (status, cycles, buffers)."""
+        st = self.state
+        st[fx.S_CYCLE] = 0
+        st[fx.S_ECALLS] = 0
+        st[fx.S_EMEM] = 0
         if record:
             b = {"rec": np.empty((len(CYCLE_FIELDS), limit), np.uint32),
                  "e_cycle": np.zeros(64, np.uint32), "e_args": np.zeros((64, 5), np.uint32),
@@ -133,32 +149,98 @@ def run_segments(program, input: bytes, max_cycles: int, segment_cycles: int,
             b = {"rec": np.zeros((len(CYCLE_FIELDS), 1), np.uint32),
                  "e_cycle": np.zeros(1, np.uint32), "e_args": np.zeros((1, 5), np.uint32),
                  "emem": np.zeros((5, 1), np.uint32)}
-        b.update(pool=pool, out=out, err=err)
-        status = fx.drive(record, limit, cwords, dec, segs, regs, state, ptab, b, inp, detail)
-        pool, out, err = b["pool"], b["out"], b["err"]
-        cycles = int(state[fx.S_CYCLE])
-        final = status == OK
-        if status == ERR_CYCLES and start + cycles >= max_cycles:
-            detail[0] = max_cycles
-            raise execution_error(status, int(state[fx.S_PC]), max_cycles, detail)
-        if status not in (OK, ERR_CYCLES):
-            raise execution_error(status, int(state[fx.S_PC]), start + cycles, detail)
-        output = out[o0:int(state[fx.S_OUT])].tobytes()
-        ex = None
-        wa = v_in = v_out = np.zeros(0, np.int64)
-        if record:
-            r = fx.record_of(b, state, cycles, input, output)
-            wa, v_in, v_out = _touched(r)
-            ex = Execution(cycles=cycles, exit_code=int(state[fx.S_EXIT]) if final else 0,
-                           output=output, stderr=b"", regs=regs.copy(), pc=int(state[fx.S_PC]),
-                           memory=Memory({}), record=r)
-        yield Segment(j, start, cycles, pc_in, regs_in,
-                      None if final else int(state[fx.S_PC]), _regs36(regs, state), wa, v_in,
-                      v_out, output, int(state[fx.S_EXIT]) if final else None, ex)
-        if final:
+        b.update(pool=self.pool, out=self.out, err=self.err)
+        status = fx.drive(record, limit, self.cwords, self.dec, self.segs, self.regs, st,
+                          self.ptab, b, self.inp, self.detail)
+        self.pool, self.out, self.err = b["pool"], b["out"], b["err"]
+        return status, int(st[fx.S_CYCLE]), b
+
+
+def _segment_of(m: _Machine, program, input: bytes, index: int, start: int, limit: int,
+                max_cycles: int, record: bool) -> Segment:
+    """Run machine ``m`` one segment (at most ``limit`` cycles) -> its Segment; an
+    execution failure raises :class:`rv32.ExecutionError` with the global cycle."""
+    st = m.state
+    pc_in, regs_in, o0 = int(st[fx.S_PC]), _regs36(m.regs, st), int(st[fx.S_OUT])
+    status, cycles, b = m.run(limit, record)
+    final = status == OK
+    if status == ERR_CYCLES and start + cycles >= max_cycles:
+        m.detail[0] = max_cycles
+        raise execution_error(status, int(st[fx.S_PC]), max_cycles, m.detail)
+    if status not in (OK, ERR_CYCLES):
+        raise execution_error(status, int(st[fx.S_PC]), start + cycles, m.detail)
+    output = m.out[o0:int(st[fx.S_OUT])].tobytes()
+    ex = None
+    wa = v_in = v_out = np.zeros(0, np.int64)
+    if record:
+        r = fx.record_of(b, st, cycles, input, output)
+        wa, v_in, v_out = _touched(r)
+        ex = Execution(cycles=cycles, exit_code=int(st[fx.S_EXIT]) if final else 0,
+                       output=output, stderr=b"", regs=m.regs.copy(), pc=int(st[fx.S_PC]),
+                       memory=Memory({}), record=r)
+    return Segment(index, start, cycles, pc_in, regs_in,
+                   None if final else int(st[fx.S_PC]), _regs36(m.regs, st), wa, v_in,
+                   v_out, output, int(st[fx.S_EXIT]) if final else None, ex)
+
+
+def _check_limits(input: bytes, max_cycles: int, segment_cycles: int) -> int:
+    S = check_segment_cycles(segment_cycles)
+    if isinstance(max_cycles, bool) or not isinstance(max_cycles, int) \
+            or not 1 <= max_cycles <= MAX_SEGMENTED_CYCLES:
+        raise ValueError(f"max_cycles must be an int in [1, 2^32 - 1], got {max_cycles!r}")
+    abi.check_run_limits(input, 1)
+    return S
+
+
+def run_segments(program, input: bytes, max_cycles: int, segment_cycles: int,
+                 record: bool = True):
+    """Execute ``program`` on ``input`` once, yielding its segments in order (module
+    docstring); an execution failure raises :class:`rv32.ExecutionError` with the global
+    cycle (the cycle limit: max_cycles).  Without ``record`` the segments carry their
+    registers, pc and cycles but no touched words."""
+    S = _check_limits(input, max_cycles, segment_cycles)
+    m = _Machine.at_entry(program, input)
+    start, j = 0, 0
+    while True:
+        seg = _segment_of(m, program, input, j, start, min(S, max_cycles - start), max_cycles,
+                          record)
+        yield seg
+        if seg.final:
             return
-        start += cycles
+        start += seg.cycles
         j += 1
+
+
+def checkpoint(seg: Segment) -> Segment:
+    """``seg`` without its execution record: what re-runs it (:func:`replay`) -- its
+    in-boundary and the words it touches with their in-values -- and what checks the
+    re-run (its out-boundary).  Small: a few words per touched word, never a trace."""
+    return Segment(seg.index, seg.start_cycle, seg.cycles, seg.pc_in, seg.regs_in, seg.pc_out,
+                   seg.regs_out, seg.wa, seg.v_in, seg.v_out, seg.output, seg.exit_code)
+
+
+class ReplayMismatch(RuntimeError):
+    """A segment re-run from its checkpoint did not end where the first run did (a
+    corrupted checkpoint, or a machine that is not deterministic): never proved."""
+
+
+def replay(program, input: bytes, max_cycles: int, segment_cycles: int,
+           ck: Segment) -> Segment:
+    """Re-run segment ``ck`` from its checkpoint (:func:`checkpoint`) with its record ->
+    the Segment with its execution, for its tables; :class:`ReplayMismatch` when its end
+    differs from the checkpoint's."""
+    S = _check_limits(input, max_cycles, segment_cycles)
+    m = _Machine.at(program, input, ck)
+    seg = _segment_of(m, program, input, ck.index, ck.start_cycle,
+                      min(S, max_cycles - ck.start_cycle), max_cycles, True)
+    same = (seg.cycles == ck.cycles and seg.pc_out == ck.pc_out
+            and seg.exit_code == ck.exit_code and seg.output == ck.output
+            and np.array_equal(seg.regs_out, ck.regs_out) and np.array_equal(seg.wa, ck.wa)
+            and np.array_equal(seg.v_in, ck.v_in) and np.array_equal(seg.v_out, ck.v_out))
+    if not same:
+        raise ReplayMismatch(f"segment {ck.index}: the re-run from its checkpoint ends "
+                             "elsewhere than the first run")
+    return seg
 
 
 def _regs36(regs, state) -> np.ndarray:
@@ -287,6 +369,6 @@ class Chain:
         self.done = seg.final
 
 
-__all__ = ["run_segments", "Segment", "segment_airs", "segment_public_values", "Chain",
+__all__ = ["run_segments", "checkpoint", "replay", "ReplayMismatch", "Segment", "segment_airs", "segment_public_values", "Chain",
            "check_segment_cycles", "DEFAULT_SEGMENT_CYCLES", "entry_registers",
            "MIN_LOG_SEGMENT", "MAX_LOG_SEGMENT"]

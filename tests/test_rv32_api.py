@@ -47,7 +47,8 @@ def test_hello_round_trip(hello, tmp_path):
     prog = rv32.load_elf(HELLO)
     assert hello.program_digest == prog.digest()
     assert hello.input_sha256 == hashlib.sha256(HELLO_IN).digest()
-    assert hello.max_cycles == rv32.DEFAULT_MAX_CYCLES
+    # the default limit is 2^30 (segments); a one-proof carries min(max_cycles, 2^24)
+    assert hello.max_cycles == rv32.MAX_CYCLES_CEILING
     ex = rv32.execute(prog, HELLO_IN)
     st = hello.stats
     assert st.cycles == ex.cycles and len(st.tables) == 18 and st.proof_bytes == len(hello.proof)
@@ -60,12 +61,15 @@ def test_hello_round_trip(hello, tmp_path):
     for elf in (HELLO, str(HELLO), HELLO.read_bytes(), prog):
         res = verify(data, elf=elf, input=HELLO_IN, **ANY)
         assert isinstance(res, VerifiedProgram)
-        assert (res.exit_code, res.output, res.max_cycles) == (0, out, rv32.DEFAULT_MAX_CYCLES)
+        assert (res.exit_code, res.output, res.max_cycles) == (0, out, rv32.MAX_CYCLES_CEILING)
         assert res.cycles is None and 0 < res.security_bits < 100 and not res.dev
         assert res.program_digest == prog.digest() and res.params.num_queries == 6
-    res = verify(tmp_path / "h.proof", elf=HELLO, input=HELLO_IN,
-                 max_cycles=rv32.DEFAULT_MAX_CYCLES, **ANY)
-    assert res.output == out
+    # proved within 2^24 cycles, the run is within any larger limit asked; not a smaller
+    for asked in (1 << 24, 1 << 30, (1 << 32) - 1):
+        res = verify(tmp_path / "h.proof", elf=HELLO, input=HELLO_IN, max_cycles=asked, **ANY)
+        assert res.output == out and res.max_cycles == 1 << 24
+    with pytest.raises(PublicValuesError, match="max_cycles"):
+        verify(tmp_path / "h.proof", elf=HELLO, input=HELLO_IN, max_cycles=1 << 23, **ANY)
 
 
 def test_another_guest_with_poseidon2_and_a_limit(prover):
@@ -141,9 +145,14 @@ def test_typed_errors_before_any_work(prover):
         prover.prove_program(HELLO, "examples/hello.in")
     with pytest.raises(TypeError):
         prover.prove_program(HELLO, max_cycles=True)
-    for bad in (0, -1, (1 << 24) + 1):
+    for bad in (0, -1, 1 << 32):
         with pytest.raises(ValueError, match="max_cycles"):
             prover.prove_program(HELLO, max_cycles=bad)
+    with pytest.raises(ValueError, match="max_cycles"):      # one proof only: up to 2^24
+        prover.prove_program(HELLO, max_cycles=(1 << 24) + 1, segment_cycles=None)
+    for bad in (1000, 1 << 9, 1 << 23, True):
+        with pytest.raises(ValueError, match="segment_cycles"):
+            prover.prove_program(HELLO, segment_cycles=bad)
     with pytest.raises(UnprovableProgram) as ei:
         prover.prove_program(HELLO, HELLO_IN, max_cycles=50)
     e = ei.value
