@@ -54,7 +54,7 @@ from numba import njit
 
 from ..air import eval as air_eval
 from ..air import field as AF
-from . import field
+from . import field, host_pool
 from .field import P
 from .logup_block import logup_block
 
@@ -423,29 +423,16 @@ def _logup_h_kernel(code, consts, main, prep, pv, nslots, it_pos, it_len, it_bus
                     H, flag)
 
 
-_POOL: list = []
-
-
 def _run(kernel, head: tuple, tail: tuple, nblocks: int) -> None:
     """``kernel(*head, first, step, *tail)`` over ``nblocks`` blocks on numba's thread count
     (nogil threads, block b on thread b mod T: every block writes its own rows, so the
     bytes do not depend on T).  Threads, not ``prange``: a parfor around the program walk
     compiles several times slower, for the same speed (the work is in coarse blocks)."""
-    import numba
-    T = max(1, min(int(nblocks), numba.get_num_threads()))
+    T = max(1, min(int(nblocks), host_pool.threads()))
     if T == 1:
         kernel(*head, np.int64(0), np.int64(1), *tail)
         return
-    from concurrent.futures import ThreadPoolExecutor
-    with _LOCK:
-        if not _POOL or _POOL[0][0] < T:
-            if _POOL:
-                _POOL.pop()[1].shutdown(wait=False)
-            _POOL.append((T, ThreadPoolExecutor(T, thread_name_prefix="steadfast-host")))
-        pool = _POOL[0][1]
-    jobs = [pool.submit(kernel, *head, np.int64(i), np.int64(T), *tail) for i in range(T)]
-    for j in jobs:
-        j.result()
+    host_pool.run(kernel, [(*head, np.int64(i), np.int64(T), *tail) for i in range(T)])
 
 
 # ----------------------------------------------------------------------------- wrapper

@@ -30,7 +30,8 @@ import functools
 import numpy as np
 from numba import njit
 
-from .poseidon2 import (_LANES, BLOCK, DIGEST, RATE, _fast_args, _permute_block, _run_ranges)
+from .host_pool import run_ranges
+from .poseidon2 import _LANES, BLOCK, DIGEST, RATE, _fast_args, _permute_block
 
 if _LANES:
     from .poseidon2_lanes import W as _W
@@ -195,7 +196,7 @@ def gather_rows(lde: np.ndarray, hb: int, l: int, k: int, out: np.ndarray | None
     if n * c < (1 << 16):
         _gather_kernel(lde, out, hb, row0, rstride, brh, brl, 0, nu)
     else:
-        _run_ranges(lambda t0, t1: _gather_kernel(lde, out, hb, row0, rstride, brh, brl,
+        run_ranges(lambda t0, t1: _gather_kernel(lde, out, hb, row0, rstride, brh, brl,
                                                   t0 * _TU, min(nu, t1 * _TU)), tiles, 1)
     return out
 
@@ -216,10 +217,10 @@ def leaf_digests(lde: np.ndarray, hb: int, l: int, k: int, out: np.ndarray | Non
         raise ValueError(f"leaf_digests: out must be a C-contiguous uint32[{n}, {DIGEST}]")
     nblocks = -(-n // BLOCK)
     if _LANES:
-        _run_ranges(lambda b0, b1: _leaf_kernel32(lde, out, hb, row0, rstride, brh, brl,
+        run_ranges(lambda b0, b1: _leaf_kernel32(lde, out, hb, row0, rstride, brh, brl,
                                                   b0, b1), nblocks, 4)
         return out
     args = _fast_args()
-    _run_ranges(lambda b0, b1: _leaf_kernel(lde, out, hb, row0, rstride, brh, brl, b0, b1, *args),
+    run_ranges(lambda b0, b1: _leaf_kernel(lde, out, hb, row0, rstride, brh, brl, b0, b1, *args),
                 nblocks, 4)
     return out

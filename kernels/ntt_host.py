@@ -32,19 +32,17 @@ spans 16..2^11 run block by block (2^12 words, L1-resident); longer spans run in
 (up to 2^9 rows of 64 words, copied to a contiguous scratch), up to 9 stages per pass.
 
 Threads.  A transform is a small program of such passes, interpreted by one nogil numba
-function; Python threads (``numba.get_num_threads()`` of them) run one whole row each
-(rows stay cache-resident) or, for few long rows, split every pass into tasks.
+function; Python threads (``numba.get_num_threads()`` of them, the calling one and the
+shared pool's: :mod:`kernels.host_pool`) run one whole row each (rows stay cache-resident)
+or, for few long rows, split every pass into tasks.
 """
 from __future__ import annotations
-
-import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
 from numba import njit
 
-from . import field
+from . import field, host_pool
 from .field import P, to_mont_host
 from .hostlib import HF
 from .ntt_tables import (_TILE, _check_array, _check_blowup, _check_shift, _log2_size,
@@ -437,19 +435,7 @@ _NONE = np.empty(0, np.uint32)
 _NONE2 = np.empty((0, 0), np.uint32)
 
 
-_POOL = None
-_POOL_LOCK = threading.Lock()
 _MIN_PARALLEL_WORDS = 1 << 15
-
-
-def _pool(workers: int) -> ThreadPoolExecutor:
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None or _POOL._max_workers < workers:
-            if _POOL is not None:
-                _POOL.shutdown(wait=False)
-            _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="steadfast-ntt")
-        return _POOL
 
 
 def _run(prog, a, b, tw=_NONE, itw=_NONE, tab=_NONE, tab2=_NONE, log_n=0, c_m=0, words=0,
@@ -480,12 +466,8 @@ def _launch(prog, rows_mode, ntasks, args, words):
         _tasks(prog, rows_mode, *args, 0, ntasks)
         return
     cut = [ntasks * i // t for i in range(t + 1)]
-    pool = _pool(t - 1)
-    futures = [pool.submit(_tasks, prog, rows_mode, *args, cut[i], cut[i + 1])
-               for i in range(1, t)]
-    _tasks(prog, rows_mode, *args, cut[0], cut[1])
-    for f in futures:
-        f.result()
+    host_pool.run(_tasks, [(prog, rows_mode, *args, cut[i], cut[i + 1]) for i in range(t)],
+                  caller_first=True)
 
 
 # --------------------------------------------------------------------------- transforms

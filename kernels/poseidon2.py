@@ -31,14 +31,12 @@ Public functions take and return canonical uint32 arrays (values in [0, p)).
 from __future__ import annotations
 
 import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 
-import numba
 import numpy as np
 from numba import njit
 
 from .field import MONT_R2, P
+from .host_pool import run_ranges
 from .poseidon2_constants import (DIGEST, RATE, RC_FULL, RC_PARTIAL_M, ROUNDS_F_HALF, ROUNDS_P,
                                   V16_RATIONAL, WIDTH)
 
@@ -455,34 +453,8 @@ def _sponge_kernel(m, out, rate, c0, c1, rcf, rcp, k_in, k_r2, k_out):
                 out[lo + j, i] = np.uint32(st[i * BLOCK + j])
 
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_SIZE = 0
-_POOL_LOCK = threading.Lock()
-
-
 def _fast_args():
     return (_RCF_S, _RCP_S, _K_IN64, _K_R2, _K_OUT64)
-
-
-def _run_ranges(fn, nitems: int, min_per_worker: int = 4) -> None:
-    """fn(i0, i1) over [0, nitems) split into contiguous ranges, one per worker thread of
-    the shared pool (numba's thread count; fn must release the GIL: a nogil kernel)."""
-    global _POOL, _POOL_SIZE
-    if nitems <= 0:
-        return
-    workers = min(numba.get_num_threads(), max(1, nitems // min_per_worker))
-    if workers <= 1:
-        fn(0, nitems)
-        return
-    with _POOL_LOCK:
-        if _POOL is None or _POOL_SIZE < workers:
-            _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="poseidon2")
-            _POOL_SIZE = workers
-        pool = _POOL
-    bounds = [nitems * t // workers for t in range(workers + 1)]
-    futs = [pool.submit(fn, bounds[t], bounds[t + 1]) for t in range(workers)]
-    for f in futs:
-        f.result()
 
 
 def _sponge(m: np.ndarray, out: np.ndarray, rate: int) -> None:
@@ -502,13 +474,13 @@ def _sponge(m: np.ndarray, out: np.ndarray, rate: int) -> None:
             ro.setflags(write=False)
         dst = out if out.flags.c_contiguous else np.empty(out.shape, np.uint32)
         ngroups = (m.shape[0] + W - 1) // W
-        _run_ranges(lambda g0, g1: _sponge_lanes_kernel(ro, dst, rate, g0, g1), ngroups, 16)
+        run_ranges(lambda g0, g1: _sponge_lanes_kernel(ro, dst, rate, g0, g1), ngroups, 16)
         if dst is not out:
             out[...] = dst
         return
     nchunks = (m.shape[0] + BLOCK - 1) // BLOCK
     args = _fast_args()
-    _run_ranges(lambda c0, c1: _sponge_kernel(ro, out, rate, c0, c1, *args), nchunks, 4)
+    run_ranges(lambda c0, c1: _sponge_kernel(ro, out, rate, c0, c1, *args), nchunks, 4)
 
 
 # ----------------------------------------------------------------------------------------

@@ -21,6 +21,10 @@ import tempfile
 import time
 import types
 
+#: every module that declares device kernels at import (``devicelib.kernel`` or a bare
+#: ``cuda.jit``); tests/test_ptx.py scans the sources and fails on one missing here.  The
+#: per-AIR kernels of kernels/constraint_codegen.py are generated on demand and reach the
+#: check through constraint_device's ``ptx_examples`` hook (and rv32/ptx_examples.py).
 DEVICE_MODULES = (
     "steadfast.kernels.field_device",
     "steadfast.kernels.layout_device",
@@ -29,6 +33,7 @@ DEVICE_MODULES = (
     "steadfast.kernels.merkle_device",
     "steadfast.kernels.stage_device",
     "steadfast.kernels.fri_device",
+    "steadfast.kernels.logup_device",
     "steadfast.kernels.constraint_device",
 )
 

@@ -13,7 +13,7 @@ from :class:`steadfast.SteadfastError` and keeps its builtin base.
 * :class:`ProofAborted` -- the caller's timeout or cancel event stopped the proof;
 * :class:`DevProofRefused` (a :class:`verifier.errors.VerificationError`) -- a
   development-mode fake offered to ``verify`` without ``accept_dev``;
-* :class:`ClusterError` -- cluster mode could not finish a piece (a RuntimeError only).
+* :class:`ClusterError` (RuntimeError) -- cluster mode could not finish a piece.
 """
 from __future__ import annotations
 
@@ -96,9 +96,11 @@ class DevProofRefused(VerificationError):
     was offered to :func:`verify` without ``accept_dev=True``: it proves nothing."""
 
 
-class ClusterError(RuntimeError):
+class ClusterError(SteadfastError, RuntimeError):
     """The cluster could not finish a piece: its worker died more than ``max_retries``
-    times, the workers did not start, or a wait timed out."""
+    times, the workers did not start, or a wait timed out.  A :class:`SteadfastError` that
+    keeps its builtin base (``except RuntimeError`` still catches it); the cluster CLI
+    exits with status 3 on it."""
 
 
 __all__ = ["ConfigError", "ConfigTypeError", "UnprovableBlock", "UnprovableProgram",

@@ -8,7 +8,7 @@ from numba import njit, prange
 
 from ..air import field as AF
 from ..kernels.hostlib import HF
-from ..kernels.poseidon2 import _run_ranges
+from ..kernels.host_pool import run_ranges
 
 _P64 = np.uint64(2013265921)
 _mul = HF.mul
@@ -105,7 +105,7 @@ def eval_columns(coeffs: np.ndarray, point) -> np.ndarray:
     hi = ef_power_table(lo[-1], ((n - 1) >> _LOG_LO) + 1)
     lo_m = ((lo[:-1].astype(np.uint64) << _U32) % _P64).astype(np.uint32)
     part = np.empty(((n + _EVAL_CHUNK - 1) // _EVAL_CHUNK, c, 4), dtype=np.uint64)
-    _run_ranges(lambda t0, t1: _eval_chunks(coeffs, lo_m, hi, part, _EVAL_CHUNK, t0, t1),
+    run_ranges(lambda t0, t1: _eval_chunks(coeffs, lo_m, hi, part, _EVAL_CHUNK, t0, t1),
                 part.shape[0], 1)
     # < 2^15 chunks of < 2^12 terms below 2p each: the sum stays below 2^59
     return (part.sum(axis=0) % _P64).astype(np.uint32)
@@ -339,7 +339,7 @@ def deep_sum(terms: list, xs: np.ndarray) -> np.ndarray:
     if n == 0:
         return out
     zero = np.zeros((n + _DEEP_CHUNK - 1) // _DEEP_CHUNK, dtype=np.uint8)
-    _run_ranges(lambda t0, t1: _deep_chunks(out, combs[0], combs[-1], len(terms) == 2, cst,
+    run_ranges(lambda t0, t1: _deep_chunks(out, combs[0], combs[-1], len(terms) == 2, cst,
                                             mq, xs, _DEEP_CHUNK, zero, t0, t1),
                 zero.shape[0], 1)
     if zero.any():

@@ -361,14 +361,17 @@ def test_one_base_exception_and_typed_config():
     from steadfast.air import ConstraintViolation, LookupImbalance
     from steadfast.kernels.backend import BackendError
     from steadfast.prover.api import DevProofRefused
+    from steadfast.prover.errors import ClusterError
     from steadfast.prover.xcheck import XcheckFailure
     from steadfast.rv32.errors import ExecutionError
     from steadfast.verifier.errors import ParameterError
     for cls in (ConfigError, UnprovableBlock, ProofSelfCheckFailure, DevProofRefused,
                 VerificationError, ShapeError, PublicValuesError, ParameterError, BlockError,
-                XcheckFailure, BackendError, ExecutionError, ConstraintViolation, LookupImbalance):
+                XcheckFailure, BackendError, ExecutionError, ConstraintViolation, LookupImbalance,
+                ClusterError):
         assert issubclass(cls, steadfast.SteadfastError), cls
     assert issubclass(ConfigError, ValueError) and issubclass(BlockError, ValueError)
+    assert issubclass(ClusterError, RuntimeError)
     for kw, frag in (({"num_queries": "100"}, "num_queries must be int, got str '100'"),
                      ({"pow_bits": 2.0}, "pow_bits must be int, got float"),
                      ({"check": 1}, "check must be bool, got int"),

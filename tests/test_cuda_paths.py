@@ -1,5 +1,5 @@
 """Backend ``cuda`` end to end without a GPU: the pipeline under numba's CUDA simulator
-with the cupy stand-in of ``tests/fake_cupy.py``.
+with the cupy stand-in of ``tests/fake_cupy/`` (a package).
 
 On ``cuda`` device buffers are cupy arrays, numba kernels take them through the array
 interface, and each table worker launches on its own cupy stream wrapped as a numba

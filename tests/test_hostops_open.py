@@ -141,7 +141,7 @@ def test_deep_quotient_paths_against_galois(honest):
     rng = np.random.default_rng(5)
     log_n, log_b = 3, 2
     n, N = 1 << log_n, 1 << (log_n + log_b)
-    shape = TableShape("t", log_n, log_b, 3, 0, 1, 2, 0, True, False, 0)
+    shape = TableShape("t", log_n, log_b, 3, 0, 1, 2, 0, True, False)
     z = rng.integers(0, P, 4, dtype=np.uint32)
     lam = rng.integers(0, P, 4, dtype=np.uint32)
     w_n = field.root_of_unity(log_n)

@@ -265,11 +265,11 @@ def test_gate_implies_every_dispatch_check():
     from steadfast.verifier.protocol import TableShape
 
     @given(st.integers(1, 26), st.integers(0, 4), st.integers(1, 300), st.integers(0, 8),
-           st.integers(0, 3), st.integers(1, 5), st.integers(0, 4),
+           st.integers(0, 3), st.integers(1, 5),
            st.one_of(st.none(), st.integers(0, 1 << 40)))
-    def check(log_n, log_blowup, width, prep, aux_cols, num_parts, log_final, budget):
+    def check(log_n, log_blowup, width, prep, aux_cols, num_parts, budget):
         shape = TableShape("t", log_n, log_blowup, width, prep, aux_cols, num_parts, 0,
-                           True, False, log_final)
+                           True, False)
         est = estimate_bytes(shape)
         if device_gate(shape, budget, est):
             assert all(dispatch_ok(site, shape) for site in DISPATCH_CHECKS)
@@ -494,7 +494,7 @@ def test_join_corruption_never_ends_in_a_wrong_proof(block):
     """corrupt@r4.fri without XCHECK: a wrong F_h or layer makes the final polynomial's
     degree check refuse it (typed DeviceResultError), never a proof; corrupt@r4.open
     changes an opened row: the proof's bytes differ and the verifier rejects them (the
-    self-check's job, tests/test_cli.py)."""
+    self-check's job, tests/test_cli_device.py)."""
     from steadfast.prover.device_stages import DeviceResultError
     from steadfast.verifier.errors import VerificationError
     from steadfast.verifier.verify import verify

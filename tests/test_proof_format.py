@@ -219,7 +219,7 @@ def test_synthetic_truncations_raise_shape_error(cut):
 
 
 def _shape(name, log_n, aux_cols, log_blowup=2, w=2, parts=1, nxt=False):
-    return TableShape(name, log_n, log_blowup, w, 0, aux_cols, parts, 0, nxt, False, 2)
+    return TableShape(name, log_n, log_blowup, w, 0, aux_cols, parts, 0, nxt, False)
 
 
 def test_check_commitments_shape_against_the_airs():

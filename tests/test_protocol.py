@@ -129,19 +129,20 @@ def test_proof_bytes_identical_across_runs_and_thread_counts():
 
 
 def _pool_threads(monkeypatch) -> set:
-    """Spy on the two host thread pools: the names of the threads that ran an NTT task
-    range (kernels.ntt_host._tasks) or a Poseidon2 chunk range (the leaf hashes of every
-    commitment: kernels.poseidon2._sponge_kernel, or with the 32-bit-lane kernel, the
-    default, kernels.poseidon2_lanes._sponge_lanes_kernel).  All are looked up as module
-    globals at call time, so wrapping them sees every call, threaded or not."""
+    """Spy on the host kernels' shared thread pool (kernels.host_pool): (kind, name) of the
+    threads that ran an NTT task range (kind "ntt": kernels.ntt_host._tasks) or a Poseidon2
+    chunk range (kind "poseidon2", the leaf hashes of every commitment:
+    kernels.poseidon2._sponge_kernel, or with the 32-bit-lane kernel, the default,
+    kernels.poseidon2_lanes._sponge_lanes_kernel).  All are looked up as module globals at
+    call time, so wrapping them sees every call, threaded or not."""
     from steadfast.kernels import ntt_host, poseidon2, poseidon2_lanes
     names: set = set()
-    for mod, fn in ((ntt_host, "_tasks"), (poseidon2, "_sponge_kernel"),
-                    (poseidon2_lanes, "_sponge_lanes_kernel")):
+    for kind, mod, fn in (("ntt", ntt_host, "_tasks"), ("poseidon2", poseidon2, "_sponge_kernel"),
+                          ("poseidon2", poseidon2_lanes, "_sponge_lanes_kernel")):
         real = getattr(mod, fn)
 
-        def spy(*args, _real=real):
-            names.add(threading.current_thread().name)
+        def spy(*args, _real=real, _kind=kind):
+            names.add((_kind, threading.current_thread().name))
             return _real(*args)
         monkeypatch.setattr(mod, fn, spy)
     return names
@@ -153,7 +154,7 @@ def test_proof_bytes_identical_threaded_host_paths(monkeypatch):
     of 64 rows): the adder table is 2^14 rows x 4 columns (LDE 2^15 x 4, plus its LogUp
     aux columns), the cubic one 2^14 x 4 with two quotient parts.  Proved at 1 and at 2
     numba threads, the bytes must be equal -- and the spy checks that the 2-thread proof
-    did use both pools and the 1-thread proof neither."""
+    did run both on the shared pool's threads and the 1-thread proof on neither."""
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip(f"numba has {numba.config.NUMBA_NUM_THREADS} thread(s): nothing to "
                     "compare 1 thread against")
@@ -162,6 +163,7 @@ def test_proof_bytes_identical_threaded_host_paths(monkeypatch):
     airs = airs + [ex.cubic_air(3)]
     traces = traces + [ex.cubic_trace(14, 3)[0]]
     pvs = pvs + [[]]
+    from steadfast.kernels.host_pool import THREAD_NAME_PREFIX
     names = _pool_threads(monkeypatch)
     before = numba.get_num_threads()
     try:
@@ -173,9 +175,9 @@ def test_proof_bytes_identical_threaded_host_paths(monkeypatch):
         two = prove(traces, airs, pvs, FAST)
     finally:
         numba.set_num_threads(before)
-    assert single == {threading.main_thread().name}, single
-    assert any(n.startswith("steadfast-ntt") for n in names), names
-    assert any(n.startswith("poseidon2") for n in names), names
+    assert {n for _, n in single} == {threading.main_thread().name}, single
+    for kind in ("ntt", "poseidon2"):
+        assert any(k == kind and n.startswith(THREAD_NAME_PREFIX) for k, n in names), names
     assert one == two
     verify(two, airs, pvs)
 

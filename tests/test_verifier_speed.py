@@ -165,7 +165,7 @@ class _TP:
 def test_deep_matches_numpy_formula(nxt_main, aux):
     rng = np.random.default_rng(int(nxt_main) * 10 + aux)
     q, w, parts = 13, 7, 3
-    sh = TableShape("t", 5, 1, w, 0, aux, parts, 0, nxt_main, False, 0)
+    sh = TableShape("t", 5, 1, w, 0, aux, parts, 0, nxt_main, False)
     u32 = lambda *s: rng.integers(0, P, s, dtype=np.uint32)  # noqa: E731
     tp = _TP()
     tp.ood_main, tp.ood_main_next = u32(w, 4), (u32(w, 4) if nxt_main else u32(0, 4))
@@ -346,7 +346,6 @@ def _shape_for(air, log_n):
 
     class _Par:                      # what table_shape reads
         log_blowup = 1
-        log_final_poly_len = 0
     try:
         return table_shape(air, log_n, _Par())
     except ValueError:               # an AIR of higher degree needs a larger blowup

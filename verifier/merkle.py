@@ -124,7 +124,9 @@ def multiproof_size(indices, height: int, log_cap: int) -> int:
     return int(_count_kernel(s0, int(height) - cap_height(height, log_cap)))
 
 
-def _check_u32_matrix(a, cols: int, what: str, table) -> np.ndarray:
+def check_u32_matrix(a, cols: int, what: str, table) -> np.ndarray:
+    """A 2-d array of ``cols`` columns of field elements (caps, digests, multiproof
+    nodes) as contiguous uint32, ShapeError otherwise; shared with verifier.mmcs."""
     a = np.asarray(a)
     if a.ndim != 2 or a.shape[1] != cols:
         raise ShapeError(f"{what}: shape {a.shape}, expected (*, {cols})", table)
@@ -150,13 +152,13 @@ def verify_multiproof(cap, leaf_digests, indices, nodes, height: int, log_cap: i
     if idx.size > 1 and not bool(np.all(idx[1:] > idx[:-1])):
         raise ValueError(f"{what}: indices must be sorted and distinct (leaf_set)")
     c = cap_height(height, log_cap)
-    cap = _check_u32_matrix(cap, 8, f"{what} cap", table)
+    cap = check_u32_matrix(cap, 8, f"{what} cap", table)
     if cap.shape[0] != 1 << c:
         raise ShapeError(f"{what} cap: {cap.shape[0]} nodes, expected {1 << c}", table)
-    digests = _check_u32_matrix(leaf_digests, 8, f"{what} leaf digests", table)
+    digests = check_u32_matrix(leaf_digests, 8, f"{what} leaf digests", table)
     if digests.shape[0] != idx.size:
         raise ShapeError(f"{what}: {digests.shape[0]} opened leaves, expected {idx.size}", table)
-    nodes = _check_u32_matrix(nodes, 8, f"{what} multiproof nodes", table)
+    nodes = check_u32_matrix(nodes, 8, f"{what} multiproof nodes", table)
     m = int(_count_kernel(idx, height - c))
     if nodes.shape[0] != m:
         raise ShapeError(f"{what} multiproof: {nodes.shape[0]} nodes, expected {m}", table)

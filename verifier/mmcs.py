@@ -20,8 +20,8 @@ from typing import Sequence
 import numpy as np
 
 from .errors import MerkleError, ShapeError
-from .merkle import multiproof_size
-from .poseidon2 import P, compress
+from .merkle import check_u32_matrix, multiproof_size
+from .poseidon2 import compress
 
 __all__ = ["mixed_cap_height", "mixed_multiproof_size", "participant_indices", "verify_mixed"]
 
@@ -62,15 +62,6 @@ def mixed_multiproof_size(top_indices, heights: Sequence[int], log_cap: int) -> 
     return multiproof_size(_top_set(top_indices, H, "mixed tree"), H, c)
 
 
-def _u32_matrix(a, what: str, table) -> np.ndarray:
-    a = np.asarray(a)
-    if a.ndim != 2 or a.shape[1] != 8:
-        raise ShapeError(f"{what}: shape {a.shape}, expected (*, 8)", table)
-    if a.size and (a.dtype.kind not in "ui" or int(a.min()) < 0 or int(a.max()) >= P):
-        raise ShapeError(f"{what}: holds a value that is not a field element", table)
-    return np.ascontiguousarray(a, dtype=np.uint32)
-
-
 def verify_mixed(cap, heights: Sequence[int], leaf_digests: Sequence[np.ndarray], top_indices,
                  nodes, log_cap: int, what: str, table: str | None = None) -> None:
     """Authenticate every participant's opened leaf digests against the mixed tree's cap.
@@ -88,7 +79,7 @@ def verify_mixed(cap, heights: Sequence[int], leaf_digests: Sequence[np.ndarray]
     c = min(int(log_cap), min(hs))
     s0 = _top_set(top_indices, H, what)
 
-    cap = _u32_matrix(cap, f"{what} cap", table)
+    cap = check_u32_matrix(cap, 8, f"{what} cap", table)
     if cap.shape[0] != 1 << c:
         raise ShapeError(f"{what} cap: {cap.shape[0]} nodes, expected {1 << c}", table)
     leaf_digests = list(leaf_digests)
@@ -97,13 +88,13 @@ def verify_mixed(cap, heights: Sequence[int], leaf_digests: Sequence[np.ndarray]
                          f"{len(hs)}", table)
     digests = []
     for t, (h, d) in enumerate(zip(hs, leaf_digests)):
-        d = _u32_matrix(d, f"{what} leaf digests of participant {t}", table)
+        d = check_u32_matrix(d, 8, f"{what} leaf digests of participant {t}", table)
         k = int(np.unique(s0 >> (H - h)).size)
         if d.shape[0] != k:
             raise ShapeError(f"{what}: participant {t} has {d.shape[0]} opened leaves, "
                              f"expected {k}", table)
         digests.append(d)
-    nodes = _u32_matrix(nodes, f"{what} multiproof nodes", table)
+    nodes = check_u32_matrix(nodes, 8, f"{what} multiproof nodes", table)
     m = multiproof_size(s0, H, c)
     if nodes.shape[0] != m:
         raise ShapeError(f"{what} multiproof: {nodes.shape[0]} nodes, expected {m}", table)

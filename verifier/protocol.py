@@ -32,7 +32,6 @@ class TableShape:
     num_public: int
     uses_next_main: bool
     uses_next_prep: bool
-    log_final_poly_len: int
 
     @property
     def n(self) -> int:
@@ -72,7 +71,7 @@ def table_shape(air, log_n: int, params: Params) -> TableShape:
                          f"height {air.fixed_height}")
     return TableShape(air.name, log_n, params.log_blowup, air.main_width, air.prep_width,
                       air.aux_width, air.num_parts, air.num_public, air.uses_next_main,
-                      air.uses_next_prep, params.log_final_poly_len)
+                      air.uses_next_prep)
 
 
 def absorb_statement(tr: Transcript, params: Params, airs: Sequence, shapes: Sequence[TableShape],

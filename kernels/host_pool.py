@@ -1,0 +1,73 @@
+"""The host kernels' one pool of worker threads, shared by kernels/ntt_host.py (a
+transform's rows or tasks), kernels/poseidon2.py (sponge chunks; through
+:func:`run_ranges` also the leaf hashes and row gathers of kernels/lde_rows.py and the
+chunked evaluations of prover/hostops.py) and kernels/constraint_host.py (quotient and
+LogUp blocks).
+
+The jobs are nogil numba kernels: the threads only give them parallelism, and every job
+writes its own part of the output, so the bytes do not depend on the thread count.  The
+count is numba's (``numba.get_num_threads()``: ``ProverConfig.threads`` / ``--threads``,
+at most ``NUMBA_NUM_THREADS``), read by each caller at every call.  The pool grows to the
+largest number of workers asked for; a replaced pool is not shut down under a caller that
+still holds it (it finishes that caller's jobs, and its idle threads exit once it is
+unreferenced).  No job submits to the pool again (each is one compiled kernel call), so
+callers on several threads at once (the pipeline's tables) only queue behind each other.
+"""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterable
+
+import numba
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_SIZE = 0
+_POOL_LOCK = threading.Lock()
+THREAD_NAME_PREFIX = "steadfast-host"
+
+
+def threads() -> int:
+    """numba's thread count for the calling thread: how many ways the callers split."""
+    return numba.get_num_threads()
+
+
+def pool(workers: int) -> ThreadPoolExecutor:
+    """The shared pool, with at least ``workers`` threads."""
+    global _POOL, _POOL_SIZE
+    with _POOL_LOCK:
+        if _POOL is None or _POOL_SIZE < workers:
+            _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=THREAD_NAME_PREFIX)
+            _POOL_SIZE = workers
+        return _POOL
+
+
+def run(fn: Callable, argsets: Iterable[tuple], caller_first: bool = False) -> None:
+    """``fn(*args)`` for every tuple of ``argsets`` on the shared pool, waiting for all
+    (their first exception, in order, is raised).  ``caller_first``: the first tuple runs on
+    the calling thread, after the others are submitted."""
+    argsets = list(argsets)
+    mine, rest = (argsets[0], argsets[1:]) if caller_first else (None, argsets)
+    p = pool(len(rest))
+    futures = [p.submit(fn, *a) for a in rest]
+    if mine is not None:
+        fn(*mine)
+    for f in futures:
+        f.result()
+
+
+def run_ranges(fn: Callable[[int, int], object], nitems: int, min_per_worker: int = 4) -> None:
+    """fn(i0, i1) over [0, nitems) split into contiguous ranges, one per worker thread
+    (numba's thread count, at most one per ``min_per_worker`` items; fn must release the
+    GIL: a nogil kernel); on the calling thread alone when that leaves one worker."""
+    if nitems <= 0:
+        return
+    workers = min(threads(), max(1, nitems // min_per_worker))
+    if workers <= 1:
+        fn(0, nitems)
+        return
+    bounds = [nitems * t // workers for t in range(workers + 1)]
+    run(fn, [(bounds[t], bounds[t + 1]) for t in range(workers)])
+
+
+__all__ = ["pool", "run", "run_ranges", "threads", "THREAD_NAME_PREFIX"]
