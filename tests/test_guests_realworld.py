@@ -5,7 +5,8 @@ with scripts/rv32-cc (picolibc).
 
 * keccak256.elf -- pycryptodome's src/keccak.c: the digest equals a Python Keccak-256
   written here and, when installed, pycryptodome's (Crypto.Hash.keccak); proved and
-  verified on one input.
+  verified on one input; and the bundled example examples/keccak: the commands its
+  README and the top-level README give prove and verify its input's digest.
 * secp256k1_verify.elf -- libsecp256k1 (the secp256k1 package's bundled copy): ECDSA
   verification and public-key recovery equal a Python secp256k1 ECDSA written here and,
   when installed, coincurve's.
@@ -25,6 +26,7 @@ Skips with a reason without the compiler/picolibc or when the sdists cannot be f
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -346,3 +348,55 @@ def test_lua(built):
             assert (p.stdout, p.returncode) == (want, want_code), name
     ex = execute(load_elf(elf), b"error(", max_cycles=MAX)
     assert ex.exit_code == 1 and b"input:1:" in ex.stderr
+
+
+# ---- the bundled example: examples/keccak (its README.md and the top-level README) -----
+
+EXAMPLE = ROOT / "examples" / "keccak"
+# the commands both READMEs give, with {d} = examples/keccak there
+EXAMPLE_COMMANDS = [
+    "scripts/build_realworld.sh --out {d} keccak",
+    ".venv/bin/prove {d}/keccak256.elf --input {d}/input.txt",
+    ".venv/bin/verify {d}/keccak256.proof --elf {d}/keccak256.elf --input {d}/input.txt --json",
+]
+FOX_KECCAK = "4d741b6f1eb29cb2a9b9911c82f56fa8d73b04959d3d9d222895df6c0b28aa15"
+
+
+def test_keccak_example(built, tmp_path):
+    """The READMEs' example commands, run on a copy of examples/keccak (the build into it,
+    prove, verify --json), prove and verify the input's Keccak-256: the Python reference's,
+    pycryptodome's and the published vector of the 43-byte fox sentence; the ELF the
+    build writes there is the cache's byte for byte (reproducible)."""
+    data = (EXAMPLE / "input.txt").read_bytes()
+    assert data == b"The quick brown fox jumps over the lazy dog"
+    want = keccak256(data)
+    assert want.hex() == FOX_KECCAK
+    for readme in (EXAMPLE / "README.md", ROOT / "README.md"):
+        text = readme.read_text()
+        for cmd in EXAMPLE_COMMANDS:
+            assert cmd.format(d="examples/keccak") in text, (readme.name, cmd)
+    assert f'"output": "{FOX_KECCAK}"' in (EXAMPLE / "README.md").read_text()
+    d = tmp_path / "keccak"
+    d.mkdir()
+    shutil.copy(EXAMPLE / "input.txt", d / "input.txt")
+    tools = {"scripts/build_realworld.sh": ["bash", str(BUILD)],
+             ".venv/bin/prove": [sys.executable, "-m", "steadfast.prover", "prove"],
+             ".venv/bin/verify": [sys.executable, "-m", "steadfast.prover", "verify"]}
+    env = {**os.environ, "PYTHON": sys.executable}
+    runs = []
+    for cmd in EXAMPLE_COMMANDS:
+        argv = shlex.split(cmd.format(d=d))
+        p = subprocess.run(tools[argv[0]] + argv[1:], capture_output=True, text=True,
+                           cwd=ROOT, env=env, timeout=300)
+        assert p.returncode == 0, (cmd, p.stdout[-2000:], p.stderr[-2000:])
+        runs.append(p)
+    assert (d / "keccak256.elf").read_bytes() == (built[0] / "keccak256.elf").read_bytes()
+    res = json.loads(runs[-1].stdout)
+    assert (res["ok"], res["exit_code"], res["output"]) == (True, 0, want.hex())
+    assert res["security_bits"] >= 100
+    p = host_ref(built[1], "import sys\nfrom Crypto.Hash import keccak\n"
+                           "print(keccak.new(digest_bits=256, data=sys.stdin.buffer.read())"
+                           ".hexdigest())", data)
+    if p is not None:
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.decode().strip() == want.hex()
