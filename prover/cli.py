@@ -39,6 +39,7 @@ from .cli_common import add_verbosity
 from .cli_common import host_kernels_cached as _host_kernels_cached
 from .cli_common import log_to_stderr as _log_to_stderr
 from .cli_common import main as _main
+from .cli_common import skip_final_gc as _skip_final_gc
 from .cli_common import write_all as _write_all  # noqa: F401  (the tests' door)
 from .cli_verify import run_verify as _run_verify
 from .cli_verify import verify_parser as _verify_parser
@@ -174,7 +175,8 @@ def _run_prove(argv) -> int:
 def main_prove(argv=None) -> int:
     """Console entry point ``prove``."""
     code = _main(_run_prove, argv)
-    if argv is None:
+    if argv is None:                    # the console command: its process ends here
+        _skip_final_gc()
         sys.exit(code)
     return code
 
@@ -183,6 +185,7 @@ def main_verify(argv=None) -> int:
     """Console entry point ``verify``."""
     code = _main(_run_verify, argv)
     if argv is None:
+        _skip_final_gc()
         sys.exit(code)
     return code
 

@@ -216,19 +216,15 @@ def device_name(backend: str) -> str:
 
 
 def host_kernels_cached() -> bool:
-    """Whether numba's on-disk cache holds the host kernels (a ``hostlib.*.nbi`` index):
-    in ``kernels/__pycache__``, under ``NUMBA_CACHE_DIR``, or numba's user-wide cache.
-    False means this process compiles them first: a cold start."""
-    import numba
-    from .. import kernels
-    here = os.path.join(os.path.dirname(os.path.abspath(kernels.__file__)), "__pycache__")
-    roots = [numba.config.CACHE_DIR] if numba.config.CACHE_DIR else [
-        here, os.path.join(os.path.expanduser("~"), ".cache", "numba")]
-    for root in roots:
-        for dirpath, _, files in os.walk(root):
-            if any(f.startswith("hostlib.") and f.endswith(".nbi") for f in files):
-                return True
-    return False
+    """Whether numba's on-disk cache holds every host kernel a proof calls, as numba itself
+    would look it up (:func:`prover.compile_ahead.missing_kernels`: each kernel of
+    ``prover/compile_manifest.json`` under its signature, this machine's target and its
+    bytecode, in the directory numba's cache locator chose -- ``NUMBA_CACHE_DIR``,
+    ``__pycache__`` beside the source, or numba's user-wide cache).  False means this
+    process compiles at least one first: a cold start (``prove`` says so and starts the
+    compile-ahead helper); a second process in the same cache gets True."""
+    from .compile_ahead import kernels_cached
+    return kernels_cached()
 
 
 def log_to_stderr(quiet: bool = False) -> None:
@@ -255,6 +251,18 @@ def log_to_stderr(quiet: bool = False) -> None:
     h.setLevel(logging.ERROR if quiet else logging.WARNING)
     h.setFormatter(_F())
     lg.addHandler(h)
+
+
+def skip_final_gc() -> None:
+    """Just before a console command's process exits (``prove``/``verify`` run as
+    commands, never a library caller): the interpreter's teardown would garbage-collect
+    numba's and the proof's object graphs, a quarter of a second of a warm ``verify``'s
+    second here; ``gc.freeze()`` leaves them to the process's end.  Everything else of a
+    normal exit still happens: threads joined, atexit handlers (the compile-ahead helper
+    stopped, logging flushed), stdout and stderr flushed."""
+    import gc
+    gc.disable()
+    gc.freeze()
 
 
 def main(run, argv) -> int:
@@ -288,4 +296,5 @@ __all__ = ["EXIT_OK", "EXIT_INVALID", "EXIT_USAGE", "EXIT_INTERNAL", "EXIT_XCHEC
            "EXIT_INTERRUPTED", "Fail", "default_output", "prover_config", "Parser",
            "Formatter", "version", "err", "warn", "flagify", "fri_options", "write_all",
            "check_outputs", "device_name", "host_kernels_cached", "log_to_stderr", "main",
+           "skip_final_gc",
            "DEFAULT_MIN_SECURITY_BITS", "FIRST_COMPILE"]

@@ -204,6 +204,9 @@ def _execute_only(prover, program, data: bytes, limit: int, args, meta: dict) ->
                               min_security_bits_default=DEFAULT_MIN_SECURITY_BITS)))
     elif not args.quiet:
         print(rep.summary())
+        # the outputs as prove and verify print them
+        print(f"the program exits with code {rep.exit_code}; output "
+              f"({len(rep.output):,} bytes): {_show(rep.output)}")
     if rep.security_bits < DEFAULT_MIN_SECURITY_BITS:
         warn(f"these parameters give this program {rep.security_bits} conjectured security "
              f"bits; a default verify requires {DEFAULT_MIN_SECURITY_BITS}")

@@ -34,6 +34,11 @@ kernel's njit callees are compiled while it is) and checked by tests/test_compil
 against what a proof calls.  An entry whose function or signature no longer exists is
 skipped (a stale manifest only costs the overlap, never a wrong kernel).
 
+Whether a start is cold is :func:`missing_kernels` (``prove`` asks it before proving, by
+``prover.cli_common.host_kernels_cached``): the manifest's top-level kernels numba's cache
+cannot give this process, looked up as numba itself does; a second process in the same
+cache finds none, says nothing and starts no helper (tests/test_cli_warm.py).
+
 Switches (docs/diagnostics.md): ``STEADFAST_COMPILE_AHEAD=0`` turns the helper off;
 ``STEADFAST_COMPILE_AHEAD_LOG=FILE`` makes it append one JSON line per entry (what it
 compiled, found cached or skipped, and when).
@@ -195,6 +200,62 @@ def _busy(disp, sig) -> bool:
     """Whether the other process holds this entry's lock now (it is compiling it)."""
     with _flock(_lock_path(disp, sig), wait=False) as got:
         return not got
+
+
+# --------------------------------------------------------------------------- the cache's state
+
+def missing_kernels(entries: list[dict] | None = None) -> list[dict]:
+    """The manifest's kernels called from Python (``depth`` 0: numba loads a cached caller
+    with its callees linked in) that numba's on-disk cache cannot give this process, i.e.
+    that a proof would compile: none under the key numba's ``load_overload`` looks up --
+    the signature, this machine's target (``magic_tuple``) and the function's bytecode --
+    in the function's index (``.nbi``, in the directory numba's cache locator chose for it:
+    ``NUMBA_CACHE_DIR``, ``__pycache__`` beside the source, or the user-wide cache), an
+    index of another numba version or source stamp (numba ignores it), or its data file
+    gone.  A stale entry (its function or signature gone) is skipped: no proof calls it.
+    A proof of a block and of a program call the same kernels (the manifest records both).
+    Cheap on a warm cache (tens of ms: the modules a proof imports anyway, one small
+    pickle per function); it compiles nothing.  Where numba's cache internals are not as
+    expected, the entry counts as missing."""
+    entries = load_manifest() if entries is None else entries
+    out, indexes, codegen = [], {}, []
+    for entry in entries:
+        if int(entry.get("depth", 0)) != 0:
+            continue
+        got = resolve(entry)
+        if got is None:
+            continue
+        disp, sig = got
+        if sig in disp.overloads:       # compiled (or loaded) in this process already
+            continue
+        try:
+            if not _cached_steadfast(disp):
+                continue
+            cache = disp._cache
+            if not codegen:
+                codegen.append(disp.targetctx.codegen())
+            key = cache._index_key(sig, codegen[0])
+            cfile = cache._cache_file
+            index = indexes.get(cfile._index_path)
+            if index is None:
+                index = indexes[cfile._index_path] = cfile._load_index()
+            name = index.get(key)
+            hit = name is not None and os.path.exists(os.path.join(cfile._cache_path, name))
+        except Exception:               # noqa: BLE001 - numba's internals moved: say cold
+            hit = False
+        if not hit:
+            out.append(entry)
+    return out
+
+
+def kernels_cached() -> bool:
+    """Whether a proof in this process finds every kernel of the manifest in numba's cache
+    (:func:`missing_kernels` is empty): False is a cold start, ``prove`` says so and starts
+    the helper."""
+    try:
+        return not missing_kernels()
+    except Exception:                   # noqa: BLE001 - an unreadable manifest: say cold
+        return False
 
 
 # --------------------------------------------------------------------------- the prover's side
