@@ -129,6 +129,12 @@ class PipelineConfig:
                 setattr(cfg, k, parse_bytes(v) if k == "budget" else v)
         return cfg
 
+    def run(self, st, *, spans: Spans | None = None,
+            logs: list | None = None) -> tuple[bytes, "PipelineStats"]:
+        """Prove a prepared statement with this configuration (:func:`run_pipeline`): the
+        door :func:`prover.prove.prove` calls for ``device=``."""
+        return run_pipeline(st, self, spans=spans, logs=logs)
+
 
 @dataclass
 class TableStats:

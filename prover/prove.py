@@ -75,12 +75,13 @@ def prove(tables: Sequence[np.ndarray], airs: Sequence, public_values=None,
     ``logs``: if a list is given, the transcript label logs are appended (main, then one
     per table).  ``device``: a :class:`prover.pipeline.PipelineConfig` to run on a device
     backend (emu, sim, cuda) -- same bytes; its stats are appended to ``device_stats``.
+    The protocol core does not import the device pipeline: a device is anything with
+    ``run(statement, spans=, logs=) -> (proof bytes, stats)`` (PipelineConfig.run).
     """
     st = prepare(tables, airs, public_values, params, check=check)
     spans = spans or NullSpans()
     if device is not None:
-        from .pipeline import run_pipeline
-        proof, pstats = run_pipeline(st, device, spans=spans, logs=logs)
+        proof, pstats = device.run(st, spans=spans, logs=logs)
         if device_stats is not None:
             device_stats.append(pstats)
         return proof
