@@ -10,7 +10,7 @@ degree-2 transitions (x_j' = x_j x_(j+1) + j + 1), odd-numbered ones degree-3
 ``bench/block_bench.py --synthetic`` proves them at one fixed degree.
 
 Where the figures come from: the per-round and per-table times (``rounds_s``,
-``per_table_s``) are the prover's spans (:mod:`prover.spans`), the one timer mechanism
+``per_table_s``) are the prover's spans (:mod:`prover.common.spans`), the one timer mechanism
 inside the prover.  The totals are timed here around the calls with ``time.perf_counter``:
 ``prove_s`` is one whole ``prove`` call (spans and all), ``verify_s`` the best of
 ``repeat_verify`` ``verify`` calls (``verify_cpu_s`` the same with ``process_time``), both

@@ -9,7 +9,7 @@
 from ..verifier.proof_format import Params
 
 from .prove import prove
-from .spans import ProofStats, Spans
+from .common.spans import ProofStats, Spans
 from .stages import Committed, HostStages
 
 __all__ = ["prove", "Params", "HostStages", "Committed", "Spans", "ProofStats"]

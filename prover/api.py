@@ -16,7 +16,7 @@ re-exported here (docs/api.md documents these names):
 * :class:`Prover` -- reusable across blocks: ``prove_block(block)`` runs every
   transaction (an RV32IM program on its input, docs/block-format.md) and proves them in
   one proof (rv32/block.py: the statement) -> :class:`TxBlockProof`
-  (:mod:`prover.txblock_proof`) carrying a :class:`ProofStats` (:mod:`prover.stats`);
+  (:mod:`prover.txblock_proof`) carrying a :class:`ProofStats` (:mod:`prover.common.stats`);
   ``execute(block)`` sizes a proof without making it (:class:`TxBlockReport`);
   ``precompile(block)`` compiles its device kernels.  The block methods are
   :class:`prover.txblock_prover.TxBlockProver`'s, on the generic
@@ -32,7 +32,7 @@ re-exported here (docs/api.md documents these names):
   output, the chain state after the block), or a :class:`ProgramProof` against ``elf=``
   and ``input=`` (:func:`verify_program` -> :class:`VerifiedProgram`);
   ``min_security_bits`` refuses proofs made with weak parameters.
-* Errors (:mod:`prover.errors`): :class:`UnprovableBlock` (a transaction fails, a claim
+* Errors (:mod:`prover.common.errors`): :class:`UnprovableBlock` (a transaction fails, a claim
   is false, a trace violates a constraint), :class:`UnprovableProgram` (its subclass for
   programs: ``kind``, ``pc``, ``cycle``; a malformed ELF is :class:`rv32.ElfError`, a
   malformed block :class:`rv32.blockfile.BlockError`), :class:`ConfigError` (bad
@@ -58,13 +58,13 @@ from ..verifier.verify import DEFAULT_MIN_SECURITY_BITS
 from .air_proof import AirProof, verify_airs
 from .config import BACKENDS_AVAILABLE, ProverConfig
 from .core import ProgressCallback
-from .errors import (ConfigError, ConfigTypeError, DevProofRefused, ProofAborted,
+from .common.errors import (ConfigError, ConfigTypeError, DevProofRefused, ProofAborted,
                      ProofSelfCheckFailure, UnprovableBlock, UnprovableProgram)
 from .program_proof import ElfLike, ProgramProof, is_program_proof
 from .program_prover import ProgramProver
 from .program_report import ProgramReport, ProgramTableEstimate, TableEstimate
 from .program_verify import VerifiedProgram, verify_program
-from .stats import ProofStats, TableStats
+from .common.stats import ProofStats, TableStats
 from .txblock_proof import (TxBlockLike, TxBlockProof, VerifiedTxBlock, is_txblock_proof,
                             verify_txblock)
 from .txblock_prover import TxBlockProver, TxBlockReport, TxReport

@@ -190,7 +190,7 @@ def _show(output: bytes, limit: int = 200) -> str:
 
 def _execute_only(prover, program, data: bytes, limit: int, args, meta: dict) -> int:
     """``prove PROGRAM.elf --execute-only``: the run and the proof's size, no proof."""
-    from .errors import UnprovableBlock
+    from .common.errors import UnprovableBlock
     try:
         rep = prover.execute_program(program, data, max_cycles=limit,
                                      segment_cycles=segments_arg(args))

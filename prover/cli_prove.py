@@ -46,7 +46,7 @@ def setup(args, out: str | None, tables: int = 5) -> Session:
                 else make_progress(sys.stderr.isatty(), tables=tables))
     timeline = None
     if args.timeline and out is not None:
-        from .timeline import Timeline
+        from .common.timeline import Timeline
         timeline = Timeline()
     try:
         prover = Prover(cfg, progress=progress, timeline=timeline)

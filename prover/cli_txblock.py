@@ -169,7 +169,7 @@ def _security(block, proof, params):
 def _execute_only(prover, block, args, meta: dict) -> int:
     """``prove BLOCK.json --execute-only``: every transaction's run and the proof's size,
     no proof; a false claim is reported (``claims_ok`` false, exit 1)."""
-    from .errors import UnprovableBlock
+    from .common.errors import UnprovableBlock
     try:
         rep = prover.execute_txblock(block)
     except UnprovableBlock as exc:

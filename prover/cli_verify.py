@@ -109,7 +109,7 @@ def run_verify(argv) -> int:
 def _refusal(exc, fail):
     """The Fail for a refused proof (exit 1)."""
     from ..verifier.errors import ParameterError
-    from .errors import DevProofRefused
+    from .common.errors import DevProofRefused
     if isinstance(exc, DevProofRefused):
         return fail(EXIT_INVALID, f"proof refused: {exc}", exc)
     if isinstance(exc, ParameterError):

@@ -66,7 +66,7 @@ import uuid
 from .txblock_proof import TxBlockProof, as_txblock
 from .cluster_pool import (DEFAULT_MAX_RETRIES, DEFAULT_START_TIMEOUT, WorkerPool, _downgrades,
                            _Piece)
-from .errors import ClusterError
+from .common.errors import ClusterError
 
 
 class ClusterFuture:
@@ -110,7 +110,7 @@ class ClusterProver(WorkerPool):
     A dead worker's pieces re-run on the least busy live worker (its node may be gone);
     it takes new pieces again once Ray has restarted it.
     ``timeline``: a
-    :class:`prover.timeline.Timeline` that gets one complete event per piece (launch to
+    :class:`prover.common.timeline.Timeline` that gets one complete event per piece (launch to
     result, as the coordinator saw it), an instant ``cluster:rerun`` per re-run, and the
     workers' own events (retries, downgrades, device stages) as process "worker W".
     ``fault``: test hook

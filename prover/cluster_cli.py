@@ -16,8 +16,8 @@ from .cli_common import (EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, EXIT_USAGE, EXIT_
                          default_output, prover_config)
 from .cli_program import segment_cycles_of
 from .cluster import ClusterProver
-from .errors import ClusterError, ConfigError, ProofSelfCheckFailure, UnprovableBlock
-from .timeline import Timeline
+from .common.errors import ClusterError, ConfigError, ProofSelfCheckFailure, UnprovableBlock
+from .common.timeline import Timeline
 
 
 def run_cli(args) -> int:

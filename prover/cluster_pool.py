@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .api import Prover, ProverConfig
 from .cluster_worker import _Worker
-from .errors import ClusterError, ConfigError
+from .common.errors import ClusterError, ConfigError
 
 DEFAULT_MAX_RETRIES = 3          # re-runs of one piece after its worker died
 DEFAULT_START_TIMEOUT = 300.0    # seconds for the workers to come up
@@ -52,7 +52,7 @@ class WorkerPool:
                  start_timeout: float = DEFAULT_START_TIMEOUT, fault: str | None = None,
                  timeline=None, max_restarts: int = -1, worker_env: dict | None = None):
         ray = self._ray = _ray()
-        self.timeline = timeline          # a prover.timeline.Timeline, or None
+        self.timeline = timeline          # a prover.common.timeline.Timeline, or None
         self.config = config or ProverConfig()
         if not isinstance(workers, int) or workers < 1:
             raise ConfigError(f"workers must be a positive integer, got {workers!r}")

@@ -28,7 +28,7 @@ import pickle
 import time
 
 from .cluster_pool import WorkerPool, _Piece, _downgrades
-from .errors import ProofSelfCheckFailure
+from .common.errors import ProofSelfCheckFailure
 
 log = logging.getLogger("steadfast.prover")
 
@@ -46,7 +46,7 @@ def prove_program_segmented(pool: WorkerPool, elf, input: bytes = b"",
     from .segment_proof import SegmentedProof
     from .segment_prover import (SegmentFeed, SegmentTotals, segment_downgrades,
                                  segment_record)
-    from .stats import ProofStats, peak_rss_bytes
+    from .common.stats import ProofStats, peak_rss_bytes
     t0 = time.perf_counter()
     local = pool.local
     program, data = as_program(elf), as_input(input)

@@ -35,7 +35,7 @@ import numpy as np
 
 from .cluster_join import _join, _JoinStages, mixed_tree
 from .cluster_pool import WorkerPool, _downgrades, _Piece, _sum_recovery
-from .stats import ProofStats, peak_rss_bytes, table_stats
+from .common.stats import ProofStats, peak_rss_bytes, table_stats
 
 
 def prove_program_sharded(pool: WorkerPool, elf, input: bytes = b"",
@@ -44,7 +44,7 @@ def prove_program_sharded(pool: WorkerPool, elf, input: bytes = b"",
     ``pool``'s workers -> a :class:`prover.program_proof.ProgramProof`, the same bytes as
     one machine; self-checked here.  Development mode is refused (``ConfigError``: a fake
     has no tables to shard)."""
-    from .errors import ConfigError
+    from .common.errors import ConfigError
     from .program_proof import ProgramProof, as_input, as_program, check_max_cycles
     from .program_prover import program_airs_spec
     t0 = time.perf_counter()
@@ -71,7 +71,7 @@ def prove_sharded(pool: WorkerPool, block, timeout: float | None = None):
     """Prove one block of RISC-V transactions with its tables spread over ``pool``'s
     workers -> a :class:`prover.txblock_proof.TxBlockProof`, the same bytes as one
     machine; self-checked here.  Development mode is refused (``ConfigError``)."""
-    from .errors import ConfigError
+    from .common.errors import ConfigError
     from .txblock_proof import TxBlockProof, as_txblock
     from .txblock_proof import state_out_of
     from .txblock_prover import txblock_airs_spec
@@ -98,7 +98,7 @@ def _sharded(pool: WorkerPool, airs, traces, pvs, source, cycles: int, phases: d
     from ..verifier.transcript import Transcript
     from .prove import prepare
     from .rounds import Mixed, R1Challenges, R1Main, _cap, r1_challenges, take_quotients
-    from .spans import Spans
+    from .common.spans import Spans
     from .stages import HostStages
     ray = pool._ray
     cfg = pool.config

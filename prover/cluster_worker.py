@@ -27,7 +27,7 @@ import numpy as np
 
 from .api import Prover, ProverConfig
 from .cluster_join import _TreeRef
-from .errors import ClusterError, ProofSelfCheckFailure
+from .common.errors import ClusterError, ProofSelfCheckFailure
 
 
 def _reduce_self_check_failure(exc: ProofSelfCheckFailure):
@@ -181,7 +181,7 @@ class _Worker:
     # -- sharded: one table's state through its pieces ---------------------------------
     def _commit(self, i: int, airs, trace, params, shapes, tl=None):
         """R1 of table i on new stages -> (its :class:`_Table` at level 1, span records)."""
-        from .spans import Spans
+        from .common.spans import Spans
         stages, spans = self._stages(shapes[i], params, tl), Spans()
         t = _Table(shapes[i].name, stages, None, None)
         try:
@@ -198,14 +198,14 @@ class _Worker:
     def _timeline(on: bool):
         if not on:
             return None
-        from .timeline import Timeline
+        from .common.timeline import Timeline
         return Timeline()
 
     @staticmethod
     def _piece_timeline(stages, tl) -> None:
         """Device stages log this piece's events into ``tl`` (none once it is None)."""
         if hasattr(stages, "timeline"):
-            from .timeline import Timeline
+            from .common.timeline import Timeline
             stages.timeline = stages.recovery.timeline = tl or Timeline(enabled=False)
 
     def main_commit(self, job: str, i: int, rom, trace, params, shapes, timeline: bool = False):
@@ -239,7 +239,7 @@ class _Worker:
         against ``known`` (the table's own main / aux / parts caps); the mixed aux and
         parts caps there replay the fork.  On an error the table's state is released."""
         from .rounds import R1Main, Statement, r1_aux, r2_quotient, r3_ood, r4_deep
-        from .spans import Spans
+        from .common.spans import Spans
         start = _DEEP if opening else target - 1
         t = self.state.pop((job, i), None)
         if t is not None and t.level > start:           # past this piece's start: redo
@@ -367,7 +367,7 @@ class _Worker:
         recomputed first from the trace (deterministic: every own cap is checked against
         ``known``, the ones the coordinator's mixed trees were built with).  The table's
         state is released afterwards."""
-        from .spans import Spans
+        from .common.spans import Spans
         _maybe_die(self.fault, self.fault_dir, f"open_table:{i}")
         rom, trace = _writable(rom), _writable(trace)
         tl = self._timeline(timeline)

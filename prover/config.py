@@ -14,7 +14,7 @@ import numpy as np
 
 from ..verifier.proof_format import Params
 
-from .errors import ConfigError, ConfigTypeError
+from .common.errors import ConfigError, ConfigTypeError
 
 log = logging.getLogger("steadfast.prover")
 

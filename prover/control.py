@@ -3,7 +3,7 @@ kernels use numba's parallel pool, which is not re-entrant, so concurrent calls 
 unless the calling thread was admitted by a proof service's gate (:func:`admitted`,
 :mod:`prover.service`): then the gate, not the lock, decides what runs at once -- the
 call's ``timeout`` and ``cancel`` event checked at every protocol stage boundary and while
-it waits for the lock (:class:`prover.errors.ProofAborted`), and the ``progress`` callback
+it waits for the lock (:class:`prover.common.errors.ProofAborted`), and the ``progress`` callback
 told as each stage starts and ends (:class:`ProgressSpans`)."""
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
-from . import spans as _spans
-from .errors import ConfigError, ProofAborted
+from .common import spans as _spans
+from .common.errors import ConfigError, ProofAborted
 
 PROVE_LOCK = threading.Lock()       # one proof at a time per process
 _CALL = threading.local()           # the running call's Abort (and service slot), per thread

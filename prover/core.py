@@ -26,14 +26,14 @@ from ..air import ConstraintViolation, LookupImbalance, check_traces
 from ..verifier import verify as _verify_proof
 from ..verifier.errors import VerificationError
 
-from . import spans as _spans
+from .common import spans as _spans
 from .air_proof import AirProof
 from .config import ProverConfig, _host_diagnostics
 from .control import ProgressSpans, current_abort, limits, locked
-from .errors import ConfigError, ProofSelfCheckFailure
+from .common.errors import ConfigError, ProofSelfCheckFailure
 from .prove import prepare, prove as _prove_protocol
-from .stats import ProofStats, peak_rss_bytes, table_stats
-from .timeline import Timeline
+from .common.stats import ProofStats, peak_rss_bytes, table_stats
+from .common.timeline import Timeline
 
 #: ``progress(table, stage, event, seconds)``: table None for whole-proof stages,
 #: event "start" or "end" (seconds 0.0 at the start).
@@ -60,7 +60,7 @@ class ProverCore:
                         "-- execution and constraint check only, no STARK; verify refuses "
                         "them unless told accept_dev=True")
         self.progress = progress
-        self.timeline = timeline        # a prover.timeline.Timeline, or None
+        self.timeline = timeline        # a prover.common.timeline.Timeline, or None
         self.self_check_failures = 0    # failed self-checks (a device proof retried included)
         self.lost_device: dict | None = None   # the device loss that moved it to the host
         if self.backend != "host":

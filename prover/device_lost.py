@@ -128,7 +128,7 @@ def host_proof(st, spans, logs: list | None = None) -> bytes:
 def run_with_recovery(device_proof, st, cfg, stats, spans, logs):
     """``device_proof()`` -> the proof bytes; a lost device or a corruption the pipeline
     cannot mend table by table finishes the proof on the host (module docstring)."""
-    from .spans import NullSpans
+    from .common.spans import NullSpans
     spans = spans or NullSpans()
     earlier = process_lost(cfg.backend)
     if earlier is not None:

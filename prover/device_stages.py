@@ -52,7 +52,7 @@ from .integrity import changed_handles, checksum_anyway
 from .recovery import Recovery, RecoveryCounters
 from .residency import DevCommitted, DevTree, ResidentHandle, TransferStats, tracking_uploads
 from .stages import Committed, HostStages
-from .timeline import Timeline
+from .common.timeline import Timeline
 
 
 @dataclass

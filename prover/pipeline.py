@@ -58,8 +58,8 @@ from .recovery import RecoveryCounters
 from .rounds import (Mixed, _cap, fri_layer_heights, mixed_commit, r1_aux, r1_challenges,
                      r1_main_commit, r2_quotient, r3_ood, r4_deep, r4_fri, r4_open,
                      take_quotients)
-from .spans import NullSpans, Spans
-from .timeline import Timeline
+from .common.spans import NullSpans, Spans
+from .common.timeline import Timeline
 
 log = logging.getLogger("steadfast.pipeline")
 

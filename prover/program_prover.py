@@ -25,11 +25,11 @@ from ..rv32.traces import build_traces, committed_cells
 
 from .control import PROVE_LOCK, limits
 from .core import ProverCore
-from .errors import UnprovableProgram
+from .common.errors import UnprovableProgram
 from .program_proof import (ElfLike, ProgramProof, as_input, as_program, check_max_cycles,
                             dev_body)
 from .program_report import ProgramReport, ProgramTableEstimate
-from .stats import ProofStats, peak_rss_bytes
+from .common.stats import ProofStats, peak_rss_bytes
 
 import logging
 log = logging.getLogger("steadfast.prover")

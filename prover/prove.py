@@ -28,7 +28,7 @@ from ..verifier.proof_format import Params, encode
 from ..verifier.protocol import table_shape
 
 from .rounds import prove_statement, statement
-from .spans import NullSpans, Spans
+from .common.spans import NullSpans, Spans
 from .stages import HostStages
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from ..kernels.backend import DeviceLost, DeviceOOM, as_device_lost, as_device_oom
 
 from .faults import SITES, FaultPlan
-from .timeline import Timeline
+from .common.timeline import Timeline
 
 log = logging.getLogger("steadfast.recovery")
 

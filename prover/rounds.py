@@ -41,7 +41,7 @@ from ..verifier.proof_format import Commitments, FriProof, Params, Proof, TableP
 from ..verifier.protocol import absorb_statement, deep_groups
 from ..verifier.transcript import Transcript
 
-from .spans import Spans
+from .common.spans import Spans
 from .stages import Committed
 
 

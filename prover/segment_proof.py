@@ -36,8 +36,8 @@ from ..verifier.errors import ShapeError, VerificationError
 from ..verifier.proof_format import Params
 
 from .air_proof import decode_proof
-from .proof_file import ProofFile
-from .stats import ProofStats
+from .common.proof_file import ProofFile
+from .common.stats import ProofStats
 
 MAGIC = b"STRS"
 VERSION = 1

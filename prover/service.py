@@ -46,7 +46,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from .config import ProverConfig
 from .control import admitted
-from .errors import ConfigError
+from .common.errors import ConfigError
 from .faults import FaultPlan, parse_faults
 
 _SERVICES = itertools.count(1)
@@ -82,7 +82,7 @@ class ServiceGate:
         with self._cond:
             while not self._free:
                 if cancel is not None and cancel.is_set():
-                    from .errors import ProofAborted
+                    from .common.errors import ProofAborted
                     raise ProofAborted("proof cancelled while waiting for a service slot",
                                        "cancelled")
                 self._cond.wait(timeout=0.1)

@@ -38,10 +38,10 @@ from ..verifier.verify import (DEFAULT_MIN_SECURITY_BITS, check_security,
                                validate_min_security_bits)
 
 from .air_proof import decode_proof, read_proof
-from .errors import DevProofRefused
+from .common.errors import DevProofRefused
 from .program_proof import dev_body as _dev_body, parse_dev_body
-from .proof_file import ProofFile
-from .stats import ProofStats
+from .common.proof_file import ProofFile
+from .common.stats import ProofStats
 
 log = logging.getLogger("steadfast.prover")
 

@@ -19,8 +19,8 @@ from ..rv32.traces import committed_cells
 
 from .control import PROVE_LOCK, limits
 from .core import ProverCore
-from .errors import UnprovableBlock
-from .stats import ProofStats, peak_rss_bytes
+from .common.errors import UnprovableBlock
+from .common.stats import ProofStats, peak_rss_bytes
 from .txblock_proof import TxBlockLike, TxBlockProof, as_txblock, dev_body, state_out_of
 
 

@@ -361,7 +361,7 @@ def test_one_base_exception_and_typed_config():
     from steadfast.air import ConstraintViolation, LookupImbalance
     from steadfast.kernels.backend import BackendError
     from steadfast.prover.api import DevProofRefused
-    from steadfast.prover.errors import ClusterError
+    from steadfast.prover.common.errors import ClusterError
     from steadfast.prover.xcheck import XcheckFailure
     from steadfast.rv32.errors import ExecutionError
     from steadfast.verifier.errors import ParameterError

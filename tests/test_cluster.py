@@ -25,7 +25,7 @@ ray = pytest.importorskip("ray")
 from steadfast.prover.api import (Prover, ProofSelfCheckFailure, ProverConfig,  # noqa: E402
                                   UnprovableBlock, verify)
 from steadfast.prover.cluster import ClusterProver  # noqa: E402
-from steadfast.prover.timeline import Timeline  # noqa: E402
+from steadfast.prover.common.timeline import Timeline  # noqa: E402
 
 import txblocks  # noqa: E402
 from steadfast.prover.txblock_proof import as_txblock  # noqa: E402
@@ -89,7 +89,7 @@ def test_join_over_tree_refs_is_the_one_machine_proof():
     from steadfast.prover.cluster_join import _join, _JoinStages, _TreeRef, mixed_tree
     from steadfast.prover.prove import prepare, prove
     from steadfast.prover.rounds import prove_tables, r1_challenges, r1_main, take_quotients
-    from steadfast.prover.spans import Spans
+    from steadfast.prover.common.spans import Spans
     from steadfast.prover.stages import HostStages
     _, bt = Prover(CFG)._build_txblock(as_txblock(txblocks.one_tx_block()), {})
     params = CFG.params()

@@ -211,7 +211,7 @@ def test_join_halves_hand_the_dqs_over_and_leave_the_records():
     from steadfast.prover.prove import prepare
     from steadfast.prover.rounds import (prove_tables, r1_challenges, r1_main, r4_fri, r4_open,
                                          take_quotients)
-    from steadfast.prover.spans import NullSpans
+    from steadfast.prover.common.spans import NullSpans
     airs, traces, pvs = _mixed_block()
     params = Params(log_blowup=1, num_queries=6, pow_bits=1, log_final_poly_len=1,
                     log_fri_arity=2, log_cap=1, logup_pow_bits=1, deep_pow_bits=1,

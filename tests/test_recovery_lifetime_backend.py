@@ -85,7 +85,7 @@ def _run(code: str, **env) -> subprocess.CompletedProcess:
 @pytest.mark.timeout(300)
 def test_workqueue_is_refused_with_one_clear_line():
     code = ("from steadfast.prover.config import ProverConfig\n"
-            "from steadfast.prover.errors import ConfigError\n"
+            "from steadfast.prover.common.errors import ConfigError\n"
             "try:\n    ProverConfig(backend='host').resolve()\n"
             "except ConfigError as exc:\n    print('REFUSED', exc)\nelse:\n    print('ACCEPTED')\n")
     r = _run(code, NUMBA_THREADING_LAYER="workqueue")

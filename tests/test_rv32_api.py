@@ -189,7 +189,7 @@ def test_emu_same_bytes_with_recovery_xcheck_and_timeline(hello, monkeypatch):
     """emu (the device pipeline on host kernels): the host bytes; with every R2 site out
     of memory and XCHECK on, the tables recover (counted) and the bytes do not change;
     the timeline has every table's stages."""
-    from steadfast.prover.timeline import Timeline
+    from steadfast.prover.common.timeline import Timeline
     tl = Timeline()
     proof = Prover(EMU, timeline=tl).prove_program(HELLO, HELLO_IN)
     assert proof.to_bytes() == hello.to_bytes()

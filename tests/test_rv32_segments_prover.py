@@ -17,7 +17,7 @@ import pytest
 from steadfast import rv32
 from steadfast.prover.api import Prover, ProverConfig
 from steadfast.prover.display import Board, LineProgress
-from steadfast.prover.errors import ConfigError
+from steadfast.prover.common.errors import ConfigError
 from steadfast.prover.program_proof import ProgramProof
 from steadfast.prover.program_verify import verify_program
 from steadfast.prover.segment_proof import SegmentedProof

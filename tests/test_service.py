@@ -14,7 +14,7 @@ from steadfast.air import examples as ex
 from steadfast.prover import control
 from steadfast.prover.api import Prover, ProverConfig
 from steadfast.prover.device_lost import process_lost
-from steadfast.prover.errors import ConfigError
+from steadfast.prover.common.errors import ConfigError
 from steadfast.prover.service import ProofService, ServiceGate, recoveries
 
 WEAK = ProverConfig(backend="host", num_queries=8, pow_bits=2, logup_pow_bits=2,

@@ -1,10 +1,10 @@
-"""prover/timeline.py's public merge (cluster mode: a worker's events onto the
+"""prover/common/timeline.py's public merge (cluster mode: a worker's events onto the
 coordinator's trace, through public methods only)."""
 from __future__ import annotations
 
 import time
 
-from steadfast.prover.timeline import Timeline
+from steadfast.prover.common.timeline import Timeline
 
 
 def test_merge_shifts_names_once_and_tags():

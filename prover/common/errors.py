@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from steadfast.errors import SteadfastError
-from ..verifier.errors import VerificationError
+from ...verifier.errors import VerificationError
 
 
 class ConfigError(SteadfastError, ValueError):
