@@ -12,7 +12,7 @@ This module is the public surface; each concept lives in its own module and is
 re-exported here (docs/api.md documents these names):
 
 * :class:`ProverConfig` -- backend, VRAM budget, protocol parameters, threads, check mode
-  (:mod:`prover.config`).
+  (:mod:`prover.engine.config`).
 * :class:`Prover` -- reusable across blocks: ``prove_block(block)`` runs every
   transaction (an RV32IM program on its input, docs/block-format.md) and proves them in
   one proof (rv32/block.py: the statement) -> :class:`TxBlockProof`
@@ -20,13 +20,13 @@ re-exported here (docs/api.md documents these names):
   ``execute(block)`` sizes a proof without making it (:class:`TxBlockReport`);
   ``precompile(block)`` compiles its device kernels.  The block methods are
   :class:`prover.txblock_prover.TxBlockProver`'s, on the generic
-  :class:`prover.core.ProverCore` (configuration, the self-check, backends, statistics,
-  the process lock, timeout and cancel: :mod:`prover.control`).
+  :class:`prover.engine.prover_core.ProverCore` (configuration, the self-check, backends, statistics,
+  the process lock, timeout and cancel: :mod:`prover.engine.control`).
 * :meth:`Prover.prove_program` -- one RV32IM program (ELF) run on an input, proven
   (:class:`ProgramProof`, :mod:`prover.program_proof`); ``execute_program`` sizes it
   (:class:`ProgramReport`); the methods are :class:`prover.program_prover.ProgramProver`'s.
 * :meth:`Prover.prove_airs` / :func:`verify_airs` -- your own AIRs, traces and public
-  values, with the same guarantees (:mod:`prover.core`, :mod:`prover.air_proof`).
+  values, with the same guarantees (:mod:`prover.engine.prover_core`, :mod:`prover.engine.air_proof`).
 * :func:`verify` -- checks a :class:`TxBlockProof` (or its bytes) against its block
   (:func:`verify_txblock` -> :class:`VerifiedTxBlock`: every transaction's exit code and
   output, the chain state after the block), or a :class:`ProgramProof` against ``elf=``
@@ -55,9 +55,9 @@ from ..rv32.errors import ElfError
 from ..verifier.errors import ShapeError
 from ..verifier.verify import DEFAULT_MIN_SECURITY_BITS
 
-from .air_proof import AirProof, verify_airs
-from .config import BACKENDS_AVAILABLE, ProverConfig
-from .core import ProgressCallback
+from .engine.air_proof import AirProof, verify_airs
+from .engine.config import BACKENDS_AVAILABLE, ProverConfig
+from .engine.prover_core import ProgressCallback
 from .common.errors import (ConfigError, ConfigTypeError, DevProofRefused, ProofAborted,
                      ProofSelfCheckFailure, UnprovableBlock, UnprovableProgram)
 from .program_proof import ElfLike, ProgramProof, is_program_proof

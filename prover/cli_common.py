@@ -38,9 +38,9 @@ def default_output(path: str) -> str:
 
 
 def prover_config(args, **fields):
-    """The :class:`prover.config.ProverConfig` of ``prove``'s parsed options (plus
+    """The :class:`prover.engine.config.ProverConfig` of ``prove``'s parsed options (plus
     ``fields``); a bad value is the library's :class:`prover.common.errors.ConfigError`."""
-    from .config import ProverConfig
+    from .engine.config import ProverConfig
     return ProverConfig(backend=args.backend, vram_budget=args.vram_budget,
                         log_blowup=args.log_blowup, num_queries=args.queries,
                         pow_bits=args.pow_bits, threads=args.threads, check=args.check,

@@ -155,7 +155,7 @@ def _security(block, proof, params):
     """The proof's conjectured security for its tables (the AIRs a verifier builds)."""
     from ..rv32 import block as rblock
     from ..verifier.security import proof_security
-    from .air_proof import decode_proof
+    from .engine.air_proof import decode_proof
     decoded = decode_proof(proof.proof)
     n = len(block.transactions)
     claims = rblock.claims_of(decoded, n)

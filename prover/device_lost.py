@@ -17,7 +17,7 @@ Issue #26: every detected device failure is a slower proof, never a failed or a 
   cupy's pools, a host application's buffers) -- neither numba nor cupy supports that
   under live objects -- so no context is re-created in-process: later proofs run on the
   host until the process restarts.  An injected loss leaves the device usable, so it
-  marks only the :class:`prover.core.ProverCore` that saw it.
+  marks only the :class:`prover.engine.prover_core.ProverCore` that saw it.
 * **A caught corruption** (``PipelineConfig.recover_corruption``, on under the prover
   unless ``PROVER_ABORT_ON_CORRUPTION=1``).  XCHECK's composition check after R3
   (:func:`xcheck_table`) writes its post-mortem as before; then that table's chain is

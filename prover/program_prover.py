@@ -1,5 +1,5 @@
 """Proving RV32IM programs (docs/api.md "Proving programs"): :class:`ProgramProver` adds to
-the generic :class:`prover.core.ProverCore` what a program needs -- running it on the
+the generic :class:`prover.engine.prover_core.ProverCore` what a program needs -- running it on the
 machine (rv32/), building its tables (rv32/traces.py), sizing a proof without making it,
 development-mode fakes and the kernels its proof launches.  The proofs go through
 :meth:`ProverCore._prove` like a block's: the same backends, device pipeline, recovery,
@@ -23,8 +23,8 @@ from ..rv32.statement import program_airs
 from ..rv32.tables import SLOTTED, TABLES
 from ..rv32.traces import build_traces, committed_cells
 
-from .control import PROVE_LOCK, limits
-from .core import ProverCore
+from .engine.control import PROVE_LOCK, limits
+from .engine.prover_core import ProverCore
 from .common.errors import UnprovableProgram
 from .program_proof import (ElfLike, ProgramProof, as_input, as_program, check_max_cycles,
                             dev_body)

@@ -25,7 +25,7 @@ from ..verifier.security import SecurityReport
 from ..verifier.verify import (DEFAULT_MIN_SECURITY_BITS, check_security,
                                validate_min_security_bits)
 
-from .air_proof import decode_proof, read_proof
+from .engine.air_proof import decode_proof, read_proof
 from .common.errors import DevProofRefused
 from .program_proof import (ElfLike, ProgramProof, as_input, as_program, check_max_cycles,
                             claim_of)

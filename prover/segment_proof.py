@@ -35,7 +35,7 @@ from ..rv32.statement import slots_of
 from ..verifier.errors import ShapeError, VerificationError
 from ..verifier.proof_format import Params
 
-from .air_proof import decode_proof
+from .engine.air_proof import decode_proof
 from .common.proof_file import ProofFile
 from .common.stats import ProofStats
 

@@ -2,7 +2,7 @@
 
 A process that proves several blocks at once -- a node with concurrent blocks, a proving
 service -- shares one device through one admission gate (:class:`ServiceGate`) instead of
-the process lock (:data:`prover.control.PROVE_LOCK`, one proof at a time):
+the process lock (:data:`prover.engine.control.PROVE_LOCK`, one proof at a time):
 
 * The gate has ``concurrency`` slots and the device budget ``budget``; each slot owns a
   fixed share ``budget // concurrency`` (none: unbounded) and its own device memory
@@ -44,8 +44,8 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from .config import ProverConfig
-from .control import admitted
+from .engine.config import ProverConfig
+from .engine.control import admitted
 from .common.errors import ConfigError
 from .faults import FaultPlan, parse_faults
 

@@ -1,5 +1,5 @@
 """Proving blocks of RISC-V transactions (block format version 2, rv32/blockfile.py):
-:class:`TxBlockProver` adds to :class:`prover.core.ProverCore` what such a block needs --
+:class:`TxBlockProver` adds to :class:`prover.engine.prover_core.ProverCore` what such a block needs --
 running every transaction on the machine, checking the block's claims, building the
 block's tables (rv32/block.py) and sizing a proof without making it.  The proof goes
 through :meth:`ProverCore._prove` like every other: the same backends, device pipeline,
@@ -17,8 +17,8 @@ from ..rv32.errors import ExecutionError
 from ..rv32.run import execute as rv32_execute
 from ..rv32.traces import committed_cells
 
-from .control import PROVE_LOCK, limits
-from .core import ProverCore
+from .engine.control import PROVE_LOCK, limits
+from .engine.prover_core import ProverCore
 from .common.errors import UnprovableBlock
 from .common.stats import ProofStats, peak_rss_bytes
 from .txblock_proof import TxBlockLike, TxBlockProof, as_txblock, dev_body, state_out_of

@@ -16,7 +16,7 @@ for d in air kernels prover verifier vm rv32; do ln -s "$root/$d" "$tmp/steadfas
 cd "$tmp"
 # --follow-imports=silent: report the modules named here, use the rest for their types
 MYPYPATH="$tmp" "$py" -m mypy --follow-imports=silent --cache-dir "$tmp/.mypy_cache" \
-    -m steadfast.prover.api -m steadfast.prover.display -m steadfast.prover.core \
-    -m steadfast.prover.config -m steadfast.prover.block_prover -m steadfast.prover.block_verify \
+    -m steadfast.prover.api -m steadfast.prover.display -m steadfast.prover.engine.prover_core \
+    -m steadfast.prover.engine.config -m steadfast.prover.block_prover -m steadfast.prover.block_verify \
     -m steadfast.prover.program_prover -m steadfast.prover.program_verify \
-    -m steadfast.prover.air_proof "$@"
+    -m steadfast.prover.engine.air_proof "$@"

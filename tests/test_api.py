@@ -452,7 +452,7 @@ def test_py_typed_and_version():
 def test_lock_wait_is_separate_from_proving(prover):
     """A proof that queues behind another records the wait apart from its proving time
     (the lock is held for at least 0.3 s: a lower bound, never an upper one)."""
-    from steadfast.prover.control import PROVE_LOCK
+    from steadfast.prover.engine.control import PROVE_LOCK
     blk = empty_block()
     PROVE_LOCK.acquire()
     try:
@@ -482,7 +482,7 @@ def test_cancel_and_timeout_stop_a_proof(prover, proofs):
     usable.  Bad values are ConfigErrors."""
     import steadfast
     from steadfast.prover.api import ProofAborted
-    from steadfast.prover.control import PROVE_LOCK
+    from steadfast.prover.engine.control import PROVE_LOCK
     blk = empty_block()
     ev = threading.Event()
     ev.set()

@@ -43,7 +43,7 @@ def test_device_corruption_never_writes_a_proof_without_xcheck(fault, tmp_path, 
 def test_host_backend_warns_about_device_diagnostics(tmp_path, capsys, monkeypatch):
     """PROVER_GPU_* / PROVER_FAULTS on the host backend: malformed values refused as on a
     device backend (exit 2), well-formed ones warned about (they do nothing there)."""
-    from steadfast.prover import config
+    from steadfast.prover.engine import config
     blk = write(tmp_path, "b.json", empty_block().to_json())
     monkeypatch.setenv("PROVER_GPU_XCHECK", "maybe")
     for backend in ("host", "emu"):

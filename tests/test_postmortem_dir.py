@@ -13,7 +13,7 @@ import pytest
 from steadfast.air import examples as ex
 from steadfast.prover import Params
 from steadfast.prover import xcheck
-from steadfast.prover.config import ProverConfig
+from steadfast.prover.engine.config import ProverConfig
 from steadfast.prover.faults import parse_faults
 from steadfast.prover.pipeline import PipelineConfig, run_pipeline
 from steadfast.prover.rounds import statement

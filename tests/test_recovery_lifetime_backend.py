@@ -84,7 +84,7 @@ def _run(code: str, **env) -> subprocess.CompletedProcess:
 
 @pytest.mark.timeout(300)
 def test_workqueue_is_refused_with_one_clear_line():
-    code = ("from steadfast.prover.config import ProverConfig\n"
+    code = ("from steadfast.prover.engine.config import ProverConfig\n"
             "from steadfast.prover.common.errors import ConfigError\n"
             "try:\n    ProverConfig(backend='host').resolve()\n"
             "except ConfigError as exc:\n    print('REFUSED', exc)\nelse:\n    print('ACCEPTED')\n")

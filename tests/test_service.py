@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from steadfast.air import examples as ex
-from steadfast.prover import control
+from steadfast.prover.engine import control
 from steadfast.prover.api import Prover, ProverConfig
 from steadfast.prover.device_lost import process_lost
 from steadfast.prover.common.errors import ConfigError

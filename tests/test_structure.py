@@ -205,7 +205,7 @@ def test_imports_between_the_packages_resolve_by_path():
 # prover's protocol modules prove and check any AIRs; only the block- and program-level
 # API and the CLI know a machine.
 CORE_PROVER = ("rounds", "stages", "pipeline", "residency", "recovery", "device_stages",
-               "engines", "commit", "ldetree", "hostops", "core")
+               "engines", "commit", "ldetree", "hostops", "engine.prover_core")
 MACHINES = ("rv32",)
 
 
@@ -254,7 +254,7 @@ def test_the_machine_import_check_sees_lazy_imports(tmp_path):
     graph = _edges({"steadfast.kernels.m": str(path), "steadfast.rv32.tables": str(path)})
     assert graph["steadfast.kernels.m"] == {"steadfast.rv32.tables"}
     assert _machine("steadfast.rv32.tables") and _machine("steadfast.rv32")
-    assert not _machine("steadfast.verifier.rv32x") and not _machine("steadfast.prover.core")
+    assert not _machine("steadfast.verifier.rv32x") and not _machine("steadfast.prover.engine.prover_core")
 
 
 def test_one_machine():

@@ -12,8 +12,8 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
-from .common import spans as _spans
-from .common.errors import ConfigError, ProofAborted
+from ..common import spans as _spans
+from ..common.errors import ConfigError, ProofAborted
 
 PROVE_LOCK = threading.Lock()       # one proof at a time per process
 _CALL = threading.local()           # the running call's Abort (and service slot), per thread

@@ -12,18 +12,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..verifier.proof_format import Params
+from ...verifier.proof_format import Params
 
-from .common.errors import ConfigError, ConfigTypeError
+from ..common.errors import ConfigError, ConfigTypeError
 
 log = logging.getLogger("steadfast.prover")
 
 
 def _available_backends() -> tuple:
     """host always; the device backends when the device pipeline is part of this build."""
-    import importlib
     try:
-        importlib.import_module(f"{__package__}.pipeline")
+        from .. import pipeline  # noqa: F401
     except ImportError:         # pragma: no cover - builds without the device path
         return ("host",)
     return ("host", "emu", "sim", "cuda")
@@ -119,7 +118,7 @@ class ProverConfig:
 
     def resolve(self) -> tuple[str, int | None]:
         """Validate everything; return (backend, vram budget in bytes or None)."""
-        from ..kernels.backend import BACKEND_NAMES, BackendError, parse_bytes, resolve_backend
+        from ...kernels.backend import BACKEND_NAMES, BackendError, parse_bytes, resolve_backend
         name = str(self.backend).strip().lower()
         if name not in BACKEND_NAMES + ("auto",):
             raise ConfigError(f"unknown backend {self.backend!r}; choose one of "
@@ -163,7 +162,7 @@ def _host_diagnostics(timeline: bool) -> None:
     """On the host backend the device diagnostics do nothing: refuse malformed values the
     way a device backend does (:class:`ConfigError`), and warn once per process that the
     ones set apply to device backends only."""
-    from .pipeline import PipelineConfig
+    from ..pipeline import PipelineConfig
     try:
         PipelineConfig.from_env("emu")       # the same parsing a device backend does
     except ValueError as exc:

@@ -9,7 +9,7 @@ timeout and cancel event.
 :class:`prover.program_prover.ProgramProver`'s, built on it, and
 :class:`prover.api.Prover` is the class a node uses.  :meth:`ProverCore.prove_airs` is the public door for a team's
 own AIRs (docs/api.md "Your own AIRs"); its proofs verify with
-:func:`prover.air_proof.verify_airs`.
+:func:`prover.engine.air_proof.verify_airs`.
 """
 from __future__ import annotations
 
@@ -22,18 +22,18 @@ from typing import Any, Callable, Iterator, Sequence, Union
 
 import numpy as np
 
-from ..air import ConstraintViolation, LookupImbalance, check_traces
-from ..verifier import verify as _verify_proof
-from ..verifier.errors import VerificationError
+from ...air import ConstraintViolation, LookupImbalance, check_traces
+from ...verifier import verify as _verify_proof
+from ...verifier.errors import VerificationError
 
-from .common import spans as _spans
+from ..common import spans as _spans
 from .air_proof import AirProof
 from .config import ProverConfig, _host_diagnostics
 from .control import ProgressSpans, current_abort, limits, locked
-from .common.errors import ConfigError, ProofSelfCheckFailure
-from .prove import prepare, prove as _prove_protocol
-from .common.stats import ProofStats, peak_rss_bytes, table_stats
-from .common.timeline import Timeline
+from ..common.errors import ConfigError, ProofSelfCheckFailure
+from ..prove import prepare, prove as _prove_protocol
+from ..common.stats import ProofStats, peak_rss_bytes, table_stats
+from ..common.timeline import Timeline
 
 #: ``progress(table, stage, event, seconds)``: table None for whole-proof stages,
 #: event "start" or "end" (seconds 0.0 at the start).
@@ -70,7 +70,7 @@ class ProverCore:
 
     def _device_config(self):
         """The device pipeline's configuration: this config plus the SPEC §7 switches."""
-        from .pipeline import PipelineConfig
+        from ..pipeline import PipelineConfig
         try:
             return PipelineConfig.from_env(self.backend, budget=self.vram_budget,
                                            timeline=self.timeline,
@@ -99,7 +99,7 @@ class ProverCore:
         does not match (``ValueError``), a trace that is not a 2-d uint32 array
         (``TypeError``), a width, height, value or public-value count the AIR does not
         take (:class:`air.AirError`, a ``ValueError``).  Verify the result with
-        :func:`prover.air_proof.verify_airs`."""
+        :func:`prover.engine.air_proof.verify_airs`."""
         t0 = time.perf_counter()
         airs, traces, pvs = _check_statement(airs, traces, public_values)
         prepare(traces, airs, pvs, self.config.params(), check=False)   # shapes, buses
@@ -173,7 +173,7 @@ class ProverCore:
     def _postmortem(self, table: str, err, extra: dict) -> tuple[str | None, dict]:
         """A self-check failure counted and its post-mortem written -> (path, report)."""
         self.self_check_failures += 1
-        from .xcheck import write_postmortem
+        from ..xcheck import write_postmortem
         report = {"table": table, "check": "self_check", "backend": self.backend,
                   "error": type(err).__name__, "message": str(err),
                   "faults": os.environ.get("PROVER_FAULTS", ""),
@@ -186,7 +186,7 @@ class ProverCore:
         """Why this prover's proofs run on the host although its backend is a device one:
         the device was lost in one of its proofs, or (a real sticky error) in this
         process; None while the device is usable (prover.device_lost)."""
-        from .device_lost import process_lost
+        from ..device_lost import process_lost
         return self.lost_device or process_lost(self.backend)
 
     def _note_device_loss(self, pstats) -> None:
@@ -239,7 +239,7 @@ class ProverCore:
         t_wait = time.perf_counter()
         with locked(abort):
             lock_wait = time.perf_counter() - t_wait
-            from .xcheck import POSTMORTEM_CONTEXT
+            from ..xcheck import POSTMORTEM_CONTEXT
             POSTMORTEM_CONTEXT.update(params=dict(vars(cfg.params())))
             if cfg.threads is not None:
                 import numba
@@ -260,7 +260,7 @@ class ProverCore:
             except Exception as exc:
                 # a device result the join's own check refused (v3: the final
                 # polynomial's degree) is the self-check's failure: no proof emitted
-                from .device_stages import DeviceResultError
+                from ..device_stages import DeviceResultError
                 if isinstance(exc, DeviceResultError) and cfg.self_check:
                     self._refuse_device_result(exc)
                 raise
@@ -320,7 +320,7 @@ def _check_statement(airs, traces, public_values) -> tuple[list, list, list]:
     """The counts and kinds of a :meth:`ProverCore.prove_airs` statement, before any work:
     ``ValueError`` / ``TypeError`` naming what is wrong (the shapes are
     :func:`prover.prove.prepare`'s to check)."""
-    from ..air import Air
+    from ...air import Air
     airs, traces = list(airs), list(traces)
     if not airs:
         raise ValueError("prove_airs needs at least one AIR")

@@ -11,13 +11,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Sequence, TypeVar
 
-from .common.proof_file import ProofFile
-from ..verifier import DEFAULT_MIN_SECURITY_BITS, VerifyResult
-from ..verifier import verify as _verify_proof
-from ..verifier.errors import ShapeError
-from ..verifier.proof_format import Params, Proof, decode
+from ..common.proof_file import ProofFile
+from ...verifier import DEFAULT_MIN_SECURITY_BITS, VerifyResult
+from ...verifier import verify as _verify_proof
+from ...verifier.errors import ShapeError
+from ...verifier.proof_format import Params, Proof, decode
 
-from .common.stats import ProofStats
+from ..common.stats import ProofStats
 
 _P = TypeVar("_P")
 
