@@ -20,7 +20,7 @@ def main(argv=None) -> int:
     from steadfast.kernels.field import P
     from steadfast.kernels.merkle import commit
     from steadfast.kernels.ntt_host import intt, lde_columns
-    from steadfast.prover.stages import Committed, lde_of_coeffs
+    from steadfast.prover.core.stages import Committed, lde_of_coeffs
     from steadfast.verifier.protocol import SHIFT
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) not in (2, 3):

@@ -96,7 +96,7 @@ def size_model(proof_path: str, trials: int = 40) -> None:
     import numpy as np
     from steadfast.kernels.mmcs import mixed_cap_height
     from steadfast.kernels.multiproof import multiproof_count
-    from steadfast.prover.rounds import fri_layer_heights
+    from steadfast.prover.core.rounds import fri_layer_heights
     from steadfast.prover.txblock_proof import TxBlockProof
     from steadfast.verifier.proof_format import decode
     with open(proof_path, "rb") as f:

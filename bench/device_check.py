@@ -328,7 +328,7 @@ def check_fri_fold(ctx: Ctx) -> None:
         ctx.report.add("FRI fold", f"2^{log_n}", "skipped", note=why)
         return
     _, fd = mods
-    from steadfast.prover.stages import HostStages
+    from steadfast.prover.core.stages import HostStages
     from steadfast.verifier.proof_format import Params
     k = Params().log_fri_arity
     vals = ctx.rand((1 << log_n, 4))
@@ -376,7 +376,7 @@ def check_ood(ctx: Ctx) -> None:
     if sd is None:
         ctx.report.add("OOD reduction", f"{c}x2^{log_n}", "skipped", note=why)
         return
-    from steadfast.prover.stages import HostStages
+    from steadfast.prover.core.stages import HostStages
     coeffs = ctx.rand((c, 1 << log_n))
     point = ctx.rand(4).tolist()
     ref, host_s = _host(HostStages().ood, SimpleNamespace(coeffs=coeffs), point)

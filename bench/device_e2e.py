@@ -86,7 +86,7 @@ class E2E:
     def prove_example(self, backend: str) -> dict:
         # The simulator cannot prove a block in minutes (its BYTES table alone has 2^16
         # rows; even three 16-row tables take ~6 minutes), so `--e2e-k example` proves the
-        # 8-row Fibonacci example through prover.prove: the same pipeline, one table.
+        # 8-row Fibonacci example through prover.core.prove: the same pipeline, one table.
         from steadfast.air import examples as ex
         from steadfast.prover import Params, Spans, prove
         from steadfast.prover.pipeline import PipelineConfig

@@ -1,4 +1,4 @@
-"""prover/hostops.combine_rows (R4 DEEP: base columns times EF coefficients) against its
+"""prover/core/hostops.combine_rows (R4 DEEP: base columns times EF coefficients) against its
 previous form, in one run (issue #12).
 
     PYTHONPATH=. python bench/primitives_hostops.py
@@ -15,7 +15,7 @@ import time
 import numpy as np
 from numba import njit, prange
 
-from steadfast.prover.hostops import combine_rows
+from steadfast.prover.core.hostops import combine_rows
 
 _P64 = np.uint64(2013265921)
 

@@ -42,7 +42,7 @@ def tables_of(k: int, share: float):
     terminal, name) for each table of the 2^k block of RISC-V transactions."""
     import numpy as np
     from steadfast.kernels.ntt_host import lde_columns
-    from steadfast.prover.stages import Committed, HostStages
+    from steadfast.prover.core.stages import Committed, HostStages
     from steadfast.verifier.proof_format import Params
     from steadfast.verifier.protocol import SHIFT, table_shape
     from steadfast.kernels.field import P
@@ -80,7 +80,7 @@ def tables_of(k: int, share: float):
 
 def run(k: int, share: float, rounds: int) -> dict:
     import numpy as np
-    from steadfast.prover.stages import HostStages
+    from steadfast.prover.core.stages import HostStages
 
     t0 = time.perf_counter()
     named = tables_of(k, share)
@@ -120,7 +120,7 @@ def per_point(k: int, share: float, rounds: int) -> dict:
     import collections
     import numba
     from steadfast.kernels import constraint_host as CH
-    from steadfast.prover.stages import HostStages
+    from steadfast.prover.core.stages import HostStages
     numba.set_num_threads(1)
     names = CH.OPCODE_NAMES
     host = HostStages()

@@ -50,7 +50,7 @@ def actor_rounds(rounds: int, budget: int | None, backend: str = "emu", queries:
     whole-block proof as its JSON, as the coordinator sends it."""
     import numpy as np
     from steadfast.prover.cluster_worker import _Worker
-    from steadfast.prover.prove import prepare
+    from steadfast.prover.core.prove import prepare
     from steadfast.prover.txblock_prover import txblock_airs_spec
     cfg = ProverConfig(backend=backend, vram_budget=budget, num_queries=queries, pow_bits=2)
     worker = _Worker(cfg)

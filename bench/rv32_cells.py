@@ -56,7 +56,7 @@ def main(argv=None) -> int:
               f"{os.getloadavg()[0]:.1f}")
         print(tr.report())
         if args.prove:
-            from steadfast.prover.prove import prove
+            from steadfast.prover.core.prove import prove
             from steadfast.verifier.proof_format import Params
             params = Params(log_blowup=args.log_blowup)
             t, c = time.perf_counter(), time.process_time()

@@ -60,7 +60,7 @@ sys.path.insert(0, ROOT)
 
 from steadfast.prover.faults import parse_faults  # noqa: E402
 from steadfast.prover.pipeline import PipelineConfig, estimate_bytes, run_pipeline  # noqa: E402
-from steadfast.prover.prove import prepare, prove  # noqa: E402
+from steadfast.prover.core.prove import prepare, prove  # noqa: E402
 from steadfast.prover.xcheck import XcheckFailure  # noqa: E402
 from steadfast.verifier import verify  # noqa: E402
 from steadfast.verifier.errors import VerificationError  # noqa: E402

@@ -1,7 +1,7 @@
 """The host kernels' one pool of worker threads, shared by kernels/ntt_host.py (a
 transform's rows or tasks), kernels/poseidon2.py (sponge chunks; through
 :func:`run_ranges` also the leaf hashes and row gathers of kernels/lde_rows.py and the
-chunked evaluations of prover/hostops.py) and kernels/constraint_host.py (quotient and
+chunked evaluations of prover/core/hostops.py) and kernels/constraint_host.py (quotient and
 LogUp blocks).
 
 The jobs are nogil numba kernels: the threads only give them parallelism, and every job

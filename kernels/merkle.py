@@ -168,7 +168,7 @@ def level_digests(matrix: np.ndarray, level: int) -> np.ndarray:
     ``matrix`` (uint32[n, w] canonical, n a multiple of 2^level): uint32[n >> level, 8],
     equal to ``commit(matrix).levels[level]`` when n is a power of two.  Holds only two
     levels at a time (no node array): a caller that commits a large matrix in chunks of
-    rows keeps only the level it asks for (the pruned LDE trees, prover/stages.py)."""
+    rows keeps only the level it asks for (the pruned LDE trees, prover/core/stages.py)."""
     matrix = _check_u32(matrix, "matrix")
     if matrix.ndim != 2 or matrix.shape[0] == 0 or matrix.shape[1] == 0:
         raise ValueError(f"matrix: expected a non-empty uint32[n, w], got shape {matrix.shape}")
@@ -184,7 +184,7 @@ def _levels_up(cur: np.ndarray, level: int) -> np.ndarray:
     """``level`` compression levels above the digests ``cur`` (uint32[n, 8] C-contiguous,
     canonical, n a multiple of 2^level): uint32[n >> level, 8] (``cur`` itself for level
     0).  No checks: the internal step of :func:`level_digests` for callers whose digests
-    come from the sponge (the pruned LDE trees, prover/ldetree.py)."""
+    come from the sponge (the pruned LDE trees, prover/core/ldetree.py)."""
     for _ in range(level):
         nxt = np.empty((cur.shape[0] // 2, DIGEST), np.uint32)
         _sponge(cur.reshape(-1, WIDTH), nxt, WIDTH)

@@ -16,7 +16,7 @@ the cap; the cap is level H - c, the multiproof is today's rule over (S_0, H, c)
 (:func:`kernels.multiproof.multiproof_plan`).
 
 Only the levels p .. H are kept (p = ``prune``, default ``max(0, min(6, H - 8))`` like the
-per-table trees of prover/ldetree.py, so every cap level c <= 8 is kept), in one flat
+per-table trees of prover/core/ldetree.py, so every cap level c <= 8 is kept), in one flat
 uint32[2^(H-p+1) - 1, 8] array laid out like a :class:`kernels.merkle.MerkleTree` of height
 H - p (``level_offsets(H - p)``).  A node below level p is recomputed at opening time from
 its group: the 2^p level-0 positions under one level-p node, i.e. the committed rows of the
@@ -37,7 +37,7 @@ from .poseidon2 import DIGEST, WIDTH, _sponge, sponge_hash
 
 __all__ = ["mixed_cap_height", "MixedTree", "PRUNE_LEVELS", "default_prune"]
 
-#: levels of a mixed tree dropped after the build (as prover.ldetree.PRUNE_LEVELS)
+#: levels of a mixed tree dropped after the build (as prover.core.ldetree.PRUNE_LEVELS)
 PRUNE_LEVELS = 6
 #: the highest cap height the default pruning keeps (every cap level c <= 8 is kept)
 _MAX_CAP = 8

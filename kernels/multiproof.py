@@ -10,7 +10,7 @@ S_l, the node (l, j^1); S_0 = the sorted distinct indices, S_{l+1} = sorted dist
 
 Everything here is vectorised numpy over the tree's flat node array (``tree.nodes``,
 leaves first, root last; ``tree.log_n``), so it works for any object with those two
-attributes (the host trees of :mod:`prover.stages` included).
+attributes (the host trees of :mod:`prover.core.stages` included).
 """
 from __future__ import annotations
 

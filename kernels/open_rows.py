@@ -1,7 +1,7 @@
 """Committed LDE rows at a few tree positions, straight from the coefficients (issue #12).
 
 An opening needs the rows of a committed matrix at the queried tree positions and, because
-the host trees drop their lowest levels (prover/ldetree.py), every row of each queried
+the host trees drop their lowest levels (prover/core/ldetree.py), every row of each queried
 2^b-row group, to rehash the nodes below the kept levels.  Recomputing the whole LDE
 (N = n 2^k points per column) for ~50 groups of 64 rows wastes most of the work.  Instead:
 

@@ -1,5 +1,5 @@
 """Device (numba.cuda) kernels for the AIR-independent prover stages, bit-identical to
-:class:`prover.stages.HostStages`.
+:class:`prover.core.stages.HostStages`.
 
 * :func:`ef_batch_inverse_device` -- EF inverses with Montgomery's trick (one ``ef_inv``
   per thread; each thread takes the interleaved subset t, t + T, t + 2T, ... so that

@@ -8,8 +8,8 @@
 """
 from ..verifier.proof_format import Params
 
-from .prove import prove
+from .core.prove import prove
 from .common.spans import ProofStats, Spans
-from .stages import Committed, HostStages
+from .core.stages import Committed, HostStages
 
 __all__ = ["prove", "Params", "HostStages", "Committed", "Spans", "ProofStats"]

@@ -23,15 +23,15 @@ machine:
   keeping its state (:mod:`prover.cluster_sharded`, proof format 6): ``main_commit`` (R1:
   its main leaf digests), ``aux`` (the LogUp sums committed: the aux leaf digests),
   ``quotient`` (R2 on its transcript fork: the parts' leaf digests), ``prove_table`` (R3
-  and the DEEP quotient: its :class:`prover.rounds.R4Deep`, the DQ through the object
+  and the DEEP quotient: its :class:`prover.core.rounds.R4Deep`, the DQ through the object
   store, its trees kept on the worker and replaced by proxies carrying their caps) and
   ``open_table`` (its rows at the query positions); between them the coordinator builds
   the three mixed-height trees (main, aux, parts) over the leaf digests in table order,
   absorbs the main cap and draws the LogUp challenges (with their proof of work), and
   hands the mixed aux and parts caps to the later pieces; it runs the join
-  (:mod:`prover.cluster_join`: :func:`prover.rounds.r4_fri`, one FRI over all tables, on
+  (:mod:`prover.cluster_join`: :func:`prover.core.rounds.r4_fri`, one FRI over all tables, on
   host stages; then every table's ``open_table`` launched at once, and
-  :func:`prover.rounds.r4_open` with the mixed trees' multiproofs); then it runs the
+  :func:`prover.core.rounds.r4_open` with the mixed trees' multiproofs); then it runs the
   prover's self-check.  Each worker runs its pieces on the configured backend: host
   stages, or on a device backend one :class:`prover.device_stages.DeviceStages` per table
   (its buffers resident from R1 to its openings; recovery and downgrades as in the

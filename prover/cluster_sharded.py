@@ -96,10 +96,10 @@ def _sharded(pool: WorkerPool, airs, traces, pvs, source, cycles: int, phases: d
     the workers rebuild the AIRs from (a block's ROM, a program's ProgramAirs)."""
     from ..verifier.protocol import absorb_statement
     from ..verifier.transcript import Transcript
-    from .prove import prepare
-    from .rounds import Mixed, R1Challenges, R1Main, _cap, r1_challenges, take_quotients
+    from .core.prove import prepare
+    from .core.rounds import Mixed, R1Challenges, R1Main, _cap, r1_challenges, take_quotients
     from .common.spans import Spans
-    from .stages import HostStages
+    from .core.stages import HostStages
     ray = pool._ray
     cfg = pool.config
     t1 = time.perf_counter()

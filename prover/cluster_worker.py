@@ -163,7 +163,7 @@ class _Worker:
         """The stages of one table of a sharded proof: host stages, or on a device backend
         a DeviceStages of its own (its recovery counters and transfers are the table's)
         over this process's device memory and budget (the PROVER_* switches apply)."""
-        from .stages import HostStages
+        from .core.stages import HostStages
         if self.prover.backend == "host":
             return HostStages()
         from .device_stages import device_gate
@@ -238,7 +238,7 @@ class _Worker:
         deterministically).  Every level the coordinator has already seen is checked
         against ``known`` (the table's own main / aux / parts caps); the mixed aux and
         parts caps there replay the fork.  On an error the table's state is released."""
-        from .rounds import R1Main, Statement, r1_aux, r2_quotient, r3_ood, r4_deep
+        from .core.rounds import R1Main, Statement, r1_aux, r2_quotient, r3_ood, r4_deep
         from .common.spans import Spans
         start = _DEEP if opening else target - 1
         t = self.state.pop((job, i), None)

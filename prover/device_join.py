@@ -22,7 +22,7 @@ from ..kernels.field import P
 from ..kernels.merkle import level_offsets
 
 from .residency import DevTree, ResidentHandle
-from .stages import HostStages
+from .core.stages import HostStages
 
 
 @dataclass(frozen=True)
@@ -184,7 +184,7 @@ class DeviceJoinStages:
         return np.array(tree.nodes.host()[:n], dtype=np.uint32)
 
     def group_rows(self, com, groups, b: int) -> np.ndarray:
-        """:meth:`prover.stages.HostStages.group_rows` of a resident matrix: its rows
+        """:meth:`prover.core.stages.HostStages.group_rows` of a resident matrix: its rows
         gathered by a device kernel when resident, else from its host copy."""
         tree = getattr(com, "tree", None)
         if not isinstance(tree, DevTree):
@@ -201,7 +201,7 @@ class DeviceJoinStages:
 
     def open_rows(self, tree, indices, log_cap: int, cached=None) -> np.ndarray:
         """A table's opened rows: from the resident matrix (site r4.open, its faults
-        included), else as :meth:`prover.stages.HostStages.open_rows`."""
+        included), else as :meth:`prover.core.stages.HostStages.open_rows`."""
         if isinstance(tree, DevTree):
             return self.open_batch(tree, indices, log_cap)[0]
         return HostStages.open_rows(self, tree, indices, log_cap, cached)

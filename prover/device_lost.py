@@ -45,8 +45,8 @@ import numpy as np
 
 from ..kernels.backend import as_device_lost
 
-from .rounds import prove_statement, r1_aux, r2_quotient, r3_ood
-from .stages import HostStages
+from .core.rounds import prove_statement, r1_aux, r2_quotient, r3_ood
+from .core.stages import HostStages
 
 log = logging.getLogger("steadfast.recovery")
 
@@ -117,7 +117,7 @@ def _completion_reason(exc: BaseException, cfg, stats) -> dict | None:
 
 
 def host_proof(st, spans, logs: list | None = None) -> bytes:
-    """The statement ``st`` proven on the host (:func:`prover.prove.prove`'s host path):
+    """The statement ``st`` proven on the host (:func:`prover.core.prove.prove`'s host path):
     the transcript and every commitment re-derived from the traces."""
     from ..verifier.proof_format import encode
     proof = encode(prove_statement(st, HostStages(table_roots=False), spans, logs))

@@ -1,6 +1,6 @@
 """The prover's stages on a device backend, with resident handles and recovery.
 
-:class:`DeviceStages` has the same methods as :class:`prover.stages.HostStages` (the round
+:class:`DeviceStages` has the same methods as :class:`prover.core.stages.HostStages` (the round
 driver cannot tell them apart) and runs each stage's work on the device:
 
 * every buffer a stage produces (trace upload, main/aux/parts LDE and coefficients, tree
@@ -51,7 +51,7 @@ from .faults import FaultPlan
 from .integrity import changed_handles, checksum_anyway
 from .recovery import Recovery, RecoveryCounters
 from .residency import DevCommitted, DevTree, ResidentHandle, TransferStats, tracking_uploads
-from .stages import Committed, HostStages
+from .core.stages import Committed, HostStages
 from .common.timeline import Timeline
 
 

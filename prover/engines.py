@@ -13,7 +13,7 @@ An engine does a stage's arithmetic on buffers that live in a :class:`DeviceMemo
   writes its outputs back to device memory -- never silently: such stages are listed in
   :attr:`CudaEngine.host_assisted` and in the proof stats.
 
-Every engine is bit-identical to :class:`prover.stages.HostStages` (tests compare the
+Every engine is bit-identical to :class:`prover.core.stages.HostStages` (tests compare the
 proof bytes of all backends).
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ from ..kernels import merkle as kmerkle
 from ..kernels.hostlib import copy_checksum, checksum_words
 from ..verifier.protocol import SHIFT, TableShape
 
-from .stages import HostStages, _bitrev_rows
+from .core.stages import HostStages, _bitrev_rows
 
 
 def _nodes_shape(n_leaves: int) -> tuple:

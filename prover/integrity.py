@@ -23,7 +23,7 @@ from ..kernels.backend import DeviceOOM, as_device_oom
 from ..kernels.hostlib import checksum_words
 from ..kernels.merkle import MerkleTree, commit
 
-from .stages import _bitrev_rows
+from .core.stages import _bitrev_rows
 
 
 def changed_handles(st, engine) -> list:

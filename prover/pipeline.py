@@ -55,7 +55,7 @@ from .engines import CudaEngine, EmuEngine
 from .faults import FaultPlan, faults_from_env
 from .precheck import Prechecker
 from .recovery import RecoveryCounters
-from .rounds import (Mixed, _cap, fri_layer_heights, mixed_commit, r1_aux, r1_challenges,
+from .core.rounds import (Mixed, _cap, fri_layer_heights, mixed_commit, r1_aux, r1_challenges,
                      r1_main_commit, r2_quotient, r3_ood, r4_deep, r4_fri, r4_open,
                      take_quotients)
 from .common.spans import NullSpans, Spans
@@ -132,7 +132,7 @@ class PipelineConfig:
     def run(self, st, *, spans: Spans | None = None,
             logs: list | None = None) -> tuple[bytes, "PipelineStats"]:
         """Prove a prepared statement with this configuration (:func:`run_pipeline`): the
-        door :func:`prover.prove.prove` calls for ``device=``."""
+        door :func:`prover.core.prove.prove` calls for ``device=``."""
         return run_pipeline(st, self, spans=spans, logs=logs)
 
 
@@ -436,7 +436,7 @@ def make_stages(cfg: PipelineConfig, mem: DeviceMemory, counters, proof_id: int)
 
 def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list | None = None,
                  proof_id: int | None = None) -> tuple[bytes, PipelineStats]:
-    """Prove a prepared :class:`prover.rounds.Statement` on a device backend; a lost
+    """Prove a prepared :class:`prover.core.rounds.Statement` on a device backend; a lost
     device (or a corruption no table recomputation mends) finishes it on the host
     (:func:`prover.device_lost.run_with_recovery`)."""
     from .device_lost import run_with_recovery

@@ -192,7 +192,7 @@ class DevTree:
 
 
 class DevCommitted:
-    """Duck-typed :class:`prover.stages.Committed` whose buffers are resident handles."""
+    """Duck-typed :class:`prover.core.stages.Committed` whose buffers are resident handles."""
 
     def __init__(self, table: str, lde: ResidentHandle, coeffs: ResidentHandle, tree: DevTree):
         self.table = table

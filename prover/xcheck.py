@@ -48,7 +48,7 @@ from .device_join import JOIN
 from .device_locks import NULL_LOCK, R2_LOCK
 from .engines import decompose
 from .integrity import lde_matches_leaves, tree_consistent  # noqa: F401  (re-exported)
-from .stages import HostStages
+from .core.stages import HostStages
 
 
 class XcheckFailure(SteadfastError, RuntimeError):

@@ -87,10 +87,10 @@ def test_join_over_tree_refs_is_the_one_machine_proof():
     one machine's."""
     import numpy as np
     from steadfast.prover.cluster_join import _join, _JoinStages, _TreeRef, mixed_tree
-    from steadfast.prover.prove import prepare, prove
-    from steadfast.prover.rounds import prove_tables, r1_challenges, r1_main, take_quotients
+    from steadfast.prover.core.prove import prepare, prove
+    from steadfast.prover.core.rounds import prove_tables, r1_challenges, r1_main, take_quotients
     from steadfast.prover.common.spans import Spans
-    from steadfast.prover.stages import HostStages
+    from steadfast.prover.core.stages import HostStages
     _, bt = Prover(CFG)._build_txblock(as_txblock(txblocks.one_tx_block()), {})
     params = CFG.params()
     args = (list(bt.traces), list(bt.airs), bt.table_public_values, params)

@@ -18,7 +18,7 @@ from steadfast.prover import compile_ahead as ca
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # two small cached kernels (well under a second each to compile)
-SMALL = ("steadfast.prover.hostops", "_ef_chain")
+SMALL = ("steadfast.prover.core.hostops", "_ef_chain")
 
 
 def _entries():

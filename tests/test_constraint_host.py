@@ -17,7 +17,7 @@ from steadfast.air import examples as ex
 from steadfast.air import field as AF
 from steadfast.kernels import constraint_host as CH
 from steadfast.kernels.ntt_host import lde_columns
-from steadfast.prover.stages import Committed, HostStages
+from steadfast.prover.core.stages import Committed, HostStages
 from steadfast.verifier.proof_format import Params
 from steadfast.verifier.protocol import SHIFT, table_shape
 

@@ -8,7 +8,7 @@ import pathlib
 import re
 
 from steadfast.prover.api import ProverConfig
-from steadfast.prover.prove import prove
+from steadfast.prover.core.prove import prove
 from steadfast.verifier.proof_format import Params
 
 API_MD = pathlib.Path(__file__).resolve().parents[1] / "docs" / "api.md"

@@ -12,7 +12,7 @@ from numba import cuda
 from steadfast.kernels import fri_device as FD
 from steadfast.kernels import merkle as HM
 from steadfast.kernels.merkle_device import commit_device
-from steadfast.prover.stages import HostStages
+from steadfast.prover.core.stages import HostStages
 
 P = 2013265921
 G = 31
@@ -123,7 +123,7 @@ def test_fold_matches_naive_reference(h, k):
                                        roll=None if r is None else cuda.to_device(arr(r)),
                                        block=4).copy_to_host()
         assert tup(got) == want
-        # the host stage (prover.stages.HostStages.fri_fold) agrees with both
+        # the host stage (prover.core.stages.HostStages.fri_fold) agrees with both
         host = HostStages().fri_fold(arr(f), arr([beta])[0], k, h, None if r is None else arr(r))
         assert tup(host) == want
 

@@ -9,8 +9,8 @@ from hypothesis import given, settings, strategies as st
 from steadfast.air import examples as ex
 from steadfast.air import field as F
 from steadfast.prover import Params, prove
-from steadfast.prover.rounds import _fri_openings, fri_layer_heights
-from steadfast.prover.stages import HostStages
+from steadfast.prover.core.rounds import _fri_openings, fri_layer_heights
+from steadfast.prover.core.stages import HostStages
 from steadfast.verifier import decode
 from steadfast.verifier.protocol import SHIFT
 
@@ -208,8 +208,8 @@ def test_join_halves_hand_the_dqs_over_and_leave_the_records():
     the bytes of prove(); the chains' records are not changed (the DQs are handed over
     and each taken once); R4Fri.positions is each table's query positions; a missing or
     doubled table is refused."""
-    from steadfast.prover.prove import prepare
-    from steadfast.prover.rounds import (prove_tables, r1_challenges, r1_main, r4_fri, r4_open,
+    from steadfast.prover.core.prove import prepare
+    from steadfast.prover.core.rounds import (prove_tables, r1_challenges, r1_main, r4_fri, r4_open,
                                          take_quotients)
     from steadfast.prover.common.spans import NullSpans
     airs, traces, pvs = _mixed_block()

@@ -8,9 +8,9 @@ from hypothesis import given, settings, strategies as st
 
 from steadfast.air import field as F
 from steadfast.kernels.ntt_host import bit_reverse_permutation
-from steadfast.prover import commit as merkle
-from steadfast.prover import ldetree as LT
-from steadfast.prover.stages import _bitrev_index, _bitrev_rows, _LdeTree
+from steadfast.prover.core import commit as merkle
+from steadfast.prover.core import ldetree as LT
+from steadfast.prover.core.stages import _bitrev_index, _bitrev_rows, _LdeTree
 
 P = F.P
 
@@ -22,7 +22,7 @@ def test_lde_tree_opens_like_the_matrix_tree(log_n, c, prune, seed):
     has the root, caps, rows, paths and multiproofs of the full tree over the
     bit-reversed rows."""
     from steadfast.kernels import multiproof as mp
-    from steadfast.prover import stages as S
+    from steadfast.prover.core import stages as S
     rng = np.random.default_rng(seed)
     lde = rng.integers(0, P, (c, 1 << log_n), dtype=np.uint32)
     prune = min(prune, log_n)
@@ -74,7 +74,7 @@ def test_released_lde_is_recomputed_identically():
     """A committed matrix's LDE, released and read again, is recomputed from the
     coefficients to the same values; the tree opens the same rows after the release."""
     from steadfast.air import field as F
-    from steadfast.prover.stages import Committed, HostStages
+    from steadfast.prover.core.stages import Committed, HostStages
     from steadfast.verifier.protocol import table_shape
     from steadfast.air.examples import fibonacci_air
     air = fibonacci_air()
@@ -140,7 +140,7 @@ def test_field_scalar_inputs_keep_their_types():
 @settings(max_examples=10, deadline=None)
 @given(st.integers(1, 40), st.sampled_from([1, 2, 1023, 1024, 1025, 3000]), st.integers(0, 2**32 - 1))
 def test_combine_rows_matches_big_integers(c, n, seed):
-    from steadfast.prover.hostops import combine_rows
+    from steadfast.prover.core.hostops import combine_rows
     rng = np.random.default_rng(seed)
     mat = rng.integers(0, P, (c, n), dtype=np.uint32)
     co = rng.integers(0, P, (c, 4), dtype=np.uint32)
@@ -151,7 +151,7 @@ def test_combine_rows_matches_big_integers(c, n, seed):
 
 def test_combine_rows_rejects_non_canonical_coefficients():
     import pytest
-    from steadfast.prover.hostops import combine_rows
+    from steadfast.prover.core.hostops import combine_rows
     with pytest.raises(ValueError, match="canonical"):
         combine_rows(np.zeros((2, 4), np.uint32), np.full((2, 4), P, np.uint32))
 
@@ -159,7 +159,7 @@ def test_combine_rows_rejects_non_canonical_coefficients():
 def test_deep_quotient_from_released_ldes_is_the_same():
     """DEEP from the coefficients (the matrices' LDEs released) equals DEEP combined on
     the LDE domain (the same matrices given by their LDEs alone), and releases them."""
-    from steadfast.prover import stages as S
+    from steadfast.prover.core import stages as S
     from steadfast.verifier.protocol import table_shape
     from steadfast.verifier.proof_format import Params
     from steadfast.air.examples import fibonacci_air

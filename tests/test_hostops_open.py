@@ -1,4 +1,4 @@
-"""The host kernels of the openings (prover/hostops.py): ``eval_columns`` (R3's out-of-domain
+"""The host kernels of the openings (prover/core/hostops.py): ``eval_columns`` (R3's out-of-domain
 values: every column's polynomial at an EF point) and ``deep_sum`` (R4's
 sum (comb - v) / (x - zeta) over one or two points, through the minimal polynomial of
 zeta) against galois' GF(p^4) (an independent implementation of the extension)."""
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from steadfast.kernels import field
-from steadfast.prover import hostops as H
+from steadfast.prover.core import hostops as H
 
 from gf4_ref import GF, P, from_gf4, gf4, to_gf4
 
@@ -136,7 +136,7 @@ def test_deep_quotient_paths_against_galois(honest):
     """HostStages.deep_quotient: the coefficient-form division (honest opened values) and
     the pointwise sum it falls back to (a wrong opened value: no exact division) both give
     sum_k lam^k (f_k(x) - v_k) / (x - zeta_k) at every point of the LDE domain."""
-    from steadfast.prover.stages import Committed, HostStages
+    from steadfast.prover.core.stages import Committed, HostStages
     from steadfast.verifier.protocol import SHIFT, TableShape
     rng = np.random.default_rng(5)
     log_n, log_b = 3, 2

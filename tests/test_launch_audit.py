@@ -71,7 +71,7 @@ def _exercise(rng):
     from steadfast.kernels import ntt_device as ND
     from steadfast.kernels import poseidon2_device as PD
     from steadfast.kernels import stage_device as SD
-    from steadfast.prover.stages import HostStages
+    from steadfast.prover.core.stages import HostStages
     from steadfast.verifier.proof_format import Params
     from steadfast.verifier.protocol import deep_groups, table_shape
 

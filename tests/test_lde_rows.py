@@ -13,7 +13,7 @@ from steadfast.kernels import merkle as mk
 from steadfast.kernels.field import P
 from steadfast.kernels.ntt_host import bit_reverse_permutation
 from steadfast.kernels.poseidon2 import hash_rows
-from steadfast.prover import ldetree as LT
+from steadfast.prover.core import ldetree as LT
 
 
 def committed_matrix(lde):
@@ -26,7 +26,7 @@ def naive_bitrev(i, bits):
 
 
 def old_tree_rows(lde, lo, count):
-    """prover/ldetree.py's _tree_rows before kernels/lde_rows.py (numpy gathers)."""
+    """prover/core/ldetree.py's _tree_rows before kernels/lde_rows.py (numpy gathers)."""
     N = lde.shape[1]
     base = naive_bitrev(lo, N.bit_length() - 1)
     cols = np.ascontiguousarray(lde[:, base::N // count].T)

@@ -19,7 +19,7 @@ from hypothesis import given, settings, strategies as st
 from steadfast.air import AirBuilder
 from steadfast.air.builder import Air, AirError, choose_logup_degree, logup_degree_cap
 from steadfast.prover.api import Prover, ProverConfig, verify
-from steadfast.prover.prove import prove
+from steadfast.prover.core.prove import prove
 from steadfast.prover.txblock_proof import TxBlockProof
 from steadfast.rv32 import block as rblock
 from steadfast.rv32.chips.common import pow2_rows

@@ -260,7 +260,7 @@ def test_property_large_heights(seed, block):
 def test_numpy_path_agrees():
     """HostStages.aux_build's numpy loop (PROVER_HOST_QUOTIENT=numpy) and the compiled h
     columns give the same aux trace and terminal on random AIRs."""
-    from steadfast.prover.stages import HostStages
+    from steadfast.prover.core.stages import HostStages
     from steadfast.verifier.proof_format import Params
     from steadfast.verifier.protocol import table_shape
     host = HostStages()

@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from steadfast.kernels import multiproof as mp
 from steadfast.kernels.merkle import MerkleTree, commit
-from steadfast.prover.stages import HostStages
+from steadfast.prover.core.stages import HostStages
 
 
 def _compress(left, right):

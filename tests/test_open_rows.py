@@ -81,7 +81,7 @@ def test_group_rows_errors():
 def test_released_lde_opens_from_the_coefficients(seed, log_cap, shape):
     """A released LDE's openings (rows and multiproof nodes below the kept tree levels)
     come from kernels/open_rows.py: the same as with the LDE held."""
-    from steadfast.prover.stages import Committed, HostStages
+    from steadfast.prover.core.stages import Committed, HostStages
     log_n, k = shape
     rng = np.random.default_rng(seed)
     coeffs = rng.integers(0, P, (5, 1 << log_n), dtype=np.uint64).astype(np.uint32)

@@ -10,7 +10,7 @@ from steadfast.air import examples as ex
 from steadfast.prover import Params, prove
 from steadfast.prover.faults import SITES, parse_faults
 from steadfast.prover.pipeline import PipelineConfig, estimate_bytes, run_pipeline
-from steadfast.prover.rounds import statement
+from steadfast.prover.core.rounds import statement
 from steadfast.prover.xcheck import XcheckFailure
 from steadfast.verifier.protocol import table_shape
 

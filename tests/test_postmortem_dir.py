@@ -16,7 +16,7 @@ from steadfast.prover import xcheck
 from steadfast.prover.engine.config import ProverConfig
 from steadfast.prover.faults import parse_faults
 from steadfast.prover.pipeline import PipelineConfig, run_pipeline
-from steadfast.prover.rounds import statement
+from steadfast.prover.core.rounds import statement
 from steadfast.prover.xcheck import XcheckFailure, postmortem_dir, write_postmortem
 from steadfast.verifier.protocol import table_shape
 

@@ -74,7 +74,7 @@ def test_three_tables_linked_by_logup():
 def test_logup_accumulator_is_cyclic(log_n, seed):
     """acc[0] = 0, acc[i+1] - acc[i] = r_i - U on every row, wrapping from the last row
     to row 0, and n U = sum_i r_i (checked with Python integers, coefficientwise)."""
-    from steadfast.prover.stages import logup_accumulator
+    from steadfast.prover.core.stages import logup_accumulator
     n = 1 << log_n
     r = np.random.default_rng(seed).integers(0, P, size=(4, n), dtype=np.uint64)
     acc, u = logup_accumulator(r)

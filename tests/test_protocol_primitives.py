@@ -3,7 +3,7 @@ the Merkle conventions, and agreement with the prover's commitments."""
 import numpy as np
 import pytest
 
-from steadfast.prover import commit as prover_commit
+from steadfast.prover.core import commit as prover_commit
 from steadfast.verifier import merkle
 from steadfast.verifier.field import barycentric_at, bitrev, ef_basis_combine, pow_scalar_arr
 from steadfast.verifier.poseidon2 import P, compress, grain_constants, hash_rows, permute

@@ -38,7 +38,7 @@ from steadfast.prover.engines import EmuEngine
 from steadfast.prover.faults import SITES, parse_faults
 from steadfast.prover.pipeline import Admission, PipelineConfig, device_memory, run_pipeline
 from steadfast.prover.recovery import Recovery
-from steadfast.prover.rounds import statement
+from steadfast.prover.core.rounds import statement
 from steadfast.verifier.protocol import table_shape
 
 FAST = Params(num_queries=8, pow_bits=2)
@@ -124,7 +124,7 @@ def test_fold_roll_in_uploads_are_released_after_the_fold():
     # a host roll-in (a combined input F_h computed on the host) folded into a device
     # layer: its upload is read once, by the fold
     from steadfast.prover.device_join import JOIN, Layer
-    from steadfast.prover.stages import HostStages
+    from steadfast.prover.core.stages import HostStages
     mem = DeviceMemory("emu", None)
     stages = DeviceStages(mem, EmuEngine())
     rng = np.random.default_rng(1)

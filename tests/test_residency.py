@@ -161,7 +161,7 @@ def test_lde_integrity_against_its_tree_leaves():
     # (bit-reversed) rows and compares them with its tree's leaves
     from steadfast.kernels.merkle import commit
     from steadfast.prover.xcheck import lde_matches_leaves as _lde_matches_leaves
-    from steadfast.prover.stages import _bitrev_rows
+    from steadfast.prover.core.stages import _bitrev_rows
     rng = np.random.default_rng(6)
     lde_T = rng.integers(0, 2013265921, (3, 16), dtype=np.uint32)     # (columns, N)
     nodes = commit(_bitrev_rows(lde_T)).nodes.copy()

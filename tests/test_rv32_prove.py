@@ -1,4 +1,4 @@
-"""End to end: RV32IM executions proved with steadfast.prover.prove.prove and verified with
+"""End to end: RV32IM executions proved with steadfast.prover.core.prove.prove and verified with
 rv32.statement.verify_execution (the verifier holds the program, the input and max_cycles;
 it reads the exit code and the output off the proof).  Small programs and few queries
 (FAST) except one guest at the default parameters."""
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from steadfast import rv32
-from steadfast.prover.prove import prove
+from steadfast.prover.core.prove import prove
 from steadfast.rv32.chips.io import pack_output
 from steadfast.rv32.statement import Claim, program_airs, verify_execution
 from steadfast.rv32.tables import INDEX

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from steadfast.air import ConstraintViolation, LookupImbalance, check_traces
-from steadfast.prover.prove import prove
+from steadfast.prover.core.prove import prove
 from steadfast.rv32 import isa
 from steadfast.rv32.chips.io import pack_output
 from steadfast.rv32.statement import program_airs

@@ -38,7 +38,7 @@ import pytest
 from steadfast import rv32
 from steadfast.air import LookupImbalance, check_traces
 from steadfast.air.check import interaction_rows
-from steadfast.prover.prove import prove
+from steadfast.prover.core.prove import prove
 from steadfast.rv32.chips import bytes as bytes_chip
 from steadfast.rv32.chips.common import AND8, MEM, PAIR8, RANGE16
 from steadfast.rv32.tables import INDEX

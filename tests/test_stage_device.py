@@ -20,7 +20,7 @@ from steadfast.kernels import devicelib
 from steadfast.kernels import stage_device as SD
 from steadfast.kernels.hostlib import ef_inverse
 from steadfast.kernels.ntt_host import bit_reverse_permutation as brp
-from steadfast.prover.stages import Committed, HostStages
+from steadfast.prover.core.stages import Committed, HostStages
 from steadfast.verifier.proof_format import Params
 from steadfast.verifier.protocol import SHIFT, deep_groups, table_shape
 

@@ -31,7 +31,7 @@ from .air_proof import AirProof
 from .config import ProverConfig, _host_diagnostics
 from .control import ProgressSpans, current_abort, limits, locked
 from ..common.errors import ConfigError, ProofSelfCheckFailure
-from ..prove import prepare, prove as _prove_protocol
+from ..core.prove import prepare, prove as _prove_protocol
 from ..common.stats import ProofStats, peak_rss_bytes, table_stats
 from ..common.timeline import Timeline
 
@@ -319,7 +319,7 @@ class ProverCore:
 def _check_statement(airs, traces, public_values) -> tuple[list, list, list]:
     """The counts and kinds of a :meth:`ProverCore.prove_airs` statement, before any work:
     ``ValueError`` / ``TypeError`` naming what is wrong (the shapes are
-    :func:`prover.prove.prepare`'s to check)."""
+    :func:`prover.core.prove.prepare`'s to check)."""
     from ...air import Air
     airs, traces = list(airs), list(traces)
     if not airs:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..air import field as AF
-from ..kernels.hostlib import HF
-from ..kernels.host_pool import run_ranges
+from ...air import field as AF
+from ...kernels.hostlib import HF
+from ...kernels.host_pool import run_ranges
 
 _P64 = np.uint64(2013265921)
 _mul = HF.mul

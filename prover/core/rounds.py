@@ -1,7 +1,7 @@
 """The prover's rounds (SPEC §5), each returning a small frozen record.
 
 The driver is backend-agnostic: all heavy work goes through ``stages`` (a
-:class:`prover.stages.HostStages` or a device replacement), and the transcript order is
+:class:`prover.core.stages.HostStages` or a device replacement), and the transcript order is
 fixed by table order -- never by completion order.  After ``r1_challenges`` every table
 works on its own transcript fork and touches nothing of the other tables, so the
 per-table chains r1_aux -> r4_deep (:func:`prove_tables`, three passes) may run concurrently; the join
@@ -35,13 +35,13 @@ from typing import Sequence
 
 import numpy as np
 
-from ..air import field as F
-from ..kernels.mmcs import MixedTree
-from ..verifier.proof_format import Commitments, FriProof, Params, Proof, TableProof
-from ..verifier.protocol import absorb_statement, deep_groups
-from ..verifier.transcript import Transcript
+from ...air import field as F
+from ...kernels.mmcs import MixedTree
+from ...verifier.proof_format import Commitments, FriProof, Params, Proof, TableProof
+from ...verifier.protocol import absorb_statement, deep_groups
+from ...verifier.transcript import Transcript
 
-from .common.spans import Spans
+from ..common.spans import Spans
 from .stages import Committed
 
 

@@ -1,15 +1,15 @@
 """The Merkle tree of a committed LDE, held without its lowest levels (issue #12), and
 the gathers that turn the column-major LDE (c, N) into committed rows (bit-reversed
-order).  Split out of prover/stages.py; :class:`prover.stages.Committed` owns one."""
+order).  Split out of prover/core/stages.py; :class:`prover.core.stages.Committed` owns one."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..kernels import multiproof as mp
-from ..kernels.lde_rows import gather_rows, leaf_digests
-from ..kernels.ntt_host import bit_reverse_indices as _bitrev_index
-from ..kernels.ntt_host import bit_reverse_permutation
-from ..kernels.poseidon2 import RATE, _sponge
+from ...kernels import multiproof as mp
+from ...kernels.lde_rows import gather_rows, leaf_digests
+from ...kernels.ntt_host import bit_reverse_indices as _bitrev_index
+from ...kernels.ntt_host import bit_reverse_permutation
+from ...kernels.poseidon2 import RATE, _sponge
 
 #: levels of an LDE tree's node array dropped after the commit (the leaves and the
 #: levels just above): an opening rehashes the 2^PRUNE_LEVELS rows around each opened
@@ -57,7 +57,7 @@ class _LdeTree:
     __slots__ = ("_upper", "_prune", "_log_n", "_src")
 
     def __init__(self, upper, prune: int, log_n: int, src):
-        from ..kernels.merkle import MerkleTree
+        from ...kernels.merkle import MerkleTree
         # no matrix view; None for a leaves-only tree (commit(levels=False))
         self._upper = None if upper is None else MerkleTree(upper.nodes, upper.log_n, None)
         self._prune = int(prune)
@@ -75,7 +75,7 @@ class _LdeTree:
         hashes the leaves into ``leaves_out`` only: a tree without nodes, whose rows are
         opened (:meth:`open_rows`) but which has no root or cap -- the table's own tree is
         not part of a format-6 proof, only its leaves (in the round's mixed tree)."""
-        from ..kernels.merkle import MerkleTree, _levels_up
+        from ...kernels.merkle import MerkleTree, _levels_up
         N = lde.shape[1]
         log_n = N.bit_length() - 1
         if N != 1 << log_n or lde.shape[0] == 0:
@@ -146,7 +146,7 @@ class _LdeTree:
         """The digests at (level, position) pairs: uint32[m, 8].  Below the kept levels
         each group is rehashed from ``grows`` (group -> its rows uint32[2^prune, c], tree
         order) when given, else from the LDE ``lde`` (read from the source if None)."""
-        from ..kernels.merkle import _build_levels, level_offsets
+        from ...kernels.merkle import _build_levels, level_offsets
         self._need_levels()
         levels = np.asarray(levels, np.int64)
         pos = np.asarray(pos, np.int64)
@@ -191,7 +191,7 @@ class _LdeTree:
 
     def paths(self, indices, lde=None) -> np.ndarray:
         """Authentication paths uint32[q, log N, 8] (sibling at each level, leaves first)."""
-        from ..kernels.merkle import _check_indices
+        from ...kernels.merkle import _check_indices
         idx = _check_indices(indices, 1 << self._log_n)
         k = np.arange(self._log_n, dtype=np.int64)
         sib = (idx[:, None] >> k[None, :]) ^ 1
@@ -226,7 +226,7 @@ class _LdeTree:
 
 class _ArraySource:
     """An LDE held as a plain array (the ``src`` of a tree committed without a
-    :class:`prover.stages.Committed`)."""
+    :class:`prover.core.stages.Committed`)."""
 
     __slots__ = ("lde",)
 

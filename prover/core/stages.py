@@ -1,6 +1,6 @@
 """The per-table heavy work of the prover, one method per stage: :class:`HostStages`.
 
-The round driver (:mod:`prover.rounds`) is backend-agnostic: it calls these methods per
+The round driver (:mod:`prover.core.rounds`) is backend-agnostic: it calls these methods per
 table and owns the transcript.  A device backend replaces this class (same methods, its
 own resident handles inside :class:`Committed`); every method takes and returns plain
 numpy arrays or small records for ONE table and touches nothing else, so tables can run
@@ -20,15 +20,15 @@ import dataclasses
 
 import numpy as np
 
-from .. import air as airlib
-from ..air import field as F
-from ..kernels import multiproof as mp
-from ..kernels import open_rows
-from ..kernels.hostlib import ef_inverse
-from ..kernels.poseidon2 import poseidon2_permute
-from ..kernels.ntt_host import (bit_reverse_permutation, coset_intt, intt, lde_columns,
+from ... import air as airlib
+from ...air import field as F
+from ...kernels import multiproof as mp
+from ...kernels import open_rows
+from ...kernels.hostlib import ef_inverse
+from ...kernels.poseidon2 import poseidon2_permute
+from ...kernels.ntt_host import (bit_reverse_permutation, coset_intt, intt, lde_columns,
                                 lde_from_coeffs)
-from ..verifier.protocol import SHIFT, TableShape
+from ...verifier.protocol import SHIFT, TableShape
 
 from . import commit as merkle
 from .hostops import combine_rows, deep_sum, divide_linear, eval_columns
@@ -209,7 +209,7 @@ class HostStages:
         gamma = np.asarray(challenges["logup_gamma"], np.uint64).reshape(4, 1)
         # h columns: compiled (kernels/constraint_host.py, bit-identical) unless
         # PROVER_HOST_QUOTIENT=numpy, else the numpy reference loop below
-        from ..kernels import constraint_host
+        from ...kernels import constraint_host
         fast = constraint_host.compiled_quotient_enabled()
         rows = None if fast else airlib.interaction_rows(air, main, public_values)
         it_index = {id(it): k for k, it in enumerate(air.interactions)}
@@ -274,7 +274,7 @@ class HostStages:
         ``PROVER_HOST_QUOTIENT``, compiled unless ``numpy``): the AIR's program run by the
         compiled kernel of kernels/constraint_host.py (bit-identical) instead of the numpy
         interpreter below, which stays the reference."""
-        from ..kernels import constraint_host
+        from ...kernels import constraint_host
         if constraint_host.compiled_quotient_enabled() if compiled is None else compiled:
             # the kernel reads the quotient domain g<w_M> only: hand it the LDEs on that
             # sub-coset (a released LDE is evaluated there alone, at blowup M/n instead of
@@ -554,11 +554,11 @@ class HostStages:
 
     def leaf_digests(self, com) -> np.ndarray:
         """The leaf digests of a committed matrix (uint32[N, 8], tree order), handed over
-        once to its round's mixed-height commitment (prover.rounds.mixed_commit): the
+        once to its round's mixed-height commitment (prover.core.rounds.mixed_commit): the
         committed object keeps no reference."""
         leaves, com.leaves = com.leaves, None
         if leaves is None:          # taken already (a recomputed table): rehash the rows
-            from ..kernels.merkle import hash_rows
+            from ...kernels.merkle import hash_rows
             leaves = hash_rows(np.ascontiguousarray(
                 com.tree.rows(np.arange(1 << com.tree.log_n)), np.uint32))
         return leaves

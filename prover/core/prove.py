@@ -23,18 +23,18 @@ from typing import Sequence
 
 import numpy as np
 
-from ..air import check_buses, check_shapes, check_traces
-from ..verifier.proof_format import Params, encode
-from ..verifier.protocol import table_shape
+from ...air import check_buses, check_shapes, check_traces
+from ...verifier.proof_format import Params, encode
+from ...verifier.protocol import table_shape
 
 from .rounds import prove_statement, statement
-from .common.spans import NullSpans, Spans
+from ..common.spans import NullSpans, Spans
 from .stages import HostStages
 
 
 def prepare(tables: Sequence[np.ndarray], airs: Sequence, public_values=None,
             params: Params | None = None, *, check: bool = True):
-    """Validate the inputs and build the :class:`prover.rounds.Statement` (shapes, public
+    """Validate the inputs and build the :class:`prover.core.rounds.Statement` (shapes, public
     values, parameters); ``check`` runs check mode (ConstraintViolation / LookupImbalance
     naming table, constraint and row)."""
     params = params or Params()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels.merkle import commit as _kernel_commit
+from ...kernels.merkle import commit as _kernel_commit
 
 
 def commit(rows: np.ndarray):
