@@ -89,7 +89,7 @@ class E2E:
         # 8-row Fibonacci example through prover.core.prove: the same pipeline, one table.
         from steadfast.air import examples as ex
         from steadfast.prover import Params, Spans, prove
-        from steadfast.prover.pipeline import PipelineConfig
+        from steadfast.prover.device.pipeline import PipelineConfig
         trace, pv = ex.fibonacci_trace(3)
         spans, stats = Spans(), []
         device = None if backend == "host" else PipelineConfig.from_env(backend)

@@ -33,7 +33,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from steadfast.prover.api import Prover, ProverConfig  # noqa: E402
-from steadfast.prover.pipeline import device_memory  # noqa: E402
+from steadfast.prover.device.pipeline import device_memory  # noqa: E402
 
 from bench.v2_blocks import K_RANGE, check_k, sized_block, tiny_block  # noqa: E402
 

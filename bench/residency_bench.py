@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 
 from bench.soak import load_tables  # noqa: E402
 from steadfast.kernels.hostlib import copy_checksum  # noqa: E402
-from steadfast.prover.pipeline import PipelineConfig, run_pipeline  # noqa: E402
+from steadfast.prover.device.pipeline import PipelineConfig, run_pipeline  # noqa: E402
 from steadfast.prover.core.prove import prepare, prove  # noqa: E402
 from steadfast.verifier.proof_format import Params  # noqa: E402
 

@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 from steadfast.prover.api import Prover  # noqa: E402
 from steadfast.prover.engine.config import ProverConfig  # noqa: E402
-from steadfast.prover.faults import SITES  # noqa: E402
+from steadfast.prover.device.faults import SITES  # noqa: E402
 from steadfast.prover.service import ProofService, recoveries  # noqa: E402
 
 

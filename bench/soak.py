@@ -10,7 +10,7 @@ The block: a version-2 block file (default examples/block.json: three transactio
 tables), or with ``--tiny`` tests/txblocks.py's one-transaction block (hello, 18 tables).
 
 Scenarios (each runs ``--cycles`` proofs with a different fault seed per cycle).  The first
-five drive the device pipeline (``prover.pipeline.run_pipeline``) with corruption recovery
+five drive the device pipeline (``prover.device.pipeline.run_pipeline``) with corruption recovery
 off (``PipelineConfig.recover_corruption=False``), so that a caught corruption is counted:
 
 * ``oom``             budget cut until tables queue, ``oom@*:0.3``: every proof must be
@@ -58,10 +58,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from steadfast.prover.faults import parse_faults  # noqa: E402
-from steadfast.prover.pipeline import PipelineConfig, estimate_bytes, run_pipeline  # noqa: E402
+from steadfast.prover.device.faults import parse_faults  # noqa: E402
+from steadfast.prover.device.pipeline import PipelineConfig, estimate_bytes, run_pipeline  # noqa: E402
 from steadfast.prover.core.prove import prepare, prove  # noqa: E402
-from steadfast.prover.xcheck import XcheckFailure  # noqa: E402
+from steadfast.prover.device.xcheck import XcheckFailure  # noqa: E402
 from steadfast.verifier import verify  # noqa: E402
 from steadfast.verifier.errors import VerificationError  # noqa: E402
 from steadfast.verifier.proof_format import Params  # noqa: E402

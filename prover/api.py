@@ -59,7 +59,7 @@ from .engine.air_proof import AirProof, verify_airs
 from .engine.config import BACKENDS_AVAILABLE, ProverConfig
 from .engine.prover_core import ProgressCallback
 from .common.errors import (ConfigError, ConfigTypeError, DevProofRefused, ProofAborted,
-                     ProofSelfCheckFailure, UnprovableBlock, UnprovableProgram)
+                            ProofSelfCheckFailure, UnprovableBlock, UnprovableProgram)
 from .program_proof import ElfLike, ProgramProof, is_program_proof
 from .program_prover import ProgramProver
 from .program_report import ProgramReport, ProgramTableEstimate, TableEstimate

@@ -117,7 +117,7 @@ def run_prove_program(args, raw: bytes, t_start: float, kernels_cached) -> int:
     meta.update({"proof": out, "device": device_name(prover.backend),
                  "params": dict(vars(params)), "dev_mode": dev,
                  "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-    from .xcheck import POSTMORTEM_CONTEXT
+    from .device.xcheck import POSTMORTEM_CONTEXT
     POSTMORTEM_CONTEXT.update({k: meta[k] for k in ("program", "program_digest", "device")})
     seg = segments_arg(args)
     proof, failure = _P.run_proof(

@@ -123,7 +123,7 @@ def run_proof(prove, session: Session, what: str):
     the block or program cannot be proven -- its ``record`` for the statistics --, 4 when
     the self-check or XCHECK refused the proof)."""
     from .api import ProofSelfCheckFailure, UnprovableBlock
-    from .xcheck import XcheckFailure
+    from .device.xcheck import XcheckFailure
     failure = None
     try:
         return prove(), None

@@ -121,7 +121,7 @@ def run_prove_txblock(args, raw: bytes, t_start: float, kernels_cached) -> int:
     meta.update({"proof": out, "device": device_name(prover.backend),
                  "params": dict(vars(params)), "dev_mode": dev,
                  "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-    from .xcheck import POSTMORTEM_CONTEXT
+    from .device.xcheck import POSTMORTEM_CONTEXT
     POSTMORTEM_CONTEXT.update({k: meta[k] for k in ("block", "block_sha256", "device")})
     proof, failure = _P.run_proof(lambda: prover.prove_txblock(block), session, "block")
     if failure is not None:

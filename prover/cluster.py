@@ -33,7 +33,7 @@ machine:
   host stages; then every table's ``open_table`` launched at once, and
   :func:`prover.core.rounds.r4_open` with the mixed trees' multiproofs); then it runs the
   prover's self-check.  Each worker runs its pieces on the configured backend: host
-  stages, or on a device backend one :class:`prover.device_stages.DeviceStages` per table
+  stages, or on a device backend one :class:`prover.device.stages.DeviceStages` per table
   (its buffers resident from R1 to its openings; recovery and downgrades as in the
   pipeline, counted per table).
 

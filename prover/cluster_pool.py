@@ -62,7 +62,7 @@ class WorkerPool:
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
             raise ConfigError("worker_env maps names to strings")
         if env.get("PROVER_FAULTS"):
-            from .faults import FaultSpecError, parse_faults
+            from .device.faults import FaultSpecError, parse_faults
             try:
                 parse_faults(env["PROVER_FAULTS"])
             except FaultSpecError as exc:

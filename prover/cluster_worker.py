@@ -96,7 +96,7 @@ def _airs_of(source, shapes, params) -> list:
 class _Worker:
     """One Ray actor: a warm Prover for whole blocks, and per-table state for sharded
     proofs (``state[(job, table)]`` = the table's main commitment, preprocessed LDE and
-    its stages: host, or one :class:`prover.device_stages.DeviceStages` per table on a
+    its stages: host, or one :class:`prover.device.stages.DeviceStages` per table on a
     device backend, holding the table's resident buffers between R1 and its chain).
     ``env``: environment variables set in this worker's process before its Prover is
     made (the PROVER_* switches of docs/diagnostics.md, e.g. PROVER_FAULTS)."""
@@ -166,9 +166,9 @@ class _Worker:
         from .core.stages import HostStages
         if self.prover.backend == "host":
             return HostStages()
-        from .device_stages import device_gate
-        from .pipeline import device_memory, estimate_bytes, make_stages
-        from .recovery import RecoveryCounters
+        from .device.stages import device_gate
+        from .device.pipeline import device_memory, estimate_bytes, make_stages
+        from .device.recovery import RecoveryCounters
         pcfg = self.prover._device_config()
         pcfg.timeline = tl
         stages = make_stages(pcfg, device_memory(pcfg.backend, pcfg.budget),
@@ -420,7 +420,7 @@ def _host_dq(dq) -> np.ndarray:
     """A DQ as a host array (a device DQ copied to the host, then released)."""
     if isinstance(dq, np.ndarray):
         return dq
-    from .device_stages import _host_of
+    from .device.stages import _host_of
     host = np.array(_host_of(dq), dtype=np.uint32)
     dq.h.release()
     return host

@@ -181,7 +181,7 @@ class ProgramProver(ProverCore):
         from ..verifier.protocol import table_shape
         from ..verifier.security import proof_security
         from ..rv32.statement import input_sha256
-        from .pipeline import estimate_bytes
+        from .device.pipeline import estimate_bytes
         t0 = time.perf_counter()
         S, max_cycles = self._segmenting(segment_cycles, max_cycles)
         seg_counts: tuple = ()

@@ -14,7 +14,7 @@ class TableEstimate:
     two, or the table's fixed height); ``committed_cells``: padded_rows * 2^log_blowup *
     (main_width + 4 * aux_width + 4 * parts) -- base-field cells on the LDE domain;
     ``device_bytes``: the device pipeline's estimate of the table's peak residency
-    (:func:`prover.pipeline.estimate_bytes`, the figure admission uses)."""
+    (:func:`prover.device.pipeline.estimate_bytes`, the figure admission uses)."""
     name: str
     rows: int
     padded_rows: int

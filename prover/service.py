@@ -6,23 +6,23 @@ the process lock (:data:`prover.engine.control.PROVE_LOCK`, one proof at a time)
 
 * The gate has ``concurrency`` slots and the device budget ``budget``; each slot owns a
   fixed share ``budget // concurrency`` (none: unbounded) and its own device memory
-  (:func:`prover.pipeline.device_memory` keyed by the slot: its own ledger, pool, epochs,
+  (:func:`prover.device.pipeline.device_memory` keyed by the slot: its own ledger, pool, epochs,
   drains).  A proof waits for a free slot, runs in it, and hands it back when it ends --
   so the shares of the proofs in flight never add up to more than the budget.
 * Inside its share a proof is an ordinary device proof: its tables are admitted against
-  the share (prover.pipeline.Admission), spilled, retried, downgraded and recovered as
+  the share (prover.device.pipeline.Admission), spilled, retried, downgraded and recovered as
   in a proof of its own.  An OOM is an OOM of its share (its ledger refuses, nobody
   else's); a downgrade is its own; a corruption or a failed self-check is recomputed or
   re-proved by its own :class:`Prover`; an injected lost device marks only its own
   Prover (each proof gets a fresh one), so the others stay on the device.  A *real*
   sticky CUDA error is different: the context is dead for the process, so every later
-  proof runs on the host (prover.device_lost.process_lost) -- still identical bytes.
+  proof runs on the host (prover.device.lost.process_lost) -- still identical bytes.
 * A failure (an exception) is that proof's future's, never another's.
 * Host-side work (the numba kernels, the host completion of a lost proof, the
   self-check) runs concurrently across slots: every backend already requires numba's
   thread-safe threading layer (omp or tbb, kernels.backend_select) because the pipeline
   calls parallel kernels from several table workers.  Serialised across proofs, as they
-  are within one: the device R2 windows (prover.device_locks.R2_LOCK, process-wide) and
+  are within one: the device R2 windows (prover.device.locks.R2_LOCK, process-wide) and
   the simulator's kernel submission.
 
 Each proof's fault plan is its own (``submit(..., faults="oom@r2:0.5,seed=3")``, the
@@ -47,7 +47,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from .engine.config import ProverConfig
 from .engine.control import admitted
 from .common.errors import ConfigError
-from .faults import FaultPlan, parse_faults
+from .device.faults import FaultPlan, parse_faults
 
 _SERVICES = itertools.count(1)
 

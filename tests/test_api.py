@@ -362,7 +362,7 @@ def test_one_base_exception_and_typed_config():
     from steadfast.kernels.backend import BackendError
     from steadfast.prover.api import DevProofRefused
     from steadfast.prover.common.errors import ClusterError
-    from steadfast.prover.xcheck import XcheckFailure
+    from steadfast.prover.device.xcheck import XcheckFailure
     from steadfast.rv32.errors import ExecutionError
     from steadfast.verifier.errors import ParameterError
     for cls in (ConfigError, UnprovableBlock, ProofSelfCheckFailure, DevProofRefused,

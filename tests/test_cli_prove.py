@@ -25,7 +25,7 @@ def one_proof(tmp_path_factory):
     """``prove`` of tests/txblocks.one_tx_block with FAST, once: (block, proof, stats,
     stdout, stderr, the post-mortem written after it with the run's identity)."""
     import io
-    from steadfast.prover import xcheck
+    from steadfast.prover.device import xcheck
     d = tmp_path_factory.mktemp("one")
     blk = write(d, "b.json", one_tx_block().to_json())
     mp = pytest.MonkeyPatch()

@@ -24,8 +24,8 @@ import pytest
 from steadfast.air import examples as ex
 from steadfast.prover import prove
 from steadfast.prover.api import Prover, ProverConfig
-from steadfast.prover.faults import parse_faults
-from steadfast.prover.xcheck import XcheckFailure
+from steadfast.prover.device.faults import parse_faults
+from steadfast.prover.device.xcheck import XcheckFailure
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
@@ -116,7 +116,7 @@ def test_abort_on_corruption_keeps_the_stop(lookup, monkeypatch, tmp_path):
 
 def test_one_recomputation_per_table_per_proof(lookup, monkeypatch, tmp_path):
     """A check that keeps failing after the host recomputation stops the proof."""
-    from steadfast.prover import xcheck
+    from steadfast.prover.device import xcheck
     airs, traces, pvs, _ = lookup
     monkeypatch.setattr(xcheck, "composition_ok", lambda *a, **k: False)
     prover = _xcheck_prover(monkeypatch, tmp_path, "")
@@ -127,7 +127,7 @@ def test_one_recomputation_per_table_per_proof(lookup, monkeypatch, tmp_path):
 
 
 def test_recovered_on_the_simulator(monkeypatch):
-    from steadfast.prover.pipeline import PipelineConfig, run_pipeline
+    from steadfast.prover.device.pipeline import PipelineConfig, run_pipeline
     from test_pipeline import FAST, _statement
     tr, pv = ex.fibonacci_trace(3)
     airs, traces, pvs = [ex.fibonacci_air()], [tr], [pv]
@@ -144,7 +144,7 @@ def _child() -> dict:
     fake_cupy.install(strict=True)
     from test_cuda_paths import _probe_and_adapt
     _probe_and_adapt(fake_cupy)
-    from steadfast.prover.pipeline import PipelineConfig, run_pipeline
+    from steadfast.prover.device.pipeline import PipelineConfig, run_pipeline
     from test_pipeline import FAST, _statement
     tr, pv = ex.fibonacci_trace(3)
     airs, traces, pvs = [ex.fibonacci_air()], [tr], [pv]

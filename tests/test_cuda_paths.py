@@ -43,7 +43,7 @@ def _probe_and_adapt(fake_cupy) -> Counter:
     """Patch the prover for the run (test side only): count the type of every
     ``DeviceArray.data`` made, and adapt two things to the simulator.  Returns the counter."""
     from steadfast.kernels import backend as kb, layout_device
-    from steadfast.prover import device_stages
+    from steadfast.prover.device import stages as device_stages
 
     # every DeviceArray.data made on "cuda" must be a cupy array, never a numba one
     data_types: Counter = Counter()
@@ -114,8 +114,8 @@ def _child(cfg: dict) -> dict:
         merkle_device.fetch = fetch_without_sync
         fri_device.fetch = fetch_without_sync
 
-    from steadfast.prover.faults import parse_faults
-    from steadfast.prover.pipeline import PipelineConfig, run_pipeline
+    from steadfast.prover.device.faults import parse_faults
+    from steadfast.prover.device.pipeline import PipelineConfig, run_pipeline
     from test_pipeline import _statement, tiny_lookup_block
 
     airs, traces, pvs, ref = tiny_lookup_block()
@@ -154,7 +154,7 @@ def _child(cfg: dict) -> dict:
         out.update(error=type(exc).__name__, message=str(exc),
                    report=getattr(exc, "report", None))
     if cfg.get("strict"):
-        from steadfast.prover.pipeline import device_memory
+        from steadfast.prover.device.pipeline import device_memory
         mem = device_memory("cuda", cfg.get("budget"))
         out.update(peak_held=fake_cupy.PEAK_HELD[0], peak_used=fake_cupy.PEAK_USED[0],
                    raw_live=fake_cupy.RAW[0],

@@ -82,8 +82,8 @@ def test_post_mortem_checksum_survives_a_device_without_room():
     import numpy as np
 
     from steadfast.kernels.hostlib import checksum_words
-    from steadfast.prover.device_stages import DeviceStages
-    from steadfast.prover.engines import EmuEngine
+    from steadfast.prover.device.stages import DeviceStages
+    from steadfast.prover.device.engines import EmuEngine
 
     mem = kb.DeviceMemory("emu", budget=1 << 20)
     stages = DeviceStages(mem, EmuEngine(), xcheck=True)

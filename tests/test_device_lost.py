@@ -25,7 +25,7 @@ from steadfast.air import examples as ex
 from steadfast.kernels.backend import DeviceLost, as_device_lost, as_device_oom
 from steadfast.prover import prove
 from steadfast.prover.api import Prover, ProverConfig
-from steadfast.prover.faults import SITES, FaultSpecError, parse_faults
+from steadfast.prover.device.faults import SITES, FaultSpecError, parse_faults
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
@@ -103,7 +103,7 @@ def test_lost_at_random_sites_with_oom_mixed_in(lookup, monkeypatch):
 
 
 def test_lost_on_the_simulator():
-    from steadfast.prover.pipeline import PipelineConfig, run_pipeline
+    from steadfast.prover.device.pipeline import PipelineConfig, run_pipeline
     from test_pipeline import FAST, _statement
     tr, pv = ex.fibonacci_trace(3)
     airs, traces, pvs = [ex.fibonacci_air()], [tr], [pv]
@@ -183,8 +183,8 @@ def test_real_loss_outside_a_site_marks_the_backend_for_the_process(lookup, monk
     synchronisation would raise it): mapped from the exception, counted under ``other``;
     a real loss marks the backend lost for the process, so a new prover starts on the
     host.  (The process-wide record is this test's own: restored after it.)"""
-    from steadfast.prover import device_lost
-    from steadfast.prover.device_stages import DeviceStages
+    from steadfast.prover.device import lost as device_lost
+    from steadfast.prover.device.stages import DeviceStages
     monkeypatch.setattr(device_lost, "_PROCESS_LOST", {})
 
     class CUDARuntimeError(RuntimeError):          # cupy_backends.cuda.api.runtime's shape
@@ -214,9 +214,9 @@ def _child(cfg: dict) -> dict:
     fake_cupy.install(strict=True)
     from test_cuda_paths import _probe_and_adapt
     _probe_and_adapt(fake_cupy)
-    from steadfast.prover.device_lost import process_lost
-    from steadfast.prover.engines import CudaEngine
-    from steadfast.prover.pipeline import PipelineConfig, run_pipeline
+    from steadfast.prover.device.lost import process_lost
+    from steadfast.prover.device.engines import CudaEngine
+    from steadfast.prover.device.pipeline import PipelineConfig, run_pipeline
     from test_pipeline import FAST, _statement
     tr, pv = ex.fibonacci_trace(3)
     airs, traces, pvs = [ex.fibonacci_air()], [tr], [pv]

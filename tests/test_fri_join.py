@@ -210,7 +210,7 @@ def test_join_halves_hand_the_dqs_over_and_leave_the_records():
     doubled table is refused."""
     from steadfast.prover.core.prove import prepare
     from steadfast.prover.core.rounds import (prove_tables, r1_challenges, r1_main, r4_fri, r4_open,
-                                         take_quotients)
+                                              take_quotients)
     from steadfast.prover.common.spans import NullSpans
     airs, traces, pvs = _mixed_block()
     params = Params(log_blowup=1, num_queries=6, pow_bits=1, log_final_poly_len=1,

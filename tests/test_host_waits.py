@@ -12,7 +12,7 @@ it needs none: cupy's pool reuses the block only for later work of that stream, 
 after everything that read it).  On the calling thread (teardown, spills) the 39
 device-wide synchronisations of frees outside a stream scope became waits for the null
 stream alone (one device-wide sync is left: ``end_epoch``).  What remains per table:
-7 CUDA-event syncs of the stage clock (prover/pipeline.py, at the table's end), 3 Merkle
+7 CUDA-event syncs of the stage clock (prover/device/pipeline.py, at the table's end), 3 Merkle
 root fetches (one per commit, kernels/merkle_device.py: the next one to remove -- format 3
 puts caps, not roots, in the proof), 4-5 OOD fetches (the values R3 needs), 2 stream-scope
 ends (4 since proof format 6: R1 main and the three passes), 2 cap downloads, the LogUp terminal and DEEP flag fetches, and the one-off uploads of
@@ -39,7 +39,7 @@ def _child(cfg: dict) -> dict:
     fake_cupy.install(strict=True)
     from test_cuda_paths import _probe_and_adapt
     _probe_and_adapt(fake_cupy)
-    from steadfast.prover.pipeline import PipelineConfig, run_pipeline
+    from steadfast.prover.device.pipeline import PipelineConfig, run_pipeline
     from test_pipeline import _statement, tiny_lookup_block
 
     airs, traces, pvs, ref = tiny_lookup_block()

@@ -8,10 +8,10 @@ import pytest
 
 from steadfast.air import examples as ex
 from steadfast.prover import Params, prove
-from steadfast.prover.faults import SITES, parse_faults
-from steadfast.prover.pipeline import PipelineConfig, estimate_bytes, run_pipeline
+from steadfast.prover.device.faults import SITES, parse_faults
+from steadfast.prover.device.pipeline import PipelineConfig, estimate_bytes, run_pipeline
 from steadfast.prover.core.rounds import statement
-from steadfast.prover.xcheck import XcheckFailure
+from steadfast.prover.device.xcheck import XcheckFailure
 from steadfast.verifier.protocol import table_shape
 
 FAST = Params(num_queries=8, pow_bits=2)
@@ -192,7 +192,7 @@ def test_race_fault_needs_overlap(block, tmp_path):
 def test_xcheck_happy_path_passes(block, monkeypatch):
     # and on the happy path no resident buffer looks corrupted: the tags taken in the
     # writes' copy (emu), the LDEs against their trees, the trace against the input
-    from steadfast.prover.device_stages import DeviceStages
+    from steadfast.prover.device.stages import DeviceStages
     orig, checked = DeviceStages.release_table, []
 
     def release(self, table):
@@ -207,7 +207,7 @@ def test_xcheck_happy_path_passes(block, monkeypatch):
 
 @pytest.mark.timeout(60)
 def test_failure_in_one_table_cancels_the_rest(block, monkeypatch):
-    from steadfast.prover.device_stages import DeviceStages
+    from steadfast.prover.device.stages import DeviceStages
     orig = DeviceStages.quotient
 
     def boom(self, air, shape, *a, **k):
@@ -217,13 +217,13 @@ def test_failure_in_one_table_cancels_the_rest(block, monkeypatch):
     monkeypatch.setattr(DeviceStages, "quotient", boom)
     with pytest.raises(RuntimeError, match="kernel exploded"):
         _run(block, backend="emu", workers=3)
-    from steadfast.prover.pipeline import device_memory
+    from steadfast.prover.device.pipeline import device_memory
     assert device_memory("emu", None).ledger.in_use == 0
 
 
 def test_late_free_from_previous_proof_does_not_corrupt_the_next(block):
-    from steadfast.prover.pipeline import device_memory
-    import steadfast.prover.device_stages as ds
+    from steadfast.prover.device.pipeline import device_memory
+    import steadfast.prover.device.stages as ds
     kept = []
     orig = ds.DeviceStages._handle
 
@@ -261,7 +261,7 @@ def test_sim_recovers_from_injected_ooms_identically():
 
 def test_gate_implies_every_dispatch_check():
     from hypothesis import given, strategies as st
-    from steadfast.prover.device_stages import DISPATCH_CHECKS, device_gate, dispatch_ok
+    from steadfast.prover.device.stages import DISPATCH_CHECKS, device_gate, dispatch_ok
     from steadfast.verifier.protocol import TableShape
 
     @given(st.integers(1, 26), st.integers(0, 4), st.integers(1, 300), st.integers(0, 8),
@@ -278,7 +278,7 @@ def test_gate_implies_every_dispatch_check():
 
 
 def test_a_table_the_dispatch_refuses_still_recovers(block, monkeypatch):
-    import steadfast.prover.device_stages as ds
+    import steadfast.prover.device.stages as ds
     monkeypatch.setitem(ds.DISPATCH_CHECKS, "r2", lambda s: False)
     proof, stats = _run(block, backend="emu")
     assert proof == block[3]
@@ -317,7 +317,7 @@ def test_sim_kernel_temporaries_stay_within_their_booked_scratch(monkeypatch):
         init(self, *a, **k)
         mems.append(self)
     monkeypatch.setattr(kb.DeviceMemory, "__init__", remembered)
-    import steadfast.prover.pipeline as pl
+    import steadfast.prover.device.pipeline as pl
     monkeypatch.setattr(pl, "_MEMORIES", {})        # a fresh DeviceMemory for this proof
     # the NTT's process-wide twiddle tables (at least 2^8 words, grown on demand) are
     # uploaded inside whichever call first needs them, which depends on the tests run
@@ -386,7 +386,7 @@ def test_sim_kernel_temporaries_stay_within_their_booked_scratch(monkeypatch):
         <= seen, seen
     # the bounds' size-proportional part must cover what was allocated (the production
     # slack is not counted; 1 KiB of fixed per-call overhead is allowed at these sizes)
-    from steadfast.prover.engines import _SLACK
+    from steadfast.prover.device.engines import _SLACK
     over = [(tag, used, booked) for tag, used, booked in calls if used > booked - _SLACK + 1024]
     assert not over, over
     assert sum(used for _, used, _ in calls) > 0            # the hooks did see the kernels
@@ -398,7 +398,7 @@ def test_host_paths_never_touch_device_memory(block, monkeypatch):
     recovery site and failed the proof).  Every table is downgraded at r4.deep, and the
     device has no room for any gather."""
     from steadfast.kernels.backend import DeviceOOM
-    from steadfast.prover.engines import EmuEngine
+    from steadfast.prover.device.engines import EmuEngine
 
     def no_room(self, *a, **k):
         raise DeviceOOM(64, 0, None, "scratch gather (no room)")
@@ -424,7 +424,7 @@ def test_estimate_bounds_one_tables_booked_peak_on_emu(case, monkeypatch):
     tests/test_cuda_paths.py."""
     import dataclasses
 
-    import steadfast.prover.pipeline as pl
+    import steadfast.prover.device.pipeline as pl
     kind, log_n, blow = case.split("-")
     log_n, log_blowup = int(log_n), int(blow[1:])
     if kind == "fib":
@@ -478,7 +478,7 @@ def test_join_admission_spills_idle_tables_under_a_tight_budget(block):
     """Every chain keeps its trees and DQ resident; a budget that holds one table's
     estimate but not the join on top of the resident tables spills idle tables to the
     host, and the openings read the spilled copies: same bytes, no recovery."""
-    from steadfast.prover.pipeline import estimate_join_bytes
+    from steadfast.prover.device.pipeline import estimate_join_bytes
     airs, traces, pvs, ref = block
     st = _statement(airs, traces, pvs)
     budget = max(max(estimate_bytes(s, FAST.num_queries) for s in st.shapes),
@@ -495,7 +495,7 @@ def test_join_corruption_never_ends_in_a_wrong_proof(block):
     degree check refuse it (typed DeviceResultError), never a proof; corrupt@r4.open
     changes an opened row: the proof's bytes differ and the verifier rejects them (the
     self-check's job, tests/test_cli_device.py)."""
-    from steadfast.prover.device_stages import DeviceResultError
+    from steadfast.prover.device.stages import DeviceResultError
     from steadfast.verifier.errors import VerificationError
     from steadfast.verifier.verify import verify
     from steadfast import SteadfastError
@@ -517,7 +517,7 @@ def test_join_parameters_identical_on_emu(block, log_fri_arity, log_cap, log_blo
     heights: roll-ins): the device stages' layer widths, caps and multiproofs give the
     host's bytes."""
     import dataclasses
-    import steadfast.prover.pipeline as pl
+    import steadfast.prover.device.pipeline as pl
     monkeypatch.setattr(pl, "_MEMORIES", {})     # a fresh memory: no earlier stale frees
     airs, traces, pvs, _ = block
     params = dataclasses.replace(FAST, log_fri_arity=log_fri_arity, log_cap=log_cap,

@@ -12,12 +12,12 @@ import pytest
 
 from steadfast.air import examples as ex
 from steadfast.prover import Params
-from steadfast.prover import xcheck
+from steadfast.prover.device import xcheck
 from steadfast.prover.engine.config import ProverConfig
-from steadfast.prover.faults import parse_faults
-from steadfast.prover.pipeline import PipelineConfig, run_pipeline
+from steadfast.prover.device.faults import parse_faults
+from steadfast.prover.device.pipeline import PipelineConfig, run_pipeline
 from steadfast.prover.core.rounds import statement
-from steadfast.prover.xcheck import XcheckFailure, postmortem_dir, write_postmortem
+from steadfast.prover.device.xcheck import XcheckFailure, postmortem_dir, write_postmortem
 from steadfast.verifier.protocol import table_shape
 
 FAST = Params(num_queries=8, pow_bits=2)

@@ -30,14 +30,14 @@ from hypothesis import HealthCheck, given, settings, strategies as hs
 from steadfast.air import examples as ex
 from steadfast.kernels.backend import DeviceMemory
 from steadfast.prover import Params, prove
-from steadfast.prover import pipeline as pl
-from steadfast.prover import xcheck as xc
-from steadfast.prover.device_locks import R2_LOCK
-from steadfast.prover.device_stages import DeviceStages
-from steadfast.prover.engines import EmuEngine
-from steadfast.prover.faults import SITES, parse_faults
-from steadfast.prover.pipeline import Admission, PipelineConfig, device_memory, run_pipeline
-from steadfast.prover.recovery import Recovery
+from steadfast.prover.device import pipeline as pl
+from steadfast.prover.device import xcheck as xc
+from steadfast.prover.device.locks import R2_LOCK
+from steadfast.prover.device.stages import DeviceStages
+from steadfast.prover.device.engines import EmuEngine
+from steadfast.prover.device.faults import SITES, parse_faults
+from steadfast.prover.device.pipeline import Admission, PipelineConfig, device_memory, run_pipeline
+from steadfast.prover.device.recovery import Recovery
 from steadfast.prover.core.rounds import statement
 from steadfast.verifier.protocol import table_shape
 
@@ -123,7 +123,7 @@ def test_a_retry_starts_with_the_bytes_its_first_attempt_found(block):
 def test_fold_roll_in_uploads_are_released_after_the_fold():
     # a host roll-in (a combined input F_h computed on the host) folded into a device
     # layer: its upload is read once, by the fold
-    from steadfast.prover.device_join import JOIN, Layer
+    from steadfast.prover.device.join import JOIN, Layer
     from steadfast.prover.core.stages import HostStages
     mem = DeviceMemory("emu", None)
     stages = DeviceStages(mem, EmuEngine())
@@ -169,7 +169,7 @@ def _boom(*a, **k):
 @pytest.mark.parametrize("call", ["lde_commit", "parts_lde_commit", "commit_rows"])
 @pytest.mark.parametrize("backend", ["emu", "sim"])
 def test_an_engine_commit_that_raises_frees_its_outputs(call, backend, monkeypatch):
-    from steadfast.prover import engines
+    from steadfast.prover.device import engines
     mem = DeviceMemory(backend, None)
     if backend == "sim":
         eng = engines.CudaEngine("sim")

@@ -60,7 +60,7 @@ def test_a_sharded_job_owns_its_epoch():
 def test_a_shard_buffer_across_a_pipeline_proof_is_unbooked():
     """The reproduction's pattern with the real pipeline (emu): a buffer allocated on
     the process's DeviceMemory outside any epoch, a whole-block proof, then its free."""
-    from steadfast.prover.pipeline import PipelineConfig, device_memory, run_pipeline
+    from steadfast.prover.device.pipeline import PipelineConfig, device_memory, run_pipeline
     sys.path.insert(0, str(ROOT / "tests"))
     from test_pipeline import _statement, tiny_lookup_block
 

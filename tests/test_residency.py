@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from steadfast.kernels.backend import DeviceMemory
-from steadfast.prover.faults import FaultSpecError, SITES, parse_faults
-from steadfast.prover.residency import DataLost, ResidentHandle, Where
+from steadfast.prover.device.faults import FaultSpecError, SITES, parse_faults
+from steadfast.prover.device.residency import DataLost, ResidentHandle, Where
 
 
 def test_handle_moves_between_sides():
@@ -59,8 +59,8 @@ def test_fault_plan_rejects_bad_terms(bad, match):
 
 
 def _recovery(**kw):
-    from steadfast.prover.faults import FaultPlan
-    from steadfast.prover.recovery import Recovery, RecoveryCounters
+    from steadfast.prover.device.faults import FaultPlan
+    from steadfast.prover.device.recovery import Recovery, RecoveryCounters
     mem = DeviceMemory("emu", budget=1 << 20)
     counters = RecoveryCounters()
     return Recovery(mem, kw.pop("faults", FaultPlan()), counters, **kw), counters, mem
@@ -132,7 +132,7 @@ def test_recovery_does_not_swallow_other_errors():
 
 
 def test_force_downgrade_takes_recovery_path_everywhere():
-    from steadfast.prover.faults import SITES
+    from steadfast.prover.device.faults import SITES
     rec, counters, _ = _recovery(force_downgrade=True)
     for s in SITES:
         assert rec.run(s, "t", lambda: "dev", lambda: "host") == "host"
@@ -141,9 +141,9 @@ def test_force_downgrade_takes_recovery_path_everywhere():
 
 def test_tree_integrity_by_rebuild_catches_any_changed_node():
     # Merkle trees carry no integrity tag: a post-mortem rebuilds their inner nodes from
-    # the resident leaves (prover.xcheck.tree_consistent)
+    # the resident leaves (prover.device.xcheck.tree_consistent)
     from steadfast.kernels.merkle import commit
-    from steadfast.prover.xcheck import tree_consistent as _tree_consistent
+    from steadfast.prover.device.xcheck import tree_consistent as _tree_consistent
     rng = np.random.default_rng(5)
     nodes = commit(rng.integers(0, 2013265921, (16, 3), dtype=np.uint32)).nodes.copy()
     assert _tree_consistent(nodes)
@@ -160,7 +160,7 @@ def test_lde_integrity_against_its_tree_leaves():
     # LDE buffers carry no integrity tag: a post-mortem rehashes the LDE's committed
     # (bit-reversed) rows and compares them with its tree's leaves
     from steadfast.kernels.merkle import commit
-    from steadfast.prover.xcheck import lde_matches_leaves as _lde_matches_leaves
+    from steadfast.prover.device.xcheck import lde_matches_leaves as _lde_matches_leaves
     from steadfast.prover.core.stages import _bitrev_rows
     rng = np.random.default_rng(6)
     lde_T = rng.integers(0, 2013265921, (3, 16), dtype=np.uint32)     # (columns, N)

@@ -10,7 +10,7 @@ import pytest
 from steadfast.air import examples as ex
 from steadfast.prover import Params, prove
 from steadfast.prover.api import Prover, ProverConfig, verify
-from steadfast.prover.pipeline import PipelineConfig
+from steadfast.prover.device.pipeline import PipelineConfig
 from steadfast.verifier import MerkleError, VerificationError, decode, encode
 from steadfast.verifier import verify as verify_protocol
 from steadfast.verifier.proof_format import decode_section, encode_section

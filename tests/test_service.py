@@ -13,7 +13,7 @@ import pytest
 from steadfast.air import examples as ex
 from steadfast.prover.engine import control
 from steadfast.prover.api import Prover, ProverConfig
-from steadfast.prover.device_lost import process_lost
+from steadfast.prover.device.lost import process_lost
 from steadfast.prover.common.errors import ConfigError
 from steadfast.prover.service import ProofService, ServiceGate, recoveries
 

@@ -204,8 +204,9 @@ def test_imports_between_the_packages_resolve_by_path():
 # The protocol core (issue #24): the AIR language, the kernels, the verifier and the
 # prover's protocol modules prove and check any AIRs; only the block- and program-level
 # API and the CLI know a machine.
-CORE_PROVER = ("core.rounds", "core.stages", "pipeline", "residency", "recovery", "device_stages",
-               "engines", "core.commit", "core.ldetree", "core.hostops", "engine.prover_core")
+CORE_PROVER = ("core.rounds", "core.stages", "device.pipeline", "device.residency",
+               "device.recovery", "device.stages", "device.engines", "core.commit",
+               "core.ldetree", "core.hostops", "engine.prover_core")
 MACHINES = ("rv32",)
 
 

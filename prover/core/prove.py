@@ -73,7 +73,7 @@ def prove(tables: Sequence[np.ndarray], airs: Sequence, public_values=None,
     (raises ConstraintViolation / LookupImbalance naming table, constraint and row);
     ``check=False`` forces a proof of whatever the tables hold (for soundness tests).
     ``logs``: if a list is given, the transcript label logs are appended (main, then one
-    per table).  ``device``: a :class:`prover.pipeline.PipelineConfig` to run on a device
+    per table).  ``device``: a :class:`prover.device.pipeline.PipelineConfig` to run on a device
     backend (emu, sim, cuda) -- same bytes; its stats are appended to ``device_stats``.
     The protocol core does not import the device pipeline: a device is anything with
     ``run(statement, spans=, logs=) -> (proof bytes, stats)`` (PipelineConfig.run).

@@ -27,7 +27,7 @@ from ...kernels import open_rows
 from ...kernels.hostlib import ef_inverse
 from ...kernels.poseidon2 import poseidon2_permute
 from ...kernels.ntt_host import (bit_reverse_permutation, coset_intt, intt, lde_columns,
-                                lde_from_coeffs)
+                                 lde_from_coeffs)
 from ...verifier.protocol import SHIFT, TableShape
 
 from . import commit as merkle

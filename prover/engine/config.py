@@ -22,7 +22,7 @@ log = logging.getLogger("steadfast.prover")
 def _available_backends() -> tuple:
     """host always; the device backends when the device pipeline is part of this build."""
     try:
-        from .. import pipeline  # noqa: F401
+        from ..device import pipeline  # noqa: F401
     except ImportError:         # pragma: no cover - builds without the device path
         return ("host",)
     return ("host", "emu", "sim", "cuda")
@@ -57,7 +57,7 @@ def _check_types(cfg) -> None:
 @dataclass(frozen=True)
 class ProverConfig:
     """How to prove.  ``backend``: host | cuda | sim | emu | auto (auto: cuda when usable,
-    else host); the device backends run the device pipeline (:mod:`prover.pipeline`) and
+    else host); the device backends run the device pipeline (:mod:`prover.device.pipeline`) and
     produce the same bytes.  ``vram_budget``: bytes or a size such as "6GiB" (device
     backends; default ``PROVER_VRAM_BUDGET``).  ``log_blowup``/``num_queries``/``pow_bits``:
     the protocol parameters (defaults: :class:`verifier.proof_format.Params`'s, 2, 50 and
@@ -162,7 +162,7 @@ def _host_diagnostics(timeline: bool) -> None:
     """On the host backend the device diagnostics do nothing: refuse malformed values the
     way a device backend does (:class:`ConfigError`), and warn once per process that the
     ones set apply to device backends only."""
-    from ..pipeline import PipelineConfig
+    from ..device.pipeline import PipelineConfig
     try:
         PipelineConfig.from_env("emu")       # the same parsing a device backend does
     except ValueError as exc:

@@ -70,7 +70,7 @@ class ProverCore:
 
     def _device_config(self):
         """The device pipeline's configuration: this config plus the SPEC §7 switches."""
-        from ..pipeline import PipelineConfig
+        from ..device.pipeline import PipelineConfig
         try:
             return PipelineConfig.from_env(self.backend, budget=self.vram_budget,
                                            timeline=self.timeline,
@@ -161,7 +161,7 @@ class ProverCore:
     def _refuse_device_result(self, err) -> None:
         """The self-check's refusal of a proof the device pipeline could not finish
         because one of its results failed the prover's own check
-        (:class:`prover.device_stages.DeviceResultError`): post-mortem, then
+        (:class:`prover.device.stages.DeviceResultError`): post-mortem, then
         :class:`ProofSelfCheckFailure`."""
         path, report = self._postmortem("join", err, {})
         log.error("self-check: a device result failed the prover's check (%s); no proof "
@@ -173,7 +173,7 @@ class ProverCore:
     def _postmortem(self, table: str, err, extra: dict) -> tuple[str | None, dict]:
         """A self-check failure counted and its post-mortem written -> (path, report)."""
         self.self_check_failures += 1
-        from ..xcheck import write_postmortem
+        from ..device.xcheck import write_postmortem
         report = {"table": table, "check": "self_check", "backend": self.backend,
                   "error": type(err).__name__, "message": str(err),
                   "faults": os.environ.get("PROVER_FAULTS", ""),
@@ -185,8 +185,8 @@ class ProverCore:
     def _device_lost(self) -> dict | None:
         """Why this prover's proofs run on the host although its backend is a device one:
         the device was lost in one of its proofs, or (a real sticky error) in this
-        process; None while the device is usable (prover.device_lost)."""
-        from ..device_lost import process_lost
+        process; None while the device is usable (prover.device.lost)."""
+        from ..device.lost import process_lost
         return self.lost_device or process_lost(self.backend)
 
     def _note_device_loss(self, pstats) -> None:
@@ -239,7 +239,7 @@ class ProverCore:
         t_wait = time.perf_counter()
         with locked(abort):
             lock_wait = time.perf_counter() - t_wait
-            from ..xcheck import POSTMORTEM_CONTEXT
+            from ..device.xcheck import POSTMORTEM_CONTEXT
             POSTMORTEM_CONTEXT.update(params=dict(vars(cfg.params())))
             if cfg.threads is not None:
                 import numba
@@ -260,7 +260,7 @@ class ProverCore:
             except Exception as exc:
                 # a device result the join's own check refused (v3: the final
                 # polynomial's degree) is the self-check's failure: no proof emitted
-                from ..device_stages import DeviceResultError
+                from ..device.stages import DeviceResultError
                 if isinstance(exc, DeviceResultError) and cfg.self_check:
                     self._refuse_device_result(exc)
                 raise

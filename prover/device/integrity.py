@@ -2,7 +2,7 @@
 changed after the stage that produced them.
 
 Only the smaller buffers carry an integrity tag (a checksum taken at production by
-:meth:`prover.device_stages.DeviceStages._seal`: coefficients, the quotient and its parts,
+:meth:`prover.device.stages.DeviceStages._seal`: coefficients, the quotient and its parts,
 FRI layers; the aux trace is released after its commit).  The largest are checked here,
 on a failure only, against what they must agree with:
 
@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels.backend import DeviceOOM, as_device_oom
-from ..kernels.hostlib import checksum_words
-from ..kernels.merkle import MerkleTree, commit
+from ...kernels.backend import DeviceOOM, as_device_oom
+from ...kernels.hostlib import checksum_words
+from ...kernels.merkle import MerkleTree, commit
 
-from .core.stages import _bitrev_rows
+from ..core.stages import _bitrev_rows
 
 
 def changed_handles(st, engine) -> list:
-    """The handles of the table state ``st`` (prover.device_stages.TableState) whose
+    """The handles of the table state ``st`` (prover.device.stages.TableState) whose
     device copy no longer agrees with what its stage produced (see the module docstring).
     The caller holds the backend's submission lock (checksum kernels are launches too)."""
     bad = []

@@ -1,4 +1,4 @@
-"""Compute engines behind :class:`prover.device_stages.DeviceStages`.
+"""Compute engines behind :class:`prover.device.stages.DeviceStages`.
 
 An engine does a stage's arithmetic on buffers that live in a :class:`DeviceMemory`:
 
@@ -25,13 +25,13 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..kernels.backend import DeviceArray, DeviceMemory, shared_allocations
-from ..kernels.ntt_host import bit_reverse_permutation, coset_intt, coset_ntt, intt, lde_columns
-from ..kernels import merkle as kmerkle
-from ..kernels.hostlib import copy_checksum, checksum_words
-from ..verifier.protocol import SHIFT, TableShape
+from ...kernels.backend import DeviceArray, DeviceMemory, shared_allocations
+from ...kernels.ntt_host import bit_reverse_permutation, coset_intt, coset_ntt, intt, lde_columns
+from ...kernels import merkle as kmerkle
+from ...kernels.hostlib import copy_checksum, checksum_words
+from ...verifier.protocol import SHIFT, TableShape
 
-from .core.stages import HostStages, _bitrev_rows
+from ..core.stages import HostStages, _bitrev_rows
 
 
 def _nodes_shape(n_leaves: int) -> tuple:
@@ -91,7 +91,7 @@ class EmuEngine:
         tag, dev.fresh_tag = dev.fresh_tag, None
         return tag if tag is not None else self.checksum(dev)
 
-    #: the stage outputs XCHECK seals with an integrity tag (prover.device_stages._seal):
+    #: the stage outputs XCHECK seals with an integrity tag (prover.device.stages.DeviceStages._seal):
     #: coefficients, quotient, parts' coefficients, FRI layers.  LDEs and trees are not
     #: tagged (DeviceStages.integrity checks them otherwise), so their writes skip the tag.
     TAGGED_OUTPUTS = frozenset({"coeffs", "q", "blocks", "fri0", "fold"})
@@ -254,8 +254,8 @@ class CudaEngine(EmuEngine):
 
     def __init__(self, kind: str):
         from numba import cuda
-        from ..kernels import (constraint_device, fri_device, layout_device, logup_device,
-                               merkle_device, ntt_device, stage_device)
+        from ...kernels import (constraint_device, fri_device, layout_device, logup_device,
+                                merkle_device, ntt_device, stage_device)
         self.name = kind
         self.kind = kind
         self._cuda = cuda

@@ -2,7 +2,7 @@
 limits) and the device-only gate.
 
 A device stage whose check fails declines with ``DeviceOOM`` and the table recovers on
-the host (prover.recovery); :func:`device_gate` is the conjunction of every check and the
+the host (prover.device.recovery); :func:`device_gate` is the conjunction of every check and the
 table's estimated bytes against the budget, so a table the gate admits to device-only
 mode is accepted by every dispatch.
 """

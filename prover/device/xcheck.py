@@ -35,20 +35,20 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..air import field as F
+from ...air import field as F
 from steadfast.errors import SteadfastError
-from ..kernels.backend import DeviceArray
-from ..kernels.kernel_cache import atomic_write
-from ..verifier import encode, verify
-from ..verifier.composition import composition_check
-from ..verifier.errors import CompositionError, VerificationError
-from ..verifier.protocol import SHIFT, deep_groups
+from ...kernels.backend import DeviceArray
+from ...kernels.kernel_cache import atomic_write
+from ...verifier import encode, verify
+from ...verifier.composition import composition_check
+from ...verifier.errors import CompositionError, VerificationError
+from ...verifier.protocol import SHIFT, deep_groups
 
-from .device_join import JOIN
-from .device_locks import NULL_LOCK, R2_LOCK
+from .join import JOIN
+from .locks import NULL_LOCK, R2_LOCK
 from .engines import decompose
 from .integrity import lde_matches_leaves, tree_consistent  # noqa: F401  (re-exported)
-from .core.stages import HostStages
+from ..core.stages import HostStages
 
 
 class XcheckFailure(SteadfastError, RuntimeError):

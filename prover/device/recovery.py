@@ -17,7 +17,7 @@ Each event is logged once, with the table and the site, and counted per site.
 A :class:`~kernels.backend.DeviceLost` (an injected ``lost`` fault, or a real sticky CUDA
 error mapped by :func:`kernels.backend.as_device_lost`) is never retried: it is recorded
 once per proof (:meth:`Recovery.lost`: logged, counted at its site) and raised, and the
-pipeline finishes the proof on the host (:mod:`prover.device_lost`).
+pipeline finishes the proof on the host (:mod:`prover.device.lost`).
 
 ``PROVER_GPU_FORCE_DOWNGRADE=1`` makes every device-only table take this path at every
 site (the device attempt is declined without running).
@@ -28,10 +28,10 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from ..kernels.backend import DeviceLost, DeviceOOM, as_device_lost, as_device_oom
+from ...kernels.backend import DeviceLost, DeviceOOM, as_device_lost, as_device_oom
 
 from .faults import SITES, FaultPlan
-from .common.timeline import Timeline
+from ..common.timeline import Timeline
 
 log = logging.getLogger("steadfast.recovery")
 
@@ -51,7 +51,7 @@ class RecoveryCounters:
     def as_dict(self) -> dict:
         return {s: vars(c).copy() for s, c in self.sites.items()}
 
-    #: per site: device losses and corruptions recovered (prover.device_lost); apart from
+    #: per site: device losses and corruptions recovered (prover.device.lost); apart from
     #: ``sites`` so that the retry/downgrade records keep their shape
     events: dict = field(default_factory=lambda: {s: {"device_lost": 0,
                                                       "corruptions_recovered": 0}
@@ -120,7 +120,7 @@ class Recovery:
     def run(self, site: str, table: str, device_fn, host_fn, inputs=()):
         """Run ``device_fn()``; on decline drain, retry once, then downgrade to ``host_fn()``.
 
-        ``inputs`` are the :class:`~prover.residency.ResidentHandle` objects the stage
+        ``inputs`` are the :class:`~prover.device.residency.ResidentHandle` objects the stage
         reads; on downgrade each is materialised on the host (counted only if a download
         was actually needed).
         """

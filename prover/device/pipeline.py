@@ -45,21 +45,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..kernels.backend import DeviceMemory, budget_from_env, parse_bytes
-from ..verifier.proof_format import Proof, encode
-from ..verifier.protocol import TableShape, absorb_statement
-from ..verifier.transcript import Transcript
+from ...kernels.backend import DeviceMemory, budget_from_env, parse_bytes
+from ...verifier.proof_format import Proof, encode
+from ...verifier.protocol import TableShape, absorb_statement
+from ...verifier.transcript import Transcript
 
-from .device_stages import JOIN, DeviceResultError, DeviceStages, device_gate
+from .stages import JOIN, DeviceResultError, DeviceStages, device_gate
 from .engines import CudaEngine, EmuEngine
 from .faults import FaultPlan, faults_from_env
 from .precheck import Prechecker
 from .recovery import RecoveryCounters
-from .core.rounds import (Mixed, _cap, fri_layer_heights, mixed_commit, r1_aux, r1_challenges,
-                     r1_main_commit, r2_quotient, r3_ood, r4_deep, r4_fri, r4_open,
-                     take_quotients)
-from .common.spans import NullSpans, Spans
-from .common.timeline import Timeline
+from ..core.rounds import (Mixed, _cap, fri_layer_heights, mixed_commit, r1_aux, r1_challenges,
+                           r1_main_commit, r2_quotient, r3_ood, r4_deep, r4_fri, r4_open,
+                           take_quotients)
+from ..common.spans import NullSpans, Spans
+from ..common.timeline import Timeline
 
 log = logging.getLogger("steadfast.pipeline")
 
@@ -104,7 +104,7 @@ class PipelineConfig:
     device_only: bool = True
     precheck: bool = False               # self-check: verify each section as it finishes
     # a corruption XCHECK (or the join's own check) catches: recompute on the host and go
-    # on (prover.device_lost); False: stop with the post-mortem, as before issue #26.  The
+    # on (prover.device.lost); False: stop with the post-mortem, as before issue #26.  The
     # prover turns it on (from_env) unless PROVER_ABORT_ON_CORRUPTION=1
     recover_corruption: bool = False
     # which of the process's device memories (pools, ledgers) the proof runs in: None the
@@ -166,7 +166,7 @@ class PipelineStats:
     precheck_keys: set = field(default_factory=set)   # verifier table_check_key of passed checks
     precheck_s: float = 0.0             # CPU seconds of the overlapped per-table checks
     precheck_failed: list = field(default_factory=list)   # tables whose early check failed
-    device_lost: int = 0                # the device was lost in this proof (prover.device_lost)
+    device_lost: int = 0                # the device was lost in this proof (prover.device.lost)
     corruptions_recovered: int = 0      # caught corruptions recomputed on the host
     host_completion: dict | None = None  # why and how long the proof finished on the host
 
@@ -438,8 +438,8 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
                  proof_id: int | None = None) -> tuple[bytes, PipelineStats]:
     """Prove a prepared :class:`prover.core.rounds.Statement` on a device backend; a lost
     device (or a corruption no table recomputation mends) finishes it on the host
-    (:func:`prover.device_lost.run_with_recovery`)."""
-    from .device_lost import run_with_recovery
+    (:func:`prover.device.lost.run_with_recovery`)."""
+    from .lost import run_with_recovery
     proof_id = cfg.proof_id if proof_id is None else proof_id
     stats = PipelineStats(cfg.backend, cfg.budget)
     proof = run_with_recovery(lambda: _device_proof(st, cfg, stats, spans, logs, proof_id),
@@ -449,7 +449,7 @@ def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list
 
 def _device_proof(st, cfg: PipelineConfig, stats: PipelineStats, spans, logs,
                   proof_id: int) -> bytes:
-    from .device_lost import xcheck_table
+    from .lost import xcheck_table
     from .xcheck import check_proof, join_failure
     timeline = cfg.timeline or Timeline(enabled=False)
     cfg.timeline = timeline

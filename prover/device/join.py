@@ -1,6 +1,6 @@
 """The join on the device (proof format 3 on): one FRI for all tables and the openings.
 
-:class:`DeviceJoinStages` holds the join's stages of :class:`prover.device_stages.
+:class:`DeviceJoinStages` holds the join's stages of :class:`prover.device.stages.
 DeviceStages` (a mixin: it runs on that class's plumbing -- recovery sites, resident
 handles, fault injection): ``fri_input`` (F_h = sum_j mu^j DQ_j per height), the FRI
 layers' commits and folds with their roll-ins, the final polynomial, and the caps and
@@ -17,12 +17,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from steadfast.errors import SteadfastError
-from ..kernels import multiproof as mp
-from ..kernels.field import P
-from ..kernels.merkle import level_offsets
+from ...kernels import multiproof as mp
+from ...kernels.field import P
+from ...kernels.merkle import level_offsets
 
 from .residency import DevTree, ResidentHandle
-from .core.stages import HostStages
+from ..core.stages import HostStages
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def host_of(v):
 class DeviceResultError(SteadfastError, RuntimeError):
     """A device result failed one of the prover's own checks before the proof was
     finished (``check``: e.g. the final polynomial's degree): the proof is not emitted.
-    With XCHECK on the pipeline turns it into an :class:`prover.xcheck.XcheckFailure`
+    With XCHECK on the pipeline turns it into an :class:`prover.device.xcheck.XcheckFailure`
     with a post-mortem."""
 
     def __init__(self, message: str, check: str):
@@ -57,7 +57,7 @@ JOIN = "<join>"
 
 
 class DeviceJoinStages:
-    """The join's stages of :class:`prover.device_stages.DeviceStages` (see the module
+    """The join's stages of :class:`prover.device.stages.DeviceStages` (see the module
     docstring); every method has a device path and the host path it downgrades to."""
 
     def fri_input(self, dqs, mu):

@@ -1,5 +1,5 @@
 """The self-check's per-table part on the device pipeline, overlapped with device work
-(:class:`Prechecker`; moved here from :mod:`prover.pipeline`)."""
+(:class:`Prechecker`; moved here from :mod:`prover.device.pipeline`)."""
 from __future__ import annotations
 
 import copy
@@ -38,7 +38,7 @@ class Prechecker:
         return {k: np.asarray(v, np.uint64) for k, v in self.ch.challenges.items()}
 
     def _check(self, i: int, tp, commits) -> None:
-        from ..verifier.verify import verify_table
+        from ...verifier.verify import verify_table
         t0 = time.perf_counter()
         air, shape, params = self.st.airs[i], self.st.shapes[i], self.st.params
         try:
@@ -57,7 +57,7 @@ class Prechecker:
     def submit(self, i: int, deep, aux_cap, parts_cap) -> None:
         """Table i's chain ended (``deep``: its R4Deep; the mixed aux and parts caps its
         fork absorbed)."""
-        from ..verifier.proof_format import Commitments, TableProof
+        from ...verifier.proof_format import Commitments, TableProof
         empty4 = np.zeros((0, 4), np.uint32)
         none = np.zeros((0, 0), np.uint32)
         nodes = np.zeros((0, 8), np.uint32)
@@ -85,8 +85,8 @@ class Prechecker:
         self.pool.shutdown(wait=True)
         if proof is None:
             return
-        from ..verifier.proof_format import encode_section
-        from ..verifier.verify import table_check_key
+        from ...verifier.proof_format import encode_section
+        from ...verifier.verify import table_check_key
         t0 = time.perf_counter()
         for i, tp in sorted(self.checked.items()):
             section = proof.tables[i]

@@ -43,10 +43,10 @@ import time
 
 import numpy as np
 
-from ..kernels.backend import as_device_lost
+from ...kernels.backend import as_device_lost
 
-from .core.rounds import prove_statement, r1_aux, r2_quotient, r3_ood
-from .core.stages import HostStages
+from ..core.rounds import prove_statement, r1_aux, r2_quotient, r3_ood
+from ..core.stages import HostStages
 
 log = logging.getLogger("steadfast.recovery")
 
@@ -87,7 +87,7 @@ def _site_of_report(report: dict) -> str:
 
 def _completion_reason(exc: BaseException, cfg, stats) -> dict | None:
     """Whether a device proof that raised ``exc`` finishes on the host, and why."""
-    from .device_join import JOIN, DeviceResultError
+    from .join import JOIN, DeviceResultError
     from .xcheck import XcheckFailure
     lost = as_device_lost(exc)
     if lost is not None:
@@ -119,7 +119,7 @@ def _completion_reason(exc: BaseException, cfg, stats) -> dict | None:
 def host_proof(st, spans, logs: list | None = None) -> bytes:
     """The statement ``st`` proven on the host (:func:`prover.core.prove.prove`'s host path):
     the transcript and every commitment re-derived from the traces."""
-    from ..verifier.proof_format import encode
+    from ...verifier.proof_format import encode
     proof = encode(prove_statement(st, HostStages(table_roots=False), spans, logs))
     spans.count("proof_bytes", len(proof))
     return proof
@@ -128,7 +128,7 @@ def host_proof(st, spans, logs: list | None = None) -> bytes:
 def run_with_recovery(device_proof, st, cfg, stats, spans, logs):
     """``device_proof()`` -> the proof bytes; a lost device or a corruption the pipeline
     cannot mend table by table finishes the proof on the host (module docstring)."""
-    from .common.spans import NullSpans
+    from ..common.spans import NullSpans
     spans = spans or NullSpans()
     earlier = process_lost(cfg.backend)
     if earlier is not None:

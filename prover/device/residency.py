@@ -22,7 +22,7 @@ from enum import Flag
 
 import numpy as np
 
-from ..kernels.backend import DeviceArray, DeviceMemory
+from ...kernels.backend import DeviceArray, DeviceMemory
 
 
 #: the uploads of the calling thread's current device attempt (see :func:`tracking_uploads`)
@@ -32,7 +32,7 @@ _TRACK = threading.local()
 class tracking_uploads:
     """Inside, every :meth:`ResidentHandle.device` of the calling thread that uploads (a
     spilled input brought back) is recorded in the yielded list, so a failed device attempt
-    can give those device copies back (prover.device_stages.DeviceStages._attempt)."""
+    can give those device copies back (prover.device.stages.DeviceStages._attempt)."""
 
     def __enter__(self) -> list:
         self._prev = getattr(_TRACK, "uploads", None)
@@ -169,7 +169,7 @@ class ResidentHandle:
 # ----------------------------------------------------------------- resident structures
 class DevTree:
     """A Merkle tree whose nodes (and opened matrix) stay resident; an opening
-    (:meth:`prover.device_join.DeviceJoinStages.open_batch`) gathers only the requested
+    (:meth:`prover.device.join.DeviceJoinStages.open_batch`) gathers only the requested
     rows and multiproof nodes."""
 
     def __init__(self, nodes: ResidentHandle, log_n: int, rows_of, root: np.ndarray,

@@ -5,10 +5,10 @@ driver cannot tell them apart) and runs each stage's work on the device:
 
 * every buffer a stage produces (trace upload, main/aux/parts LDE and coefficients, tree
   nodes, quotient values and their decomposition, FRI layers) is held by a
-  :class:`~prover.residency.ResidentHandle`; committed matrices are returned as
+  :class:`~prover.device.residency.ResidentHandle`; committed matrices are returned as
   :class:`DevCommitted`, whose ``lde``/``coeffs`` properties materialise on the host only
   when a host stage asks for them;
-* each stage runs through :meth:`prover.recovery.Recovery.run` at its recovery site
+* each stage runs through :meth:`prover.device.recovery.Recovery.run` at its recovery site
   (``r1.main``, ``r1.aux``, ``r2``, ``r2.tree``, ``r3``, ``r4.deep``, ``r4.fri``,
   ``r4.open``): a decline (``DeviceOOM``) drains, retries once, then downgrades the table
   to the host path, materialising only the missing side of each input handle;
@@ -20,13 +20,13 @@ driver cannot tell them apart) and runs each stage's work on the device:
 
 Compute engines: on ``emu`` the "device" work is the host kernels run on the emulated
 device memory (a separate numpy memory space with its own byte budget and explicit
-transfers); on ``sim``/``cuda`` the numba.cuda kernels (see :mod:`prover.engines`).
+transfers); on ``sim``/``cuda`` the numba.cuda kernels (see :mod:`prover.device.engines`).
 The output bytes are identical in every case: the engines are bit-identical to the host.
 
 This module holds the per-table stages (R1 to the DEEP quotient) and the plumbing every
-stage runs on; the join's stages are :class:`prover.device_join.DeviceJoinStages` (mixed
-in), which tables the device accepts is :mod:`prover.device_gate`, the locks and R2
-windows :mod:`prover.device_locks`, the post-mortem integrity checks :mod:`prover.integrity`.
+stage runs on; the join's stages are :class:`prover.device.join.DeviceJoinStages` (mixed
+in), which tables the device accepts is :mod:`prover.device.gate`, the locks and R2
+windows :mod:`prover.device.locks`, the post-mortem integrity checks :mod:`prover.device.integrity`.
 """
 from __future__ import annotations
 
@@ -37,22 +37,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..kernels.backend import DeviceArray, DeviceMemory, DeviceOOM
-from ..kernels.field import P
-from ..kernels.ntt_host import bit_reverse_indices, bit_reverse_permutation
-from ..verifier.protocol import TableShape
+from ...kernels.backend import DeviceArray, DeviceMemory, DeviceOOM
+from ...kernels.field import P
+from ...kernels.ntt_host import bit_reverse_indices, bit_reverse_permutation
+from ...verifier.protocol import TableShape
 
-from .device_gate import DISPATCH_CHECKS, MAX_DEVICE_LOG_LDE, device_gate, dispatch_ok
-from .device_join import JOIN, DeviceJoinStages, DeviceResultError, Layer
-from .device_join import host_of as _host_of  # noqa: F401  (prover/cluster.py imports it from here)
-from .device_locks import NULL_LOCK, R2_LOCK, SIM_SUBMIT_LOCK, R2Window, R2Windows
+from .gate import DISPATCH_CHECKS, MAX_DEVICE_LOG_LDE, device_gate, dispatch_ok
+from .join import JOIN, DeviceJoinStages, DeviceResultError, Layer
+from .join import host_of as _host_of  # noqa: F401  (prover/cluster.py imports it from here)
+from .locks import NULL_LOCK, R2_LOCK, SIM_SUBMIT_LOCK, R2Window, R2Windows
 from .engines import CudaEngine, EmuEngine
 from .faults import FaultPlan
 from .integrity import changed_handles, checksum_anyway
 from .recovery import Recovery, RecoveryCounters
 from .residency import DevCommitted, DevTree, ResidentHandle, TransferStats, tracking_uploads
-from .core.stages import Committed, HostStages
-from .common.timeline import Timeline
+from ..core.stages import Committed, HostStages
+from ..common.timeline import Timeline
 
 
 @dataclass
@@ -160,7 +160,7 @@ class DeviceStages(DeviceJoinStages, HostStages):
 
     def integrity(self, table: str) -> list:
         """Handles whose device copy was changed after its stage produced it (a
-        post-mortem's check: :func:`prover.integrity.changed_handles`)."""
+        post-mortem's check: :func:`prover.device.integrity.changed_handles`)."""
         t0 = time.perf_counter()
         with self.submission_lock():        # checksum kernels are launches too (sim)
             bad = changed_handles(self.table(table), self.engine)
@@ -168,7 +168,7 @@ class DeviceStages(DeviceJoinStages, HostStages):
         return bad
 
     def _checksum_anyway(self, h: ResidentHandle) -> tuple:
-        """A post-mortem's integrity tag of a resident buffer (:func:`prover.integrity.
+        """A post-mortem's integrity tag of a resident buffer (:func:`prover.device.integrity.
         checksum_anyway`: on a downloaded copy when the device has no room)."""
         return checksum_anyway(self.engine, h)
 
@@ -520,7 +520,7 @@ class _AuxDev:
 
 __all__ = ["DeviceStages", "DevCommitted", "DevTree", "R2_LOCK", "R2Windows", "JOIN",
            "DeviceResultError", "Committed", "bit_reverse_permutation",
-           # re-exported from the modules they moved to (prover.device_gate,
-           # prover.device_locks, prover.device_join)
+           # re-exported from the modules they moved to (prover.device.gate,
+           # prover.device.locks, prover.device.join)
            "DISPATCH_CHECKS", "MAX_DEVICE_LOG_LDE", "device_gate", "dispatch_ok",
            "SIM_SUBMIT_LOCK", "R2Window"]
