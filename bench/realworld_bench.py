@@ -134,7 +134,7 @@ def one(case: str, elf_dir: Path | None, log_segment: int, warmup: bool) -> dict
     """Prove and verify one case in this process -> its figures."""
     from steadfast import rv32
     from steadfast.prover.api import Prover, ProverConfig
-    from steadfast.prover.program_verify import verify_program
+    from steadfast.prover.programs.verify import verify_program
     elf, make, what, _ = CASES[case]
     program = rv32.load_elf(elf_path(elf_dir, elf))
     data = make()

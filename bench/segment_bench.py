@@ -38,7 +38,7 @@ def one(log_len: int, log_seg: int | None) -> dict:
     sys.path.insert(0, os.path.join(HERE, "..", "tests"))
     import test_rv32_segments as T
     from steadfast.prover.api import Prover
-    from steadfast.prover.program_verify import verify_program
+    from steadfast.prover.programs.verify import verify_program
     prog = T.program(_iterations(T, (1 << log_len) - (1 << 10)))
     cycles = _cycles(prog, T.INPUT)
     load0 = os.getloadavg()[0]

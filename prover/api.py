@@ -23,8 +23,8 @@ re-exported here (docs/api.md documents these names):
   :class:`prover.engine.prover_core.ProverCore` (configuration, the self-check, backends, statistics,
   the process lock, timeout and cancel: :mod:`prover.engine.control`).
 * :meth:`Prover.prove_program` -- one RV32IM program (ELF) run on an input, proven
-  (:class:`ProgramProof`, :mod:`prover.program_proof`); ``execute_program`` sizes it
-  (:class:`ProgramReport`); the methods are :class:`prover.program_prover.ProgramProver`'s.
+  (:class:`ProgramProof`, :mod:`prover.programs.proof`); ``execute_program`` sizes it
+  (:class:`ProgramReport`); the methods are :class:`prover.programs.prover.ProgramProver`'s.
 * :meth:`Prover.prove_airs` / :func:`verify_airs` -- your own AIRs, traces and public
   values, with the same guarantees (:mod:`prover.engine.prover_core`, :mod:`prover.engine.air_proof`).
 * :func:`verify` -- checks a :class:`TxBlockProof` (or its bytes) against its block
@@ -60,10 +60,10 @@ from .engine.config import BACKENDS_AVAILABLE, ProverConfig
 from .engine.prover_core import ProgressCallback
 from .common.errors import (ConfigError, ConfigTypeError, DevProofRefused, ProofAborted,
                             ProofSelfCheckFailure, UnprovableBlock, UnprovableProgram)
-from .program_proof import ElfLike, ProgramProof, is_program_proof
-from .program_prover import ProgramProver
-from .program_report import ProgramReport, ProgramTableEstimate, TableEstimate
-from .program_verify import VerifiedProgram, verify_program
+from .programs.proof import ElfLike, ProgramProof, is_program_proof
+from .programs.prover import ProgramProver
+from .programs.report import ProgramReport, ProgramTableEstimate, TableEstimate
+from .programs.verify import VerifiedProgram, verify_program
 from .common.stats import ProofStats, TableStats
 from .txblock_proof import (TxBlockLike, TxBlockProof, VerifiedTxBlock, is_txblock_proof,
                             verify_txblock)

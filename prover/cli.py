@@ -159,7 +159,7 @@ def _run_prove(argv) -> int:
             raw = fh.read()
     except OSError as exc:
         raise _Fail(EXIT_USAGE, f"cannot read {args.block}: {exc.strerror or exc}") from None
-    from .program_proof import ELF_MAGIC
+    from .programs.proof import ELF_MAGIC
     if raw[:4] == ELF_MAGIC:
         from .cli_program import run_prove_program
         return run_prove_program(args, raw, t_start, _host_kernels_cached)

@@ -30,7 +30,7 @@ def _program(args, raw: bytes):
 
 
 def read_input(args) -> bytes:
-    from .program_proof import as_input
+    from .programs.proof import as_input
     if args.input is None:
         return b""
     try:
@@ -58,7 +58,7 @@ def segment_cycles_of(args):
 def max_cycles_of(args) -> int:
     """``--max-cycles`` (default 2^30): an int in [1, 2^32 - 1] (a run longer than one
     segment is proved in segments; a one-proof carries min(max_cycles, 2^24))."""
-    from .program_prover import DEFAULT_MAX_CYCLES
+    from .programs.prover import DEFAULT_MAX_CYCLES
     if args.max_cycles is None:
         return DEFAULT_MAX_CYCLES
     if not 1 <= args.max_cycles <= (1 << 32) - 1:
@@ -70,7 +70,7 @@ def max_cycles_of(args) -> int:
 def segments_arg(args):
     """What ``prove_program(segment_cycles=)`` gets: ``--segment-cycles`` when given,
     else the config's (2^20)."""
-    from .program_prover import CONFIG
+    from .programs.prover import CONFIG
     seg = segment_cycles_of(args)
     return CONFIG if seg is None else seg
 
@@ -128,7 +128,7 @@ def run_prove_program(args, raw: bytes, t_start: float, kernels_cached) -> int:
             meta, ok=False, proof=None, failure=failure.record, status=failure.code,
             exit_code=None))
     blob = proof.to_bytes()
-    from .segment_proof import SegmentedProof
+    from .programs.segment_proof import SegmentedProof
     if isinstance(proof, SegmentedProof):
         return _segmented_done(args, out, blob, proof, t_start)
     st = proof.stats

@@ -93,7 +93,7 @@ def run_verify(argv) -> int:
             data = fh.read()
     except OSError as exc:
         raise fail(EXIT_USAGE, f"cannot read {args.proof}: {exc.strerror or exc}", exc) from None
-    from .program_proof import is_program_proof
+    from .programs.proof import is_program_proof
     if not program and is_program_proof(data):
         if args.block:
             from ..verifier.errors import ShapeError
@@ -169,7 +169,7 @@ def _verify_program(args, data: bytes, report: dict, fail) -> int:
     from ..rv32.elf import load_elf
     from ..rv32.errors import ElfError
     from ..verifier.errors import VerificationError
-    from .program_verify import verify_program
+    from .programs.verify import verify_program
     try:
         program = load_elf(args.elf)
     except OSError as exc:
@@ -193,7 +193,7 @@ def _verify_program(args, data: bytes, report: dict, fail) -> int:
         raise _refusal(exc, fail) from None
     except (TypeError, ValueError) as exc:          # --max-cycles, an over-long input
         raise fail(EXIT_USAGE, _option_words(str(exc)), exc) from None
-    from .segment_proof import VerifiedSegments
+    from .programs.segment_proof import VerifiedSegments
     if isinstance(result, VerifiedSegments):
         return _segments_ok(args, result, report)
     p, sec = result.params, result.security

@@ -194,8 +194,8 @@ class ClusterProver(WorkerPool):
         """A program job -- ``elf``, ``(elf, input)`` or ``(elf, input, max_cycles)``; elf a path,
         the ELF's bytes or an rv32 Program -- checked here (a malformed ELF or argument
         fails at once, typed) and sent to a worker as a Program."""
-        from .program_proof import as_input, as_program
-        from .program_prover import CONFIG
+        from .programs.proof import as_input, as_program
+        from .programs.prover import CONFIG
         job = list(job) if isinstance(job, (tuple, list)) else [job]
         if not 1 <= len(job) <= 3:
             raise TypeError("a program job is elf, (elf, input) or (elf, input, max_cycles)")
@@ -206,7 +206,7 @@ class ClusterProver(WorkerPool):
                       index), args
 
     def _program_result(self, piece: _Piece, value, t0: float):
-        from .program_proof import ProgramProof
+        from .programs.proof import ProgramProof
         data, stats, _ = value
         pp = ProgramProof.from_bytes(data)
         stats.counters["cluster"] = self._counters("programs", piece, stats, len(data), t0)

@@ -131,7 +131,7 @@ def _segment_lines(say, t0: float):
 def _read(args, paths):
     """-> (blocks, program jobs): every path read and parsed (exit 2 naming a file that
     cannot be read or parsed, or a mix of blocks and programs)."""
-    from .program_proof import ELF_MAGIC
+    from .programs.proof import ELF_MAGIC
     raws = []
     for path in paths:
         try:

@@ -3,7 +3,7 @@
 PROGRAM.elf``; docs/rv32.md "Long programs: segments").
 
 The coordinator executes the program once and cuts it into segments
-(:class:`prover.segment_prover.SegmentFeed`); each segment goes to the least busy live
+(:class:`prover.programs.segment_prover.SegmentFeed`); each segment goes to the least busy live
 worker as its checkpoint -- its in-boundary and the words it touches, a few bytes per
 touched word, never its trace -- with the program and the input put once in Ray's object
 store.  The worker re-runs the segment from the checkpoint, refusing a re-run that does
@@ -41,11 +41,11 @@ def prove_program_segmented(pool: WorkerPool, elf, input: bytes = b"",
     on one worker) -- the bytes :meth:`Prover.prove_program` makes on one machine.
     ``segment_cycles``: None for the config's; ``progress(done, total, cut, seconds)``
     after each segment (total None until the execution has ended)."""
-    from .program_proof import as_input, as_program
-    from .program_prover import CONFIG
-    from .segment_proof import SegmentedProof
-    from .segment_prover import (SegmentFeed, SegmentTotals, segment_downgrades,
-                                 segment_record)
+    from .programs.proof import as_input, as_program
+    from .programs.prover import CONFIG
+    from .programs.segment_proof import SegmentedProof
+    from .programs.segment_prover import (SegmentFeed, SegmentTotals, segment_downgrades,
+                                          segment_record)
     from .common.stats import ProofStats, peak_rss_bytes
     t0 = time.perf_counter()
     local = pool.local

@@ -22,7 +22,7 @@ recomputes it from the trace, replaying its fork with the mixed caps every later
 is sent, and checks each recomputed matrix's own cap against the one the coordinator
 kept.  A program run (:func:`prove_program_sharded`) goes the same way: the coordinator
 runs it and builds its tables, the workers rebuild its AIRs from a
-:class:`prover.program_prover.ProgramAirs` (the program, the input, the claimed output,
+:class:`prover.programs.prover.ProgramAirs` (the program, the input, the claimed output,
 the slots) instead of a ROM.
 """
 from __future__ import annotations
@@ -41,12 +41,12 @@ from .common.stats import ProofStats, peak_rss_bytes, table_stats
 def prove_program_sharded(pool: WorkerPool, elf, input: bytes = b"",
                           max_cycles: int | None = None, timeout: float | None = None):
     """Prove one program run (as ``Prover.prove_program``) with its tables spread over
-    ``pool``'s workers -> a :class:`prover.program_proof.ProgramProof`, the same bytes as
+    ``pool``'s workers -> a :class:`prover.programs.proof.ProgramProof`, the same bytes as
     one machine; self-checked here.  Development mode is refused (``ConfigError``: a fake
     has no tables to shard)."""
     from .common.errors import ConfigError
-    from .program_proof import ProgramProof, as_input, as_program, check_max_cycles
-    from .program_prover import program_airs_spec
+    from .programs.proof import ProgramProof, as_input, as_program, check_max_cycles
+    from .programs.prover import program_airs_spec
     t0 = time.perf_counter()
     local = pool.local
     if local.dev_mode:

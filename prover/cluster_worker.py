@@ -1,7 +1,7 @@
 """Cluster mode's worker side (:mod:`prover.cluster`): one Ray actor per worker, a warm
 :class:`prover.api.Prover` for whole blocks and programs and, for sharded proofs (a
 block's AIRs rebuilt from its ROM, a program's from its
-:class:`prover.program_prover.ProgramAirs`), each table's state between its pieces
+:class:`prover.programs.prover.ProgramAirs`), each table's state between its pieces
 (proof format 6): ``main_commit`` (R1: the main leaf digests sent for the mixed main
 tree), ``aux`` (the LogUp running sums committed: the aux leaf digests), ``quotient``
 (R2 on the table's fork after the mixed aux cap: the parts' leaf digests),
@@ -80,7 +80,7 @@ def _maybe_fail_check(fault: str | None, fault_dir: str | None, key: str) -> Non
 def _writable(a):
     """Arrays from the object store are read-only views of shared memory; the host
     kernels are compiled for writable arrays: a private copy (one table's trace).  What
-    is not an array (a program's :class:`prover.program_prover.ProgramAirs`) as it is."""
+    is not an array (a program's :class:`prover.programs.prover.ProgramAirs`) as it is."""
     if not isinstance(a, np.ndarray):
         return a
     return a if a.flags.writeable else a.copy()
@@ -89,7 +89,7 @@ def _writable(a):
 def _airs_of(source, shapes, params) -> list:
     """The AIRs of a sharded proof's tables, rebuilt from what the coordinator sent: a
     block's :class:`prover.txblock_prover.TxBlockAirs` or a program's
-    :class:`prover.program_prover.ProgramAirs`."""
+    :class:`prover.programs.prover.ProgramAirs`."""
     return source.airs()
 
 
@@ -140,7 +140,7 @@ class _Worker:
                       ck, key: str, timeline: bool = False):
         """One segment of a long run from its checkpoint (:mod:`prover.cluster_segments`)
         -> (its protocol proof's bytes, ProofStats, timeline events or None)."""
-        from .segment_prover import prove_one
+        from .programs.segment_prover import prove_one
         _maybe_die(self.fault, self.fault_dir, key)
         _maybe_fail_check(self.fault, self.fault_dir, key)
         tl = self._timeline(timeline)

@@ -151,7 +151,7 @@ class LineProgress:
                 self.stream.flush()
 
     def segments(self, done: int, total: int | None, cut: int, seconds: float) -> None:
-        """A segmented proof's progress (prover/segment_prover.py): one line per proved
+        """A segmented proof's progress (prover/programs/segment_prover.py): one line per proved
         segment, with the estimate."""
         b = self.board
         with b.lock:

@@ -9,7 +9,7 @@ File layout, all little-endian::
     u32 n_tx         the block's transactions
     u32 n            the body's length
     n bytes          the protocol proof (docs/protocol.md), or for a fake
-                     (prover.program_proof.dev_body): DEV_NOTICE, u32 tables, then per
+                     (prover.programs.proof.dev_body): DEV_NOTICE, u32 tables, then per
                      table u32 count and count u32 public values
 
 The block (its programs and inputs) is not in the file: the verifier holds it (``verify
@@ -39,7 +39,7 @@ from ..verifier.verify import (DEFAULT_MIN_SECURITY_BITS, check_security,
 
 from .engine.air_proof import decode_proof, read_proof
 from .common.errors import DevProofRefused
-from .program_proof import dev_body as _dev_body, parse_dev_body
+from .programs.proof import dev_body as _dev_body, parse_dev_body
 from .common.proof_file import ProofFile
 from .common.stats import ProofStats
 
@@ -117,7 +117,7 @@ class TxBlockProof(ProofFile):
 
 
 def dev_body(public_values) -> bytes:
-    """A development-mode fake's body (prover.program_proof.dev_body, this notice)."""
+    """A development-mode fake's body (prover.programs.proof.dev_body, this notice)."""
     return _dev_body(public_values, DEV_NOTICE)
 
 
@@ -220,7 +220,7 @@ def _check_statement(blk: Block, claims: list, got: list) -> list:
     """Every transaction's public values are its statement's (PublicValuesError naming the
     transaction and what differs) and the block's claims hold; returns the expected
     public values."""
-    from .program_verify import _check_statement as check_tx
+    from .programs.verify import _check_statement as check_tx
     progs = [t.program for t in blk.transactions]
     ins = [t.input for t in blk.transactions]
     expected = rblock.block_public_values(progs, ins, [c.output for c in claims],

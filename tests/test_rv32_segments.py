@@ -11,8 +11,8 @@ import pytest
 from steadfast import rv32
 from steadfast.air import check_traces
 from steadfast.prover.api import Prover, ProverConfig
-from steadfast.prover.program_verify import verify_program
-from steadfast.prover.segment_proof import SegmentedProof
+from steadfast.prover.programs.verify import verify_program
+from steadfast.prover.programs.segment_proof import SegmentedProof
 from steadfast.rv32.segments import Chain, check_segment_cycles, run_segments
 from steadfast.rv32.traces import build_traces
 from steadfast.verifier.errors import PublicValuesError, ShapeError, VerificationError

@@ -16,8 +16,8 @@ ray = pytest.importorskip("ray")
 
 from steadfast.prover.api import Prover  # noqa: E402
 from steadfast.prover.cluster import ClusterProver  # noqa: E402
-from steadfast.prover.program_verify import verify_program  # noqa: E402
-from steadfast.prover.segment_proof import SegmentedProof  # noqa: E402
+from steadfast.prover.programs.verify import verify_program  # noqa: E402
+from steadfast.prover.programs.segment_proof import SegmentedProof  # noqa: E402
 
 from test_rv32_segments import FAST, INPUT, SEG, program  # noqa: E402
 

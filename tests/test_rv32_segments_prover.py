@@ -1,4 +1,4 @@
-"""Proving segments from checkpoints (prover/segment_prover.py): the re-run from a
+"""Proving segments from checkpoints (prover/programs/segment_prover.py): the re-run from a
 checkpoint is the cut's own run, record for record; the defaults (segments of 2^20,
 max_cycles 2^30) keep a short program's one proof; the config's segment size; execute-only
 reports segments; the progress display counts segments; on the device pipeline (emu, sim)
@@ -18,10 +18,10 @@ from steadfast import rv32
 from steadfast.prover.api import Prover, ProverConfig
 from steadfast.prover.display import Board, LineProgress
 from steadfast.prover.common.errors import ConfigError
-from steadfast.prover.program_proof import ProgramProof
-from steadfast.prover.program_verify import verify_program
-from steadfast.prover.segment_proof import SegmentedProof
-from steadfast.prover.segment_prover import SegmentFeed
+from steadfast.prover.programs.proof import ProgramProof
+from steadfast.prover.programs.verify import verify_program
+from steadfast.prover.programs.segment_proof import SegmentedProof
+from steadfast.prover.programs.segment_prover import SegmentFeed
 from steadfast.rv32.record import CYCLE_FIELDS
 from steadfast.rv32.segments import ReplayMismatch, checkpoint, replay, run_segments
 from steadfast.verifier.errors import PublicValuesError

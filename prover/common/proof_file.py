@@ -1,6 +1,6 @@
 """A proof as a file: ``save`` writes ``to_bytes()``, ``load`` reads ``from_bytes`` -- one
 mixin for the proof records (:class:`prover.engine.air_proof.AirProof`,
-:class:`prover.block_proof.BlockProof`, :class:`prover.program_proof.ProgramProof`), whose
+:class:`prover.block_proof.BlockProof`, :class:`prover.programs.proof.ProgramProof`), whose
 byte layouts are their own."""
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ timeout and cancel event.
 
 :class:`ProverCore` knows nothing of the machine: the block methods are
 :class:`prover.txblock_prover.TxBlockProver`'s and the program methods
-:class:`prover.program_prover.ProgramProver`'s, built on it, and
+:class:`prover.programs.prover.ProgramProver`'s, built on it, and
 :class:`prover.api.Prover` is the class a node uses.  :meth:`ProverCore.prove_airs` is the public door for a team's
 own AIRs (docs/api.md "Your own AIRs"); its proofs verify with
 :func:`prover.engine.air_proof.verify_airs`.

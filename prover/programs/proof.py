@@ -26,15 +26,15 @@ from typing import Union
 
 import numpy as np
 
-from .common.proof_file import ProofFile
-from ..rv32 import abi
-from ..rv32.elf import Program, load_elf, parse_elf
-from ..rv32.statement import PV_DIGEST, PV_INPUT_SHA, PV_MAX_CYCLES, claimed_output
-from ..rv32.tables import INDEX, TABLES
-from ..verifier.errors import ShapeError
-from ..verifier.proof_format import Params, decode
+from ..common.proof_file import ProofFile
+from ...rv32 import abi
+from ...rv32.elf import Program, load_elf, parse_elf
+from ...rv32.statement import PV_DIGEST, PV_INPUT_SHA, PV_MAX_CYCLES, claimed_output
+from ...rv32.tables import INDEX, TABLES
+from ...verifier.errors import ShapeError
+from ...verifier.proof_format import Params, decode
 
-from .common.stats import ProofStats
+from ..common.stats import ProofStats
 
 #: What a program argument may be: a loaded :class:`rv32.Program`, the ELF file's bytes,
 #: or its path.

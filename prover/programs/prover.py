@@ -4,8 +4,8 @@ machine (rv32/), building its tables (rv32/traces.py), sizing a proof without ma
 development-mode fakes and the kernels its proof launches.  The proofs go through
 :meth:`ProverCore._prove` like a block's: the same backends, device pipeline, recovery,
 XCHECK, self-check, statistics, timeline, process lock, timeout and cancel.  They are
-:class:`prover.program_proof.ProgramProof`; they verify with
-:func:`prover.program_verify.verify_program`.
+:class:`prover.programs.proof.ProgramProof`; they verify with
+:func:`prover.programs.verify.verify_program`.
 """
 from __future__ import annotations
 
@@ -16,20 +16,20 @@ import numpy as np
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..rv32 import abi
-from ..rv32.errors import ExecutionError
-from ..rv32.run import execute as rv32_execute
-from ..rv32.statement import program_airs
-from ..rv32.tables import SLOTTED, TABLES
-from ..rv32.traces import build_traces, committed_cells
+from ...rv32 import abi
+from ...rv32.errors import ExecutionError
+from ...rv32.run import execute as rv32_execute
+from ...rv32.statement import program_airs
+from ...rv32.tables import SLOTTED, TABLES
+from ...rv32.traces import build_traces, committed_cells
 
-from .engine.control import PROVE_LOCK, limits
-from .engine.prover_core import ProverCore
-from .common.errors import UnprovableProgram
-from .program_proof import (ElfLike, ProgramProof, as_input, as_program, check_max_cycles,
-                            dev_body)
-from .program_report import ProgramReport, ProgramTableEstimate
-from .common.stats import ProofStats, peak_rss_bytes
+from ..engine.control import PROVE_LOCK, limits
+from ..engine.prover_core import ProverCore
+from ..common.errors import UnprovableProgram
+from .proof import (ElfLike, ProgramProof, as_input, as_program, check_max_cycles,
+                    dev_body)
+from .report import ProgramReport, ProgramTableEstimate
+from ..common.stats import ProofStats, peak_rss_bytes
 
 import logging
 log = logging.getLogger("steadfast.prover")
@@ -77,14 +77,14 @@ class ProgramProver(ProverCore):
         (fd 0's bytes) within ``max_cycles`` cycles and prove that it exits with its exit
         code having written its output to fd 1 (rv32/statement.py) -> a
         :class:`ProgramProof` (``exit_code``, ``output``, ``stats``), or for a run longer
-        than one segment a :class:`prover.segment_proof.SegmentedProof` (the same
+        than one segment a :class:`prover.programs.segment_proof.SegmentedProof` (the same
         attributes; docs/rv32.md "Long programs: segments").
 
         ``segment_cycles``: a power of two in [2^10, 2^22] (default: the config's,
         2^20), or None for one proof only.  A run that ends within one segment is one
         :class:`ProgramProof`, byte for byte the proof made without segments; a longer
         one is proved as linked segments, one at a time from checkpoints of one
-        execution (bounded memory, :mod:`prover.segment_prover`).  ``max_cycles``: an
+        execution (bounded memory, :mod:`prover.programs.segment_prover`).  ``max_cycles``: an
         int in [1, 2^32 - 1] (default 2^30); without segments in [1, 2^24] (default
         2^24).  A one-proof's statement carries min(max_cycles, 2^24): a run proved
         within one segment ends within 2^24 cycles, which is within the limit asked.
@@ -117,7 +117,7 @@ class ProgramProver(ProverCore):
 
     def _segmenting(self, segment_cycles, max_cycles) -> tuple:
         """(segment size or None, max_cycles) checked before any work."""
-        from ..rv32.segments import MAX_SEGMENTED_CYCLES, check_segment_cycles
+        from ...rv32.segments import MAX_SEGMENTED_CYCLES, check_segment_cycles
         S = self.config.segment_cycles if segment_cycles is CONFIG else segment_cycles
         if S is not None:
             check_segment_cycles(S)
@@ -178,10 +178,10 @@ class ProgramProver(ProverCore):
         supports).  A run longer than one segment is reported as its segments
         (``segments``: each one's cycles) with the tables of its first segment (every
         segment but the last is as long)."""
-        from ..verifier.protocol import table_shape
-        from ..verifier.security import proof_security
-        from ..rv32.statement import input_sha256
-        from .device.pipeline import estimate_bytes
+        from ...verifier.protocol import table_shape
+        from ...verifier.security import proof_security
+        from ...rv32.statement import input_sha256
+        from ..device.pipeline import estimate_bytes
         t0 = time.perf_counter()
         S, max_cycles = self._segmenting(segment_cycles, max_cycles)
         seg_counts: tuple = ()
@@ -228,7 +228,7 @@ class ProgramProver(ProverCore):
         """Execute a long run in segments -> (a summary of the whole run standing in for
         an Execution, the first segment's tables, each segment's cycles)."""
         from types import SimpleNamespace
-        from ..rv32.segments import run_segments
+        from ...rv32.segments import run_segments
         counts, out, first, code = [], bytearray(), None, 0
         try:
             for seg in run_segments(program, data, max_cycles, S):
@@ -261,7 +261,7 @@ class ProgramProver(ProverCore):
             program, data, max_cycles = _arguments(elf, input,
                                                    min(max_cycles, abi.MAX_CYCLES_CEILING))
             _, tr = self._build_program(program, data, max_cycles, {})
-        from ..kernels.constraint_device import precompile
+        from ...kernels.constraint_device import precompile
         return precompile(tr.airs, compile=self.backend == "cuda", progress=progress)
 
 

@@ -1,5 +1,5 @@
 """Verifying a program proof (docs/api.md "Proving programs"): :func:`verify_program`
-checks a :class:`prover.program_proof.ProgramProof` against the program and the input the
+checks a :class:`prover.programs.proof.ProgramProof` against the program and the input the
 verifier holds -- the AIRs are rebuilt from the ELF, the input and the output the proof
 claims (rv32/statement.py), the parameters' security is checked before any hashing, the
 proof's program digest, input digest and max_cycles are compared with the expected
@@ -13,22 +13,22 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from ..rv32 import abi
-from ..rv32.statement import (PV_DIGEST, PV_ENTRY, PV_IN_LEN, PV_INPUT_SHA,
-                              PV_MAX_CYCLES, claimed_output, program_airs,
-                              public_values, slots_of)
-from ..rv32.tables import INDEX
-from ..verifier import verify as _verify_proof
-from ..verifier.errors import PublicValuesError
-from ..verifier.proof_format import Params
-from ..verifier.security import SecurityReport
-from ..verifier.verify import (DEFAULT_MIN_SECURITY_BITS, check_security,
-                               validate_min_security_bits)
+from ...rv32 import abi
+from ...rv32.statement import (PV_DIGEST, PV_ENTRY, PV_IN_LEN, PV_INPUT_SHA,
+                               PV_MAX_CYCLES, claimed_output, program_airs,
+                               public_values, slots_of)
+from ...rv32.tables import INDEX
+from ...verifier import verify as _verify_proof
+from ...verifier.errors import PublicValuesError
+from ...verifier.proof_format import Params
+from ...verifier.security import SecurityReport
+from ...verifier.verify import (DEFAULT_MIN_SECURITY_BITS, check_security,
+                                validate_min_security_bits)
 
-from .engine.air_proof import decode_proof, read_proof
-from .common.errors import DevProofRefused
-from .program_proof import (ElfLike, ProgramProof, as_input, as_program, check_max_cycles,
-                            claim_of)
+from ..engine.air_proof import decode_proof, read_proof
+from ..common.errors import DevProofRefused
+from .proof import (ElfLike, ProgramProof, as_input, as_program, check_max_cycles,
+                    claim_of)
 
 log = logging.getLogger("steadfast.prover")
 
@@ -79,7 +79,7 @@ def verify_program(proof: ProgramProof | bytes | str | os.PathLike[str], elf: El
             proof = fh.read()
     if isinstance(proof, (bytes, bytearray, memoryview)) and bytes(proof[:4]) == SEG_MAGIC:
         proof = SegmentedProof.from_bytes(bytes(proof))
-    from ..rv32.segments import MAX_SEGMENTED_CYCLES
+    from ...rv32.segments import MAX_SEGMENTED_CYCLES
     if max_cycles is not None and (isinstance(max_cycles, bool) or not isinstance(
             max_cycles, int) or not 1 <= max_cycles <= MAX_SEGMENTED_CYCLES):
         raise ValueError(f"max_cycles must be an int in [1, 2^32 - 1], got {max_cycles!r}")
@@ -140,7 +140,7 @@ def _check_statement(expected: list, got: list) -> None:
                                 f"{_show(e[PV_INPUT_SHA])})", "rv32_registers")
     for i, (a, b) in enumerate(zip(expected, got)):
         if a != b and i != r:
-            from ..rv32.tables import TABLES
+            from ...rv32.tables import TABLES
             raise PublicValuesError(f"{TABLES[i]}: the public values are not the "
                                     f"statement's", f"rv32_{TABLES[i]}")
     if e != g:

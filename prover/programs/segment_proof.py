@@ -28,16 +28,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..rv32.chips.common import NUM_REGS
-from ..rv32.segments import (Chain, Segment, check_segment_cycles, segment_airs,
-                             segment_public_values, MAX_SEGMENTED_CYCLES)
-from ..rv32.statement import slots_of
-from ..verifier.errors import ShapeError, VerificationError
-from ..verifier.proof_format import Params
+from ...rv32.chips.common import NUM_REGS
+from ...rv32.segments import (Chain, Segment, check_segment_cycles, segment_airs,
+                              segment_public_values, MAX_SEGMENTED_CYCLES)
+from ...rv32.statement import slots_of
+from ...verifier.errors import ShapeError, VerificationError
+from ...verifier.proof_format import Params
 
-from .engine.air_proof import decode_proof
-from .common.proof_file import ProofFile
-from .common.stats import ProofStats
+from ..engine.air_proof import decode_proof
+from ..common.proof_file import ProofFile
+from ..common.stats import ProofStats
 
 MAGIC = b"STRS"
 VERSION = 1
@@ -178,9 +178,9 @@ def verify_segmented(proof: SegmentedProof, program, input: bytes, max_cycles: i
                      min_security_bits) -> VerifiedSegments:
     """Verify every segment against the chain (rv32.segments.Chain): a
     :class:`VerificationError` subclass naming the segment on any refusal."""
-    from ..rv32.chips.program import image_of
-    from ..verifier.errors import PublicValuesError
-    from ..verifier.verify import check_security, verify
+    from ...rv32.chips.program import image_of
+    from ...verifier.errors import PublicValuesError
+    from ...verifier.verify import check_security, verify
     t0 = time.perf_counter()
     if max_cycles is not None and max_cycles != proof.max_cycles:
         raise PublicValuesError(f"the proof is for max_cycles {proof.max_cycles:,}, not "

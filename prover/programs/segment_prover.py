@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..rv32.errors import ExecutionError
-from ..rv32.segments import checkpoint, replay, run_segments
-from ..rv32.traces import build_traces
+from ...rv32.errors import ExecutionError
+from ...rv32.segments import checkpoint, replay, run_segments
+from ...rv32.traces import build_traces
 
-from .common.errors import UnprovableProgram
+from ..common.errors import UnprovableProgram
 
 import logging
 log = logging.getLogger("steadfast.prover")
@@ -173,7 +173,7 @@ def segment_progress(progress, done: int, feed: SegmentFeed, seconds: float) -> 
 def prove_segments(prover, program, data: bytes, max_cycles: int, segment_cycles: int):
     """Cut, then prove each segment in turn on ``prover`` -> a SegmentedProof."""
     from .segment_proof import SegmentedProof
-    from .common.stats import ProofStats, peak_rss_bytes
+    from ..common.stats import ProofStats, peak_rss_bytes
     t0 = time.perf_counter()
     feed = SegmentFeed(program, data, max_cycles, segment_cycles)
     with prover._phase("execute", totals_phases := {}):
