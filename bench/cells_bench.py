@@ -150,7 +150,7 @@ import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from steadfast.prover.api import Prover, ProverConfig, verify
 from steadfast.prover.core.prove import prove
-from steadfast.prover.txblock_proof import TxBlockProof
+from steadfast.prover.blocks.proof import TxBlockProof
 from steadfast.rv32.blockfile import Block, Transaction
 from steadfast.rv32.elf import load_elf
 from bench.cells_bench import block_of, traces_of

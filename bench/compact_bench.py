@@ -97,7 +97,7 @@ def size_model(proof_path: str, trials: int = 40) -> None:
     from steadfast.kernels.mmcs import mixed_cap_height
     from steadfast.kernels.multiproof import multiproof_count
     from steadfast.prover.core.rounds import fri_layer_heights
-    from steadfast.prover.txblock_proof import TxBlockProof
+    from steadfast.prover.blocks.proof import TxBlockProof
     from steadfast.verifier.proof_format import decode
     with open(proof_path, "rb") as f:
         bp = TxBlockProof.from_bytes(f.read())

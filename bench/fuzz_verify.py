@@ -135,7 +135,7 @@ def honest_proof(block_path: str, config: dict, log=print,
 def honest_cases(raw: bytes, block, bp_layout=None, inner_off=None) -> dict:
     """What :func:`draw_case` mutates: the honest bytes, inner proof, layouts, the block
     and the proof's claims (every transaction's exit code and output)."""
-    from steadfast.prover.txblock_proof import TxBlockProof
+    from steadfast.prover.blocks.proof import TxBlockProof
     honest = TxBlockProof.from_bytes(raw)
     if bp_layout is None:
         bp_layout, inner_off = block_proof_layout(raw)
@@ -204,7 +204,7 @@ def fuzz(n: int, seed: int = 0, block_path: str = DEFAULT_BLOCK, as_json: bool =
         print(*a, file=out, flush=True)
 
     from steadfast.prover import api
-    from steadfast.prover.txblock_proof import TxBlockProof
+    from steadfast.prover.blocks.proof import TxBlockProof
     from steadfast.rv32.blockfile import load_block
 
     def verify(*a, **kw):               # looked up per call (the tests replace it)

@@ -42,7 +42,7 @@ def actor_rounds(rounds: int, budget: int | None, backend: str = "emu", queries:
     """``rounds`` rounds on one cluster actor (:class:`prover.cluster_worker._Worker`,
     in this process, no Ray; PROVER_FAULTS as set by the caller): each round holds a
     sharded job's R1 pieces (every table's main commit, the AIRs rebuilt from the block's
-    :class:`prover.txblock_prover.TxBlockAirs` as a cluster worker does), proves a whole
+    :class:`prover.blocks.prover.TxBlockAirs` as a cluster worker does), proves a whole
     block meanwhile (its epoch ends under the held pieces), then drops the job ->
     (whole-block proof bytes per round, ledger bytes in use after each round, live
     buffers after each round, the DeviceMemory).  The block:
@@ -51,7 +51,7 @@ def actor_rounds(rounds: int, budget: int | None, backend: str = "emu", queries:
     import numpy as np
     from steadfast.prover.cluster_worker import _Worker
     from steadfast.prover.core.prove import prepare
-    from steadfast.prover.txblock_prover import txblock_airs_spec
+    from steadfast.prover.blocks.prover import txblock_airs_spec
     cfg = ProverConfig(backend=backend, vram_budget=budget, num_queries=queries, pow_bits=2)
     worker = _Worker(cfg)
     block = tiny_block()

@@ -80,7 +80,7 @@ def load_tables(block, queries: int = 16, pow_bits: int = 8):
     """The block's (a path or an ``rv32.blockfile.Block``) AIRs, traces and public values,
     as ``Prover.prove_block`` builds them."""
     from steadfast.prover.api import Prover, ProverConfig
-    from steadfast.prover.txblock_proof import as_txblock
+    from steadfast.prover.blocks.proof import as_txblock
     prover = Prover(ProverConfig(backend="host", num_queries=queries, pow_bits=pow_bits))
     _, bt = prover._build_txblock(as_txblock(block), {})
     return list(bt.airs), list(bt.traces), bt.table_public_values
@@ -167,7 +167,7 @@ def _recovery_cycle(sc: str, c: int, seed: int, block, ref: bytes, args, pm_dir:
 
 
 def run(args) -> dict:
-    from steadfast.prover.txblock_proof import as_txblock
+    from steadfast.prover.blocks.proof import as_txblock
     if args.tiny:
         from tests.txblocks import one_tx_block
         block = one_tx_block()

@@ -69,7 +69,7 @@ def _child(path: str, mode: str, reps: int) -> dict:
     import numpy as np
     from steadfast.verifier import verify
     V = sys.modules["steadfast.verifier.verify"]     # (the package's ``verify`` is the function)
-    from steadfast.prover.txblock_proof import TxBlockProof
+    from steadfast.prover.blocks.proof import TxBlockProof
     from steadfast.rv32 import block as rblock
     from steadfast.rv32.blockfile import load_block
     from steadfast.verifier.proof_format import decode

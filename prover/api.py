@@ -16,10 +16,10 @@ re-exported here (docs/api.md documents these names):
 * :class:`Prover` -- reusable across blocks: ``prove_block(block)`` runs every
   transaction (an RV32IM program on its input, docs/block-format.md) and proves them in
   one proof (rv32/block.py: the statement) -> :class:`TxBlockProof`
-  (:mod:`prover.txblock_proof`) carrying a :class:`ProofStats` (:mod:`prover.common.stats`);
+  (:mod:`prover.blocks.proof`) carrying a :class:`ProofStats` (:mod:`prover.common.stats`);
   ``execute(block)`` sizes a proof without making it (:class:`TxBlockReport`);
   ``precompile(block)`` compiles its device kernels.  The block methods are
-  :class:`prover.txblock_prover.TxBlockProver`'s, on the generic
+  :class:`prover.blocks.prover.TxBlockProver`'s, on the generic
   :class:`prover.engine.prover_core.ProverCore` (configuration, the self-check, backends, statistics,
   the process lock, timeout and cancel: :mod:`prover.engine.control`).
 * :meth:`Prover.prove_program` -- one RV32IM program (ELF) run on an input, proven
@@ -65,9 +65,9 @@ from .programs.prover import ProgramProver
 from .programs.report import ProgramReport, ProgramTableEstimate, TableEstimate
 from .programs.verify import VerifiedProgram, verify_program
 from .common.stats import ProofStats, TableStats
-from .txblock_proof import (TxBlockLike, TxBlockProof, VerifiedTxBlock, is_txblock_proof,
-                            verify_txblock)
-from .txblock_prover import TxBlockProver, TxBlockReport, TxReport
+from .blocks.proof import (TxBlockLike, TxBlockProof, VerifiedTxBlock, is_txblock_proof,
+                           verify_txblock)
+from .blocks.prover import TxBlockProver, TxBlockReport, TxReport
 
 
 class Prover(TxBlockProver, ProgramProver):

@@ -123,7 +123,7 @@ def _verify_txblock(args, data: bytes, report: dict, fail) -> int:
     max_cycles and claims), then the STARK; exit 1 naming the transaction on rejection."""
     from ..verifier.errors import ShapeError, VerificationError
     from .cli_txblock import Claim, load, tx_json, tx_lines
-    from .txblock_proof import is_txblock_proof, verify_txblock
+    from .blocks.proof import is_txblock_proof, verify_txblock
     if not is_txblock_proof(data):
         raise _refusal(ShapeError(f"{args.proof} is not a proof of a block of RISC-V "
                                   "transactions (STB2)" if args.block else

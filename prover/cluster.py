@@ -63,7 +63,7 @@ import pickle
 import time
 import uuid
 
-from .txblock_proof import TxBlockProof, as_txblock
+from .blocks.proof import TxBlockProof, as_txblock
 from .cluster_pool import (DEFAULT_MAX_RETRIES, DEFAULT_START_TIMEOUT, WorkerPool, _downgrades,
                            _Piece)
 from .common.errors import ClusterError
@@ -133,7 +133,7 @@ class ClusterProver(WorkerPool):
 
     def _block_result(self, piece: _Piece, value, t0: float):
         data, stats, _ = value
-        from .txblock_proof import state_out_of
+        from .blocks.proof import state_out_of
         tp = TxBlockProof.from_bytes(data)
         stats.counters["cluster"] = self._counters("blocks", piece, stats, len(data), t0)
         state = None if piece.block is None else state_out_of(piece.block, tp.claims)

@@ -69,12 +69,12 @@ def prove_program_sharded(pool: WorkerPool, elf, input: bytes = b"",
 
 def prove_sharded(pool: WorkerPool, block, timeout: float | None = None):
     """Prove one block of RISC-V transactions with its tables spread over ``pool``'s
-    workers -> a :class:`prover.txblock_proof.TxBlockProof`, the same bytes as one
+    workers -> a :class:`prover.blocks.proof.TxBlockProof`, the same bytes as one
     machine; self-checked here.  Development mode is refused (``ConfigError``)."""
     from .common.errors import ConfigError
-    from .txblock_proof import TxBlockProof, as_txblock
-    from .txblock_proof import state_out_of
-    from .txblock_prover import txblock_airs_spec
+    from .blocks.proof import TxBlockProof, as_txblock
+    from .blocks.proof import state_out_of
+    from .blocks.prover import txblock_airs_spec
     t0 = time.perf_counter()
     local = pool.local
     if local.dev_mode:

@@ -88,7 +88,7 @@ def _writable(a):
 
 def _airs_of(source, shapes, params) -> list:
     """The AIRs of a sharded proof's tables, rebuilt from what the coordinator sent: a
-    block's :class:`prover.txblock_prover.TxBlockAirs` or a program's
+    block's :class:`prover.blocks.prover.TxBlockAirs` or a program's
     :class:`prover.programs.prover.ProgramAirs`."""
     return source.airs()
 

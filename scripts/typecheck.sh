@@ -17,6 +17,6 @@ cd "$tmp"
 # --follow-imports=silent: report the modules named here, use the rest for their types
 MYPYPATH="$tmp" "$py" -m mypy --follow-imports=silent --cache-dir "$tmp/.mypy_cache" \
     -m steadfast.prover.api -m steadfast.prover.display -m steadfast.prover.engine.prover_core \
-    -m steadfast.prover.engine.config -m steadfast.prover.block_prover -m steadfast.prover.block_verify \
+    -m steadfast.prover.engine.config -m steadfast.prover.blocks.prover -m steadfast.prover.blocks.proof \
     -m steadfast.prover.programs.prover -m steadfast.prover.programs.verify \
     -m steadfast.prover.engine.air_proof "$@"

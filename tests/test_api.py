@@ -134,7 +134,7 @@ def test_min_security_bits_refuses_weak_proofs_before_hashing(proofs, monkeypatc
     protocol verifier run -- and accepted only when the caller explicitly lowers the
     minimum."""
     import importlib
-    from steadfast.prover import txblock_proof
+    from steadfast.prover.blocks import proof as txblock_proof
     from steadfast.verifier.proof_format import decode
     vv = importlib.import_module("steadfast.verifier.verify")   # the module, not the function
     from steadfast.verifier import verify as verify_protocol
@@ -523,7 +523,7 @@ def test_precompile_asks_for_the_blocks_own_kernels(monkeypatch):
     compilation here.)"""
     import sys
     import types
-    from steadfast.prover.txblock_prover import run_transaction
+    from steadfast.prover.blocks.prover import run_transaction
     asked = []
     fake = types.ModuleType("steadfast.kernels.constraint_device")
     fake.precompile = lambda airs, compile, progress: asked.append(list(airs)) or []

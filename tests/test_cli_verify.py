@@ -112,7 +112,7 @@ def test_verify_refuses_weak_parameters_by_default(tmp_path, capsys):
     assert code == 1 and f"below the required {above}" in err
     # a weak proof that is also corrupt: refused for its parameters, before any hashing;
     # with no minimum the corruption itself is found
-    from steadfast.prover.txblock_proof import TxBlockProof
+    from steadfast.prover.blocks.proof import TxBlockProof
     from steadfast.verifier.proof_format import decode
     honest = open(weak, "rb").read()
     for off in range(8, 4000, 4):       # one element of an array near the end: still parses

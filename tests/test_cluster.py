@@ -28,7 +28,7 @@ from steadfast.prover.cluster import ClusterProver  # noqa: E402
 from steadfast.prover.common.timeline import Timeline  # noqa: E402
 
 import txblocks  # noqa: E402
-from steadfast.prover.txblock_proof import as_txblock  # noqa: E402
+from steadfast.prover.blocks.proof import as_txblock  # noqa: E402
 
 CFG = ProverConfig(backend="host", num_queries=8, pow_bits=2, logup_pow_bits=0,
                    deep_pow_bits=0, commit_pow_bits=0)

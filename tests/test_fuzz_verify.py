@@ -160,7 +160,7 @@ def test_every_statement_mutation_is_refused_naming_what_differs(honest):
     transaction for a changed input, program, output, exit code or order, ShapeError for
     another transaction count."""
     from steadfast.prover.api import verify
-    from steadfast.prover.txblock_proof import TxBlockProof
+    from steadfast.prover.blocks.proof import TxBlockProof
     proof = TxBlockProof.from_bytes(honest["bytes"])
     seen = {}
     for i in range(4000):

@@ -20,7 +20,7 @@ from steadfast.air import AirBuilder
 from steadfast.air.builder import Air, AirError, choose_logup_degree, logup_degree_cap
 from steadfast.prover.api import Prover, ProverConfig, verify
 from steadfast.prover.core.prove import prove
-from steadfast.prover.txblock_proof import TxBlockProof
+from steadfast.prover.blocks.proof import TxBlockProof
 from steadfast.rv32 import block as rblock
 from steadfast.rv32.chips.common import pow2_rows
 from steadfast.rv32.chips.poseidon2 import _poseidon2_air

@@ -5,7 +5,7 @@ ever returned), the statistics, one proof at a time per process, and the caller'
 timeout and cancel event.
 
 :class:`ProverCore` knows nothing of the machine: the block methods are
-:class:`prover.txblock_prover.TxBlockProver`'s and the program methods
+:class:`prover.blocks.prover.TxBlockProver`'s and the program methods
 :class:`prover.programs.prover.ProgramProver`'s, built on it, and
 :class:`prover.api.Prover` is the class a node uses.  :meth:`ProverCore.prove_airs` is the public door for a team's
 own AIRs (docs/api.md "Your own AIRs"); its proofs verify with

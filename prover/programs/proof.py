@@ -128,7 +128,7 @@ class ProgramProof(ProofFile):
 def dev_body(public_values, notice: bytes = DEV_NOTICE) -> bytes:
     """A development-mode fake's body: the notice, then every table's public values (u32
     tables, then per table u32 count and count u32 values).  The block fakes
-    (prover.txblock_proof) have the same layout behind their own notice."""
+    (prover.blocks.proof) have the same layout behind their own notice."""
     parts = [notice, struct.pack("<I", len(public_values))]
     for pv in public_values:
         parts.append(struct.pack("<I", len(pv)))

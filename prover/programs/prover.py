@@ -251,7 +251,7 @@ class ProgramProver(ProverCore):
                            progress: Callable[[dict], None] | None = None) -> list[dict]:
         """Compile the device kernels the proof of ``elf`` on ``input`` launches (its AIRs
         at the slots its tables get) for this prover's backend, through the kernel cache;
-        as :meth:`prover.txblock_prover.TxBlockProver.precompile` (``[]`` on host and emu)."""
+        as :meth:`prover.blocks.prover.TxBlockProver.precompile` (``[]`` on host and emu)."""
         if self.backend not in ("cuda", "sim"):
             return []
         S, max_cycles = self._segmenting(CONFIG, max_cycles)

@@ -1,6 +1,6 @@
 """What :meth:`Prover.execute_program` reports about a program run without proving it
 (:class:`ProgramReport`, one :class:`ProgramTableEstimate` per table; docs/api.md
-"Proving programs"); a block's report is :class:`prover.txblock_prover.TxBlockReport`."""
+"Proving programs"); a block's report is :class:`prover.blocks.prover.TxBlockReport`."""
 from __future__ import annotations
 
 from dataclasses import dataclass

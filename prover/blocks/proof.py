@@ -26,22 +26,22 @@ import time
 from dataclasses import dataclass, field
 from typing import Union
 
-from ..rv32 import block as rblock
-from ..rv32.blockfile import MAX_TRANSACTIONS, Block, load_block, loads_block, parse_block
-from ..rv32.statement import PV_MAX_CYCLES, Claim, claimed_output
-from ..rv32.tables import INDEX
-from ..verifier import verify as _verify_proof
-from ..verifier.errors import PublicValuesError, ShapeError
-from ..verifier.proof_format import Params, decode
-from ..verifier.security import SecurityReport
-from ..verifier.verify import (DEFAULT_MIN_SECURITY_BITS, check_security,
-                               validate_min_security_bits)
+from ...rv32 import block as rblock
+from ...rv32.blockfile import MAX_TRANSACTIONS, Block, load_block, loads_block, parse_block
+from ...rv32.statement import PV_MAX_CYCLES, Claim, claimed_output
+from ...rv32.tables import INDEX
+from ...verifier import verify as _verify_proof
+from ...verifier.errors import PublicValuesError, ShapeError
+from ...verifier.proof_format import Params, decode
+from ...verifier.security import SecurityReport
+from ...verifier.verify import (DEFAULT_MIN_SECURITY_BITS, check_security,
+                                validate_min_security_bits)
 
-from .engine.air_proof import decode_proof, read_proof
-from .common.errors import DevProofRefused
-from .programs.proof import dev_body as _dev_body, parse_dev_body
-from .common.proof_file import ProofFile
-from .common.stats import ProofStats
+from ..engine.air_proof import decode_proof, read_proof
+from ..common.errors import DevProofRefused
+from ..programs.proof import dev_body as _dev_body, parse_dev_body
+from ..common.proof_file import ProofFile
+from ..common.stats import ProofStats
 
 log = logging.getLogger("steadfast.prover")
 
@@ -220,7 +220,7 @@ def _check_statement(blk: Block, claims: list, got: list) -> list:
     """Every transaction's public values are its statement's (PublicValuesError naming the
     transaction and what differs) and the block's claims hold; returns the expected
     public values."""
-    from .programs.verify import _check_statement as check_tx
+    from ..programs.verify import _check_statement as check_tx
     progs = [t.program for t in blk.transactions]
     ins = [t.input for t in blk.transactions]
     expected = rblock.block_public_values(progs, ins, [c.output for c in claims],

@@ -12,16 +12,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..rv32 import block as rblock
-from ..rv32.errors import ExecutionError
-from ..rv32.run import execute as rv32_execute
-from ..rv32.traces import committed_cells
+from ...rv32 import block as rblock
+from ...rv32.errors import ExecutionError
+from ...rv32.run import execute as rv32_execute
+from ...rv32.traces import committed_cells
 
-from .engine.control import PROVE_LOCK, limits
-from .engine.prover_core import ProverCore
-from .common.errors import UnprovableBlock
-from .common.stats import ProofStats, peak_rss_bytes
-from .txblock_proof import TxBlockLike, TxBlockProof, as_txblock, dev_body, state_out_of
+from ..engine.control import PROVE_LOCK, limits
+from ..engine.prover_core import ProverCore
+from ..common.errors import UnprovableBlock
+from ..common.stats import ProofStats, peak_rss_bytes
+from .proof import TxBlockLike, TxBlockProof, as_txblock, dev_body, state_out_of
 
 
 @dataclass(frozen=True)
@@ -137,8 +137,8 @@ class TxBlockProver(ProverCore):
         with the configured parameters' security for these heights; a false claim is
         reported, not raised); errors as :meth:`prove_txblock`'s (:class:`UnprovableBlock`
         also when a table is taller than the protocol supports)."""
-        from ..verifier.protocol import table_shape
-        from ..verifier.security import proof_security
+        from ...verifier.protocol import table_shape
+        from ...verifier.security import proof_security
         t0 = time.perf_counter()
         blk = as_txblock(block)
         exs, bt = self._build_txblock(blk, {}, claims=False)
@@ -170,7 +170,7 @@ class TxBlockProver(ProverCore):
         if self.backend not in ("cuda", "sim"):
             return []
         _, bt = self._build_txblock(as_txblock(block), {})
-        from ..kernels.constraint_device import precompile
+        from ...kernels.constraint_device import precompile
         return precompile(bt.airs, compile=self.backend == "cuda", progress=progress)
 
 
