@@ -1,4 +1,4 @@
-"""Cluster mode on a local Ray (prover/cluster.py): N blocks on 1 vs 2 workers, and one
+"""Cluster mode on a local Ray (prover/cluster/__init__.py): N blocks on 1 vs 2 workers, and one
 block sharded vs unsharded -- wall time, scheduling/transfer overhead as a share of the
 proof, bytes moved through the object store.
 

@@ -39,7 +39,7 @@ from bench.v2_blocks import K_RANGE, check_k, sized_block, tiny_block  # noqa: E
 
 
 def actor_rounds(rounds: int, budget: int | None, backend: str = "emu", queries: int = 8):
-    """``rounds`` rounds on one cluster actor (:class:`prover.cluster_worker._Worker`,
+    """``rounds`` rounds on one cluster actor (:class:`prover.cluster.worker._Worker`,
     in this process, no Ray; PROVER_FAULTS as set by the caller): each round holds a
     sharded job's R1 pieces (every table's main commit, the AIRs rebuilt from the block's
     :class:`prover.blocks.prover.TxBlockAirs` as a cluster worker does), proves a whole
@@ -49,7 +49,7 @@ def actor_rounds(rounds: int, budget: int | None, backend: str = "emu", queries:
     :func:`bench.v2_blocks.tiny_block` (one hello transaction, 18 tables), sent to the
     whole-block proof as its JSON, as the coordinator sends it."""
     import numpy as np
-    from steadfast.prover.cluster_worker import _Worker
+    from steadfast.prover.cluster.worker import _Worker
     from steadfast.prover.core.prove import prepare
     from steadfast.prover.blocks.prover import txblock_airs_spec
     cfg = ProverConfig(backend=backend, vram_budget=budget, num_queries=queries, pow_bits=2)

@@ -1,4 +1,4 @@
-"""Cluster mode (prover/cluster.py) on a local two-node Ray cluster: a head and a second
+"""Cluster mode (prover/cluster/__init__.py) on a local two-node Ray cluster: a head and a second
 node, each a separate raylet with one CPU (ray.cluster_utils.Cluster), so the two workers
 run in different processes on different Ray nodes.  Faults: a worker process killed
 mid-proof (blocks and sharded), an injected OOM that downgrades inside device (emu)
@@ -86,7 +86,7 @@ def test_join_over_tree_refs_is_the_one_machine_proof():
     tree built from leaf digests as the coordinator does (cluster_join.mixed_tree) is the
     one machine's."""
     import numpy as np
-    from steadfast.prover.cluster_join import _join, _JoinStages, _TreeRef, mixed_tree
+    from steadfast.prover.cluster.join import _join, _JoinStages, _TreeRef, mixed_tree
     from steadfast.prover.core.prove import prepare, prove
     from steadfast.prover.core.rounds import prove_tables, r1_challenges, r1_main, take_quotients
     from steadfast.prover.common.spans import Spans

@@ -1,6 +1,6 @@
 """A long-lived cluster actor ends with nothing booked (issue #28's done criterion).
 
-The Ray actor is :class:`prover.cluster_worker._Worker`, a plain class: here it runs in
+The Ray actor is :class:`prover.cluster.worker._Worker`, a plain class: here it runs in
 this process (no Ray), on the emulated device with faults on, doing what a worker of a
 busy cluster does -- whole blocks, and the pieces of sharded proofs whose R1 state it
 holds between calls -- interleaved so that a whole-block proof's epoch ends while a

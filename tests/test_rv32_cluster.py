@@ -1,4 +1,4 @@
-"""Cluster mode (prover/cluster.py) for RV32IM program proofs, on a local Ray instance with
+"""Cluster mode (prover/cluster/__init__.py) for RV32IM program proofs, on a local Ray instance with
 four CPUs: many programs across two workers and one program's tables sharded over them,
 byte-identical to Prover.prove_program on one machine; ``prove --cluster PROGRAM.elf``
 and ``--shard-tables`` from the command line.

@@ -1,4 +1,4 @@
-"""A long program's segments on Ray workers (prover/cluster_segments.py), on a local Ray
+"""A long program's segments on Ray workers (prover/cluster/segments.py), on a local Ray
 instance: byte-identical to one machine; a worker killed mid-segment costs that segment a
 re-run and nothing else; a segment failing its self-check is re-run alone; the counters
 say how many and why; ``prove --cluster PROGRAM.elf --segment-cycles N`` from the command

@@ -1,4 +1,4 @@
-"""Cluster mode (prover/cluster.py) for blocks of RISC-V transactions (block format 2), on
+"""Cluster mode (prover/cluster/__init__.py) for blocks of RISC-V transactions (block format 2), on
 a local Ray instance: two blocks across two workers (whole-block mode) and one block's
 tables sharded over them, each byte-identical to Prover.prove_block on one machine, with
 the same state_out; ``prove --cluster BLOCK.json`` from the command line.

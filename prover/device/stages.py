@@ -44,7 +44,7 @@ from ...verifier.protocol import TableShape
 
 from .gate import DISPATCH_CHECKS, MAX_DEVICE_LOG_LDE, device_gate, dispatch_ok
 from .join import JOIN, DeviceJoinStages, DeviceResultError, Layer
-from .join import host_of as _host_of  # noqa: F401  (prover/cluster.py imports it from here)
+from .join import host_of as _host_of  # noqa: F401  (prover/cluster/__init__.py imports it from here)
 from .locks import NULL_LOCK, R2_LOCK, SIM_SUBMIT_LOCK, R2Window, R2Windows
 from .engines import CudaEngine, EmuEngine
 from .faults import FaultPlan

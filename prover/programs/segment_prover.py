@@ -1,5 +1,5 @@
 """Proving a long run as linked segments (docs/rv32.md "Long programs: segments"), on one
-machine (:func:`prove_segments`) or on a cluster's workers (:mod:`prover.cluster_segments`).
+machine (:func:`prove_segments`) or on a cluster's workers (:mod:`prover.cluster.segments`).
 
 Two phases.  **Cutting**: the program is executed once, on this process, and cut into
 segments; each is kept only as its *checkpoint* (:func:`rv32.segments.checkpoint`: its

@@ -20,7 +20,7 @@ machine:
   blocks; it asks for ``num_gpus=1`` when the cluster has GPUs, else ``num_cpus=1``.
 * **one block, tables sharded** -- the coordinator executes the block and puts each
   table's trace in Ray's object store; each table goes through five pieces on the worker
-  keeping its state (:mod:`prover.cluster_sharded`, proof format 6): ``main_commit`` (R1:
+  keeping its state (:mod:`prover.cluster.sharded`, proof format 6): ``main_commit`` (R1:
   its main leaf digests), ``aux`` (the LogUp sums committed: the aux leaf digests),
   ``quotient`` (R2 on its transcript fork: the parts' leaf digests), ``prove_table`` (R3
   and the DEEP quotient: its :class:`prover.core.rounds.R4Deep`, the DQ through the object
@@ -29,7 +29,7 @@ machine:
   the three mixed-height trees (main, aux, parts) over the leaf digests in table order,
   absorbs the main cap and draws the LogUp challenges (with their proof of work), and
   hands the mixed aux and parts caps to the later pieces; it runs the join
-  (:mod:`prover.cluster_join`: :func:`prover.core.rounds.r4_fri`, one FRI over all tables, on
+  (:mod:`prover.cluster.join`: :func:`prover.core.rounds.r4_fri`, one FRI over all tables, on
   host stages; then every table's ``open_table`` launched at once, and
   :func:`prover.core.rounds.r4_open` with the mixed trees' multiproofs); then it runs the
   prover's self-check.  Each worker runs its pieces on the configured backend: host
@@ -52,9 +52,9 @@ every re-run, death and device downgrade is counted in ``stats.counters["cluster
 retried; every wait has a timeout.
 
 Modules: this one (:class:`ClusterProver`: many blocks, and the entry to sharded
-proofs), :mod:`prover.cluster_pool` (the workers and their pieces: launch, wait, re-run),
-:mod:`prover.cluster_worker` (the Ray actor), :mod:`prover.cluster_sharded` (one block's
-tables sharded), :mod:`prover.cluster_join` (the coordinator's join over tree proxies),
+proofs), :mod:`prover.cluster.pool` (the workers and their pieces: launch, wait, re-run),
+:mod:`prover.cluster.worker` (the Ray actor), :mod:`prover.cluster.sharded` (one block's
+tables sharded), :mod:`prover.cluster.join` (the coordinator's join over tree proxies),
 :mod:`prover.cluster_cli` (``prove --cluster``).
 """
 from __future__ import annotations
@@ -63,10 +63,10 @@ import pickle
 import time
 import uuid
 
-from .blocks.proof import TxBlockProof, as_txblock
-from .cluster_pool import (DEFAULT_MAX_RETRIES, DEFAULT_START_TIMEOUT, WorkerPool, _downgrades,
-                           _Piece)
-from .common.errors import ClusterError
+from ..blocks.proof import TxBlockProof, as_txblock
+from .pool import (DEFAULT_MAX_RETRIES, DEFAULT_START_TIMEOUT, WorkerPool, _downgrades,
+                   _Piece)
+from ..common.errors import ClusterError
 
 
 class ClusterFuture:
@@ -133,7 +133,7 @@ class ClusterProver(WorkerPool):
 
     def _block_result(self, piece: _Piece, value, t0: float):
         data, stats, _ = value
-        from .blocks.proof import state_out_of
+        from ..blocks.proof import state_out_of
         tp = TxBlockProof.from_bytes(data)
         stats.counters["cluster"] = self._counters("blocks", piece, stats, len(data), t0)
         state = None if piece.block is None else state_out_of(piece.block, tp.claims)
@@ -194,8 +194,8 @@ class ClusterProver(WorkerPool):
         """A program job -- ``elf``, ``(elf, input)`` or ``(elf, input, max_cycles)``; elf a path,
         the ELF's bytes or an rv32 Program -- checked here (a malformed ELF or argument
         fails at once, typed) and sent to a worker as a Program."""
-        from .programs.proof import as_input, as_program
-        from .programs.prover import CONFIG
+        from ..programs.proof import as_input, as_program
+        from ..programs.prover import CONFIG
         job = list(job) if isinstance(job, (tuple, list)) else [job]
         if not 1 <= len(job) <= 3:
             raise TypeError("a program job is elf, (elf, input) or (elf, input, max_cycles)")
@@ -206,7 +206,7 @@ class ClusterProver(WorkerPool):
                       index), args
 
     def _program_result(self, piece: _Piece, value, t0: float):
-        from .programs.proof import ProgramProof
+        from ..programs.proof import ProgramProof
         data, stats, _ = value
         pp = ProgramProof.from_bytes(data)
         stats.counters["cluster"] = self._counters("programs", piece, stats, len(data), t0)
@@ -238,8 +238,8 @@ class ClusterProver(WorkerPool):
         segment failing its self-check costs that segment a re-run) -> a SegmentedProof,
         the same bytes as ``Prover.prove_program`` on one machine; a run within one
         segment is one ProgramProof proved on one worker
-        (:func:`prover.cluster_segments.prove_program_segmented`)."""
-        from .cluster_segments import prove_program_segmented
+        (:func:`prover.cluster.segments.prove_program_segmented`)."""
+        from .segments import prove_program_segmented
         return prove_program_segmented(self, elf, input, max_cycles, segment_cycles, timeout,
                                        progress)
 
@@ -248,16 +248,16 @@ class ClusterProver(WorkerPool):
         """Prove one block with its tables spread over the workers (each on the configured
         backend: host stages, or per-table device stages); the same bytes as
         ``Prover.prove_block`` on one machine; the proof is self-checked here
-        (:func:`prover.cluster_sharded.prove_sharded`)."""
-        from .cluster_sharded import prove_sharded
+        (:func:`prover.cluster.sharded.prove_sharded`)."""
+        from .sharded import prove_sharded
         return prove_sharded(self, block, timeout)
 
     def prove_program_sharded(self, elf, input: bytes = b"", max_cycles: int | None = None,
                               timeout: float | None = None):
         """Prove one program run with its tables spread over the workers -> a
         ProgramProof, the same bytes as ``Prover.prove_program`` on one machine
-        (:func:`prover.cluster_sharded.prove_program_sharded`)."""
-        from .cluster_sharded import prove_program_sharded
+        (:func:`prover.cluster.sharded.prove_program_sharded`)."""
+        from .sharded import prove_program_sharded
         return prove_program_sharded(self, elf, input, max_cycles, timeout)
 
 

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .api import Prover, ProverConfig
-from .cluster_join import _TreeRef
-from .common.errors import ClusterError, ProofSelfCheckFailure
+from ..api import Prover, ProverConfig
+from .join import _TreeRef
+from ..common.errors import ClusterError, ProofSelfCheckFailure
 
 
 def _reduce_self_check_failure(exc: ProofSelfCheckFailure):
@@ -138,9 +138,9 @@ class _Worker:
 
     def prove_segment(self, program, data: bytes, max_cycles: int, segment_cycles: int,
                       ck, key: str, timeline: bool = False):
-        """One segment of a long run from its checkpoint (:mod:`prover.cluster_segments`)
+        """One segment of a long run from its checkpoint (:mod:`prover.cluster.segments`)
         -> (its protocol proof's bytes, ProofStats, timeline events or None)."""
-        from .programs.segment_prover import prove_one
+        from ..programs.segment_prover import prove_one
         _maybe_die(self.fault, self.fault_dir, key)
         _maybe_fail_check(self.fault, self.fault_dir, key)
         tl = self._timeline(timeline)
@@ -163,12 +163,12 @@ class _Worker:
         """The stages of one table of a sharded proof: host stages, or on a device backend
         a DeviceStages of its own (its recovery counters and transfers are the table's)
         over this process's device memory and budget (the PROVER_* switches apply)."""
-        from .core.stages import HostStages
+        from ..core.stages import HostStages
         if self.prover.backend == "host":
             return HostStages()
-        from .device.stages import device_gate
-        from .device.pipeline import device_memory, estimate_bytes, make_stages
-        from .device.recovery import RecoveryCounters
+        from ..device.stages import device_gate
+        from ..device.pipeline import device_memory, estimate_bytes, make_stages
+        from ..device.recovery import RecoveryCounters
         pcfg = self.prover._device_config()
         pcfg.timeline = tl
         stages = make_stages(pcfg, device_memory(pcfg.backend, pcfg.budget),
@@ -181,7 +181,7 @@ class _Worker:
     # -- sharded: one table's state through its pieces ---------------------------------
     def _commit(self, i: int, airs, trace, params, shapes, tl=None):
         """R1 of table i on new stages -> (its :class:`_Table` at level 1, span records)."""
-        from .common.spans import Spans
+        from ..common.spans import Spans
         stages, spans = self._stages(shapes[i], params, tl), Spans()
         t = _Table(shapes[i].name, stages, None, None)
         try:
@@ -198,14 +198,14 @@ class _Worker:
     def _timeline(on: bool):
         if not on:
             return None
-        from .common.timeline import Timeline
+        from ..common.timeline import Timeline
         return Timeline()
 
     @staticmethod
     def _piece_timeline(stages, tl) -> None:
         """Device stages log this piece's events into ``tl`` (none once it is None)."""
         if hasattr(stages, "timeline"):
-            from .common.timeline import Timeline
+            from ..common.timeline import Timeline
             stages.timeline = stages.recovery.timeline = tl or Timeline(enabled=False)
 
     def main_commit(self, job: str, i: int, rom, trace, params, shapes, timeline: bool = False):
@@ -238,8 +238,8 @@ class _Worker:
         deterministically).  Every level the coordinator has already seen is checked
         against ``known`` (the table's own main / aux / parts caps); the mixed aux and
         parts caps there replay the fork.  On an error the table's state is released."""
-        from .core.rounds import R1Main, Statement, r1_aux, r2_quotient, r3_ood, r4_deep
-        from .common.spans import Spans
+        from ..core.rounds import R1Main, Statement, r1_aux, r2_quotient, r3_ood, r4_deep
+        from ..common.spans import Spans
         start = _DEEP if opening else target - 1
         t = self.state.pop((job, i), None)
         if t is not None and t.level > start:           # past this piece's start: redo
@@ -367,7 +367,7 @@ class _Worker:
         recomputed first from the trace (deterministic: every own cap is checked against
         ``known``, the ones the coordinator's mixed trees were built with).  The table's
         state is released afterwards."""
-        from .common.spans import Spans
+        from ..common.spans import Spans
         _maybe_die(self.fault, self.fault_dir, f"open_table:{i}")
         rom, trace = _writable(rom), _writable(trace)
         tl = self._timeline(timeline)
@@ -420,7 +420,7 @@ def _host_dq(dq) -> np.ndarray:
     """A DQ as a host array (a device DQ copied to the host, then released)."""
     if isinstance(dq, np.ndarray):
         return dq
-    from .device.stages import _host_of
+    from ..device.stages import _host_of
     host = np.array(_host_of(dq), dtype=np.uint32)
     dq.h.release()
     return host

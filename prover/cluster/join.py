@@ -37,7 +37,7 @@ def mixed_tree(st, leaves, spans=None, kind: str = ""):
     as one machine's :func:`prover.core.rounds.mixed_commit`): over the leaf digests the
     workers sent (through the object store: made contiguous uint32 here), unpruned -- the
     coordinator holds digests, not rows."""
-    from .core.rounds import mixed_tree as _mixed_tree
+    from ..core.rounds import mixed_tree as _mixed_tree
     return _mixed_tree(st, [None if lv is None else np.ascontiguousarray(lv, np.uint32)
                             for lv in leaves], spans, kind)
 
@@ -54,7 +54,7 @@ class _JoinStages:
     the nodes are the mixed trees', built here); ``cap`` on one is the cap it carries."""
 
     def __init__(self, opener):
-        from .core.stages import HostStages
+        from ..core.stages import HostStages
         self._host = HostStages()
         self._opener = opener              # {table: indices} -> {table: (indices, {tree: rows})}
         self._opened: dict = {}            # table -> (indices, {tree: rows or None})
@@ -103,8 +103,8 @@ def _join(st, ch, tr, deeps, dqs, stages: _JoinStages, spans, mixed) -> bytes:
     -> the encoded proof: one FRI over all tables up to the queries, then every table's
     row openings launched at once on the workers, then the proof's openings (through
     ``stages``, a :class:`_JoinStages`; the mixed multiproofs from ``mixed``)."""
-    from ..verifier.proof_format import encode
-    from .core.rounds import r4_fri, r4_open
+    from ...verifier.proof_format import encode
+    from ..core.rounds import r4_fri, r4_open
     fri = r4_fri(st, tr, deeps, dqs, stages, spans)
     stages.prefetch({d.index: fri.positions(s.log_lde) for d, s in zip(deeps, st.shapes)})
     return encode(r4_open(st, ch, deeps, fri, stages, spans, mixed))

@@ -13,7 +13,7 @@ per live worker is in flight.  The proof is the one machine's, byte for byte: a 
 proof depends only on its checkpoint, the program, the input and the configuration.
 
 Faults: a worker that dies mid-segment (its process killed, its node gone) costs that
-segment a re-run on the least busy live worker (:mod:`prover.cluster_pool`); a worker
+segment a re-run on the least busy live worker (:mod:`prover.cluster.pool`); a worker
 whose segment fails its self-check (:class:`ProofSelfCheckFailure`, after the worker's own
 recovery) has that segment re-run alone on another worker; at most ``max_retries`` re-runs
 per segment.  ``stats.counters["cluster"]["segment_retries"]`` says how many segments were
@@ -27,8 +27,8 @@ import logging
 import pickle
 import time
 
-from .cluster_pool import WorkerPool, _Piece, _downgrades
-from .common.errors import ProofSelfCheckFailure
+from .pool import WorkerPool, _Piece, _downgrades
+from ..common.errors import ProofSelfCheckFailure
 
 log = logging.getLogger("steadfast.prover")
 
@@ -41,12 +41,12 @@ def prove_program_segmented(pool: WorkerPool, elf, input: bytes = b"",
     on one worker) -- the bytes :meth:`Prover.prove_program` makes on one machine.
     ``segment_cycles``: None for the config's; ``progress(done, total, cut, seconds)``
     after each segment (total None until the execution has ended)."""
-    from .programs.proof import as_input, as_program
-    from .programs.prover import CONFIG
-    from .programs.segment_proof import SegmentedProof
-    from .programs.segment_prover import (SegmentFeed, SegmentTotals, segment_downgrades,
-                                          segment_record)
-    from .common.stats import ProofStats, peak_rss_bytes
+    from ..programs.proof import as_input, as_program
+    from ..programs.prover import CONFIG
+    from ..programs.segment_proof import SegmentedProof
+    from ..programs.segment_prover import (SegmentFeed, SegmentTotals, segment_downgrades,
+                                           segment_record)
+    from ..common.stats import ProofStats, peak_rss_bytes
     t0 = time.perf_counter()
     local = pool.local
     program, data = as_program(elf), as_input(input)

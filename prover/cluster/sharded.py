@@ -1,7 +1,7 @@
 """Cluster mode, one block with its tables sharded (:meth:`prover.cluster.ClusterProver.
 prove_sharded`), proof format 6: the coordinator executes the block and puts each
 table's trace in Ray's object store; each table then goes through five pieces on the
-worker holding its state (:mod:`prover.cluster_worker`), with the coordinator's barriers
+worker holding its state (:mod:`prover.cluster.worker`), with the coordinator's barriers
 between them:
 
   main_commit  R1: the table's main commit -> its main leaf digests (and own cap);
@@ -33,9 +33,9 @@ import uuid
 
 import numpy as np
 
-from .cluster_join import _join, _JoinStages, mixed_tree
-from .cluster_pool import WorkerPool, _downgrades, _Piece, _sum_recovery
-from .common.stats import ProofStats, peak_rss_bytes, table_stats
+from .join import _join, _JoinStages, mixed_tree
+from .pool import WorkerPool, _downgrades, _Piece, _sum_recovery
+from ..common.stats import ProofStats, peak_rss_bytes, table_stats
 
 
 def prove_program_sharded(pool: WorkerPool, elf, input: bytes = b"",
@@ -44,16 +44,16 @@ def prove_program_sharded(pool: WorkerPool, elf, input: bytes = b"",
     ``pool``'s workers -> a :class:`prover.programs.proof.ProgramProof`, the same bytes as
     one machine; self-checked here.  Development mode is refused (``ConfigError``: a fake
     has no tables to shard)."""
-    from .common.errors import ConfigError
-    from .programs.proof import ProgramProof, as_input, as_program, check_max_cycles
-    from .programs.prover import program_airs_spec
+    from ..common.errors import ConfigError
+    from ..programs.proof import ProgramProof, as_input, as_program, check_max_cycles
+    from ..programs.prover import program_airs_spec
     t0 = time.perf_counter()
     local = pool.local
     if local.dev_mode:
         raise ConfigError("development mode does not apply to sharded proofs")
     program, data = as_program(elf), as_input(input)
     # one proof: it carries min(max_cycles, 2^24), as Prover.prove_program's does
-    from ..rv32.abi import MAX_CYCLES_CEILING
+    from ...rv32.abi import MAX_CYCLES_CEILING
     limit = check_max_cycles(MAX_CYCLES_CEILING if max_cycles is None
                              else min(max_cycles, MAX_CYCLES_CEILING))
     phases: dict = {}
@@ -71,10 +71,10 @@ def prove_sharded(pool: WorkerPool, block, timeout: float | None = None):
     """Prove one block of RISC-V transactions with its tables spread over ``pool``'s
     workers -> a :class:`prover.blocks.proof.TxBlockProof`, the same bytes as one
     machine; self-checked here.  Development mode is refused (``ConfigError``)."""
-    from .common.errors import ConfigError
-    from .blocks.proof import TxBlockProof, as_txblock
-    from .blocks.proof import state_out_of
-    from .blocks.prover import txblock_airs_spec
+    from ..common.errors import ConfigError
+    from ..blocks.proof import TxBlockProof, as_txblock
+    from ..blocks.proof import state_out_of
+    from ..blocks.prover import txblock_airs_spec
     t0 = time.perf_counter()
     local = pool.local
     if local.dev_mode:
@@ -94,12 +94,12 @@ def _sharded(pool: WorkerPool, airs, traces, pvs, source, cycles: int, phases: d
              t0: float, timeout: float | None):
     """The sharded proof of built tables -> (proof bytes, ProofStats).  ``source``: what
     the workers rebuild the AIRs from (a block's ROM, a program's ProgramAirs)."""
-    from ..verifier.protocol import absorb_statement
-    from ..verifier.transcript import Transcript
-    from .core.prove import prepare
-    from .core.rounds import Mixed, R1Challenges, R1Main, _cap, r1_challenges, take_quotients
-    from .common.spans import Spans
-    from .core.stages import HostStages
+    from ...verifier.protocol import absorb_statement
+    from ...verifier.transcript import Transcript
+    from ..core.prove import prepare
+    from ..core.rounds import Mixed, R1Challenges, R1Main, _cap, r1_challenges, take_quotients
+    from ..common.spans import Spans
+    from ..core.stages import HostStages
     ray = pool._ray
     cfg = pool.config
     t1 = time.perf_counter()

@@ -1,5 +1,5 @@
 """Cluster mode's worker pool (:mod:`prover.cluster`): start the Ray actors
-(:class:`prover.cluster_worker._Worker`, one per worker, on a GPU each when the cluster has
+(:class:`prover.cluster.worker._Worker`, one per worker, on a GPU each when the cluster has
 GPUs), know which are live, launch pieces on the least busy one and re-run a piece whose
 worker died (a killed process, a node gone) -- at most ``max_retries`` times, every wait
 bounded.  A piece's result is taken once; a worker's own error comes back as itself.
@@ -11,9 +11,9 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from .api import Prover, ProverConfig
-from .cluster_worker import _Worker
-from .common.errors import ClusterError, ConfigError
+from ..api import Prover, ProverConfig
+from .worker import _Worker
+from ..common.errors import ClusterError, ConfigError
 
 DEFAULT_MAX_RETRIES = 3          # re-runs of one piece after its worker died
 DEFAULT_START_TIMEOUT = 300.0    # seconds for the workers to come up
@@ -62,7 +62,7 @@ class WorkerPool:
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
             raise ConfigError("worker_env maps names to strings")
         if env.get("PROVER_FAULTS"):
-            from .device.faults import FaultSpecError, parse_faults
+            from ..device.faults import FaultSpecError, parse_faults
             try:
                 parse_faults(env["PROVER_FAULTS"])
             except FaultSpecError as exc:
