@@ -34,7 +34,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _profiler(rows: dict):
     """Every compile's own seconds by function (compile_ahead.compile_watch), split into
     compiles, cache loads and waits on another thread's compile of the same function."""
-    from steadfast.prover.compile_ahead import compile_watch
+    from steadfast.prover.cli.compile_ahead import compile_watch
 
     def before(self, sig, depth):
         return sum(self._cache_hits.values()), len(self.overloads)

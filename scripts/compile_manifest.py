@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write prover/compile_manifest.json: the host kernels a proof compiles, in call order.
+"""Write prover/cli/compile_manifest.json: the host kernels a proof compiles, in call order.
 
     .venv/bin/python scripts/compile_manifest.py            # rewrite the manifest
     .venv/bin/python scripts/compile_manifest.py --check    # exit 1 if it is stale
@@ -9,8 +9,8 @@
 Proves examples/block.json, then examples/hello.elf, in a fresh process on an empty numba
 cache (a temporary NUMBA_CACHE_DIR: a cold start, so the njit callees compile too) and
 records every compile of a cached steadfast function in the order the compiles start
-(prover/compile_ahead.record): the entries the compile-ahead helper
-(prover/compile_ahead.py) compiles from the last one backwards -- a kernel's callees
+(prover/cli/compile_ahead.record): the entries the compile-ahead helper
+(prover/cli/compile_ahead.py) compiles from the last one backwards -- a kernel's callees
 before the kernel -- while a cold ``prove`` compiles from the first one forwards.
 ``--check`` proves on the current cache and fails if a kernel the proofs call from Python
 is missing.
@@ -29,7 +29,7 @@ sys.path.insert(0, ROOT)
 
 def _child(out: str) -> None:
     os.environ["STEADFAST_COMPILE_AHEAD"] = "0"
-    from steadfast.prover import compile_ahead
+    from steadfast.prover.cli import compile_ahead
     from steadfast.prover.cli import main_prove
     rows: list = []
     with tempfile.TemporaryDirectory() as tmp, compile_ahead.record(rows):
@@ -84,7 +84,7 @@ def main(argv=None) -> int:
     if argv[:1] == ["--child"]:
         _child(argv[1])
         return 0
-    from steadfast.prover.compile_ahead import (MANIFEST, _simulate, load_doc, load_manifest,
+    from steadfast.prover.cli.compile_ahead import (MANIFEST, _simulate, load_doc, load_manifest,
                                                 plan)
     rows = recorded(cold=argv[:1] != ["--check"])
     if argv[:1] == ["--check"]:
@@ -106,7 +106,7 @@ def main(argv=None) -> int:
           f"{_simulate(rows, []):.1f} s")
     doc = {"about": "host kernels a proof compiles, in call order, with the seconds of a cold "
                     "compile on the machine that wrote it (scripts/compile_manifest.py; read by "
-                    "prover/compile_ahead.py)", "helper_order": order, "entries": rows}
+                    "prover/cli/compile_ahead.py)", "helper_order": order, "entries": rows}
     with open(MANIFEST, "w") as fh:
         json.dump(doc, fh, indent=1)
         fh.write("\n")

@@ -16,7 +16,7 @@ for d in air kernels prover verifier vm rv32; do ln -s "$root/$d" "$tmp/steadfas
 cd "$tmp"
 # --follow-imports=silent: report the modules named here, use the rest for their types
 MYPYPATH="$tmp" "$py" -m mypy --follow-imports=silent --cache-dir "$tmp/.mypy_cache" \
-    -m steadfast.prover.api -m steadfast.prover.display -m steadfast.prover.engine.prover_core \
+    -m steadfast.prover.api -m steadfast.prover.cli.display -m steadfast.prover.engine.prover_core \
     -m steadfast.prover.engine.config -m steadfast.prover.blocks.prover -m steadfast.prover.blocks.proof \
     -m steadfast.prover.programs.prover -m steadfast.prover.programs.verify \
     -m steadfast.prover.engine.air_proof "$@"

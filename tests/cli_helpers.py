@@ -10,7 +10,7 @@ import os
 import shutil
 from pathlib import Path
 
-from steadfast.prover.display import ROUNDS
+from steadfast.prover.cli.display import ROUNDS
 from steadfast.rv32 import block as rblock
 
 from tests.txblocks import one_tx_block

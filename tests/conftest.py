@@ -7,7 +7,7 @@ The PTX compile check runs in a subprocess with the simulator off (test_ptx.py).
 Post-mortems written by the fault tests go to a session temporary directory
 (``PROVER_POSTMORTEM_DIR``, unless already set), never into the checkout nor the
 user's state directory.  ``STEADFAST_COMPILE_AHEAD`` is off by default in the session
-(a cold first CLI test would start prover/compile_ahead.py's helper process).
+(a cold first CLI test would start prover/cli/compile_ahead.py's helper process).
 """
 import atexit
 import os

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from steadfast.prover.cli import main_prove
-from steadfast.prover.display import ROUNDS
+from steadfast.prover.cli.display import ROUNDS
 from steadfast.rv32 import block as rblock
 
 from tests.txblocks import empty_block
@@ -32,7 +32,7 @@ def _live(tables=5):
     """A LiveProgress on a fake clock, drawing to a recorded 100-column terminal."""
     import io
     from rich.console import Console
-    from steadfast.prover.display import LiveProgress
+    from steadfast.prover.cli.display import LiveProgress
     clock = [100.0]
     term = io.StringIO()
     con = Console(file=term, width=100, force_terminal=True, color_system=None)
@@ -77,7 +77,7 @@ def test_live_progress_shows_overall_rounds_and_time_left():
     one is done, estimates the time left at the average pace since the first round
     started, up to now (it grows while a round stalls); whole-proof spans and the
     per-table grinding are not counted rounds."""
-    from steadfast.prover.display import ROUNDS
+    from steadfast.prover.cli.display import ROUNDS
     n = 2 * len(ROUNDS)
     p, clock, _ = _live(tables=2)
     assert p.board.overall(clock[0]).startswith(f"0/{n} table-rounds (0%)")
@@ -117,7 +117,7 @@ def test_live_progress_shows_overall_rounds_and_time_left():
 def test_live_display_fits_80_columns_and_long_times_read_as_minutes():
     """A long proof's overall row (hours left, minutes elapsed) still fits one 80-column
     line; durations past a minute read 1m52s, past an hour 1h13m."""
-    from steadfast.prover.display import duration
+    from steadfast.prover.cli.display import duration
     assert [duration(x) for x in (7.4, 59.4, 60, 112.8, 3599, 3600, 4380.5)] == \
         ["7s", "59s", "1m00s", "1m52s", "59m59s", "1h00m", "1h13m"]
     assert duration(2.25, 1) == "2.2s"
@@ -141,7 +141,7 @@ def test_live_display_fits_80_columns_and_long_times_read_as_minutes():
 def test_plain_progress_lines_are_plain():
     """Off a terminal: one plain line per finished stage, no escape codes, ending k/40."""
     import io
-    from steadfast.prover.display import LineProgress, make_progress
+    from steadfast.prover.cli.display import LineProgress, make_progress
     buf = io.StringIO()
     p = make_progress(False, stream=buf)
     assert isinstance(p, LineProgress)
@@ -178,7 +178,7 @@ class _TTY:
 def test_live_only_where_the_terminal_can_redraw(monkeypatch):
     """A terminal gets the live display; TERM=dumb (which rich would not redraw, showing
     nothing until the end) and a non-terminal get plain lines."""
-    from steadfast.prover.display import LineProgress, LiveProgress, make_progress
+    from steadfast.prover.cli.display import LineProgress, LiveProgress, make_progress
     monkeypatch.setenv("TERM", "xterm-256color")
     assert isinstance(make_progress(True, stream=_TTY()), LiveProgress)
     assert isinstance(make_progress(False, stream=_TTY()), LineProgress)

@@ -188,7 +188,7 @@ def test_cold_start_is_announced(tmp_path, capsys, monkeypatch):
     """A host kernel missing from numba's cache: prove says it is compiling, once per
     machine (the cache check itself, on real processes: tests/test_cli_warm.py)."""
     from steadfast.prover import cli
-    from steadfast.prover import compile_ahead as ca
+    from steadfast.prover.cli import compile_ahead as ca
     monkeypatch.setattr(ca, "missing_kernels", lambda entries=None: [{"name": "_run"}])
     assert cli._host_kernels_cached() is False
     monkeypatch.setattr(ca, "missing_kernels", lambda entries=None: [])

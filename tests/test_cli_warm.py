@@ -18,11 +18,11 @@ import textwrap
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOTICE = "first run here"
 
-# prove in a child process, recording what prover/compile_ahead.start() was asked and
+# prove in a child process, recording what prover/cli/compile_ahead.start() was asked and
 # answered (True: the helper process was started)
 _DRIVER = """
     import json, os, sys
-    from steadfast.prover import compile_ahead as ca
+    from steadfast.prover.cli import compile_ahead as ca
     calls = []
     _start = ca.start
     def start(*a, **k):
@@ -79,7 +79,7 @@ def test_the_check_reads_numbas_own_index(tmp_path):
     code = """
         import json
         from steadfast.prover import cli
-        from steadfast.prover import compile_ahead as ca
+        from steadfast.prover.cli import compile_ahead as ca
         names = [e["name"] for e in ca.load_manifest()]
         before = [e["name"] for e in ca.missing_kernels()]
         two = [e for e in ca.load_manifest() if e["name"] in ("_ef_chain", "_count_kernel")]
@@ -94,7 +94,7 @@ def test_the_check_reads_numbas_own_index(tmp_path):
     code = """
         import json
         from steadfast.prover import cli
-        from steadfast.prover import compile_ahead as ca
+        from steadfast.prover.cli import compile_ahead as ca
         print(json.dumps({"missing": [e["name"] for e in ca.missing_kernels()],
                           "cached": cli._host_kernels_cached()}))
     """

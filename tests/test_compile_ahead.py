@@ -1,4 +1,4 @@
-"""The compile-ahead helper of a cold start (prover/compile_ahead.py): its manifest is
+"""The compile-ahead helper of a cold start (prover/cli/compile_ahead.py): its manifest is
 current, its signatures round-trip, its plan beats going backwards in its own model, and
 the helper compiles into numba's cache, stops at what is cached, and stops where the
 prover holds a kernel's compile lock (each in a fresh process on an empty cache)."""
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from steadfast.prover import compile_ahead as ca
+from steadfast.prover.cli import compile_ahead as ca
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # two small cached kernels (well under a second each to compile)
@@ -103,7 +103,7 @@ def _run_child(code: str, cache: str, extra_env: dict | None = None) -> str:
 
 _HELPER = """
     import json
-    from steadfast.prover import compile_ahead as ca
+    from steadfast.prover.cli import compile_ahead as ca
     entries = [e for e in ca.load_manifest() if e["name"] in ("_ef_chain", "_eval_chunks")]
     assert len(entries) == 2, entries
     out = []
@@ -130,7 +130,7 @@ def test_helper_stops_where_the_prover_holds_the_lock(tmp_path):
     os.makedirs(locks)
     code = """
         import fcntl, json, os, subprocess, sys
-        from steadfast.prover import compile_ahead as ca
+        from steadfast.prover.cli import compile_ahead as ca
         e = [e for e in ca.load_manifest() if e["name"] == "_eval_chunks"][0]
         disp, sig = ca.resolve(e)
         ca._LOCK_DIR.append(os.environ["LOCKS"])
@@ -144,7 +144,7 @@ def test_helper_stops_where_the_prover_holds_the_lock(tmp_path):
     """
     child = textwrap.dedent("""
         import json
-        from steadfast.prover import compile_ahead as ca
+        from steadfast.prover.cli import compile_ahead as ca
         e = [e for e in ca.load_manifest() if e["name"] == "_eval_chunks"]
         out = []
         print(json.dumps(ca.run_helper(e, lambda e, o, s: out.append(o)) | {"steps": out}))

@@ -16,7 +16,7 @@ import pytest
 
 from steadfast import rv32
 from steadfast.prover.api import Prover, ProverConfig
-from steadfast.prover.display import Board, LineProgress
+from steadfast.prover.cli.display import Board, LineProgress
 from steadfast.prover.common.errors import ConfigError
 from steadfast.prover.programs.proof import ProgramProof
 from steadfast.prover.programs.verify import verify_program

@@ -55,7 +55,7 @@ Modules: this one (:class:`ClusterProver`: many blocks, and the entry to sharded
 proofs), :mod:`prover.cluster.pool` (the workers and their pieces: launch, wait, re-run),
 :mod:`prover.cluster.worker` (the Ray actor), :mod:`prover.cluster.sharded` (one block's
 tables sharded), :mod:`prover.cluster.join` (the coordinator's join over tree proxies),
-:mod:`prover.cluster_cli` (``prove --cluster``).
+:mod:`prover.cli.cluster` (``prove --cluster``).
 """
 from __future__ import annotations
 

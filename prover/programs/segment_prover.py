@@ -164,7 +164,7 @@ def segment_downgrades(st) -> int:
 
 
 def segment_progress(progress, done: int, feed: SegmentFeed, seconds: float) -> None:
-    """Tell a progress display (prover/display.py) that ``done`` segments are proved."""
+    """Tell a progress display (prover/cli/display.py) that ``done`` segments are proved."""
     hook = getattr(progress, "segments", None)
     if hook is not None:
         hook(done, feed.total, feed.cut, seconds)

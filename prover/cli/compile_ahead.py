@@ -35,7 +35,7 @@ against what a proof calls.  An entry whose function or signature no longer exis
 skipped (a stale manifest only costs the overlap, never a wrong kernel).
 
 Whether a start is cold is :func:`missing_kernels` (``prove`` asks it before proving, by
-``prover.cli_common.host_kernels_cached``): the manifest's top-level kernels numba's cache
+``prover.cli.common.host_kernels_cached``): the manifest's top-level kernels numba's cache
 cannot give this process, looked up as numba itself does; a second process in the same
 cache finds none, says nothing and starts no helper (tests/test_cli_warm.py).
 
@@ -277,7 +277,7 @@ def start(reason: str = "cold numba cache") -> bool:
     _install_compile_locks(where)
     env = dict(os.environ, **{DIR_ENV: where})
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "steadfast.prover.compile_ahead"],
+        proc = subprocess.Popen([sys.executable, "-m", "steadfast.prover.cli.compile_ahead"],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, env=env, close_fds=True)
     except OSError as exc:

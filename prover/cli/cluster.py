@@ -1,7 +1,7 @@
 """``prove --cluster [ADDRESS] BLOCK...`` / ``PROGRAM.elf... [--input FILE]``: the command
 line of cluster mode (:mod:`prover.cluster`), reached from :mod:`prover.cli`, which parses
 the options.  Writes each block's or program's proof beside it, one progress line per
-proof, the exit statuses of ``prove`` (:mod:`prover.cli_common`).  Programs (told from
+proof, the exit statuses of ``prove`` (:mod:`prover.cli.common`).  Programs (told from
 blocks by the ELF magic; one kind per command) all run on ``--input`` with
 ``--max-cycles``.
 """
@@ -12,17 +12,17 @@ import sys
 import time
 
 
-from .cli_common import (EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, EXIT_USAGE, EXIT_XCHECK, Fail,
-                         default_output, prover_config)
-from .cli_program import segment_cycles_of
-from .cluster import ClusterProver
-from .common.errors import ClusterError, ConfigError, ProofSelfCheckFailure, UnprovableBlock
-from .common.timeline import Timeline
+from .common import (EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, EXIT_USAGE, EXIT_XCHECK, Fail,
+                     default_output, prover_config)
+from .program import segment_cycles_of
+from ..cluster import ClusterProver
+from ..common.errors import ClusterError, ConfigError, ProofSelfCheckFailure, UnprovableBlock
+from ..common.timeline import Timeline
 
 
 def run_cli(args) -> int:
-    """``prove --cluster [ADDRESS] BLOCK... [--shard-tables] [--workers N]`` (prover/cli.py
-    parses; a :class:`prover.cli_common.Fail` ends the command).  Writes BLOCK.proof
+    """``prove --cluster [ADDRESS] BLOCK... [--shard-tables] [--workers N]`` (prover/cli/__init__.py
+    parses; a :class:`prover.cli.common.Fail` ends the command).  Writes BLOCK.proof
     beside each block (``-o`` with one block), one progress line per block; the exit
     codes of ``prove``: 1 for a block that cannot be proven (naming it), 2 usage, 3 a
     cluster failure, 4 a self-check failure."""
@@ -131,7 +131,7 @@ def _segment_lines(say, t0: float):
 def _read(args, paths):
     """-> (blocks, program jobs): every path read and parsed (exit 2 naming a file that
     cannot be read or parsed, or a mix of blocks and programs)."""
-    from .programs.proof import ELF_MAGIC
+    from ..programs.proof import ELF_MAGIC
     raws = []
     for path in paths:
         try:
@@ -145,7 +145,7 @@ def _read(args, paths):
     if not any(elf):
         if args.input is not None or args.max_cycles is not None:
             raise Fail(EXIT_USAGE, "--input and --max-cycles apply to programs (ELF files)")
-        from ..rv32.blockfile import BlockError, loads_block
+        from ...rv32.blockfile import BlockError, loads_block
         blocks = []
         for path, raw in zip(paths, raws):
             try:                            # relative paths from the block's folder
@@ -153,9 +153,9 @@ def _read(args, paths):
             except BlockError as exc:
                 raise Fail(EXIT_USAGE, f"{path}: {exc}") from None
         return blocks, []
-    from ..rv32.elf import parse_elf
-    from ..rv32.errors import ElfError
-    from .cli_program import max_cycles_of, read_input
+    from ...rv32.elf import parse_elf
+    from ...rv32.errors import ElfError
+    from .program import max_cycles_of, read_input
     data, limit = read_input(args), max_cycles_of(args)
     jobs = []
     for path, raw in zip(paths, raws):

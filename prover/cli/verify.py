@@ -1,5 +1,5 @@
 """The ``verify PROOF`` command (docs/api.md "Command line"): a proof of a block of RISC-V
-transactions against its block (``--block BLOCK.json``, :mod:`prover.cli_txblock`) or a
+transactions against its block (``--block BLOCK.json``, :mod:`prover.cli.txblock`) or a
 program proof against its program and input (``--elf PROGRAM.elf [--input FILE]
 [--max-cycles N]``), told apart by the proof file's magic.  Exit status 0 valid, 1 invalid or refused (with the reason), 2 bad usage or
 unreadable input; ``--json`` prints one JSON object with the same status.
@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from .cli_common import (DEFAULT_MIN_SECURITY_BITS, EXIT_INVALID, EXIT_OK, EXIT_USAGE, Fail,
-                         Parser, add_verbosity, log_to_stderr, version)
+from .common import (DEFAULT_MIN_SECURITY_BITS, EXIT_INVALID, EXIT_OK, EXIT_USAGE, Fail,
+                     Parser, add_verbosity, log_to_stderr, version)
 
 EPILOG = ("exit status: 0 the proof is valid; 1 invalid proof or refused (with the reason); "
           "2 bad usage or unreadable input; 3 internal error")
@@ -93,10 +93,10 @@ def run_verify(argv) -> int:
             data = fh.read()
     except OSError as exc:
         raise fail(EXIT_USAGE, f"cannot read {args.proof}: {exc.strerror or exc}", exc) from None
-    from .programs.proof import is_program_proof
+    from ..programs.proof import is_program_proof
     if not program and is_program_proof(data):
         if args.block:
-            from ..verifier.errors import ShapeError
+            from ...verifier.errors import ShapeError
             raise _refusal(ShapeError("this is a program proof, not a block proof (verify it "
                                       "with --elf PROGRAM.elf --input FILE)"), fail)
         raise fail(EXIT_USAGE, f"{args.proof} is a program proof: give its program with --elf "
@@ -108,8 +108,8 @@ def run_verify(argv) -> int:
 
 def _refusal(exc, fail):
     """The Fail for a refused proof (exit 1)."""
-    from ..verifier.errors import ParameterError
-    from .common.errors import DevProofRefused
+    from ...verifier.errors import ParameterError
+    from ..common.errors import DevProofRefused
     if isinstance(exc, DevProofRefused):
         return fail(EXIT_INVALID, f"proof refused: {exc}", exc)
     if isinstance(exc, ParameterError):
@@ -121,9 +121,9 @@ def _verify_txblock(args, data: bytes, report: dict, fail) -> int:
     """``verify PROOF --block BLOCK.json`` for a block of transactions: every statement
     value checked (each transaction's program, input, output, exit code, the block's
     max_cycles and claims), then the STARK; exit 1 naming the transaction on rejection."""
-    from ..verifier.errors import ShapeError, VerificationError
-    from .cli_txblock import Claim, load, tx_json, tx_lines
-    from .blocks.proof import is_txblock_proof, verify_txblock
+    from ...verifier.errors import ShapeError, VerificationError
+    from .txblock import Claim, load, tx_json, tx_lines
+    from ..blocks.proof import is_txblock_proof, verify_txblock
     if not is_txblock_proof(data):
         raise _refusal(ShapeError(f"{args.proof} is not a proof of a block of RISC-V "
                                   "transactions (STB2)" if args.block else
@@ -166,10 +166,10 @@ def _verify_txblock(args, data: bytes, report: dict, fail) -> int:
 
 
 def _verify_program(args, data: bytes, report: dict, fail) -> int:
-    from ..rv32.elf import load_elf
-    from ..rv32.errors import ElfError
-    from ..verifier.errors import VerificationError
-    from .programs.verify import verify_program
+    from ...rv32.elf import load_elf
+    from ...rv32.errors import ElfError
+    from ...verifier.errors import VerificationError
+    from ..programs.verify import verify_program
     try:
         program = load_elf(args.elf)
     except OSError as exc:
@@ -193,7 +193,7 @@ def _verify_program(args, data: bytes, report: dict, fail) -> int:
         raise _refusal(exc, fail) from None
     except (TypeError, ValueError) as exc:          # --max-cycles, an over-long input
         raise fail(EXIT_USAGE, _option_words(str(exc)), exc) from None
-    from .programs.segment_proof import VerifiedSegments
+    from ..programs.segment_proof import VerifiedSegments
     if isinstance(result, VerifiedSegments):
         return _segments_ok(args, result, report)
     p, sec = result.params, result.security

@@ -1,6 +1,6 @@
 """What the command line's modules share -- ``prove`` for blocks (:mod:`prover.cli`) and
-programs (:mod:`prover.cli_program`), ``prove --cluster`` (:mod:`prover.cluster_cli`) and
-``verify`` (:mod:`prover.cli_verify`): the exit statuses, the failure that carries one out
+programs (:mod:`prover.cli.program`), ``prove --cluster`` (:mod:`prover.cli.cluster`) and
+``verify`` (:mod:`prover.cli.verify`): the exit statuses, the failure that carries one out
 and the one place it is turned into a message and a status (:func:`main`: never a
 traceback), the parser whose help shows every default, warnings and the library's log
 records on stderr, where a proof is written by default, the configuration the options
@@ -40,7 +40,7 @@ def default_output(path: str) -> str:
 def prover_config(args, **fields):
     """The :class:`prover.engine.config.ProverConfig` of ``prove``'s parsed options (plus
     ``fields``); a bad value is the library's :class:`prover.common.errors.ConfigError`."""
-    from .engine.config import ProverConfig
+    from ..engine.config import ProverConfig
     return ProverConfig(backend=args.backend, vram_budget=args.vram_budget,
                         log_blowup=args.log_blowup, num_queries=args.queries,
                         pow_bits=args.pow_bits, threads=args.threads, check=args.check,
@@ -217,8 +217,8 @@ def device_name(backend: str) -> str:
 
 def host_kernels_cached() -> bool:
     """Whether numba's on-disk cache holds every host kernel a proof calls, as numba itself
-    would look it up (:func:`prover.compile_ahead.missing_kernels`: each kernel of
-    ``prover/compile_manifest.json`` under its signature, this machine's target and its
+    would look it up (:func:`prover.cli.compile_ahead.missing_kernels`: each kernel of
+    ``prover/cli/compile_manifest.json`` under its signature, this machine's target and its
     bytecode, in the directory numba's cache locator chose -- ``NUMBA_CACHE_DIR``,
     ``__pycache__`` beside the source, or numba's user-wide cache).  False means this
     process compiles at least one first: a cold start (``prove`` says so and starts the

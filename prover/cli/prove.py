@@ -1,5 +1,5 @@
 """What ``prove`` does the same way for a block (:mod:`prover.cli`) and a program
-(:mod:`prover.cli_program`): the prover made from the options (with the progress display
+(:mod:`prover.cli.program`): the prover made from the options (with the progress display
 and the timeline), ``--precompile``'s report, the warnings about weak parameters, the
 proof run with its failures turned into exit statuses (1 unprovable, 4 the self-check or
 XCHECK), and the end -- the proof, statistics and timeline written all or nothing, the
@@ -12,9 +12,9 @@ import sys
 import time
 from dataclasses import dataclass
 
-from .cli_common import (DEFAULT_MIN_SECURITY_BITS, EXIT_INVALID, EXIT_OK, EXIT_USAGE,
-                         EXIT_XCHECK, FIRST_COMPILE, Fail, flagify, fri_options, prover_config,
-                         warn, write_all)
+from .common import (DEFAULT_MIN_SECURITY_BITS, EXIT_INVALID, EXIT_OK, EXIT_USAGE,
+                     EXIT_XCHECK, FIRST_COMPILE, Fail, flagify, fri_options, prover_config,
+                     warn, write_all)
 
 
 @dataclass
@@ -31,7 +31,7 @@ class Session:
 def setup(args, out: str | None, tables: int = 5) -> Session:
     """The configuration, the progress display (``tables`` rows), the timeline and the
     Prover of ``prove``'s options; a bad option is exit 2 in the command's words."""
-    from .api import ConfigError, Prover
+    from ..api import ConfigError, Prover
     try:
         cfg = prover_config(args, **fri_options(args))
         dev = cfg.dev()
@@ -46,7 +46,7 @@ def setup(args, out: str | None, tables: int = 5) -> Session:
                 else make_progress(sys.stderr.isatty(), tables=tables))
     timeline = None
     if args.timeline and out is not None:
-        from .common.timeline import Timeline
+        from ..common.timeline import Timeline
         timeline = Timeline()
     try:
         prover = Prover(cfg, progress=progress, timeline=timeline)
@@ -60,7 +60,7 @@ def setup(args, out: str | None, tables: int = 5) -> Session:
 def precompile_steps(prover, run, quiet: bool, what: str) -> int:
     """``prove --precompile``: ``run(progress)`` compiles the kernels, one line per step,
     then a total; an unprovable block or program is exit 1."""
-    from .api import UnprovableBlock
+    from ..api import UnprovableBlock
     t0 = time.perf_counter()
 
     def show(row):
@@ -76,7 +76,7 @@ def precompile_steps(prover, run, quiet: bool, what: str) -> int:
     for r in rows:
         how[r["how"]] = how.get(r["how"], 0) + 1
     if not quiet:
-        from ..kernels.kernel_cache import cache_dir
+        from ...kernels.kernel_cache import cache_dir
         parts = ", ".join(f"{n} {h}" for h, n in sorted(how.items())) or "nothing to compile"
         where = (cache_dir() or "disabled") if rows else "not used"
         print(f"precompiled {len(rows)} steps ({parts}) in {time.perf_counter() - t0:.1f}s; "
@@ -103,7 +103,7 @@ def warn_weak_proof(sec, what: str) -> None:
 
 
 def cold_start(cold: bool, quiet: bool) -> None:
-    """On a cold numba cache: start the compile-ahead helper (prover/compile_ahead.py: a
+    """On a cold numba cache: start the compile-ahead helper (prover/cli/compile_ahead.py: a
     second process compiling the proof's later kernels while this one proves) and say
     what the first run costs."""
     if not cold:
@@ -122,8 +122,8 @@ def run_proof(prove, session: Session, what: str):
     """``prove()`` -> (proof, None), or (None, the :class:`Fail` to end with: exit 1 when
     the block or program cannot be proven -- its ``record`` for the statistics --, 4 when
     the self-check or XCHECK refused the proof)."""
-    from .api import ProofSelfCheckFailure, UnprovableBlock
-    from .device.xcheck import XcheckFailure
+    from ..api import ProofSelfCheckFailure, UnprovableBlock
+    from ..device.xcheck import XcheckFailure
     failure = None
     try:
         return prove(), None

@@ -1,5 +1,5 @@
 """``prove BLOCK.json`` for a block of RISC-V transactions (docs/block-format.md), and what
-``verify PROOF --block BLOCK.json`` (:mod:`prover.cli_verify`) shares with it:
+``verify PROOF --block BLOCK.json`` (:mod:`prover.cli.verify`) shares with it:
 :mod:`prover.cli` hands every file that is not an ELF over.
 The options are the block's -- backends, ``--execute-only``, development mode, ``--json``,
 ``--stats-json``, ``--timeline``, the self-check, ``--precompile`` -- and so are the exit
@@ -19,15 +19,15 @@ import os
 import sys
 import time
 
-from . import cli_prove as _P
-from .cli_common import (DEFAULT_MIN_SECURITY_BITS, EXIT_INVALID, EXIT_OK, EXIT_USAGE, Fail,
-                         check_outputs, default_output, device_name, err, version, warn)
+from . import prove as _P
+from .common import (DEFAULT_MIN_SECURITY_BITS, EXIT_INVALID, EXIT_OK, EXIT_USAGE, Fail,
+                     check_outputs, default_output, device_name, err, version, warn)
 
 
 def load(path: str, raw: bytes | None = None):
     """The block at ``path`` (its bytes ``raw`` when read already); exit 2 for a file that
     cannot be read or a malformed block, with the JSON path of the bad field."""
-    from ..rv32.blockfile import BlockError, load_block, loads_block
+    from ...rv32.blockfile import BlockError, load_block, loads_block
     try:
         if raw is None:
             return load_block(path)
@@ -92,7 +92,7 @@ def _failure_record(exc) -> dict:
 def run_prove_txblock(args, raw: bytes, t_start: float, kernels_cached) -> int:
     """Prove the version-2 block in ``raw`` (the file ``args.block``'s bytes);
     ``kernels_cached()`` says whether numba's cache holds the host kernels."""
-    from ..rv32 import block as rblock
+    from ...rv32 import block as rblock
     path = args.block
     block = load(path, raw)
     n = len(block.transactions)
@@ -121,7 +121,7 @@ def run_prove_txblock(args, raw: bytes, t_start: float, kernels_cached) -> int:
     meta.update({"proof": out, "device": device_name(prover.backend),
                  "params": dict(vars(params)), "dev_mode": dev,
                  "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-    from .device.xcheck import POSTMORTEM_CONTEXT
+    from ..device.xcheck import POSTMORTEM_CONTEXT
     POSTMORTEM_CONTEXT.update({k: meta[k] for k in ("block", "block_sha256", "device")})
     proof, failure = _P.run_proof(lambda: prover.prove_txblock(block), session, "block")
     if failure is not None:
@@ -153,9 +153,9 @@ def run_prove_txblock(args, raw: bytes, t_start: float, kernels_cached) -> int:
 
 def _security(block, proof, params):
     """The proof's conjectured security for its tables (the AIRs a verifier builds)."""
-    from ..rv32 import block as rblock
-    from ..verifier.security import proof_security
-    from .engine.air_proof import decode_proof
+    from ...rv32 import block as rblock
+    from ...verifier.security import proof_security
+    from ..engine.air_proof import decode_proof
     decoded = decode_proof(proof.proof)
     n = len(block.transactions)
     claims = rblock.claims_of(decoded, n)
@@ -169,7 +169,7 @@ def _security(block, proof, params):
 def _execute_only(prover, block, args, meta: dict) -> int:
     """``prove BLOCK.json --execute-only``: every transaction's run and the proof's size,
     no proof; a false claim is reported (``claims_ok`` false, exit 1)."""
-    from .common.errors import UnprovableBlock
+    from ..common.errors import UnprovableBlock
     try:
         rep = prover.execute_txblock(block)
     except UnprovableBlock as exc:

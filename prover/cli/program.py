@@ -14,14 +14,14 @@ import json
 import sys
 import time
 
-from . import cli_prove as _P
-from .cli_common import (DEFAULT_MIN_SECURITY_BITS, EXIT_INVALID, EXIT_OK, EXIT_USAGE, Fail,
-                         check_outputs, default_output, device_name, version, warn)
+from . import prove as _P
+from .common import (DEFAULT_MIN_SECURITY_BITS, EXIT_INVALID, EXIT_OK, EXIT_USAGE, Fail,
+                     check_outputs, default_output, device_name, version, warn)
 
 
 def _program(args, raw: bytes):
-    from ..rv32.elf import parse_elf
-    from ..rv32.errors import ElfError
+    from ...rv32.elf import parse_elf
+    from ...rv32.errors import ElfError
     try:
         return parse_elf(raw)
     except ElfError as exc:
@@ -30,7 +30,7 @@ def _program(args, raw: bytes):
 
 
 def read_input(args) -> bytes:
-    from .programs.proof import as_input
+    from ..programs.proof import as_input
     if args.input is None:
         return b""
     try:
@@ -48,7 +48,7 @@ def segment_cycles_of(args):
     n = getattr(args, "segment_cycles", None)
     if n is None:
         return None
-    from ..rv32.segments import check_segment_cycles
+    from ...rv32.segments import check_segment_cycles
     try:
         return check_segment_cycles(n)
     except ValueError as exc:
@@ -58,7 +58,7 @@ def segment_cycles_of(args):
 def max_cycles_of(args) -> int:
     """``--max-cycles`` (default 2^30): an int in [1, 2^32 - 1] (a run longer than one
     segment is proved in segments; a one-proof carries min(max_cycles, 2^24))."""
-    from .programs.prover import DEFAULT_MAX_CYCLES
+    from ..programs.prover import DEFAULT_MAX_CYCLES
     if args.max_cycles is None:
         return DEFAULT_MAX_CYCLES
     if not 1 <= args.max_cycles <= (1 << 32) - 1:
@@ -70,7 +70,7 @@ def max_cycles_of(args) -> int:
 def segments_arg(args):
     """What ``prove_program(segment_cycles=)`` gets: ``--segment-cycles`` when given,
     else the config's (2^20)."""
-    from .programs.prover import CONFIG
+    from ..programs.prover import CONFIG
     seg = segment_cycles_of(args)
     return CONFIG if seg is None else seg
 
@@ -87,7 +87,7 @@ def run_prove_program(args, raw: bytes, t_start: float, kernels_cached) -> int:
     """Prove the program in ``raw`` (the file ``args.block``'s bytes) on ``--input``;
     ``kernels_cached()`` says whether numba's cache holds the host kernels (a cold start
     otherwise)."""
-    from ..rv32.tables import TABLES
+    from ...rv32.tables import TABLES
     segment_cycles_of(args)                 # validated before any work
     program, data, limit = _program(args, raw), read_input(args), max_cycles_of(args)
     path = args.block
@@ -117,7 +117,7 @@ def run_prove_program(args, raw: bytes, t_start: float, kernels_cached) -> int:
     meta.update({"proof": out, "device": device_name(prover.backend),
                  "params": dict(vars(params)), "dev_mode": dev,
                  "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-    from .device.xcheck import POSTMORTEM_CONTEXT
+    from ..device.xcheck import POSTMORTEM_CONTEXT
     POSTMORTEM_CONTEXT.update({k: meta[k] for k in ("program", "program_digest", "device")})
     seg = segments_arg(args)
     proof, failure = _P.run_proof(
@@ -128,7 +128,7 @@ def run_prove_program(args, raw: bytes, t_start: float, kernels_cached) -> int:
             meta, ok=False, proof=None, failure=failure.record, status=failure.code,
             exit_code=None))
     blob = proof.to_bytes()
-    from .programs.segment_proof import SegmentedProof
+    from ..programs.segment_proof import SegmentedProof
     if isinstance(proof, SegmentedProof):
         return _segmented_done(args, out, blob, proof, t_start)
     st = proof.stats
@@ -174,9 +174,9 @@ def _segmented_done(args, out: str, blob: bytes, proof, t_start: float) -> int:
 
 def _security(program, data: bytes, proof, params):
     """The proof's conjectured security for its tables (the AIRs a verifier builds)."""
-    from ..rv32.statement import program_airs
-    from ..rv32.tables import slots_from_widths
-    from ..verifier.security import proof_security
+    from ...rv32.statement import program_airs
+    from ...rv32.tables import slots_from_widths
+    from ...verifier.security import proof_security
     st = proof.stats
     slots = slots_from_widths([t.main_width for t in st.tables], params.log_blowup)
     airs = program_airs(program, data, proof.output, params.log_blowup, slots)
@@ -190,7 +190,7 @@ def _show(output: bytes, limit: int = 200) -> str:
 
 def _execute_only(prover, program, data: bytes, limit: int, args, meta: dict) -> int:
     """``prove PROGRAM.elf --execute-only``: the run and the proof's size, no proof."""
-    from .common.errors import UnprovableBlock
+    from ..common.errors import UnprovableBlock
     try:
         rep = prover.execute_program(program, data, max_cycles=limit,
                                      segment_cycles=segments_arg(args))

@@ -1,4 +1,4 @@
-"""Progress of a running proof, for ``prove`` (prover/cli.py).
+"""Progress of a running proof, for ``prove`` (prover/cli/__init__.py).
 
 Two renderers of the same callback ``progress(table, stage, event, seconds)`` (the
 ``Prover(progress=...)`` hook; ``table`` is None for whole-block stages such as execute):

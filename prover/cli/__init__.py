@@ -1,5 +1,5 @@
 """The command line: ``prove BLOCK.json``, ``prove PROGRAM.elf [--input FILE]`` and
-``verify PROOF`` (:mod:`prover.cli_verify`).
+``verify PROOF`` (:mod:`prover.cli.verify`).
 
 Exit status (documented in docs/api.md and in ``--help``):
 
@@ -16,14 +16,14 @@ Exit status (documented in docs/api.md and in ``--help``):
 * 130 -- interrupted.
 
 ``prove`` tells a program from a block by content (an ELF file starts with ``\\x7fELF``);
-a block of RISC-V transactions (docs/block-format.md) is :mod:`prover.cli_txblock`, a
-program :mod:`prover.cli_program`, what both do the same way :mod:`prover.cli_prove`.  ``verify`` refuses proofs whose parameters give fewer
+a block of RISC-V transactions (docs/block-format.md) is :mod:`prover.cli.txblock`, a
+program :mod:`prover.cli.program`, what both do the same way :mod:`prover.cli.prove`.  ``verify`` refuses proofs whose parameters give fewer
 conjectured security bits than ``--min-security-bits`` (default
 :data:`DEFAULT_MIN_SECURITY_BITS`; the prover's defaults give 110 on the example block):
 exit 1, before any hashing.  ``--min-security-bits 0`` accepts any parameters.
 
 No Python traceback ever reaches the terminal; ``-v`` adds detail, ``-q`` keeps only errors.
-``prove --cluster`` is :mod:`prover.cluster_cli`; all share :mod:`prover.cli_common`.
+``prove --cluster`` is :mod:`prover.cli.cluster`; all share :mod:`prover.cli.common`.
 """
 from __future__ import annotations
 
@@ -32,17 +32,17 @@ import os
 import sys
 import time
 
-from .cli_common import DEFAULT_MIN_SECURITY_BITS, EXIT_USAGE
-from .cli_common import Fail as _Fail
-from .cli_common import Parser as _Parser
-from .cli_common import add_verbosity
-from .cli_common import host_kernels_cached as _host_kernels_cached
-from .cli_common import log_to_stderr as _log_to_stderr
-from .cli_common import main as _main
-from .cli_common import skip_final_gc as _skip_final_gc
-from .cli_common import write_all as _write_all  # noqa: F401  (the tests' door)
-from .cli_verify import run_verify as _run_verify
-from .cli_verify import verify_parser as _verify_parser
+from .common import DEFAULT_MIN_SECURITY_BITS, EXIT_USAGE
+from .common import Fail as _Fail
+from .common import Parser as _Parser
+from .common import add_verbosity
+from .common import host_kernels_cached as _host_kernels_cached
+from .common import log_to_stderr as _log_to_stderr
+from .common import main as _main
+from .common import skip_final_gc as _skip_final_gc
+from .common import write_all as _write_all  # noqa: F401  (the tests' door)
+from .verify import run_verify as _run_verify
+from .verify import verify_parser as _verify_parser
 
 _EPILOG = ("exit status: 0 success; 1 unprovable block or program, or invalid proof (with "
            "the reason); 2 bad usage or unreadable input (a malformed block names the JSON "
@@ -50,14 +50,14 @@ _EPILOG = ("exit status: 0 success; 1 unprovable block or program, or invalid pr
            "the proof failed the self-check or PROVER_GPU_XCHECK caught device corruption (a "
            "post-mortem was written, no proof)")
 
-# The display itself is prover/display.py: a live rich display on a terminal, plain
+# The display itself is prover/cli/display.py: a live rich display on a terminal, plain
 # deterministic lines otherwise (logs, CI, pipes); nothing with -q or --json.
 
 
 # --------------------------------------------------------------------------- prove
 
 def _prove_parser() -> argparse.ArgumentParser:
-    from ..verifier.proof_format import Params     # the defaults (light import)
+    from ...verifier.proof_format import Params     # the defaults (light import)
     ap = _Parser(prog="prove", description="Prove a Steadfast block or an RV32IM program "
                                        "(docs/api.md).",
                  epilog=_EPILOG)
@@ -147,7 +147,7 @@ def _run_prove(argv) -> int:
     t_start = time.perf_counter()       # what the user waits for: imports, compilation too
     args = _prove_parser().parse_args(argv)
     if args.cluster is not None or args.shard_tables:
-        from .cluster_cli import run_cli
+        from .cluster import run_cli
         return run_cli(args)
     if len(args.block) != 1:
         raise _Fail(EXIT_USAGE, "prove takes one block or program (several need --cluster; "
@@ -159,14 +159,14 @@ def _run_prove(argv) -> int:
             raw = fh.read()
     except OSError as exc:
         raise _Fail(EXIT_USAGE, f"cannot read {args.block}: {exc.strerror or exc}") from None
-    from .programs.proof import ELF_MAGIC
+    from ..programs.proof import ELF_MAGIC
     if raw[:4] == ELF_MAGIC:
-        from .cli_program import run_prove_program
+        from .program import run_prove_program
         return run_prove_program(args, raw, t_start, _host_kernels_cached)
     if args.input is not None or args.max_cycles is not None:
         raise _Fail(EXIT_USAGE, f"--input and --max-cycles apply to programs (ELF files); "
                                 f"{args.block} is not an ELF file")
-    from .cli_txblock import run_prove_txblock
+    from .txblock import run_prove_txblock
     return run_prove_txblock(args, raw, t_start, _host_kernels_cached)
 
 
