@@ -1,5 +1,6 @@
-"""The source tree's shape (issue #22): no module in the packages over 700 lines, and no
-import cycle between the packages' modules.
+"""The source tree's shape (issue #22): no module in the packages over 700 lines, no
+import cycle between the packages' modules, and the prover's layers (issue #39) imported
+only downwards.
 
 Imports are read with ``ast`` (nothing is imported): every import statement, lazy ones
 inside functions included (only ``if TYPE_CHECKING:`` blocks are skipped), resolved to the
@@ -201,18 +202,68 @@ def test_imports_between_the_packages_resolve_by_path():
     assert not unresolved, f"relative imports that do not resolve by path: {unresolved}"
 
 
+# The prover's layers (issue #39), bottom first: a module imports only from its own layer
+# and the layers below (lazy imports included).  docs/design.md "The prover's layers".
+PROVER_LAYERS = (("common",), ("core",), ("device",), ("engine",), ("programs",),
+                 ("blocks",), ("api", "service"), ("cluster",), ("cli",), ("__main__",))
+
+
+def _prover_layer(mod: str) -> int | None:
+    """The layer index of a steadfast.prover module (the package's __init__ above all),
+    None when no layer names it."""
+    if mod == "steadfast.prover":
+        return len(PROVER_LAYERS)
+    top = mod.split(".")[2]
+    return next((i for i, names in enumerate(PROVER_LAYERS) if top in names), None)
+
+
+def _upward(graph: dict[str, set[str]]) -> tuple[list[str], list[str]]:
+    """(the prover modules in no layer, the imports that point to a higher layer)."""
+    unplaced, up = [], []
+    for m in sorted(graph):
+        if not (m == "steadfast.prover" or m.startswith("steadfast.prover.")):
+            continue
+        lm = _prover_layer(m)
+        if lm is None:
+            unplaced.append(m)
+            continue
+        for t in sorted(graph[m]):
+            if t.startswith("steadfast.prover.") or t == "steadfast.prover":
+                lt = _prover_layer(t)
+                if lt is not None and lt > lm:
+                    up.append(f"{m} -> {t}")
+    return unplaced, up
+
+
+def test_the_prover_layers_import_only_downwards():
+    unplaced, up = _upward(_edges(_modules()))
+    assert not unplaced, f"prover modules in no layer (add them to PROVER_LAYERS): {unplaced}"
+    assert not up, "imports of a higher layer:\n" + "\n".join(up)
+
+
+def test_the_layer_check_sees_an_upward_import():
+    graph = {"steadfast.prover.core.rounds": {"steadfast.prover.device.pipeline"},
+             "steadfast.prover.device.pipeline": {"steadfast.prover.core.rounds"},
+             "steadfast.prover.misc": set()}
+    unplaced, up = _upward(graph)
+    assert unplaced == ["steadfast.prover.misc"]
+    assert up == ["steadfast.prover.core.rounds -> steadfast.prover.device.pipeline"]
+
+
 # The protocol core (issue #24): the AIR language, the kernels, the verifier and the
 # prover's protocol modules prove and check any AIRs; only the block- and program-level
 # API and the CLI know a machine.
-CORE_PROVER = ("core.rounds", "core.stages", "device.pipeline", "device.residency",
-               "device.recovery", "device.stages", "device.engines", "core.commit",
-               "core.ldetree", "core.hostops", "engine.prover_core")
-MACHINES = ("rv32",)
+CORE_PROVER = ("common", "core", "device", "engine")      # packages of the prover, whole
 
 
 def _core(mods: dict[str, str]) -> list[str]:
     out = [m for m in mods if m.split(".")[1:2] in (["air"], ["kernels"], ["verifier"])]
-    return sorted(out) + [f"steadfast.prover.{n}" for n in CORE_PROVER]
+    prover = [m for m in mods if m.split(".")[1:2] == ["prover"] and m.split(".")[2:3]
+              and m.split(".")[2] in CORE_PROVER]
+    return sorted(out) + sorted(prover)
+
+
+MACHINES = ("rv32",)
 
 
 def _machine(mod: str) -> bool:
@@ -226,8 +277,8 @@ def test_the_protocol_core_imports_no_machine():
     mods = _modules()
     graph = _edges(mods)
     core = _core(mods)
-    missing = [m for m in core if m not in mods]
-    assert not missing, f"protocol modules not found (renamed? update CORE_PROVER): {missing}"
+    missing = [p for p in CORE_PROVER if f"steadfast.prover.{p}" not in mods]
+    assert not missing, f"protocol packages not found (renamed? update CORE_PROVER): {missing}"
     assert len(core) > 40, core                  # air, kernels and verifier were found
     found = []
     for m in core:
