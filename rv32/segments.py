@@ -300,7 +300,8 @@ class Chain:
         self.input = bytes(input)
         self.max_cycles = max_cycles
         self.S = segment_cycles
-        self.mem: dict = {}
+        self.mem_wa = np.zeros(0, np.int64)      # words written by earlier segments,
+        self.mem_v = np.zeros(0, np.int64)       # ascending, with their last values
         self.regs = entry_registers()
         self.pc = int(program.entry)
         self.cycles = 0
@@ -308,15 +309,14 @@ class Chain:
         self.done = False
 
     def _words(self, wa: np.ndarray) -> np.ndarray:
-        iw = self.image.wa
-        j = np.minimum(np.searchsorted(iw, wa), max(iw.size - 1, 0))
-        base = np.where((iw.size > 0) & (iw[j] == wa) if iw.size else False,
-                        self.image.word[j].astype(np.int64) if iw.size else 0, 0)
-        vals = np.asarray(base, dtype=np.int64).copy()
-        for i, a in enumerate(wa.tolist()):
-            v = self.mem.get(a)
-            if v is not None:
-                vals[i] = v
+        """The chain's memory at word addresses ``wa`` (ascending): the last segment's
+        out-value that wrote each, else the image's word, else 0."""
+        vals = np.zeros(wa.size, np.int64)
+        for keys, words in ((self.image.wa, self.image.word), (self.mem_wa, self.mem_v)):
+            if keys.size and wa.size:
+                j = np.minimum(np.searchsorted(keys, wa), keys.size - 1)
+                hit = keys[j] == wa
+                vals[hit] = np.asarray(words, np.int64)[j[hit]]
         return vals
 
     def link(self, seg: Segment, last: bool) -> Segment:
@@ -360,8 +360,13 @@ class Chain:
                        seg.exit_code)
 
     def advance(self, seg: Segment) -> None:
-        for a, v in zip(seg.wa.tolist(), seg.v_out.tolist()):
-            self.mem[a] = v
+        wa = np.asarray(seg.wa, np.int64)
+        if wa.size:                      # the segment's out-values replace the older ones
+            keep = ~np.isin(self.mem_wa, wa, assume_unique=True)
+            keys = np.concatenate([self.mem_wa[keep], wa])
+            vals = np.concatenate([self.mem_v[keep], np.asarray(seg.v_out, np.int64)])
+            order = np.argsort(keys, kind="stable")
+            self.mem_wa, self.mem_v = keys[order], vals[order]
         self.regs = np.asarray(seg.regs_out, dtype=np.int64).copy()
         self.pc = seg.pc_out if not seg.final else self.pc
         self.cycles += seg.cycles

@@ -467,7 +467,7 @@ def compress(left: np.ndarray, right: np.ndarray) -> np.ndarray:
 def warm_kernels() -> None:
     """Load (or compile, on a cold cache) the kernels with exactly the argument types the
     verifier passes (:func:`verifier.warm_kernels`; not at import: a cold ``prove``
-    compiles them on a second core while it proves, prover/compile_ahead.py)."""
+    compiles them on a second core while it proves, prover/cli/compile_ahead.py)."""
     permute(np.zeros((1, WIDTH), dtype=np.uint32))
     _duplex_blocks(np.zeros(WIDTH, dtype=np.uint32), np.zeros(8, dtype=np.uint32))
     hash_rows(np.zeros((1, 1), dtype=np.uint32))
