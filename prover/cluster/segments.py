@@ -27,7 +27,7 @@ import logging
 import pickle
 import time
 
-from .pool import WorkerPool, _Piece, _downgrades
+from .pool import WorkerPool, _Piece
 from ..common.errors import ProofSelfCheckFailure
 
 log = logging.getLogger("steadfast.prover")
@@ -110,15 +110,14 @@ def prove_program_segmented(pool: WorkerPool, elf, input: bytes = b"",
         records.append(dataclasses.replace(boundary.pop(j), proof=proof))
         seconds.append(secs)
     totals.phases["total"] = time.perf_counter() - t0
+    per_segment = [segment_downgrades(done[j][1]) for j in range(n)]
     totals.counters["segments"] = {"proved": n, "retried": sum(retries.values()),
-                                   "downgrades": [segment_downgrades(done[j][1])
-                                                  for j in range(n)]}
+                                   "downgrades": per_segment}
     totals.counters["cluster"] = {
         "mode": "segments", "workers": pool.workers, "gpus": pool.gpus,
         "segments": n, "segment_retries": dict(retries), "retries": sum(retries.values()),
         "worker_deaths_total": pool.worker_deaths, "worker_deaths": pool.worker_deaths - deaths0,
-        "device_downgrades": sum(_downgrades(done[j][1].counters.get("device", {})
-                                             .get("recovery")) for j in range(n)),
+        "device_downgrades": sum(per_segment),
         "segments_per_worker": _per_worker(done, pool.workers),
         "bytes_through_object_store": shipped[0] + sum(len(done[j][0]) for j in range(n))
         + len(pickle.dumps(program)) + len(data),
