@@ -40,6 +40,8 @@ FD_STDIN, FD_STDOUT, FD_STDERR = 0, 1, 2
 # Cycle limits: one cycle per instruction, ECALL included.
 DEFAULT_MAX_CYCLES = 1 << 22
 MAX_CYCLES_CEILING = 1 << 24
+#: the largest max_cycles a segmented run (or a block in epochs) accepts: a u32 cycle count
+MAX_SEGMENTED_CYCLES = (1 << 32) - 1
 # The input is at most this long, and each of fd 1 and fd 2 receives at most this many
 # bytes in a run (a write that would pass it is an execution error).
 MAX_INPUT_BYTES = 1 << 26

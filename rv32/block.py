@@ -46,6 +46,7 @@ from ..air.builder import bus_namespace
 from ..verifier.errors import PublicValuesError, ShapeError
 from ..verifier.poseidon2 import P
 
+from . import abi
 from .chips import bytes as bytes_chip
 from .chips.common import AND8, PAIR8, POSEIDON2, RANGE16
 from .chips.poseidon2_trace import poseidon2_trace
@@ -99,8 +100,16 @@ def block_airs(programs, inputs, outputs, log_blowup: int, tx_slots, p2_slots: i
     return out + shared_airs(log_blowup, p2_slots)
 
 
+def stark_limit(max_cycles: int) -> int:
+    """The cycle limit a block STARK's transactions carry: min(max_cycles, 2^24) (a
+    transaction proved inside a block STARK runs within one epoch, at most 2^22 cycles,
+    so within the block's limit; the ECALL chip holds its public limit below 2^24)."""
+    return min(int(max_cycles), abi.MAX_CYCLES_CEILING)
+
+
 def block_public_values(programs, inputs, outputs, exit_codes, max_cycles: int) -> list:
-    """Every table's public values, in proof order."""
+    """Every table's public values, in proof order (the limit: :func:`stark_limit`)."""
+    max_cycles = stark_limit(max_cycles)
     out = []
     for prog, data, outp, code in zip(programs, inputs, outputs, exit_codes):
         out += _pick(public_values(prog, data, outp, code, max_cycles))
@@ -149,6 +158,7 @@ def build_block_traces(programs, executions, max_cycles: int, log_blowup: int,
                        slot_objective: str = "size", images=None) -> BlockTraces:
     """The block proof's tables from each transaction's execution (run with record=True)."""
     from .traces import build_traces
+    max_cycles = stark_limit(max_cycles)
     airs, traces, pvs, txs, states = [], [], [], [], []
     counts = {bus: np.zeros(bytes_chip.SIZE, np.int64) for bus in bytes_chip.BUSES}
     for i, (prog, ex) in enumerate(zip(programs, executions)):

@@ -16,7 +16,9 @@ ELF inline) -- and its fd 0 bytes in at most one: ``input`` (hex), ``input_base6
 ``input_file`` (a path relative to the block file); none is the empty input.  ``output``
 (hex) and ``exit_code`` are optional *claims*: the prover refuses a block whose execution
 does not bear them out, and the verifier compares them with the proof's.  ``max_cycles``
-(optional, default 2^22) is every transaction's cycle limit and part of the statement;
+(optional, default 2^22; at most 2^32 - 1: a transaction longer than one epoch is proved in
+segments, docs/rv32.md "Blocks in epochs") is every transaction's cycle limit and part of
+the statement;
 ``state_in`` (optional, 32 bytes in hex, default zeros) is the chain state the block
 extends (rv32/block.py ``state_out``).
 
@@ -245,7 +247,7 @@ def parse_block(obj: Any, base_dir: str | os.PathLike | None = None) -> Block:
         raise BlockError("$.format", f"expected {FORMAT!r}, got {fmt!r}")
     max_cycles = DEFAULT_MAX_CYCLES
     if "max_cycles" in obj:
-        max_cycles = _int(obj["max_cycles"], "$.max_cycles", 1, abi.MAX_CYCLES_CEILING)
+        max_cycles = _int(obj["max_cycles"], "$.max_cycles", 1, abi.MAX_SEGMENTED_CYCLES)
     state_in = bytes(STATE_BYTES)
     if "state_in" in obj:
         state_in = _hex(obj["state_in"], "$.state_in", STATE_BYTES)

@@ -31,7 +31,7 @@ from .tables import INDEX, TABLES, static_air
 MIN_LOG_SEGMENT, MAX_LOG_SEGMENT = 10, 22
 DEFAULT_SEGMENT_CYCLES = 1 << 20
 #: the largest max_cycles a segmented run accepts (a u32 cycle count)
-MAX_SEGMENTED_CYCLES = (1 << 32) - 1
+MAX_SEGMENTED_CYCLES = abi.MAX_SEGMENTED_CYCLES
 
 
 def check_segment_cycles(n) -> int:

@@ -108,7 +108,7 @@ def test_claimed_output_limit(monkeypatch):
 
 
 def test_max_cycles_at_both_ends():
-    top = abi.MAX_CYCLES_CEILING
+    top = abi.MAX_SEGMENTED_CYCLES
     for ok in (1, top):
         obj = dict(doc(), max_cycles=ok)
         assert parse_block(obj, txblocks.BIN).max_cycles == ok

@@ -91,7 +91,7 @@ BAD = [
     (edit(("transactions",), {}), "$.transactions", "expected an array"),
     (edit(("extra",), 1), "$.extra", "unknown field"),
     (edit(("max_cycles",), 0), "$.max_cycles", "out of range"),
-    (edit(("max_cycles",), 1 << 30), "$.max_cycles", "out of range"),
+    (edit(("max_cycles",), 1 << 32), "$.max_cycles", "out of range"),
     (edit(("max_cycles",), "5"), "$.max_cycles", "got string"),
     (edit(("max_cycles",), True), "$.max_cycles", "got boolean"),
     (edit(("max_cycles",), 4096.0), "$.max_cycles", "got number"),

@@ -163,10 +163,13 @@ class VerifiedTxBlock:
     params: Params = field(default_factory=Params)
     security: SecurityReport | None = None
     dev: bool = False
+    #: a block proved in epochs: each part's :class:`prover.blocks.epochs.PartReport`
+    parts: tuple = ()
+    bits: int = 0                   # in epochs: the weakest part's conjectured bits
 
     @property
     def security_bits(self) -> int:
-        return self.security.bits if self.security is not None else 0
+        return self.security.bits if self.security is not None else self.bits
 
 
 def verify_txblock(proof: TxBlockProof | bytes | str | os.PathLike[str],
@@ -179,11 +182,28 @@ def verify_txblock(proof: TxBlockProof | bytes | str | os.PathLike[str],
     transaction's statement values compared (naming the transaction and what differs),
     the block's claimed outputs and exit codes compared with the proof's, then the
     protocol verifier runs.  Raises a :class:`verifier.errors.VerificationError`
-    subclass on rejection."""
-    t0 = time.perf_counter()
+    subclass on rejection.  A block proved in epochs (a
+    :class:`prover.blocks.epochs.BlockEpochsProof`, b"STBE") is verified part by part
+    (:func:`prover.blocks.epochs.verify_epochs`; the result's ``parts``)."""
+    from .epochs import MAGIC as EPOCHS_MAGIC, BlockEpochsProof, verify_epochs
     min_security_bits = validate_min_security_bits(min_security_bits)
+    if isinstance(proof, (str, os.PathLike)):
+        with open(proof, "rb") as fh:
+            proof = fh.read()
+    if isinstance(proof, BlockEpochsProof) or (
+            isinstance(proof, (bytes, bytearray, memoryview))
+            and bytes(proof[:4]) == EPOCHS_MAGIC):
+        return verify_epochs(proof, as_txblock(block), min_security_bits=min_security_bits)
     proof = read_proof(proof, TxBlockProof, "a TxBlockProof")
-    blk = as_txblock(block)
+    return verify_block_body(proof, as_txblock(block), min_security_bits,
+                             accept_dev=accept_dev)
+
+
+def verify_block_body(proof: TxBlockProof, blk: Block, min_security_bits, *,
+                      accept_dev: bool = False, first: int = 0) -> VerifiedTxBlock:
+    """:func:`verify_txblock` of one block STARK (``first``: the block index of its first
+    transaction, for the messages of a block proved in epochs)."""
+    t0 = time.perf_counter()
     n = len(blk.transactions)
     if proof.n_tx != n:
         raise ShapeError(f"the proof is for a block of {proof.n_tx} transactions, this block "
@@ -197,7 +217,7 @@ def verify_txblock(proof: TxBlockProof | bytes | str | os.PathLike[str],
                                   "/ accept_dev=True (library)")
         got = proof.public_values
         claims = [claimed_output(rblock.tx_public_values(got, i)) for i in range(n)]
-        _check_statement(blk, claims, got)
+        _check_statement(blk, claims, got, first)
         log.warning("accepted a development-mode proof: it proves nothing")
         return _result(blk, claims, got, t0, Params(), None, dev=True)
     decoded = decode_proof(proof.proof)
@@ -211,12 +231,12 @@ def verify_txblock(proof: TxBlockProof | bytes | str | os.PathLike[str],
     sec = check_security(decoded.params, min_security_bits, airs,
                          [t.log_n for t in decoded.tables])
     rblock.check_block_size(decoded, airs)
-    expected = _check_statement(blk, claims, got)
+    expected = _check_statement(blk, claims, got, first)
     res = _verify_proof(decoded, airs, expected, min_security_bits=min_security_bits)
     return _result(blk, claims, got, t0, decoded.params, res.security or sec)
 
 
-def _check_statement(blk: Block, claims: list, got: list) -> list:
+def _check_statement(blk: Block, claims: list, got: list, first: int = 0) -> list:
     """Every transaction's public values are its statement's (PublicValuesError naming the
     transaction and what differs) and the block's claims hold; returns the expected
     public values."""
@@ -225,14 +245,18 @@ def _check_statement(blk: Block, claims: list, got: list) -> list:
     ins = [t.input for t in blk.transactions]
     expected = rblock.block_public_values(progs, ins, [c.output for c in claims],
                                           [c.exit_code for c in claims], blk.max_cycles)
-    for i, (tx, claim) in enumerate(zip(blk.transactions, claims)):
-        e = rblock.tx_public_values(expected, i)
-        g = rblock.tx_public_values(got, i)
+    want = rblock.stark_limit(blk.max_cycles)
+    for k, (tx, claim) in enumerate(zip(blk.transactions, claims)):
+        i = first + k
+        e = rblock.tx_public_values(expected, k)
+        g = rblock.tx_public_values(got, k)
         lim = g[INDEX["registers"]][PV_MAX_CYCLES] if len(g[INDEX["registers"]]) > \
             PV_MAX_CYCLES else None
-        if lim is not None and lim != blk.max_cycles:
+        if lim is not None and lim != want:
             raise PublicValuesError(f"transaction {i}: the proof is for max_cycles {lim:,}, "
-                                    f"the block's is {blk.max_cycles:,}", "rv32_registers")
+                                    f"the block's is {blk.max_cycles:,}"
+                                    + (f" (a block STARK carries {want:,})"
+                                       if want != blk.max_cycles else ""), "rv32_registers")
         try:
             check_tx(e, g)
         except PublicValuesError as exc:
@@ -280,7 +304,8 @@ def _result(blk: Block, claims, got, t0, params, security, dev: bool = False):
 
 
 def is_txblock_proof(data: bytes) -> bool:
-    return bytes(data[:4]) in (MAGIC, DEV_MAGIC)
+    """A block proof's magic: one STARK (STB2), its fake (STD2) or in epochs (STBE)."""
+    return bytes(data[:4]) in (MAGIC, DEV_MAGIC, b"STBE")
 
 
 __all__ = ["TxBlockProof", "VerifiedTxBlock", "verify_txblock", "as_txblock", "dev_body",

@@ -58,6 +58,10 @@ class TxBlockReport:
     log_blowup: int = 2
     seconds: float = 0.0
     security_bits: int = 0                     # the configured parameters' for these heights
+    #: a block in epochs: its parts ({kind, first, count, cycles, segments}); ``tables``
+    #: are then the first part's (a long part's: its first segment's)
+    parts: tuple = ()
+    segment_cycles: int | None = None
 
     @property
     def claims_ok(self) -> bool:
@@ -71,7 +75,8 @@ class TxBlockReport:
                 "tables": [{"table": n, "rows": r, "main": m, "aux": a, "parts": p,
                             "committed_cells": c} for n, r, m, a, p, c in self.tables],
                 "committed_cells": self.committed_cells, "log_blowup": self.log_blowup,
-                "security_bits": self.security_bits, "seconds": round(self.seconds, 4)}
+                "security_bits": self.security_bits, "seconds": round(self.seconds, 4),
+                "segment_cycles": self.segment_cycles, "parts": list(self.parts)}
 
     def summary(self) -> str:
         lines = [f"{len(self.transactions)} transactions, {self.cycles:,} cycles"]
@@ -82,6 +87,14 @@ class TxBlockReport:
             if t.claims_ok is False:
                 lines.append(f"    FALSE CLAIM: {t.claim_error}")
         lines.append(f"state out {self.state_out.hex()}")
+        if self.parts:
+            lines.append(f"proved in {len(self.parts)} parts (epochs of "
+                         f"{self.segment_cycles:,} cycles); the tables below are part 0's:")
+            for j, p in enumerate(self.parts):
+                last = p["first"] + p["count"] - 1
+                txs = f"tx {p['first']}" + (f"..{last}" if last != p["first"] else "")
+                seg = f", {p['segments']} segments" if p["kind"] == "long" else ""
+                lines.append(f"  part {j}: {p['kind']}, {txs}, {p['cycles']:,} cycles{seg}")
         lines.append(f"{len(self.tables)} tables, {self.committed_cells:,} committed cells "
                      f"per unit of blowup; log_blowup {self.log_blowup}: "
                      f"{self.security_bits} conjectured security bits; {self.seconds:.2f}s")
@@ -95,7 +108,11 @@ class TxBlockProver(ProverCore):
                       cancel: threading.Event | None = None) -> TxBlockProof:
         """Run every transaction of ``block`` (a :class:`rv32.blockfile.Block`, its JSON
         object, JSON text or a path) and prove them in one proof (rv32/block.py) ->
-        :class:`TxBlockProof` (``exit_codes``, ``outputs``, ``state_out``, ``stats``).
+        :class:`TxBlockProof` (``exit_codes``, ``outputs``, ``state_out``, ``stats``);
+        a block that does not fit one epoch of ``config.segment_cycles`` cycles (a
+        transaction or the transactions together longer) is proved in parts ->
+        :class:`prover.blocks.epochs.BlockEpochsProof`, the same attributes (docs/rv32.md
+        "Blocks in epochs").
         Raises :class:`rv32.blockfile.BlockError` for a malformed block and
         :class:`UnprovableBlock` naming the transaction when one fails to execute or
         does not bear out the block's claims."""
@@ -103,6 +120,14 @@ class TxBlockProver(ProverCore):
             t0 = time.perf_counter()
             blk = as_txblock(block)
             phases: dict = {}
+            S = self.config.segment_cycles
+            if S is not None and not self.dev_mode:
+                from .epoch_prover import block_plan, one_epoch, prove_epochs, size_block
+                with self._phase("size", phases):
+                    runs = size_block(blk, S)
+                plan = block_plan(runs, S)
+                if not one_epoch(plan):
+                    return prove_epochs(self, blk, runs, plan, t0, phases)
             exs, bt = self._build_txblock(blk, phases)
             state = state_out_of(blk, exs)
             if self.dev_mode:
@@ -136,15 +161,69 @@ class TxBlockProver(ProverCore):
         """Run ``block`` and size its proof without proving it (:class:`TxBlockReport`,
         with the configured parameters' security for these heights; a false claim is
         reported, not raised); errors as :meth:`prove_txblock`'s (:class:`UnprovableBlock`
-        also when a table is taller than the protocol supports)."""
-        from ...verifier.protocol import table_shape
-        from ...verifier.security import proof_security
+        also when a table is taller than the protocol supports).  A block in epochs is
+        reported with its ``parts`` and part 0's tables."""
         t0 = time.perf_counter()
         blk = as_txblock(block)
+        S = self.config.segment_cycles
+        if S is not None:
+            from .epoch_prover import block_plan, one_epoch, size_block
+            runs = size_block(blk, S, claims=False)
+            plan = block_plan(runs, S)
+            if not one_epoch(plan):
+                return self._execute_epochs(blk, runs, plan, S, t0)
         exs, bt = self._build_txblock(blk, {}, claims=False)
+        rows, sec = self._table_rows(bt.names, bt.airs, bt.traces)
+        params = self.config.params()
+        txs = tuple(TxReport(i, tx.name, int(ex.cycles), int(ex.exit_code), bytes(ex.output),
+                             bytes(ex.stderr), *_claims(i, tx, ex))
+                    for i, (tx, ex) in enumerate(zip(blk.transactions, exs)))
+        return TxBlockReport(txs, sum(t.cycles for t in txs), blk.max_cycles, blk.state_in,
+                             state_out_of(blk, exs), tuple(rows), sum(r[5] for r in rows),
+                             params.log_blowup, time.perf_counter() - t0, int(sec.bits))
+
+    def _execute_epochs(self, blk, runs, plan, S: int, t0: float) -> TxBlockReport:
+        """:meth:`execute_txblock` of a block in epochs: every transaction (its sizing
+        run), the parts, and part 0's tables."""
+        from ...rv32.segments import run_segments
+        from ...rv32.tables import TABLES
+        from ...rv32.traces import build_traces
+        from .epochs import KIND_NAMES, LONG
+        kind, first, count = plan[0]
+        txs0 = blk.transactions[first:first + count]
+        if kind == LONG:
+            seg = next(iter(run_segments(txs0[0].program, txs0[0].input, blk.max_cycles, S)))
+            tr = build_traces(txs0[0].program, None, blk.max_cycles,
+                              log_blowup=self.config.params().log_blowup, segment=seg)
+            names, airs, traces = list(TABLES), tr.airs, tr.traces
+        else:
+            exs = [run_transaction(first + k, tx, blk.max_cycles, False)
+                   for k, tx in enumerate(txs0)]
+            bt = rblock.build_block_traces([t.program for t in txs0], exs, blk.max_cycles,
+                                           self.config.params().log_blowup)
+            names, airs, traces = bt.names, bt.airs, bt.traces
+        rows, sec = self._table_rows(names, airs, traces)
+        parts = tuple({"kind": KIND_NAMES[k], "first": a, "count": c,
+                       "cycles": sum(r.cycles for r in runs[a:a + c]),
+                       "segments": -(-runs[a].cycles // S) if k == LONG else 0}
+                      for k, a, c in plan)
+        txs = tuple(TxReport(i, tx.name, r.cycles, r.exit_code, r.output, r.stderr,
+                             *_claims(i, tx, r))
+                    for i, (tx, r) in enumerate(zip(blk.transactions, runs)))
+        return TxBlockReport(txs, sum(t.cycles for t in txs), blk.max_cycles, blk.state_in,
+                             state_out_of(blk, runs), tuple(rows), sum(r[5] for r in rows),
+                             self.config.params().log_blowup, time.perf_counter() - t0,
+                             int(sec.bits), parts, S)
+
+    def _table_rows(self, names, airs, traces) -> tuple:
+        """Each table's (name, rows, main, aux, parts, cells) and the configured
+        parameters' security for these heights; a table taller than the protocol
+        supports is an :class:`UnprovableBlock`."""
+        from ...verifier.protocol import table_shape
+        from ...verifier.security import proof_security
         params = self.config.params()
         rows, log_ns = [], []
-        for name, air, t in zip(bt.names, bt.airs, bt.traces):
+        for name, air, t in zip(names, airs, traces):
             n = int(t.shape[0])
             try:
                 table_shape(air, n.bit_length() - 1, params)
@@ -154,13 +233,7 @@ class TxBlockProver(ProverCore):
             rows.append((name, n, air.main_width, air.aux_width, air.num_parts,
                          committed_cells(air, n)))
             log_ns.append(n.bit_length() - 1)
-        sec = proof_security(params, bt.airs, log_ns)
-        txs = tuple(TxReport(i, tx.name, int(ex.cycles), int(ex.exit_code), bytes(ex.output),
-                             bytes(ex.stderr), *_claims(i, tx, ex))
-                    for i, (tx, ex) in enumerate(zip(blk.transactions, exs)))
-        return TxBlockReport(txs, sum(t.cycles for t in txs), blk.max_cycles, blk.state_in,
-                             state_out_of(blk, exs), tuple(rows), sum(r[5] for r in rows),
-                             params.log_blowup, time.perf_counter() - t0, int(sec.bits))
+        return rows, proof_security(params, airs, log_ns)
 
     def precompile_txblock(self, block: TxBlockLike,
                            progress: Callable[[dict], None] | None = None) -> list[dict]:
@@ -207,7 +280,7 @@ def run_transaction(i: int, tx, max_cycles: int, claims: bool = True):
     """Run transaction ``i`` with the record; an execution failure or (``claims``) a false
     claim is an :class:`UnprovableBlock` naming the transaction."""
     try:
-        ex = rv32_execute(tx.program, tx.input, max_cycles, record=True)
+        ex = rv32_execute(tx.program, tx.input, rblock.stark_limit(max_cycles), record=True)
     except ExecutionError as exc:
         raise UnprovableBlock(f"transaction {i} ({tx.name}): execution failed: {exc}",
                               table=f"{rblock.tx_prefix(i)}rv32") from None

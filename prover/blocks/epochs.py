@@ -1,0 +1,270 @@
+"""Block proofs in epochs (docs/rv32.md "Blocks in epochs", docs/protocol.md "Block proofs
+in epochs"): a block that does not fit one epoch of ``segment_cycles`` cycles is proved as
+parts -- groups of consecutive short transactions, each one block STARK, and long
+transactions, each one segmented program proof -- in one file.
+
+File layout, all little-endian::
+
+    b"STBE"          magic
+    u16 version      1
+    u16 reserved     0
+    u32 n_tx         the block's transactions
+    u32 S            segment_cycles (the epoch; a power of two in [2^10, 2^22])
+    u32 n            parts, at least 1
+    per part p, in order:
+      u8 kind        0: a group (a block STARK), 1: a long transaction (segments)
+      u8 0, u16 0
+      u32 first      its first transaction
+      u32 count      its transactions (1 for a long part)
+      u32 b, b bytes a group: its protocol proof (docs/protocol.md), the body of the block
+                     proof of those transactions; a long part: its segmented program
+                     proof file (b"STRS", prover/programs/segment_proof.py)
+
+The block is not in the file (the verifier holds it); the parts must cover its
+transactions exactly once, in order (:func:`check_cover`).
+"""
+from __future__ import annotations
+
+import os
+import struct
+import time
+from dataclasses import dataclass, field, replace
+
+from ...rv32 import block as rblock
+from ...rv32.blockfile import MAX_TRANSACTIONS, Block
+from ...rv32.segments import check_segment_cycles
+from ...rv32.statement import Claim, claimed_output
+from ...verifier.errors import ShapeError, VerificationError
+from ...verifier.proof_format import decode
+
+from ..common.proof_file import ProofFile
+from ..common.stats import ProofStats
+from ..programs.segment_proof import SegmentedProof
+
+MAGIC = b"STBE"
+VERSION = 1
+GROUP, LONG = 0, 1
+KIND_NAMES = {GROUP: "group", LONG: "long"}
+MAX_PARTS = MAX_TRANSACTIONS
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a block proof in epochs: ``kind`` GROUP or LONG, its transactions
+    ``first`` .. ``first + count - 1``, its proof's bytes (a group's protocol proof, a
+    long part's STRS file)."""
+    kind: int
+    first: int
+    count: int
+    proof: bytes = field(repr=False)
+
+    @property
+    def stop(self) -> int:
+        return self.first + self.count
+
+    @property
+    def name(self) -> str:
+        txs = f"transaction {self.first}" if self.count == 1 else \
+            f"transactions {self.first}..{self.stop - 1}"
+        return f"{KIND_NAMES.get(self.kind, '?')} part ({txs})"
+
+    def claims(self) -> list:
+        """Its transactions' claims (exit code, output) as its proof states them."""
+        if self.kind == LONG:
+            seg = SegmentedProof.from_bytes(self.proof)
+            return [Claim(seg.exit_code, seg.output)]
+        pvs = [[int(v) for v in t.public_values] for t in decode(self.proof).tables]
+        return [claimed_output(rblock.tx_public_values(pvs, i)) for i in range(self.count)]
+
+
+@dataclass(frozen=True)
+class BlockEpochsProof(ProofFile):
+    """The proof of a block in epochs: ``n_tx``, ``segment_cycles``, ``parts``;
+    ``exit_codes`` / ``outputs`` as a :class:`prover.blocks.proof.TxBlockProof`'s;
+    ``stats`` the prover's record (None once read back); ``state_out`` set by the prover
+    and the verifier, not stored."""
+    n_tx: int
+    segment_cycles: int
+    parts: tuple
+    stats: ProofStats | None = field(default=None, compare=False, repr=False)
+    state_out: bytes | None = field(default=None, compare=False)
+    dev: bool = False
+    #: each part's prove seconds (the prover's record; not in the file)
+    part_seconds: tuple = field(default=(), compare=False, repr=False)
+
+    @property
+    def claims(self) -> list:
+        return [c for p in self.parts for c in p.claims()]
+
+    @property
+    def exit_codes(self) -> list:
+        return [c.exit_code for c in self.claims]
+
+    @property
+    def outputs(self) -> list:
+        return [c.output for c in self.claims]
+
+    def to_bytes(self) -> bytes:
+        out = [MAGIC, struct.pack("<HHIII", VERSION, 0, self.n_tx, self.segment_cycles,
+                                  len(self.parts))]
+        for p in self.parts:
+            out.append(struct.pack("<BBHIII", p.kind, 0, 0, p.first, p.count, len(p.proof)))
+            out.append(p.proof)
+        return b"".join(out)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "BlockEpochsProof":
+        """Parse; a malformation (bad magic or version, a truncated part, bytes after the
+        last) is a :class:`ShapeError` naming the part.  The cover is checked against a
+        block by :func:`check_cover`."""
+        data = bytes(data)
+        if data[:4] != MAGIC or len(data) < 20:
+            raise ShapeError("not a Steadfast block proof in epochs (bad magic)")
+        version, reserved, n_tx, S, n = struct.unpack_from("<HHIII", data, 4)
+        if version != VERSION or reserved:
+            raise ShapeError(f"unsupported block-epochs proof version {version}")
+        try:
+            check_segment_cycles(S)
+        except ValueError as e:
+            raise ShapeError(f"the header's {e}") from None
+        if not 1 <= n_tx <= MAX_TRANSACTIONS:
+            raise ShapeError(f"a block proof of {n_tx} transactions (1 .. {MAX_TRANSACTIONS})")
+        if not 1 <= n <= MAX_PARTS:
+            raise ShapeError(f"{n} parts (a block proof in epochs has 1 .. {MAX_PARTS})")
+        at, parts = 20, []
+        for j in range(n):
+            if at + 16 > len(data):
+                raise ShapeError(f"part {j}: the file is truncated")
+            kind, z8, z16, first, count, b = struct.unpack_from("<BBHIII", data, at)
+            if kind not in KIND_NAMES or z8 or z16:
+                raise ShapeError(f"part {j}: malformed header (kind {kind})")
+            at += 16
+            if at + b > len(data):
+                raise ShapeError(f"part {j}: the file is truncated")
+            parts.append(Part(kind, first, count, data[at:at + b]))
+            at += b
+        if at != len(data):
+            raise ShapeError(f"{len(data) - at} bytes after the last part")
+        return cls(n_tx, S, tuple(parts))
+
+
+def check_cover(parts, n_tx: int) -> None:
+    """The parts cover transactions 0 .. n_tx - 1 exactly once, in order, a long part one
+    transaction and a group at least one; else a :class:`ShapeError` naming the part."""
+    at = 0
+    for j, p in enumerate(parts):
+        if p.first != at:
+            what = "repeats or overlaps" if p.first < at else "skips"
+            raise ShapeError(f"part {j} starts at transaction {p.first}, the previous part "
+                             f"ends at {at}: it {what} transactions (a part dropped, "
+                             f"duplicated or reordered)")
+        if p.count < 1 or (p.kind == LONG and p.count != 1):
+            raise ShapeError(f"part {j}: a {KIND_NAMES[p.kind]} part of {p.count} "
+                             f"transactions")
+        if p.stop > n_tx:
+            raise ShapeError(f"part {j} ends at transaction {p.stop - 1}: the block has "
+                             f"{n_tx}")
+        at = p.stop
+    if at != n_tx:
+        raise ShapeError(f"the parts end at transaction {at}: the block has {n_tx} (a part "
+                         f"dropped or the file truncated)")
+
+
+def plan_parts(cycles, segment_cycles: int) -> list:
+    """The parts of a block whose transactions run ``cycles`` (None: longer than one
+    epoch) -> [(kind, first, count)]: a long transaction alone, the others packed in
+    order into groups of at most ``segment_cycles`` cycles in all."""
+    plan: list = []
+    start, total = None, 0
+    for i, c in enumerate(cycles):
+        if c is None or c > segment_cycles:
+            if start is not None:
+                plan.append((GROUP, start, i - start))
+                start = None
+            plan.append((LONG, i, 1))
+            continue
+        if start is not None and total + c > segment_cycles:
+            plan.append((GROUP, start, i - start))
+            start = None
+        if start is None:
+            start, total = i, 0
+        total += c
+    if start is not None:
+        plan.append((GROUP, start, len(cycles) - start))
+    return plan
+
+
+# --------------------------------------------------------------------------- verifying
+
+@dataclass(frozen=True)
+class PartReport:
+    """What verify reports of a part: its kind and transactions, its segments (a long
+    part) and its verify seconds."""
+    kind: str
+    first: int
+    count: int
+    segments: int
+    cycles: int | None              # a long part's (a block STARK does not carry them)
+    seconds: float
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "first": self.first, "count": self.count,
+                "segments": self.segments, "cycles": self.cycles,
+                "seconds": round(self.seconds, 4)}
+
+
+def verify_epochs(proof: "BlockEpochsProof | bytes | str | os.PathLike[str]", blk: Block, *,
+                  min_security_bits, accept_dev: bool = False):
+    """Verify a block proof in epochs against ``blk`` (docs/rv32.md "Blocks in epochs")
+    -> :class:`prover.blocks.proof.VerifiedTxBlock` with ``parts``; any refusal is a
+    :class:`VerificationError` subclass naming the part."""
+    from ..programs.segment_proof import verify_segmented
+    from .proof import TxBlockProof, _check_claims, _result, verify_block_body
+    t0 = time.perf_counter()
+    if isinstance(proof, (str, os.PathLike)):
+        proof = BlockEpochsProof.load(proof)
+    elif isinstance(proof, (bytes, bytearray, memoryview)):
+        proof = BlockEpochsProof.from_bytes(bytes(proof))
+    n = len(blk.transactions)
+    if proof.n_tx != n:
+        raise ShapeError(f"the proof is for a block of {proof.n_tx} transactions, this block "
+                         f"has {n}")
+    check_cover(proof.parts, n)
+    claims, reports, bits, params, got = [], [], None, None, []
+    for j, p in enumerate(proof.parts):
+        t1 = time.perf_counter()
+        txs = blk.transactions[p.first:p.stop]
+        try:
+            if p.kind == GROUP:
+                sub = replace(blk, transactions=txs)
+                res = verify_block_body(TxBlockProof(p.count, p.proof), sub,
+                                        min_security_bits, first=p.first)
+                part_claims, segs = [Claim(c, o) for c, o in zip(res.exit_codes, res.outputs)], 0
+                sec, pp, cycles = res.security_bits, res.params, None
+                got += res.public_values
+            else:
+                seg = SegmentedProof.from_bytes(p.proof)
+                if seg.segment_cycles != proof.segment_cycles:
+                    raise ShapeError(f"segments of {seg.segment_cycles:,} cycles in a block "
+                                     f"proved in epochs of {proof.segment_cycles:,}")
+                tx = txs[0]
+                res = verify_segmented(seg, tx.program, tx.input, blk.max_cycles,
+                                       min_security_bits)
+                part_claims = [Claim(res.exit_code, res.output)]
+                segs, sec, pp, cycles = res.segments, res.security_bits, res.params, res.cycles
+                _check_claims(p.first, tx, part_claims[0])
+        except VerificationError as e:
+            raise type(e)(f"part {j}, the {p.name}: {e}") from None
+        if params is not None and pp != params:
+            raise ShapeError(f"part {j}: other parameters than part 0's")
+        params = pp
+        bits = sec if bits is None else min(bits, sec)
+        claims += part_claims
+        reports.append(PartReport(KIND_NAMES[p.kind], p.first, p.count, segs, cycles,
+                                  time.perf_counter() - t1))
+    out = _result(blk, claims, got, t0, params, None)
+    return replace(out, parts=tuple(reports), bits=int(bits or 0))
+
+
+__all__ = ["BlockEpochsProof", "Part", "PartReport", "plan_parts", "check_cover",
+           "verify_epochs", "MAGIC", "GROUP", "LONG"]
