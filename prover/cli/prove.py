@@ -28,12 +28,13 @@ class Session:
     timeline: object
 
 
-def setup(args, out: str | None, tables: int = 5) -> Session:
-    """The configuration, the progress display (``tables`` rows), the timeline and the
-    Prover of ``prove``'s options; a bad option is exit 2 in the command's words."""
+def setup(args, out: str | None, tables: int = 5, **fields) -> Session:
+    """The configuration (``fields``: more ProverConfig fields), the progress display
+    (``tables`` rows), the timeline and the Prover of ``prove``'s options; a bad option
+    is exit 2 in the command's words."""
     from ..api import ConfigError, Prover
     try:
-        cfg = prover_config(args, **fri_options(args))
+        cfg = prover_config(args, **fri_options(args), **fields)
         dev = cfg.dev()
     except ConfigError as exc:
         raise Fail(EXIT_USAGE, flagify(str(exc))) from None
