@@ -234,3 +234,40 @@ def test_a_block_stark_past_2_24_carries_the_ceiling():
     assert _verify(proof.to_bytes(), blk).exit_codes == [0]
     with pytest.raises(PublicValuesError, match="max_cycles"):
         _verify(proof.to_bytes(), dataclasses.replace(blk, max_cycles=1 << 16))
+
+
+# --------------------------------------------------------------------------- command line
+
+def test_the_command_line_proves_verifies_and_reports_parts(proved, tmp_path, capsys):
+    """``prove BLOCK --segment-cycles 1024`` writes the STBE file
+    and prints the parts; ``verify`` prints a line per part and its JSON the parts; a
+    truncated file is exit 1 naming the part; execute-only's JSON reports the parts; a
+    bad segment size is exit 2 before any work."""
+    import json
+    from steadfast.prover.cli import main_prove, main_verify
+    from tests.cli_helpers import run, write
+    blk, proof = proved
+    path = write(tmp_path, "blk.json", blk.to_json())
+    out = tmp_path / "blk.proof"
+    fast = ["--queries", "6", "--pow-bits", "1", "--backend", "host"]
+    code, so, _ = run(main_prove, [path, "--segment-cycles", S, "-o", out] + fast, capsys)
+    assert code == 0 and out.read_bytes()[:4] == b"STBE"
+    assert "proved in 4 parts" in so and "part 1: tx 1 in segments" in so
+    code, so, _ = run(main_verify, [out, "--block", path, "--min-security-bits", 0], capsys)
+    assert code == 0 and "verified in 4 parts" in so and "part 1: long tx 1: 9 segments" in so
+    code, so, _ = run(main_verify, [out, "--block", path, "--min-security-bits", 0, "--json"],
+                      capsys)
+    rep = json.loads(so)
+    assert rep["ok"] and [p["kind"] for p in rep["parts"]] == ["group", "long", "group", "group"]
+    cut = tmp_path / "cut.proof"
+    cut.write_bytes(out.read_bytes()[:100_000])
+    code, _, se = run(main_verify, [cut, "--block", path], capsys)
+    assert code == 1 and "part 1: the file is truncated" in se
+    code, so, _ = run(main_prove, [path, "--segment-cycles", S, "--execute-only", "--json"],
+                      capsys)
+    rep = json.loads(so)
+    assert code == 0 and rep["segment_cycles"] == S and len(rep["parts"]) == 4
+    assert rep["parts"][1] == {"kind": "long", "first": 1, "count": 1, "cycles": 9208,
+                               "segments": 9}
+    code, _, se = run(main_prove, [path, "--segment-cycles", 1000], capsys)
+    assert code == 2 and "--segment-cycles must be a power of two" in se

@@ -100,7 +100,10 @@ def run_prove_txblock(args, raw: bytes, t_start: float, kernels_cached) -> int:
         args.output or default_output(path))
     if out is not None:
         check_outputs(args, out, _referenced_files(path, raw))
-    session = _P.setup(args, out, tables=rblock.num_tables(n))
+    from .program import segment_cycles_of
+    seg = segment_cycles_of(args)           # validated before any work
+    session = _P.setup(args, out, tables=rblock.num_tables(n),
+                       **({} if seg is None else {"segment_cycles": seg}))
     prover, dev, quiet = session.prover, session.dev, session.quiet
     if args.precompile:
         return _P.precompile_steps(prover, lambda show: prover.precompile_txblock(
@@ -131,21 +134,35 @@ def run_prove_txblock(args, raw: bytes, t_start: float, kernels_cached) -> int:
     data = proof.to_bytes()
     st = proof.stats
     claims = proof.claims
-    sec = None if dev else _security(block, proof, params)
+    parts = getattr(proof, "parts", None)
+    sec = None if dev else (_security_epochs(block, data) if parts
+                            else _security(block, proof, params))
     wall = time.perf_counter() - t_start
     stats = dict(st.to_json(), **meta, ok=True, proof_file_bytes=len(data), exit_code=EXIT_OK,
                  status=EXIT_OK, transactions=tx_json(block, claims),
                  state_out=proof.state_out.hex(), wall_s=wall)
+    if parts:
+        stats.update(segment_cycles=proof.segment_cycles, parts=[
+            {"kind": "long" if p.kind else "group", "first": p.first, "count": p.count,
+             "seconds": round(s, 4)} for p, s in zip(parts, proof.part_seconds)])
     if _P.finish(args, session, out, data, stats, sec, "block"):
         print(_P.wrote_line(out, data, st, wall, cold, dev, "block"))
         print(f"{n} transactions" + (":" if n else ""))
         for line in tx_lines(block, claims):
             print(line)
         print(f"state out {proof.state_out.hex()}")
+        if parts:
+            print(f"proved in {len(parts)} parts (epochs of {proof.segment_cycles:,} cycles):")
+            for j, (p, s) in enumerate(zip(parts, proof.part_seconds)):
+                last = p.first + p.count - 1
+                txs = f"tx {p.first}" + (f"..{last}" if last != p.first else "")
+                what = "in segments" if p.kind else "one block STARK"
+                print(f"  part {j}: {txs} {what}, {len(p.proof):,} bytes, {s:.1f}s")
         if dev:
             print(_P.DEV_LINE)
             return EXIT_OK
-        print(st.summary())
+        if not parts:               # a block in epochs: the per-part lines above
+            print(st.summary())
         if args.verbose:
             _P.print_verbose(st)
     return EXIT_OK
@@ -164,6 +181,20 @@ def _security(block, proof, params):
                              [t.input for t in block.transactions],
                              [c.output for c in claims], params.log_blowup, tx_slots, p2)
     return proof_security(params, airs, [t.log_n for t in decoded.tables])
+
+
+class _Bits:
+    """The security a verifier finds for a block proved in epochs: its weakest part's."""
+
+    def __init__(self, bits: int):
+        self.bits, self.limiting, self.terms = bits, "the weakest part", {}
+
+
+def _security_epochs(block, data: bytes):
+    """A block proved in epochs: the weakest part's conjectured bits, as verify finds
+    them (every part verified once more, min_security_bits 0: about 50 ms a segment)."""
+    from ..blocks.proof import verify_txblock
+    return _Bits(verify_txblock(data, block, min_security_bits=0).security_bits)
 
 
 def _execute_only(prover, block, args, meta: dict) -> int:

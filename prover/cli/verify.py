@@ -126,7 +126,7 @@ def _verify_txblock(args, data: bytes, report: dict, fail) -> int:
     from ..blocks.proof import is_txblock_proof, verify_txblock
     if not is_txblock_proof(data):
         raise _refusal(ShapeError(f"{args.proof} is not a proof of a block of RISC-V "
-                                  "transactions (STB2)" if args.block else
+                                  "transactions (STB2, STBE)" if args.block else
                                   "not a Steadfast proof (bad magic)"), fail)
     if not args.block:
         raise fail(EXIT_USAGE, f"{args.proof} is a proof of a block of RISC-V transactions: "
@@ -148,6 +148,9 @@ def _verify_txblock(args, data: bytes, report: dict, fail) -> int:
                       max_cycles=res.max_cycles, state_in=res.state_in.hex(),
                       state_out=res.state_out.hex(),
                       params=None if res.dev else dict(vars(p)), **_security_json(sec))
+        if res.parts:
+            report.update(parts=[q.to_json() for q in res.parts],
+                          security_bits=res.security_bits)
         print(json.dumps(report))
         return EXIT_OK
     if not args.quiet:
@@ -158,11 +161,27 @@ def _verify_txblock(args, data: bytes, report: dict, fail) -> int:
             print(line)
         print(f"state in  {res.state_in.hex()}")
         print(f"state out {res.state_out.hex()}")
+        for line in part_lines(res.parts):
+            print(line)
         if not res.dev:
             print(_params_line(p, sec, res.security_bits, args.min_security_bits))
         if args.verbose and sec is not None:
             print(f"  security: {sec.describe()}")
     return EXIT_OK
+
+
+def part_lines(parts) -> list:
+    """A block verified in epochs: a line per part (kind, transactions, verify time)."""
+    if not parts:
+        return []
+    out = [f"verified in {len(parts)} parts (the weakest part's security below):"]
+    for j, q in enumerate(parts):
+        last = q.first + q.count - 1
+        txs = f"tx {q.first}" + (f"..{last}" if last != q.first else "")
+        what = (f"{q.segments} segments, {q.cycles:,} cycles" if q.kind == "long"
+                else "one block STARK")
+        out.append(f"  part {j}: {q.kind} {txs}: {what}, {q.seconds:.3f}s")
+    return out
 
 
 def _verify_program(args, data: bytes, report: dict, fail) -> int:
