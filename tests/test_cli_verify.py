@@ -77,7 +77,7 @@ def test_verify_wrong_block_and_bad_proofs(example_proof, tmp_path, capsys):
     code, _, err = run(main_verify, [garbage], capsys)
     assert code == 1 and "bad magic" in err
     code, _, err = run(main_verify, [garbage, "--block", blk], capsys)
-    assert code == 1 and "is not a proof of a block of RISC-V transactions (STB2)" in err
+    assert code == 1 and "is not a proof of a block of RISC-V transactions (STB2, STBE)" in err
     code, _, err = run(main_verify, [tmp_path / "missing.proof", "--block", blk], capsys)
     assert code == 2 and "cannot read" in err
     empty = write(tmp_path, "e.json", "")

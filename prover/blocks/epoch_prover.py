@@ -20,6 +20,7 @@ from ...rv32.segments import run_segments
 from ..common.errors import UnprovableBlock
 from ..common.stats import ProofStats, peak_rss_bytes
 from ..programs.segment_prover import SegmentTotals, prove_segments, segment_downgrades
+from .transactions import _check_claims, run_transaction
 from .epochs import GROUP, LONG, BlockEpochsProof, Part, plan_parts
 
 log = logging.getLogger("steadfast.prover")
@@ -66,7 +67,6 @@ def size_transaction(i: int, tx, max_cycles: int, segment_cycles: int) -> TxRun:
 def size_block(blk, segment_cycles: int, claims: bool = True) -> list:
     """Every transaction's :class:`TxRun` (``claims``: the block's claims checked, a
     false one an :class:`UnprovableBlock`)."""
-    from .prover import _check_claims
     runs = []
     for i, tx in enumerate(blk.transactions):
         r = size_transaction(i, tx, blk.max_cycles, segment_cycles)
@@ -82,8 +82,9 @@ def block_plan(runs, segment_cycles: int) -> list:
 
 
 def one_epoch(plan) -> bool:
-    """Whether the block is one group (proved as one block STARK, STB2, as always)."""
-    return len(plan) == 1 and plan[0][0] == GROUP
+    """Whether the block is one group or empty (proved as one block STARK, STB2, as
+    always)."""
+    return not plan or (len(plan) == 1 and plan[0][0] == GROUP)
 
 
 def part_progress(progress, done: int, total: int, seconds: float, name: str) -> None:
@@ -97,7 +98,6 @@ def prove_epochs(prover, blk, runs, plan, t0: float, phases: dict) -> BlockEpoch
     """Prove every part of ``plan`` in turn on ``prover`` (a :class:`prover.api.Prover`)
     -> a :class:`BlockEpochsProof` (``stats``: the parts' counters and phases summed;
     ``counters["parts"]``)."""
-    from .prover import run_transaction
     S = prover.config.segment_cycles
     log_blowup = prover.config.params().log_blowup
     totals = SegmentTotals(phases=dict(phases))

@@ -25,16 +25,14 @@ transactions exactly once, in order (:func:`check_cover`).
 """
 from __future__ import annotations
 
-import os
 import struct
-import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ...rv32 import block as rblock
-from ...rv32.blockfile import MAX_TRANSACTIONS, Block
+from ...rv32.blockfile import MAX_TRANSACTIONS
 from ...rv32.segments import check_segment_cycles
 from ...rv32.statement import Claim, claimed_output
-from ...verifier.errors import ShapeError, VerificationError
+from ...verifier.errors import ShapeError
 from ...verifier.proof_format import decode
 
 from ..common.proof_file import ProofFile
@@ -85,12 +83,12 @@ class BlockEpochsProof(ProofFile):
     and the verifier, not stored."""
     n_tx: int
     segment_cycles: int
-    parts: tuple
+    parts: tuple[Part, ...]
     stats: ProofStats | None = field(default=None, compare=False, repr=False)
     state_out: bytes | None = field(default=None, compare=False)
     dev: bool = False
     #: each part's prove seconds (the prover's record; not in the file)
-    part_seconds: tuple = field(default=(), compare=False, repr=False)
+    part_seconds: tuple[float, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def claims(self) -> list:
@@ -213,58 +211,5 @@ class PartReport:
                 "seconds": round(self.seconds, 4)}
 
 
-def verify_epochs(proof: "BlockEpochsProof | bytes | str | os.PathLike[str]", blk: Block, *,
-                  min_security_bits, accept_dev: bool = False):
-    """Verify a block proof in epochs against ``blk`` (docs/rv32.md "Blocks in epochs")
-    -> :class:`prover.blocks.proof.VerifiedTxBlock` with ``parts``; any refusal is a
-    :class:`VerificationError` subclass naming the part."""
-    from ..programs.segment_proof import verify_segmented
-    from .proof import TxBlockProof, _check_claims, _result, verify_block_body
-    t0 = time.perf_counter()
-    if isinstance(proof, (str, os.PathLike)):
-        proof = BlockEpochsProof.load(proof)
-    elif isinstance(proof, (bytes, bytearray, memoryview)):
-        proof = BlockEpochsProof.from_bytes(bytes(proof))
-    n = len(blk.transactions)
-    if proof.n_tx != n:
-        raise ShapeError(f"the proof is for a block of {proof.n_tx} transactions, this block "
-                         f"has {n}")
-    check_cover(proof.parts, n)
-    claims, reports, bits, params, got = [], [], None, None, []
-    for j, p in enumerate(proof.parts):
-        t1 = time.perf_counter()
-        txs = blk.transactions[p.first:p.stop]
-        try:
-            if p.kind == GROUP:
-                sub = replace(blk, transactions=txs)
-                res = verify_block_body(TxBlockProof(p.count, p.proof), sub,
-                                        min_security_bits, first=p.first)
-                part_claims, segs = [Claim(c, o) for c, o in zip(res.exit_codes, res.outputs)], 0
-                sec, pp, cycles = res.security_bits, res.params, None
-                got += res.public_values
-            else:
-                seg = SegmentedProof.from_bytes(p.proof)
-                if seg.segment_cycles != proof.segment_cycles:
-                    raise ShapeError(f"segments of {seg.segment_cycles:,} cycles in a block "
-                                     f"proved in epochs of {proof.segment_cycles:,}")
-                tx = txs[0]
-                res = verify_segmented(seg, tx.program, tx.input, blk.max_cycles,
-                                       min_security_bits)
-                part_claims = [Claim(res.exit_code, res.output)]
-                segs, sec, pp, cycles = res.segments, res.security_bits, res.params, res.cycles
-                _check_claims(p.first, tx, part_claims[0])
-        except VerificationError as e:
-            raise type(e)(f"part {j}, the {p.name}: {e}") from None
-        if params is not None and pp != params:
-            raise ShapeError(f"part {j}: other parameters than part 0's")
-        params = pp
-        bits = sec if bits is None else min(bits, sec)
-        claims += part_claims
-        reports.append(PartReport(KIND_NAMES[p.kind], p.first, p.count, segs, cycles,
-                                  time.perf_counter() - t1))
-    out = _result(blk, claims, got, t0, params, None)
-    return replace(out, parts=tuple(reports), bits=int(bits or 0))
-
-
 __all__ = ["BlockEpochsProof", "Part", "PartReport", "plan_parts", "check_cover",
-           "verify_epochs", "MAGIC", "GROUP", "LONG"]
+           "MAGIC", "GROUP", "LONG"]

@@ -42,6 +42,9 @@ from ..common.errors import DevProofRefused
 from ..programs.proof import dev_body as _dev_body, parse_dev_body
 from ..common.proof_file import ProofFile
 from ..common.stats import ProofStats
+from ...verifier.errors import VerificationError
+from .epochs import (GROUP, KIND_NAMES, MAGIC as EPOCHS_MAGIC, BlockEpochsProof, PartReport,
+                     check_cover)
 
 log = logging.getLogger("steadfast.prover")
 
@@ -164,7 +167,7 @@ class VerifiedTxBlock:
     security: SecurityReport | None = None
     dev: bool = False
     #: a block proved in epochs: each part's :class:`prover.blocks.epochs.PartReport`
-    parts: tuple = ()
+    parts: tuple[PartReport, ...] = ()
     bits: int = 0                   # in epochs: the weakest part's conjectured bits
 
     @property
@@ -185,7 +188,6 @@ def verify_txblock(proof: TxBlockProof | bytes | str | os.PathLike[str],
     subclass on rejection.  A block proved in epochs (a
     :class:`prover.blocks.epochs.BlockEpochsProof`, b"STBE") is verified part by part
     (:func:`prover.blocks.epochs.verify_epochs`; the result's ``parts``)."""
-    from .epochs import MAGIC as EPOCHS_MAGIC, BlockEpochsProof, verify_epochs
     min_security_bits = validate_min_security_bits(min_security_bits)
     if isinstance(proof, (str, os.PathLike)):
         with open(proof, "rb") as fh:
@@ -301,6 +303,59 @@ def _result(blk: Block, claims, got, t0, params, security, dev: bool = False):
     return VerifiedTxBlock([c.exit_code for c in claims], [c.output for c in claims],
                            blk.max_cycles, blk.state_in, state_out_of(blk, claims),
                            got, time.perf_counter() - t0, params, security, dev)
+
+
+def verify_epochs(proof: "BlockEpochsProof | bytes | str | os.PathLike[str]", blk: Block, *,
+                  min_security_bits, accept_dev: bool = False):
+    """Verify a block proof in epochs against ``blk`` (docs/rv32.md "Blocks in epochs")
+    -> :class:`VerifiedTxBlock` with ``parts``; any refusal is a
+    :class:`VerificationError` subclass naming the part."""
+    from ..programs.segment_proof import SegmentedProof, verify_segmented
+    from dataclasses import replace
+    t0 = time.perf_counter()
+    if isinstance(proof, (str, os.PathLike)):
+        proof = BlockEpochsProof.load(proof)
+    elif isinstance(proof, (bytes, bytearray, memoryview)):
+        proof = BlockEpochsProof.from_bytes(bytes(proof))
+    n = len(blk.transactions)
+    if proof.n_tx != n:
+        raise ShapeError(f"the proof is for a block of {proof.n_tx} transactions, this block "
+                         f"has {n}")
+    check_cover(proof.parts, n)
+    claims, reports, bits, params, got = [], [], None, None, []
+    for j, p in enumerate(proof.parts):
+        t1 = time.perf_counter()
+        txs = blk.transactions[p.first:p.stop]
+        try:
+            if p.kind == GROUP:
+                sub = replace(blk, transactions=txs)
+                res = verify_block_body(TxBlockProof(p.count, p.proof), sub,
+                                        min_security_bits, first=p.first)
+                part_claims, segs = [Claim(c, o) for c, o in zip(res.exit_codes, res.outputs)], 0
+                sec, pp, cycles = res.security_bits, res.params, None
+                got += res.public_values
+            else:
+                seg = SegmentedProof.from_bytes(p.proof)
+                if seg.segment_cycles != proof.segment_cycles:
+                    raise ShapeError(f"segments of {seg.segment_cycles:,} cycles in a block "
+                                     f"proved in epochs of {proof.segment_cycles:,}")
+                tx = txs[0]
+                res = verify_segmented(seg, tx.program, tx.input, blk.max_cycles,
+                                       min_security_bits)
+                part_claims = [Claim(res.exit_code, res.output)]
+                segs, sec, pp, cycles = res.segments, res.security_bits, res.params, res.cycles
+                _check_claims(p.first, tx, part_claims[0])
+        except VerificationError as e:
+            raise type(e)(f"part {j}, the {p.name}: {e}") from None
+        if params is not None and pp != params:
+            raise ShapeError(f"part {j}: other parameters than part 0's")
+        params = pp
+        bits = sec if bits is None else min(bits, sec)
+        claims += part_claims
+        reports.append(PartReport(KIND_NAMES[p.kind], p.first, p.count, segs, cycles,
+                                  time.perf_counter() - t1))
+    out = _result(blk, claims, got, t0, params, None)
+    return replace(out, parts=tuple(reports), bits=int(bits or 0))
 
 
 def is_txblock_proof(data: bytes) -> bool:

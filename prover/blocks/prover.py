@@ -13,14 +13,13 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ...rv32 import block as rblock
-from ...rv32.errors import ExecutionError
-from ...rv32.run import execute as rv32_execute
 from ...rv32.traces import committed_cells
 
 from ..engine.control import PROVE_LOCK, limits
 from ..engine.prover_core import ProverCore
 from ..common.errors import UnprovableBlock
 from ..common.stats import ProofStats, peak_rss_bytes
+from .transactions import _check_claims, _claims, run_transaction
 from .proof import TxBlockLike, TxBlockProof, as_txblock, dev_body, state_out_of
 
 
@@ -60,7 +59,7 @@ class TxBlockReport:
     security_bits: int = 0                     # the configured parameters' for these heights
     #: a block in epochs: its parts ({kind, first, count, cycles, segments}); ``tables``
     #: are then the first part's (a long part's: its first segment's)
-    parts: tuple = ()
+    parts: tuple[dict, ...] = ()
     segment_cycles: int | None = None
 
     @property
@@ -264,44 +263,6 @@ class TxBlockProver(ProverCore):
                    progress: Callable[[dict], None] | None = None) -> list[dict]:
         """:meth:`precompile_txblock`: compile the device kernels a block's proof needs."""
         return self.precompile_txblock(block, progress)
-
-
-def _claims(i: int, tx, ex) -> tuple:
-    if tx.exit_code is None and tx.output is None:
-        return None, None
-    try:
-        _check_claims(i, tx, ex)
-    except UnprovableBlock as exc:
-        return False, exc.reason
-    return True, None
-
-
-def run_transaction(i: int, tx, max_cycles: int, claims: bool = True):
-    """Run transaction ``i`` with the record; an execution failure or (``claims``) a false
-    claim is an :class:`UnprovableBlock` naming the transaction."""
-    try:
-        ex = rv32_execute(tx.program, tx.input, rblock.stark_limit(max_cycles), record=True)
-    except ExecutionError as exc:
-        raise UnprovableBlock(f"transaction {i} ({tx.name}): execution failed: {exc}",
-                              table=f"{rblock.tx_prefix(i)}rv32") from None
-    if claims:
-        _check_claims(i, tx, ex)
-    return ex
-
-
-def _check_claims(i: int, tx, ex) -> None:
-    if tx.exit_code is not None and tx.exit_code != ex.exit_code:
-        raise UnprovableBlock(f"transaction {i} ({tx.name}): the block claims exit code "
-                              f"{tx.exit_code}, execution exits with {ex.exit_code}")
-    if tx.output is not None and tx.output != bytes(ex.output):
-        out = bytes(ex.output)
-        k = next((j for j, (a, b) in enumerate(zip(tx.output, out)) if a != b),
-                 min(len(tx.output), len(out)))
-        raise UnprovableBlock(f"transaction {i} ({tx.name}): the block's claimed output "
-                              f"differs from what execution writes (first difference at byte "
-                              f"{k}: {len(tx.output)} bytes claimed, {len(out)} written)",
-                              details=[f"claimed {tx.output[k:k + 16].hex()}",
-                                       f"written {out[k:k + 16].hex()}"])
 
 
 @dataclass(frozen=True)
