@@ -16,7 +16,7 @@ import time
 
 from . import prove as _P
 from .common import (DEFAULT_MIN_SECURITY_BITS, EXIT_INVALID, EXIT_OK, EXIT_USAGE, Fail,
-                     check_outputs, default_output, device_name, version, warn)
+                     check_outputs, default_output, version, warn)
 
 
 def _program(args, raw: bytes):
@@ -114,11 +114,7 @@ def run_prove_program(args, raw: bytes, t_start: float, kernels_cached) -> int:
     if not quiet:
         print(f"proving {path}: {len(program.segments)} segments, {len(data):,} bytes of "
               f"input, max_cycles {limit:,}, backend {prover.backend}", file=sys.stderr)
-    meta.update({"proof": out, "device": device_name(prover.backend),
-                 "params": dict(vars(params)), "dev_mode": dev,
-                 "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-    from ..device.xcheck import POSTMORTEM_CONTEXT
-    POSTMORTEM_CONTEXT.update({k: meta[k] for k in ("program", "program_digest", "device")})
+    _P.proof_meta(meta, session, out, params, ("program", "program_digest", "device"))
     seg = segments_arg(args)
     proof, failure = _P.run_proof(
         lambda: prover.prove_program(program, data, max_cycles=limit, segment_cycles=seg),

@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass
 
 from .common import (DEFAULT_MIN_SECURITY_BITS, EXIT_INVALID, EXIT_OK, EXIT_USAGE,
-                     EXIT_XCHECK, FIRST_COMPILE, Fail, flagify, fri_options, prover_config,
-                     warn, write_all)
+                     EXIT_XCHECK, FIRST_COMPILE, Fail, device_name, flagify, fri_options,
+                     prover_config, warn, write_all)
 
 
 @dataclass
@@ -101,6 +101,18 @@ def warn_weak_proof(sec, what: str) -> None:
              f"(weakest term {sec.limiting}); a default verify requires "
              f"{DEFAULT_MIN_SECURITY_BITS} and will refuse the proof: raise --queries or "
              f"--log-blowup, or verify with --min-security-bits {sec.bits}")
+
+
+def proof_meta(meta: dict, session: Session, out: str, params, context: tuple) -> None:
+    """Before the proof: what the statistics say of the run -- the proof file, the device,
+    the parameters, development mode, the time -- into ``meta``, and its keys ``context``
+    (the block's or program's name and digest, the device) into the context of an XCHECK
+    post-mortem."""
+    meta.update({"proof": out, "device": device_name(session.prover.backend),
+                 "params": dict(vars(params)), "dev_mode": session.dev,
+                 "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    from ..device.xcheck import POSTMORTEM_CONTEXT
+    POSTMORTEM_CONTEXT.update({k: meta[k] for k in context})
 
 
 def cold_start(cold: bool, quiet: bool) -> None:
@@ -202,7 +214,7 @@ def print_verbose(st) -> None:
 
 
 __all__ = ["Session", "setup", "precompile_steps", "warn_weak_params", "warn_weak_proof",
-           "cold_start", "run_proof", "fail_with_stats", "write_outputs",
+           "proof_meta", "cold_start", "run_proof", "fail_with_stats", "write_outputs",
            "wrote_line", "print_verbose", "DEV_LINE", "timeline_file"]
 
 

@@ -21,7 +21,7 @@ import time
 
 from . import prove as _P
 from .common import (DEFAULT_MIN_SECURITY_BITS, EXIT_INVALID, EXIT_OK, EXIT_USAGE, Fail,
-                     check_outputs, default_output, device_name, err, version, warn)
+                     check_outputs, default_output, err, version, warn)
 
 
 def load(path: str, raw: bytes | None = None):
@@ -121,11 +121,7 @@ def run_prove_txblock(args, raw: bytes, t_start: float, kernels_cached) -> int:
         progs = len({tx.program.digest() for tx in block.transactions})
         print(f"proving {path}: {n} transactions, {progs} programs, max_cycles "
               f"{block.max_cycles:,}, backend {prover.backend}", file=sys.stderr)
-    meta.update({"proof": out, "device": device_name(prover.backend),
-                 "params": dict(vars(params)), "dev_mode": dev,
-                 "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-    from ..device.xcheck import POSTMORTEM_CONTEXT
-    POSTMORTEM_CONTEXT.update({k: meta[k] for k in ("block", "block_sha256", "device")})
+    _P.proof_meta(meta, session, out, params, ("block", "block_sha256", "device"))
     proof, failure = _P.run_proof(lambda: prover.prove_txblock(block), session, "block")
     if failure is not None:
         _P.fail_with_stats(args, session, failure, dict(
