@@ -45,7 +45,8 @@ def run_cli(args) -> int:
         d = os.path.dirname(os.path.abspath(out))
         if not os.path.isdir(d):
             raise Fail(EXIT_USAGE, f"cannot write {out}: no directory {d}")
-    cfg = prover_config(args)
+    seg = segment_cycles_of(args)           # validated before any work
+    cfg = prover_config(args, **({} if seg is None else {"segment_cycles": seg}))
     workers = args.workers if args.workers is not None else 2
     say = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
@@ -76,6 +77,8 @@ def run_cli(args) -> int:
                     results = cp.prove_programs(programs)
             elif args.shard_tables:
                 results = [(0, cp.prove_sharded(blocks[0]))]
+            elif len(blocks) == 1:        # one block: in epochs across the workers if long
+                results = [(0, cp.prove_block(blocks[0], progress=_part_lines(say, t0)))]
             else:
                 results = cp.prove_many(blocks)
             for i, proof in results:
@@ -88,7 +91,9 @@ def run_cli(args) -> int:
                 c = proof.stats.counters.get("cluster", {})
                 segs = (f"; {c['segments']} segments, re-run "
                         + ", ".join(f"{k} {v}" for k, v in c["segment_retries"].items())
-                        if c.get("mode") == "segments" else "")
+                        if c.get("mode") == "segments" else
+                        f"; {c['parts']} parts, {c['segments']} segments"
+                        if c.get("mode") == "block-epochs" else "")
                 say(f"[{time.perf_counter() - t0:8.2f}s] {paths[i]}: wrote {outs[i]} "
                     f"({len(data):,} bytes; {proof.stats.cycles:,} cycles; "
                     f"{c.get('seconds', 0):.2f}s; retries {c.get('retries', 0)}{segs})")
@@ -112,6 +117,13 @@ def run_cli(args) -> int:
                     print(f"error: cannot write the timeline {args.timeline}: "
                           f"{exc.strerror or exc}", file=sys.stderr)
     return EXIT_OK
+
+
+def _part_lines(say, t0: float):
+    """A line per proved part of a block in epochs."""
+    def show(done: int, total: int, seconds: float, name: str) -> None:
+        say(f"[{time.perf_counter() - t0:8.2f}s] part {done}/{total} proved: {name}")
+    return show
 
 
 def _segment_lines(say, t0: float):

@@ -133,9 +133,15 @@ class ClusterProver(WorkerPool):
 
     def _block_result(self, piece: _Piece, value, t0: float):
         data, stats, _ = value
+        from dataclasses import replace
+        from ..blocks.epochs import MAGIC as EPOCHS, BlockEpochsProof
         from ..blocks.proof import state_out_of
-        tp = TxBlockProof.from_bytes(data)
         stats.counters["cluster"] = self._counters("blocks", piece, stats, len(data), t0)
+        if data[:4] == EPOCHS:          # a block in epochs, its parts proved on one worker
+            bp = BlockEpochsProof.from_bytes(data)
+            state = None if piece.block is None else state_out_of(piece.block, bp.claims)
+            return replace(bp, stats=stats, state_out=state)
+        tp = TxBlockProof.from_bytes(data)
         state = None if piece.block is None else state_out_of(piece.block, tp.claims)
         return TxBlockProof(tp.n_tx, tp.proof, stats, tp.dev, state)
 
@@ -242,6 +248,16 @@ class ClusterProver(WorkerPool):
         from .segments import prove_program_segmented
         return prove_program_segmented(self, elf, input, max_cycles, segment_cycles, timeout,
                                        progress)
+
+    # -- one block, in epochs when it is long ---------------------------------------------
+    def prove_block(self, block, timeout: float | None = None, progress=None):
+        """Prove one block: within one epoch as one piece on one worker (a TxBlockProof);
+        longer, its parts across the workers -- group parts as sub-blocks, long
+        transactions' segments from checkpoints -- -> a BlockEpochsProof, the bytes
+        ``Prover.prove_block`` makes on one machine
+        (:func:`prover.cluster.epochs.prove_block`)."""
+        from .epochs import prove_block
+        return prove_block(self, block, timeout, progress)
 
     # -- one block, tables sharded ------------------------------------------------------
     def prove_sharded(self, block, timeout: float | None = None) -> TxBlockProof:

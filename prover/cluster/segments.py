@@ -87,7 +87,9 @@ def prove_program_segmented(pool: WorkerPool, elf, input: bytes = b"",
         return out
 
     def feed_more() -> list:
-        return take(len(pool._live()) - sum(pool._inflight))
+        # one of this run's segments in flight per live worker (the pool may hold other
+        # pieces, e.g. a long block's group parts: they do not stop the feed)
+        return take(len(pool._live()) - (len(boundary) - len(done)))
 
     def on_retry(p: _Piece, reason: str, exc) -> None:
         retries[reason] += 1
