@@ -271,3 +271,27 @@ def test_the_command_line_proves_verifies_and_reports_parts(proved, tmp_path, ca
                                "segments": 9}
     code, _, se = run(main_prove, [path, "--segment-cycles", 1000], capsys)
     assert code == 2 and "--segment-cycles must be a power of two" in se
+
+
+def test_the_display_counts_parts():
+    """The plain display writes a line per proved part (its transactions) and, within the
+    long part, a line per segment; the board's overall row names the part and then the
+    segment."""
+    import io
+    from steadfast.prover.cli.display import Board, LineProgress
+    out = io.StringIO()
+    lp = LineProgress(out, tables=rblock.num_tables(7))
+    Prover(CFG, progress=lp).prove_block(_block())
+    text = out.getvalue()
+    for j, name in enumerate(["group part (transaction 0)", "long part (transaction 1)",
+                              "group part (transactions 2..8)",
+                              "group part (transaction 9)"], 1):
+        assert f"part {j}/4 proved" in text and name in text
+    assert "segment 9/9 proved" in text
+    b = Board(2)
+    b.set_part(1, 4)
+    assert "part 2/4" in b.overall(0.0)
+    b.segment(3, 9, 9)
+    assert "part 2/4, segment 4/9" in b.overall(0.0)
+    b.set_part(2, 4)
+    assert "part 3/4" in b.overall(0.0) and "segment" not in b.overall(0.0)

@@ -1,14 +1,15 @@
 """Progress of a running proof, for ``prove`` (prover/cli/__init__.py).
 
 Two renderers of the same callback ``progress(table, stage, event, seconds)`` (the
-``Prover(progress=...)`` hook; ``table`` is None for whole-block stages such as execute):
+``Prover(progress=...)`` hook; ``table`` is None for the stages of the whole proof, such as
+execute: shown on a row named for what is proved, ``block`` or ``program``):
 
 * :class:`LineProgress` -- one plain line per finished stage, for logs, CI, pipes:
   ``[   1.23s] cpu        r2_quotient     0.41s   12/40`` (elapsed since start, table,
   stage, its seconds, table-rounds done of tables x rounds).  No escape codes, no redraw.
 * :class:`LiveProgress` -- a live terminal display drawn with ``rich`` (only on a TTY):
-  one row per table with a bar of its rounds and the stage running now, a block row for
-  the whole-block stages, and a last ``overall`` row: table-rounds done of tables x
+  one row per table with a bar of its rounds and the stage running now, a ``block`` (or
+  ``program``) row for the whole proof's stages, and a last ``overall`` row: table-rounds done of tables x
   rounds, the elapsed time and an estimate of the time left (80 columns suffice).
   rich does the drawing, terminal width, redraw in place, and keeps lines written to
   stderr while the display is up (warnings, log records) above it; stdout is left alone
@@ -31,11 +32,14 @@ ROUNDS = ("r1_main", "r1_aux", "r2_quotient", "r3_ood", "r4_deep", "r4_fri", "r4
 
 
 class Board:
-    """What has run: per row (a table, or "block" for whole-block stages) the current
-    stage, when it started (None once done) and its seconds; the table-rounds done."""
+    """What has run: per row (a table, or ``whole`` -- "block" or "program", what is
+    proved -- for the whole proof's stages) the current stage, when it started (None once
+    done) and its seconds; the table-rounds done."""
 
-    def __init__(self, tables: int = 5, clock: Callable[[], float] = time.perf_counter):
+    def __init__(self, tables: int = 5, clock: Callable[[], float] = time.perf_counter,
+                 whole: str = "block"):
         self.clock = clock
+        self.whole = whole
         self.total_rounds = tables * len(ROUNDS)
         self.done: set = set()
         self.t0 = clock()
@@ -45,10 +49,11 @@ class Board:
         self.lock = threading.Lock()
         self.seg: tuple | None = None         # (done, total or None, cut): segmented proofs
         self.seg_t0 = 0.0
+        self.part: tuple | None = None        # (done, total): a block proved in epochs
 
     def record(self, table: str | None, stage: str, event: str, seconds: float) -> tuple[str, str]:
         """Book one event (call under ``self.lock``); returns (row, stage) as displayed."""
-        row = table or "block"
+        row = table or self.whole
         stage = "all stages" if stage == "table" else stage
         if row not in self.state:
             self.order.append(row)
@@ -62,10 +67,13 @@ class Board:
             if stage in ROUNDS:
                 # a per-table round; or a whole-proof span of a round (one FRI for all
                 # tables, protocol v3): that round is done for every table
-                for t in ([table] if table is not None else
-                          [r for r in self.order if r != "block"]):
+                for t in ([table] if table is not None else self.tables()):
                     self.done.add((t, stage))
         return row, stage
+
+    def tables(self) -> list:
+        """The table rows so far, in the order they appeared."""
+        return [r for r in self.order if r != self.whole]
 
     def segment(self, done: int, total: int | None, cut: int) -> None:
         """A segmented proof (call under ``self.lock``): ``done`` segments proved of
@@ -77,6 +85,20 @@ class Board:
         self.seg = (done, total, cut)
         self.done.clear()
         self.t_first = None
+
+    def set_part(self, done: int, total: int) -> None:
+        """A block in epochs (call under ``self.lock``): ``done`` parts proved of
+        ``total``; the next part's table-rounds (or segments) count from zero."""
+        self.part = (done, total)
+        self.seg = None
+        self.done.clear()
+        self.t_first = None
+
+    def part_text(self) -> str:
+        if self.part is None:
+            return ""
+        done, total = self.part
+        return f"part {min(done + 1, total):,}/{total:,}"
 
     def segment_text(self) -> str:
         if self.seg is None:
@@ -113,8 +135,9 @@ class Board:
         bar: ``1m52s``, ``1h13m`` past a minute, an hour)."""
         k, n = len(self.done), self.total_rounds
         text = f"{k}/{n} table-rounds ({100 * k // n}%), {duration(now - self.t0, 1)} elapsed"
-        if self.seg is not None:
-            text = f"{self.segment_text()}, {text}"
+        where = ", ".join(t for t in (self.part_text(), self.segment_text()) if t)
+        if where:
+            text = f"{where}, {text}"
         left = self.time_left(now)
         if left is not None and (k < n or self.seg is not None):
             text += f", ~{duration(left)} left"
@@ -137,8 +160,8 @@ class LineProgress:
     live = False
 
     def __init__(self, stream: TextIO | None = None, tables: int = 5,
-                 clock: Callable[[], float] = time.perf_counter):
-        self.board = Board(tables, clock)
+                 clock: Callable[[], float] = time.perf_counter, whole: str = "block"):
+        self.board = Board(tables, clock, whole)
         self.stream = stream if stream is not None else sys.stderr
 
     def __call__(self, table, stage, event, seconds):
@@ -164,6 +187,16 @@ class LineProgress:
                                                         if left is not None else "") + "\n")
                 self.stream.flush()
 
+    def parts(self, done: int, total: int, seconds: float, name: str) -> None:
+        """A block in epochs (prover/blocks/epoch_prover.py): one line per proved part."""
+        b = self.board
+        with b.lock:
+            b.set_part(done, total)
+            if done:
+                self.stream.write(f"[{b.clock() - b.t0:8.2f}s] part {done:,}/{total:,} "
+                                  f"proved {seconds:7.2f}s: {name}\n")
+                self.stream.flush()
+
     def close(self):
         pass
 
@@ -176,30 +209,31 @@ class LiveProgress:
     live = True
 
     def __init__(self, stream: TextIO | None = None, tables: int = 5,
-                 clock: Callable[[], float] = time.perf_counter, *,
+                 clock: Callable[[], float] = time.perf_counter, whole: str = "block", *,
                  console=None, refresh_per_second: float = 4):
         from rich.console import Console
         from rich.progress import BarColumn, Progress, ProgressColumn
         from rich.text import Text
 
-        self.board = board = Board(tables, clock)
+        self.board = board = Board(tables, clock, whole)
         self.stream = stream if stream is not None else sys.stderr
         if console is None:
             console = Console(file=self.stream, highlight=False)
 
         class _Bar(BarColumn):
             def render(self, task):
-                return Text("") if task.fields.get("kind") == "block" else super().render(task)
+                return Text("") if task.fields.get("kind") == "whole" else super().render(task)
 
         class _Count(ProgressColumn):
             def render(self, task):
-                if task.fields.get("kind") == "block":
+                if task.fields.get("kind") == "whole":
                     return Text("")
                 w = len(str(board.total_rounds))
                 return Text(f"{int(task.completed):>{w}}/{int(task.total):<{w}}")
 
         class _Status(ProgressColumn):
-            """The stage running or done (tables, block); the overall time line."""
+            """The stage running or done (tables, the whole proof); the overall time
+            line."""
 
             def render(self, task):
                 now = board.clock()
@@ -235,10 +269,9 @@ class LiveProgress:
                 return
             row, _ = b.record(table, stage, event, seconds)
             if row not in self._tasks:
-                kind = "block" if table is None else "table"
+                kind = "whole" if table is None else "table"
                 self._tasks[row] = self.progress.add_task(row, total=len(ROUNDS), kind=kind)
-            for r in ([row] if table is not None else
-                      [r for r in b.order if r != "block"]):
+            for r in ([row] if table is not None else b.tables()):
                 self.progress.update(self._tasks[r], completed=b.rounds_of(r))
             self.progress.update(self._overall, completed=len(b.done))
             if not self._started:
@@ -253,6 +286,18 @@ class LiveProgress:
             if self._closed:
                 return
             b.segment(done, total, cut)
+            for r, task in self._tasks.items():
+                self.progress.update(task, completed=0)
+            self.progress.update(self._overall, completed=0)
+
+    def parts(self, done: int, total: int, seconds: float, name: str) -> None:
+        """A block in epochs: the overall row shows part done / total; the table rows
+        start again for the next part."""
+        b = self.board
+        with b.lock:
+            if self._closed:
+                return
+            b.set_part(done, total)
             for r, task in self._tasks.items():
                 self.progress.update(task, completed=0)
             self.progress.update(self._overall, completed=0)
@@ -272,16 +317,18 @@ class LiveProgress:
             self.progress.stop()
 
 
-def make_progress(live: bool, stream: TextIO | None = None, tables: int = 5):
+def make_progress(live: bool, stream: TextIO | None = None, tables: int = 5,
+                  whole: str = "block"):
     """The live display when ``live`` (stderr is a terminal) and the terminal can redraw
     (rich: not ``TERM=dumb``/``unknown``, where a live display would show nothing until
-    the end), plain lines otherwise."""
+    the end), plain lines otherwise; ``whole``: the row of the whole proof's stages, what
+    is proved (``block`` or ``program``)."""
     if live:
         try:
-            p = LiveProgress(stream, tables)
+            p = LiveProgress(stream, tables, whole=whole)
         except ImportError:      # rich is a dependency; a stripped install still gets lines
             p = None
         con = p.progress.console if p is not None else None
         if con is not None and con.is_terminal and not con.is_dumb_terminal:
             return p
-    return LineProgress(stream, tables)
+    return LineProgress(stream, tables, whole=whole)
