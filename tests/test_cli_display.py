@@ -28,7 +28,7 @@ def write(tmp_path, name, obj):
     return str(p)
 
 
-def _live(tables=5):
+def _live(tables=5, whole="block"):
     """A LiveProgress on a fake clock, drawing to a recorded 100-column terminal."""
     import io
     from rich.console import Console
@@ -36,7 +36,8 @@ def _live(tables=5):
     clock = [100.0]
     term = io.StringIO()
     con = Console(file=term, width=100, force_terminal=True, color_system=None)
-    return LiveProgress(tables=tables, clock=lambda: clock[0], console=con), clock, term
+    return (LiveProgress(tables=tables, clock=lambda: clock[0], whole=whole, console=con),
+            clock, term)
 
 
 def _frame(p) -> list[str]:
@@ -153,6 +154,49 @@ def test_plain_progress_lines_are_plain():
     assert len(lines) == 2 and "\x1b" not in buf.getvalue()
     assert lines[0].split("]", 1)[1].split() == ["cpu", "r1_main", "0.25s", "1/40"]
     assert lines[1].split("]", 1)[1].split() == ["block", "execute", "0.50s", "1/40"]
+
+
+def test_a_program_s_stages_are_labelled_a_program_s():
+    """A program's whole-proof stages (execute, traces, the commitments, the grinding) on a
+    ``program`` row, plain and live -- a block's on a ``block`` row."""
+    import io
+    from steadfast.prover.cli.display import make_progress
+    buf = io.StringIO()
+    p = make_progress(False, stream=buf, whole="program")
+    p(None, "execute", "start", 0.0)
+    p(None, "execute", "end", 0.5)
+    p("rv32_alu", "r1_main", "end", 0.25)
+    p(None, "commit_main", "end", 0.1)          # a whole-proof round: every table's
+    p.close()
+    rows = [l.split("]", 1)[1].split()[:2] for l in buf.getvalue().splitlines()]
+    assert rows == [["program", "execute"], ["rv32_alu", "r1_main"],
+                    ["program", "commit_main"]]
+    live, clock, _ = _live(whole="program")
+    live(None, "execute", "start", 0.0)
+    clock[0] += 0.5
+    live(None, "execute", "end", 0.5)
+    live("rv32_alu", "r1_main", "end", 0.25)
+    names = [l.split()[0] for l in _frame(live)]
+    live.close()
+    assert names == ["program", "rv32_alu", "overall"]
+
+
+def test_prove_program_labels_its_stages_a_program_s(tmp_path, capsys):
+    """``prove PROGRAM.elf`` off a terminal: the plain lines name the whole-proof row
+    ``program``, never ``block`` (``prove BLOCK.json``'s: tests/test_cli_prove.py)."""
+    import shutil
+    from pathlib import Path
+    elf = tmp_path / "hello.elf"
+    shutil.copy(Path(__file__).resolve().parents[1] / "examples" / "hello.elf", elf)
+    code = main_prove([str(elf), "-o", str(tmp_path / "h.proof")] + FAST)
+    _, err = capsys.readouterr()
+    assert code == 0 and "Traceback" not in err
+    rows = [l.split("]", 1)[1].split()[0] for l in err.splitlines() if l.startswith("[")]
+    assert "program" in rows and "block" not in rows
+    assert rows[0] == "program" and "rv32_alu" in rows
+    whole = [l.split("]", 1)[1].split()[1] for l in err.splitlines()
+             if l.startswith("[") and l.split("]", 1)[1].split()[0] == "program"]
+    assert whole[:2] == ["execute", "traces"]
 
 
 class _TTY:

@@ -95,7 +95,7 @@ def run_prove_program(args, raw: bytes, t_start: float, kernels_cached) -> int:
         args.output or default_output(path))
     if out is not None:
         check_outputs(args, out, [("program", path), ("input file", args.input)])
-    session = _P.setup(args, out, tables=len(TABLES))
+    session = _P.setup(args, out, tables=len(TABLES), what="program")
     prover, dev, quiet = session.prover, session.dev, session.quiet
     if args.precompile:
         return _P.precompile_steps(prover, lambda show: prover.precompile_program(

@@ -28,10 +28,11 @@ class Session:
     timeline: object
 
 
-def setup(args, out: str | None, tables: int = 5, **fields) -> Session:
+def setup(args, out: str | None, tables: int = 5, what: str = "block", **fields) -> Session:
     """The configuration (``fields``: more ProverConfig fields), the progress display
-    (``tables`` rows), the timeline and the Prover of ``prove``'s options; a bad option
-    is exit 2 in the command's words."""
+    (``tables`` rows, the whole proof's stages on a row named ``what``: "block" or
+    "program"), the timeline and the Prover of ``prove``'s options; a bad option is exit 2
+    in the command's words."""
     from ..api import ConfigError, Prover
     try:
         cfg = prover_config(args, **fri_options(args), **fields)
@@ -44,7 +45,7 @@ def setup(args, out: str | None, tables: int = 5, **fields) -> Session:
     quiet = args.quiet or args.json
     from .display import make_progress
     progress = (None if (quiet or args.execute_only)
-                else make_progress(sys.stderr.isatty(), tables=tables))
+                else make_progress(sys.stderr.isatty(), tables=tables, whole=what))
     timeline = None
     if args.timeline and out is not None:
         from ..common.timeline import Timeline
