@@ -64,8 +64,8 @@ import time
 import uuid
 
 from ..blocks.proof import TxBlockProof, as_txblock
-from .pool import (DEFAULT_MAX_RETRIES, DEFAULT_START_TIMEOUT, WorkerPool, _downgrades,
-                   _Piece)
+from ..programs.segment_prover import recovery_downgrades
+from .pool import DEFAULT_MAX_RETRIES, DEFAULT_START_TIMEOUT, WorkerPool, _Piece
 from ..common.errors import ClusterError
 
 
@@ -148,7 +148,8 @@ class ClusterProver(WorkerPool):
     def _counters(self, mode: str, piece: _Piece, stats, size: int, t0: float) -> dict:
         return {"mode": mode, "workers": self.workers, "worker": piece.worker,
                 "retries": piece.attempts, "gpus": self.gpus, "backend": stats.backend,
-                "device_downgrades": _downgrades(stats.counters.get("device", {}).get("recovery")),
+                "device_downgrades": recovery_downgrades(
+                    stats.counters.get("device", {}).get("recovery")),
                 "worker_deaths_total": self.worker_deaths,
                 "bytes_through_object_store": size + len(pickle.dumps(piece.args)),
                 "seconds": round(time.perf_counter() - t0, 4)}

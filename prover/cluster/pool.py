@@ -302,11 +302,6 @@ class WorkerPool:
 _GONE = object()      # _down marker: a worker out of restarts
 
 
-def _downgrades(recovery: dict | None) -> int:
-    """Tables downgraded to the host, summed over the recovery sites."""
-    return sum(int(c.get("downgrades", 0)) for c in (recovery or {}).values())
-
-
 def _sum_recovery(items: list) -> dict:
     out: dict = {}
     for rec in items:

@@ -34,7 +34,8 @@ import uuid
 import numpy as np
 
 from .join import _join, _JoinStages, mixed_tree
-from .pool import WorkerPool, _downgrades, _Piece, _sum_recovery
+from ..programs.segment_prover import recovery_downgrades
+from .pool import WorkerPool, _Piece, _sum_recovery
 from ..common.stats import ProofStats, peak_rss_bytes, table_stats
 
 
@@ -224,7 +225,7 @@ def _sharded(pool: WorkerPool, airs, traces, pvs, source, cycles: int, phases: d
                "backend": pool.local.backend,
                "retries": pool.retries - retries0, "recomputed": recomputed,
                "worker_deaths": pool.worker_deaths - deaths0,
-               "device_downgrades": sum(_downgrades(d["recovery"]) for d in devs),
+               "device_downgrades": sum(recovery_downgrades(d["recovery"]) for d in devs),
                "bytes_through_object_store": moved,
                "worker_seconds": round(work, 4),
                "seconds": round(phases["prove"], 4)}

@@ -157,10 +157,15 @@ def _add_nested(into: dict, d: dict) -> None:
             into.setdefault(k, v)
 
 
+def recovery_downgrades(recovery: dict | None) -> int:
+    """Tables downgraded to the host, summed over the sites of a proof's device recovery
+    (``counters["device"]["recovery"]``; the cluster's counters too)."""
+    return sum(int(c.get("downgrades", 0)) for c in (recovery or {}).values())
+
+
 def segment_downgrades(st) -> int:
     """Tables of one segment's proof downgraded to the host (its device recovery)."""
-    rec = (st.counters or {}).get("device", {}).get("recovery") or {}
-    return sum(int(c.get("downgrades", 0)) for c in rec.values())
+    return recovery_downgrades((st.counters or {}).get("device", {}).get("recovery"))
 
 
 def segment_progress(progress, done: int, feed: SegmentFeed, seconds: float) -> None:
