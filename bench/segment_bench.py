@@ -5,7 +5,13 @@ process's): ``python bench/segment_bench.py --segment 20 --lengths 22 24 --basel
 the baseline, one proof of a run just under 2^20 cycles -- one full segment).
 The program is tests/test_rv32_segments.py's loop (memory, MUL, byte stores, fd 1 writes
 and Poseidon2 calls every 64 iterations); its iterations are chosen so that the run is
-``2^length - 2^10`` cycles (within one iteration), whatever its cycles per iteration."""
+``2^length - 2^10`` cycles (within one iteration), whatever its cycles per iteration.
+
+``--block``: blocks in epochs (docs/rv32.md "Blocks in epochs") instead of programs -- for
+each length, a block of 2^length cycles in all: one long transaction of half of them (the
+loop, proved in segments) and 2^(length-1) / 2^18 transactions of just under 2^18 cycles
+each (packed four to an epoch of 2^20: group parts); its peak RSS should not grow with
+the length.  ``python bench/segment_bench.py --block --lengths 22 23``."""
 from __future__ import annotations
 
 import argparse
@@ -60,6 +66,34 @@ def one(log_len: int, log_seg: int | None) -> dict:
             "load": [round(load0, 1), round(os.getloadavg()[0], 1)]}
 
 
+def one_block(log_len: int, log_seg: int) -> dict:
+    sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+    import test_rv32_segments as T
+    from steadfast.prover.api import Prover, verify
+    from steadfast.rv32.blockfile import Block, Transaction
+    long_prog = T.program(_iterations(T, (1 << (log_len - 1)) - (1 << 10)))
+    short_prog = T.program(_iterations(T, (1 << 18) - (1 << 10)))
+    txs = [Transaction(long_prog, T.INPUT, None, None, "long")]
+    txs += [Transaction(short_prog, T.INPUT, None, None, f"short{i}")
+            for i in range(1 << (log_len - 1 - 18))]
+    blk = Block(tuple(txs), 1 << 30)
+    cycles = _cycles(long_prog, T.INPUT) + (len(txs) - 1) * _cycles(short_prog, T.INPUT)
+    load0 = os.getloadavg()[0]
+    t = time.perf_counter()
+    p = Prover().prove_block(blk)
+    prove_s = time.perf_counter() - t
+    data = p.to_bytes()
+    t = time.perf_counter()
+    r = verify(data, blk)
+    return {"block": True, "log_len": log_len, "log_segment": log_seg, "cycles": cycles,
+            "transactions": len(txs), "parts": len(r.parts),
+            "segments": sum(q.segments for q in r.parts), "prove_s": round(prove_s, 2),
+            "cycles_per_s": round(cycles / prove_s), "proof_bytes": len(data),
+            "verify_s": round(time.perf_counter() - t, 3),
+            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            "load": [round(load0, 1), round(os.getloadavg()[0], 1)]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--segment", type=int, default=20, help="log2 segment cycles (default 20)")
@@ -67,11 +101,14 @@ def main() -> None:
                     help="log2 run lengths (default 22 24)")
     ap.add_argument("--baseline", action="store_true",
                     help="first, one proof of a run of one segment's length (the ratio's base)")
+    ap.add_argument("--block", action="store_true",
+                    help="blocks in epochs of these lengths instead of programs")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--single", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one is not None:
-        print(json.dumps(one(a.one, None if a.single else a.segment)))
+        print(json.dumps(one_block(a.one, a.segment) if a.block
+                         else one(a.one, None if a.single else a.segment)))
         return
     print(f"load average {os.getloadavg()[0]:.1f}; tree "
           + subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -80,7 +117,9 @@ def main() -> None:
     rows = []
     for n, single in runs:
         cmd = [sys.executable, __file__, "--segment", str(a.segment), "--one", str(n)]
-        out = subprocess.run(cmd + (["--single"] if single else []), capture_output=True,
+        out = subprocess.run(cmd + (["--single"] if single else [])
+                             + (["--block"] if a.block and not single else []),
+                             capture_output=True,
                              text=True, check=True).stdout
         rows.append(json.loads(out.strip().splitlines()[-1]))
         print(json.dumps(rows[-1]), flush=True)

@@ -37,6 +37,10 @@ def _long(data: bytes = INPUT) -> Transaction:
     return Transaction(program(900), data, None, None, "loop")
 
 
+def _long_of(iterations: int) -> Transaction:
+    return Transaction(program(iterations), INPUT, None, None, "loop")
+
+
 def _block(hello_in: bytes = b"", long_in: bytes = INPUT, **claims) -> Block:
     """hello, a long loop (9 segments of 2^10), then eight hellos (141 cycles each: seven
     fit one epoch, the eighth starts another)."""
@@ -295,3 +299,17 @@ def test_the_display_counts_parts():
     assert "part 2/4, segment 4/9" in b.overall(0.0)
     b.set_part(2, 4)
     assert "part 3/4" in b.overall(0.0) and "segment" not in b.overall(0.0)
+
+
+def test_device_fault_in_one_part_recovers_there(monkeypatch):
+    """On the device pipeline (emu) every part draws its own faults (its index is the proof
+    id of PROVER_FAULTS; a long part's segments by segment index): with out-of-memory at
+    R2 for some tables, the parts that drew one downgrade those tables (counted per part),
+    the others run clean, and the bytes are the host's."""
+    blk = Block((txblocks.tx("hello"), _long_of(300), txblocks.tx("hello")), 1 << 20)
+    host = Prover(CFG).prove_block(blk)
+    monkeypatch.setenv("PROVER_FAULTS", "oom@r2:0.05,seed=4")
+    dev = Prover(dataclasses.replace(CFG, backend="emu")).prove_block(blk)
+    assert dev.to_bytes() == host.to_bytes()
+    per = dev.stats.counters["parts"]["downgrades"]
+    assert len(per) == 3 and any(per) and not all(per), per
