@@ -89,3 +89,40 @@ def test_cli_cluster_txblock(ray_cpus, tmp_path, capsys):
     capsys.readouterr()
     assert main_prove(["--cluster", str(path), *weak]) == 2
     assert "$.transactions[0].input" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(600)
+def test_cli_cluster_takes_prove_s_proof_options(ray_cpus, tmp_path, capsys):
+    """The proof options reach the workers: ``prove --cluster`` with --fri-arity,
+    --cap-height and --log-blowup writes the bytes ``prove`` writes on one machine with the
+    same options -- a block whole and with its tables sharded, a program; what cluster
+    mode does not take is exit 2, naming the option."""
+    from steadfast.prover.cli import main_prove
+    (tmp_path / "hello.elf").write_bytes(HELLO.read_bytes())
+    blk = {"format": "steadfast-block", "version": 2, "max_cycles": 1 << 16,
+           "transactions": [{"elf": "hello.elf", "input": "6869"}]}
+    path = tmp_path / "blk.json"
+    path.write_text(json.dumps(blk))
+    opts = ["--queries", "6", "--pow-bits", "1", "--backend", "host", "--fri-arity", "4",
+            "--cap-height", "2", "--log-blowup", "3", "-q"]
+    for src in (path, tmp_path / "hello.elf"):
+        one = tmp_path / f"{src.stem}.one"
+        assert main_prove([str(src), "-o", str(one), *opts]) == 0
+        ref = one.read_bytes()
+        default = tmp_path / f"{src.stem}.default"
+        assert main_prove([str(src), "-o", str(default), *opts[:6], "-q"]) == 0
+        assert default.read_bytes() != ref            # the options change the bytes
+        for mode in ([], ["--shard-tables"]):
+            out = tmp_path / f"{src.stem}{len(mode)}.proof"
+            assert main_prove(["--cluster", str(src), "-o", str(out), "--workers", "2",
+                               *mode, *opts]) == 0
+            assert out.read_bytes() == ref, (src.name, mode)
+    capsys.readouterr()
+    for extra, named in ((["--json"], "--json"), (["--stats-json", str(tmp_path / "s")],
+                                                  "--stats-json"),
+                         (["--shard-tables", "--segment-cycles", "1024"], "--segment-cycles"),
+                         (["--execute-only"], "--execute-only")):
+        assert main_prove(["--cluster", str(path), *extra, *opts]) == 2
+        assert named in capsys.readouterr().err
+    assert main_prove(["--cluster", str(path), "--cap-height", "9", "-q"]) == 2
+    assert "--cap-height must be in [0, 8], got 9" in capsys.readouterr().err

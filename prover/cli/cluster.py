@@ -4,6 +4,13 @@ the options.  Writes each block's or program's proof beside it, one progress lin
 proof, the exit statuses of ``prove`` (:mod:`prover.cli.common`).  Programs (told from
 blocks by the ELF magic; one kind per command) all run on ``--input`` with
 ``--max-cycles``.
+
+The proof options are the workers' configuration, so that each proof is the bytes
+``prove`` makes on one machine with the same options: ``--backend``, ``--vram-budget``,
+``--log-blowup``, ``--queries``, ``--pow-bits``, ``--fri-arity``, ``--cap-height``,
+``--threads``, ``--check``, ``--no-self-check``, ``--postmortem-dir``, ``--segment-cycles``
+(the ``PROVER_*`` environment is forwarded too).  What cluster mode does not do is refused,
+exit 2 (:data:`REFUSED`).
 """
 from __future__ import annotations
 
@@ -13,11 +20,19 @@ import time
 
 
 from .common import (EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, EXIT_USAGE, EXIT_XCHECK, Fail,
-                     default_output, prover_config)
+                     default_output, flagify, fri_options, prover_config)
 from .program import segment_cycles_of
 from ..cluster import ClusterProver
 from ..common.errors import ClusterError, ConfigError, ProofSelfCheckFailure, UnprovableBlock
 from ..common.timeline import Timeline
+
+# prove's options that cluster mode does not take: (the option, whether it was given)
+REFUSED = (("--precompile", lambda a: a.precompile),
+           ("--execute-only", lambda a: getattr(a, "execute_only", False)),
+           ("--json", lambda a: a.json),
+           ("--stats-json", lambda a: a.stats_json is not None),
+           ("--segment-cycles with --shard-tables (one STARK, its tables sharded)",
+            lambda a: a.shard_tables and a.segment_cycles is not None))
 
 
 def run_cli(args) -> int:
@@ -33,8 +48,10 @@ def run_cli(args) -> int:
         address = None
     if not paths:
         raise Fail(EXIT_USAGE, "no block or program given (see --help)")
-    if args.precompile or getattr(args, "execute_only", False):
-        raise Fail(EXIT_USAGE, "--precompile and --execute-only do not apply to --cluster")
+    refused = [flag for flag, given in REFUSED if given(args)]
+    if refused:
+        raise Fail(EXIT_USAGE, f"--cluster does not take {'; '.join(refused)} (docs/api.md "
+                               f"'Command line')")
     if args.shard_tables and len(paths) != 1:
         raise Fail(EXIT_USAGE, f"--shard-tables proves one block or program, got {len(paths)}")
     if args.output and len(paths) != 1:
@@ -46,7 +63,11 @@ def run_cli(args) -> int:
         if not os.path.isdir(d):
             raise Fail(EXIT_USAGE, f"cannot write {out}: no directory {d}")
     seg = segment_cycles_of(args)           # validated before any work
-    cfg = prover_config(args, **({} if seg is None else {"segment_cycles": seg}))
+    try:
+        cfg = prover_config(args, **fri_options(args),
+                            **({} if seg is None else {"segment_cycles": seg}))
+    except ConfigError as exc:
+        raise Fail(EXIT_USAGE, flagify(str(exc))) from None
     workers = args.workers if args.workers is not None else 2
     say = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
@@ -58,7 +79,7 @@ def run_cli(args) -> int:
         env = {k: v for k, v in os.environ.items() if k.startswith("PROVER_")}
         cp = ClusterProver(address, cfg, workers=workers, timeline=timeline, worker_env=env)
     except ConfigError as exc:
-        raise Fail(EXIT_USAGE, str(exc)) from None
+        raise Fail(EXIT_USAGE, flagify(str(exc))) from None
     except ClusterError as exc:
         raise Fail(EXIT_INTERNAL, str(exc)) from None
     say(f"cluster: {workers} workers ({cp.gpus} GPUs), {len(paths)} "
@@ -97,6 +118,9 @@ def run_cli(args) -> int:
                 say(f"[{time.perf_counter() - t0:8.2f}s] {paths[i]}: wrote {outs[i]} "
                     f"({len(data):,} bytes; {proof.stats.cycles:,} cycles; "
                     f"{c.get('seconds', 0):.2f}s; retries {c.get('retries', 0)}{segs})")
+                if args.verbose:
+                    say("  cluster: " + ", ".join(f"{k} {v}" for k, v in c.items()
+                                                  if not isinstance(v, (dict, list))))
         except UnprovableBlock as exc:
             i = getattr(exc, "cluster_piece", 0) if not args.shard_tables else 0
             what = "program" if programs else "block"
