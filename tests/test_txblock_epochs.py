@@ -313,3 +313,13 @@ def test_device_fault_in_one_part_recovers_there(monkeypatch):
     assert dev.to_bytes() == host.to_bytes()
     per = dev.stats.counters["parts"]["downgrades"]
     assert len(per) == 3 and any(per) and not all(per), per
+
+
+def test_precompile_covers_every_part(monkeypatch):
+    """precompile of a block in epochs goes part by part: the groups' namespaced tables and
+    the long part's segment tables (PAGEMEM, SEGREGS), never the whole block at once."""
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
+    steps = Prover(dataclasses.replace(CFG, backend="sim")).precompile(_block())
+    names = {s["name"].split(" ", 1)[1] for s in steps}
+    assert {"tx0/rv32_program", "rv32_pagemem", "rv32_segregs", "tx6/rv32_alu"} <= names, \
+        sorted(names)[:40]

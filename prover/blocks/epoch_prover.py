@@ -87,6 +87,24 @@ def one_epoch(plan) -> bool:
     return not plan or (len(plan) == 1 and plan[0][0] == GROUP)
 
 
+def part_airs(prover, blk, part) -> list:
+    """The AIRs a part's proof uses (a long part: its first segment's; the others differ
+    only in their preprocessed boundary values) -- for precompiling its kernels."""
+    from ...rv32.traces import build_traces
+    kind, first, count = part
+    txs = blk.transactions[first:first + count]
+    log_blowup = prover.config.params().log_blowup
+    if kind == LONG:
+        seg = next(iter(run_segments(txs[0].program, txs[0].input, blk.max_cycles,
+                                     prover.config.segment_cycles)))
+        return build_traces(txs[0].program, None, blk.max_cycles, log_blowup=log_blowup,
+                            segment=seg).airs
+    exs = [run_transaction(first + k, tx, blk.max_cycles, claims=False)
+           for k, tx in enumerate(txs)]
+    return rblock.build_block_traces([t.program for t in txs], exs, blk.max_cycles,
+                                     log_blowup).airs
+
+
 def part_progress(progress, done: int, total: int, seconds: float, name: str) -> None:
     """Tell a progress display (prover/cli/display.py) that ``done`` parts are proved."""
     hook = getattr(progress, "parts", None)
@@ -148,4 +166,4 @@ def prove_epochs(prover, blk, runs, plan, t0: float, phases: dict) -> BlockEpoch
 
 
 __all__ = ["TxRun", "size_transaction", "size_block", "block_plan", "one_epoch",
-           "prove_epochs"]
+           "prove_epochs", "part_airs"]

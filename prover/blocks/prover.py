@@ -241,8 +241,20 @@ class TxBlockProver(ProverCore):
         host and emu, which launch none); ``progress(step)`` is called per kernel."""
         if self.backend not in ("cuda", "sim"):
             return []
-        _, bt = self._build_txblock(as_txblock(block), {})
         from ...kernels.constraint_device import precompile
+        blk = as_txblock(block)
+        S = self.config.segment_cycles
+        if S is not None:
+            from .epoch_prover import block_plan, one_epoch, part_airs, size_block
+            runs = size_block(blk, S)
+            plan = block_plan(runs, S)
+            if not one_epoch(plan):         # every part's AIRs, one part at a time
+                steps: list = []
+                for part in plan:
+                    steps += precompile(part_airs(self, blk, part), progress=progress,
+                                        compile=self.backend == "cuda")
+                return steps
+        _, bt = self._build_txblock(blk, {})
         return precompile(bt.airs, compile=self.backend == "cuda", progress=progress)
 
 
