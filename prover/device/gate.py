@@ -26,6 +26,12 @@ def dispatch_ok(site: str, shape) -> bool:
     return bool(DISPATCH_CHECKS[site](shape))
 
 
+def declined_sites(shape) -> frozenset:
+    """The sites whose device dispatch does not accept this table (found once per table by
+    :meth:`prover.device.stages.DeviceStages._run`)."""
+    return frozenset(site for site, ok in DISPATCH_CHECKS.items() if not ok(shape))
+
+
 def device_gate(shape, budget: int | None, estimate: int) -> bool:
     """Device-only mode (no host copies) for this table: every dispatch accepts it and its
     estimated device bytes fit the budget."""
@@ -33,4 +39,5 @@ def device_gate(shape, budget: int | None, estimate: int) -> bool:
         (budget is None or estimate <= budget)
 
 
-__all__ = ["MAX_DEVICE_LOG_LDE", "DISPATCH_CHECKS", "dispatch_ok", "device_gate"]
+__all__ = ["MAX_DEVICE_LOG_LDE", "DISPATCH_CHECKS", "dispatch_ok", "declined_sites",
+           "device_gate"]

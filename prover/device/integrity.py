@@ -27,7 +27,7 @@ from ..core.stages import _bitrev_rows
 
 
 def changed_handles(st, engine) -> list:
-    """The handles of the table state ``st`` (prover.device.stages.TableState) whose
+    """The handles of the table state ``st`` (prover.device.residency.TableState) whose
     device copy no longer agrees with what its stage produced (see the module docstring).
     The caller holds the backend's submission lock (checksum kernels are launches too)."""
     bad = []

@@ -2,13 +2,15 @@
 
 :class:`DeviceJoinStages` holds the join's stages of :class:`prover.device.stages.
 DeviceStages` (a mixin: it runs on that class's plumbing -- recovery sites, resident
-handles, fault injection): ``fri_input`` (F_h = sum_j mu^j DQ_j per height), the FRI
+handles): ``fri_input`` (F_h = sum_j mu^j DQ_j per height), the FRI
 layers' commits and folds with their roll-ins, the final polynomial, and the caps and
 openings of every tree (a table's or a layer's).  They run on the main thread after every
 table's chain (docs/protocol.md section 5).  Their buffers (the combined inputs F_h, the
 FRI layers and their trees) belong to the pseudo-table :data:`JOIN`; a downgrade of the
 join moves the rest of the FRI to the host.  Table trees and DQs stay resident (or
-spilled to the host) until then.
+spilled to the host) until then.  As there, each stage reads as its steps (``_combine``,
+``_commit_layer``, ``_fold``, ``_gather_opening``: the steps
+:class:`prover.device.faulting.FaultingStages` wraps under a fault plan).
 """
 from __future__ import annotations
 
@@ -18,7 +20,6 @@ import numpy as np
 
 from steadfast.errors import SteadfastError
 from ...kernels import multiproof as mp
-from ...kernels.field import P
 from ...kernels.merkle import level_offsets
 
 from .residency import DevTree, ResidentHandle
@@ -60,6 +61,11 @@ class DeviceJoinStages:
     """The join's stages of :class:`prover.device.stages.DeviceStages` (see the module
     docstring); every method has a device path and the host path it downgrades to."""
 
+    def _combine(self, table: str, devs, mu, log_h: int):
+        """Step: F_h = sum_j mu^j DQ_j of device DQs (uint32[2^log_h, 4]) -> its handle."""
+        out = self.engine.fri_input(self, devs, mu, tag=f"{table}/F_{log_h}")
+        return self._handle(table, f"F_{log_h}", out, seal=False)
+
     def fri_input(self, dqs, mu):
         t = JOIN
         inputs = [d.h for d in dqs if isinstance(d, Layer)]
@@ -74,9 +80,8 @@ class DeviceJoinStages:
                 else:                                  # a downgraded table's DQ
                     devs.append(self._put(t, f"dq_upload_{log_h}_{j}", np.asarray(d),
                                           seal=False).device())
-            out = self.engine.fri_input(self, devs, mu, tag=f"{t}/F_{log_h}")
-            h = self._handle(t, f"F_{log_h}", out, seal=False)
-            self._inject_output("r4.fri", t, h, axis=0)
+            h = self._combine(t, devs, mu, log_h)
+            self._seal(h)
             for d in dqs:                      # nothing reads a DQ after its combination
                 if isinstance(d, Layer):
                     d.h.release()
@@ -89,6 +94,13 @@ class DeviceJoinStages:
             return HostStages.fri_input(self, [host_of(d) for d in dqs], mu)
         return self._run("r4.fri", t, dev, host, inputs)
 
+    def _commit_layer(self, table: str, values: Layer, width: int) -> tuple:
+        """Step: the Merkle commit of a layer's rows of ``width`` words -> (tree handle,
+        root)."""
+        nodes_d, root = self.engine.commit_rows(self.mem, values.h.device(), width,
+                                                tag=f"{table}/fri_{values.log_h}")
+        return self._handle(table, f"fri_{values.log_h}_tree", nodes_d, seal=False), root
+
     def fri_commit_layer(self, values, log_arity: int):
         t = JOIN
         if not isinstance(values, Layer):
@@ -97,10 +109,7 @@ class DeviceJoinStages:
         width = 4 << log_arity
 
         def dev():
-            self._inject_input("r4.fri", t, values.h, axis=0)
-            nodes_d, root = self.engine.commit_rows(self.mem, values.h.device(), width,
-                                                    tag=f"{t}/fri_{values.log_h}")
-            nodes_h = self._handle(t, f"fri_{values.log_h}_tree", nodes_d, seal=False)
+            nodes_h, root = self._commit_layer(t, values, width)
             n_leaves = values.h.shape[0] >> log_arity
 
             def rows_of(idx, on_device, vh=values.h, width=width):
@@ -112,6 +121,14 @@ class DeviceJoinStages:
         def host():
             return HostStages.fri_commit_layer(self, values.h.host(), log_arity)
         return self._run("r4.fri", t, dev, host, [values.h])
+
+    def _fold(self, table: str, values: Layer, beta, log_arity: int, log_height: int, roll_d):
+        """Step: one layer's fold by 2^log_arity (+ the roll-in) on the device -> the next
+        layer's handle."""
+        nxt = log_height - log_arity
+        out_d = self.engine.fold_layer(self, values.h.device(), beta, log_arity, log_height,
+                                       roll_d, tag=f"{table}/fri_{nxt}")
+        return self._handle(table, f"fri_{nxt}", out_d, seal=False)
 
     def fri_fold(self, values, beta, log_arity: int, log_height: int, rollin=None):
         t = JOIN
@@ -128,10 +145,8 @@ class DeviceJoinStages:
             else:
                 roll_up = self._put(t, f"roll_upload_{nxt}", np.asarray(rollin), seal=False)
                 roll_d = roll_up.device()
-            out_d = self.engine.fold_layer(self, values.h.device(), beta, log_arity, log_height,
-                                           roll_d, tag=f"{t}/fri_{nxt}")
-            h = self._handle(t, f"fri_{nxt}", out_d, seal=False)
-            self._inject_output("r4.fri", t, h, axis=0)
+            h = self._fold(t, values, beta, log_arity, log_height, roll_d)
+            self._seal(h)
             if isinstance(rollin, Layer):
                 rollin.h.release()             # rolled in: F_h is not read again
             elif rollin is not None:
@@ -206,6 +221,14 @@ class DeviceJoinStages:
             return self.open_batch(tree, indices, log_cap)[0]
         return HostStages.open_rows(self, tree, indices, log_cap, cached)
 
+    def _gather_opening(self, tree: DevTree, idx: np.ndarray, node_rows: np.ndarray) -> tuple:
+        """Step: the opened rows (from the resident matrix) and the tree's multiproof
+        nodes of one opening -> host (rows, nodes)."""
+        rows = tree._rows_of(idx, True)
+        nodes = self.engine.gather_rows(tree.nodes.device(), node_rows) if tree.nodes.on_device \
+            else np.asarray(tree.nodes.host())[node_rows]
+        return rows, nodes
+
     def open_batch(self, tree, indices, log_cap: int):
         idx = np.asarray(indices, dtype=np.int64)
         if not isinstance(tree, DevTree):
@@ -227,20 +250,7 @@ class DeviceJoinStages:
         node_rows = level_offsets(tree.log_n)[levels] + pos
 
         def dev():
-            # the opened matrix is what the proof reads here (format 6: the table tree's
-            # own nodes are not sent -- the round's mixed tree's are)
-            if tree.rows_h is not None:
-                self._inject_input("r4.open", t, tree.rows_h, axis=1)
-            else:
-                self._inject_input("r4.open", t, tree.nodes, axis=0)
-            rows = tree._rows_of(idx, True)
-            nodes = self.engine.gather_rows(tree.nodes.device(), node_rows) if tree.nodes.on_device \
-                else np.asarray(tree.nodes.host())[node_rows]
-            if self.inject and self.faults.fires("corrupt", "r4.open", t, 0, self.proof_id) \
-                    and rows.size:
-                rows = np.array(rows)
-                rows[0, 0] = (int(rows[0, 0]) + 1) % P
-                self.timeline.instant("inject:corrupt", t, site="r4.open", buffer="openings")
+            rows, nodes = self._gather_opening(tree, idx, node_rows)
             return np.ascontiguousarray(rows, np.uint32), np.ascontiguousarray(nodes, np.uint32)
 
         def host():

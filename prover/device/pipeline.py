@@ -52,6 +52,7 @@ from ...verifier.transcript import Transcript
 
 from .stages import JOIN, DeviceResultError, DeviceStages, device_gate
 from .engines import CudaEngine, EmuEngine
+from .faulting import FaultingStages
 from .faults import FaultPlan, faults_from_env
 from .precheck import Prechecker
 from .recovery import RecoveryCounters
@@ -426,12 +427,17 @@ class StageClock(Spans):
 
 
 def make_stages(cfg: PipelineConfig, mem: DeviceMemory, counters, proof_id: int) -> DeviceStages:
+    """The proof's stages: :class:`DeviceStages`, or -- chosen here, once, when the
+    configuration has a fault plan -- :class:`prover.device.faulting.FaultingStages`,
+    the same stages with the plan's faults injected at their steps' edges."""
     engine = EmuEngine() if cfg.backend == "emu" else CudaEngine(cfg.backend)
     engine.mem = mem
-    return DeviceStages(mem, engine, faults=cfg.faults, counters=counters,
-                        timeline=cfg.timeline, serialize_r2=cfg.serialize_r2,
-                        force_downgrade=cfg.force_downgrade, xcheck=cfg.xcheck,
-                        proof_id=proof_id, device_only=cfg.device_only)
+    kw = dict(counters=counters, timeline=cfg.timeline, serialize_r2=cfg.serialize_r2,
+              force_downgrade=cfg.force_downgrade, xcheck=cfg.xcheck, proof_id=proof_id,
+              device_only=cfg.device_only)
+    if cfg.faults is not None and cfg.faults.active:
+        return FaultingStages(mem, engine, faults=cfg.faults, **kw)
+    return DeviceStages(mem, engine, **kw)
 
 
 def run_pipeline(st, cfg: PipelineConfig, spans: Spans | None = None, logs: list | None = None,

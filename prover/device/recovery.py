@@ -14,6 +14,10 @@ kernel's temporaries, mapped to ``DeviceOOM`` by :func:`kernels.backend.as_devic
 
 Each event is logged once, with the table and the site, and counted per site.
 
+Injected faults (``PROVER_FAULTS``) are not drawn here: under a fault plan the stages'
+recovery is a :class:`prover.device.faulting.FaultingRecovery`, which draws ``lost`` and
+``oom`` at the start of each attempt and raises them into this same path.
+
 A :class:`~kernels.backend.DeviceLost` (an injected ``lost`` fault, or a real sticky CUDA
 error mapped by :func:`kernels.backend.as_device_lost`) is never retried: it is recorded
 once per proof (:meth:`Recovery.lost`: logged, counted at its site) and raised, and the
@@ -80,11 +84,16 @@ class ForcedDecline(DeviceOOM):
 
 
 class Recovery:
-    def __init__(self, mem, faults: FaultPlan, counters: RecoveryCounters,
-                 timeline: Timeline | None = None, force_downgrade: bool = False, proof: int = 0):
+    """The recovery of one proof's device stages.  ``faults`` and ``proof`` are the fault
+    plan and the proof's number in its draws: only a :class:`prover.device.faulting.
+    FaultingRecovery` draws from them (a plain one never injects anything)."""
+
+    def __init__(self, mem, faults: FaultPlan | None = None,
+                 counters: RecoveryCounters | None = None, timeline: Timeline | None = None,
+                 force_downgrade: bool = False, proof: int = 0):
         self.mem = mem
-        self.faults = faults
-        self.counters = counters
+        self.faults = faults or FaultPlan()
+        self.counters = counters if counters is not None else RecoveryCounters()
         self.timeline = timeline or Timeline(enabled=False)
         self.force_downgrade = force_downgrade
         self.proof = proof
@@ -131,10 +140,6 @@ class Recovery:
             try:
                 if self.force_downgrade:
                     raise ForcedDecline("PROVER_GPU_FORCE_DOWNGRADE=1")
-                if self.faults.fires("lost", site, table, attempt, self.proof):
-                    raise DeviceLost(f"injected lost@{site}", injected=True)
-                if self.faults.fires("oom", site, table, attempt, self.proof):
-                    raise ForcedDecline(f"injected oom@{site}")
                 return device_fn()
             except Exception as raw:
                 # a sticky device error: never retried, the proof finishes on the host

@@ -17,7 +17,8 @@ only condition that aborts a proof.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from enum import Flag
 
 import numpy as np
@@ -32,7 +33,7 @@ _TRACK = threading.local()
 class tracking_uploads:
     """Inside, every :meth:`ResidentHandle.device` of the calling thread that uploads (a
     spilled input brought back) is recorded in the yielded list, so a failed device attempt
-    can give those device copies back (prover.device.stages.DeviceStages._attempt)."""
+    can give those device copies back (:meth:`TableState.attempt`)."""
 
     def __enter__(self) -> list:
         self._prev = getattr(_TRACK, "uploads", None)
@@ -164,6 +165,78 @@ class ResidentHandle:
         self.drop_device()
         with self._lock:
             self._host = None
+
+
+# ----------------------------------------------------------------- a table's resident state
+@dataclass
+class TableState:
+    """A table's device state (touched only by the worker running that table; the join's
+    by the main thread): its handles with their integrity tags and the host inputs they
+    were uploaded from, its stages' outputs (for post-mortems), its transfers, and whether
+    it went on on the host.  The bookkeeping over all of its handles is here, called at a
+    device attempt's entry and exit (:meth:`attempt`) and at the table's own
+    (:meth:`device_bytes`, :meth:`spill`, :meth:`release_device`)."""
+    name: str
+    downgraded: bool = False
+    recomputed: bool = False        # a caught corruption recomputed it on the host (#26)
+    handles: list = field(default_factory=list)
+    tags: dict = field(default_factory=dict)          # handle id -> checksum at production
+    host_inputs: dict = field(default_factory=dict)   # stage -> the host array it was uploaded from
+    outputs: dict = field(default_factory=dict)       # stage -> handle (for post-mortems)
+    transfers: TransferStats = field(default_factory=TransferStats)
+
+    @contextmanager
+    def attempt(self):
+        """One device attempt of a stage: when it raises, every handle it created (an
+        upload before a commit that did not fit, an output of a kernel that failed) is
+        released and forgotten, and every input it brought back to the device from the
+        host (a spilled table's buffer) gives that device copy back, so the retry -- and,
+        after a downgrade, the host path -- starts with exactly the device bytes the
+        first attempt found (issue #28.1).  Only the table's own worker appends to its
+        handles; uploads are tracked per thread."""
+        n0 = len(self.handles)
+        try:
+            with tracking_uploads() as uploads:
+                yield
+        except BaseException:
+            made = self.handles[n0:]
+            for h in uploads:
+                if h.on_host and all(h is not m for m in made):
+                    try:
+                        h.drop_device()     # the host copy it was uploaded from stays
+                    except Exception:       # noqa: BLE001 -- the attempt's own error wins
+                        pass
+            del self.handles[n0:]
+            for h in made:
+                self.tags.pop(id(h), None)
+                for stage, out in list(self.outputs.items()):
+                    if out is h:
+                        del self.outputs[stage]
+                try:
+                    h.release()
+                except Exception:       # noqa: BLE001 -- the attempt's own error wins
+                    pass
+            raise
+
+    def device_bytes(self) -> int:
+        """Bytes of the table's buffers on the device now."""
+        return sum(h.nbytes for h in self.handles if h.on_device)
+
+    def spill(self) -> int:
+        """Move every resident buffer to the host (to admit another table) -> bytes moved."""
+        moved = 0
+        for h in self.handles:
+            if h.on_device:
+                if not h.on_host:
+                    h.host()
+                moved += h.nbytes
+                h.drop_device()
+        return moved
+
+    def release_device(self) -> None:
+        """Give back every device buffer (the table is finished)."""
+        for h in self.handles:
+            h.drop_device()
 
 
 # ----------------------------------------------------------------- resident structures

@@ -23,56 +23,48 @@ device memory (a separate numpy memory space with its own byte budget and explic
 transfers); on ``sim``/``cuda`` the numba.cuda kernels (see :mod:`prover.device.engines`).
 The output bytes are identical in every case: the engines are bit-identical to the host.
 
+Each stage reads as its steps: its device inputs (the handles' device sides), the
+engine's work in a step method of its own (``_dev_commit_columns``, ``_build_aux``,
+``_quotient_window``, ``_commit_parts``, ``_ood_values``, ``_deep_values``; the join's in
+:mod:`prover.device.join`), then its outputs held by new handles and sealed.  No step
+calls a fault hook: under a fault plan (``PROVER_FAULTS``) the pipeline makes a
+:class:`prover.device.faulting.FaultingStages` instead, which wraps those same steps.
+
 This module holds the per-table stages (R1 to the DEEP quotient) and the plumbing every
 stage runs on; the join's stages are :class:`prover.device.join.DeviceJoinStages` (mixed
 in), which tables the device accepts is :mod:`prover.device.gate`, the locks and R2
-windows :mod:`prover.device.locks`, the post-mortem integrity checks :mod:`prover.device.integrity`.
+windows :mod:`prover.device.locks`, the post-mortem integrity checks :mod:`prover.device.integrity`,
+fault injection :mod:`prover.device.faulting`.
 """
 from __future__ import annotations
 
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from ...kernels.backend import DeviceArray, DeviceMemory, DeviceOOM
-from ...kernels.field import P
 from ...kernels.ntt_host import bit_reverse_indices, bit_reverse_permutation
 from ...verifier.protocol import TableShape
 
-from .gate import DISPATCH_CHECKS, MAX_DEVICE_LOG_LDE, device_gate, dispatch_ok
+from .gate import DISPATCH_CHECKS, MAX_DEVICE_LOG_LDE, declined_sites, device_gate, dispatch_ok
 from .join import JOIN, DeviceJoinStages, DeviceResultError, Layer
 from .join import host_of as _host_of  # noqa: F401  (prover/cluster/__init__.py imports it from here)
 from .locks import NULL_LOCK, R2_LOCK, SIM_SUBMIT_LOCK, R2Window, R2Windows
 from .engines import CudaEngine, EmuEngine
-from .faults import FaultPlan
 from .integrity import changed_handles, checksum_anyway
 from .recovery import Recovery, RecoveryCounters
-from .residency import DevCommitted, DevTree, ResidentHandle, TransferStats, tracking_uploads
+from .residency import DevCommitted, DevTree, ResidentHandle, TableState
 from ..core.stages import Committed, HostStages
 from ..common.timeline import Timeline
-
-
-@dataclass
-class TableState:
-    """Per-table device state (touched only by the worker running that table)."""
-    name: str
-    downgraded: bool = False
-    recomputed: bool = False        # a caught corruption recomputed it on the host (#26)
-    handles: list = field(default_factory=list)
-    tags: dict = field(default_factory=dict)          # handle id -> checksum at production
-    host_inputs: dict = field(default_factory=dict)   # stage -> the host array it was uploaded from
-    injected_inputs: set = field(default_factory=set)
-    outputs: dict = field(default_factory=dict)       # stage -> handle (for post-mortems)
-    transfers: TransferStats = field(default_factory=TransferStats)
 
 
 class DeviceStages(DeviceJoinStages, HostStages):
     """Every stage on the device (see module docstring)."""
 
-    def __init__(self, mem: DeviceMemory, engine, *, faults: FaultPlan | None = None,
+    def __init__(self, mem: DeviceMemory, engine, *,
                  counters: RecoveryCounters | None = None, timeline: Timeline | None = None,
                  serialize_r2: bool = True, force_downgrade: bool = False,
                  xcheck: bool = False, proof_id: int = 0, device_only: bool = True):
@@ -80,7 +72,6 @@ class DeviceStages(DeviceJoinStages, HostStages):
         self.mem = mem
         self.engine = engine
         self.name = mem.kind
-        self.faults = faults or FaultPlan()
         self.counters = counters or RecoveryCounters()
         self.timeline = timeline or Timeline(enabled=False)
         self.serialize_r2 = serialize_r2
@@ -89,7 +80,7 @@ class DeviceStages(DeviceJoinStages, HostStages):
         engine.tag_writes = bool(xcheck)     # emu: tags computed in the writes' copy
         self.device_only = device_only
         self.proof_id = proof_id
-        self.recovery = Recovery(mem, self.faults, self.counters, self.timeline,
+        self.recovery = Recovery(mem, counters=self.counters, timeline=self.timeline,
                                  force_downgrade=force_downgrade, proof=proof_id)
         self.r2_windows = R2Windows()
         self._tables: dict[str, TableState] = {}
@@ -98,10 +89,12 @@ class DeviceStages(DeviceJoinStages, HostStages):
         self.xcheck_s = 0.0                 # integrity tagging/checking time (XCHECK on)
         self.shapes: dict = {}               # table -> TableShape (for the dispatch checks)
         self.gate: dict = {}                 # table -> device-only admitted
+        self._site_declines: dict = {}       # table -> (shape, the sites it is declined at)
 
-    # fault injection is off while a post-mortem reruns a device chain -- on the thread
-    # running that post-mortem only: the other tables' workers keep their faults, and two
-    # overlapping post-mortems cannot turn it back on under each other
+    # fault injection (prover.device.faulting.FaultingStages) is off while a post-mortem
+    # reruns a device chain -- on the thread running that post-mortem only: the other
+    # tables' workers keep their faults, and two overlapping post-mortems cannot turn it
+    # back on under each other
     @property
     def inject(self) -> bool:
         return not getattr(self._local, "no_inject", 0)
@@ -117,8 +110,10 @@ class DeviceStages(DeviceJoinStages, HostStages):
 
     def bind(self, table: str) -> None:
         """Tell the stages which table the calling worker thread is proving (used by
-        stages whose arguments do not name it: OOD, FRI layers, openings)."""
+        stages whose arguments do not name it: OOD, FRI layers, openings); its device
+        state starts here."""
         self._local.table = table
+        self.table(table)
 
     def bound_table(self) -> str | None:
         """The table the calling worker thread is proving (None outside a worker)."""
@@ -189,50 +184,31 @@ class DeviceStages(DeviceJoinStages, HostStages):
         """The lock kernel submission needs on this backend (see SIM_SUBMIT_LOCK)."""
         return SIM_SUBMIT_LOCK if self.mem.kind == "sim" else NULL_LOCK
 
-    def _run(self, site: str, table: str, device_fn, host_fn, inputs=()):
+    def _declines(self, table: str) -> frozenset:
+        """The sites whose device kernels do not accept the table's shape (found once per
+        table and shape: :func:`prover.device.gate.declined_sites`)."""
         shape = self.shapes.get(table)
+        got = self._site_declines.get(table)
+        if got is None or got[0] is not shape:
+            got = self._site_declines[table] = (shape, frozenset() if shape is None
+                                           else declined_sites(shape))
+        return got[1]
+
+    def _run(self, site: str, table: str, device_fn, host_fn, inputs=()):
+        declined = site in self._declines(table)
 
         def locked():
-            if shape is not None and not dispatch_ok(site, shape):
+            if declined:
                 raise DeviceOOM(0, 0, None, f"the {site} device kernels do not accept this table")
             with self.submission_lock(), self._attempt(table):
                 return device_fn()
         with self.timeline.span(site, table, cat="stage"):
             return self._run_site(site, table, locked, host_fn, inputs)
 
-    @contextmanager
     def _attempt(self, table: str):
-        """One device attempt of a stage: when it raises, every handle it created (an
-        upload before a commit that did not fit, an output of a kernel that failed) is
-        released and forgotten, and every input it brought back to the device from the
-        host (a spilled table's buffer) gives that device copy back, so the retry -- and,
-        after a downgrade, the host path -- starts with exactly the device bytes the
-        first attempt found (issue #28.1).  Only the table's own worker appends to its
-        handles (the join: the main thread); uploads are tracked per thread."""
-        st = self.table(table)
-        n0 = len(st.handles)
-        try:
-            with tracking_uploads() as uploads:
-                yield
-        except BaseException:
-            made = st.handles[n0:]
-            for h in uploads:
-                if h.on_host and all(h is not m for m in made):
-                    try:
-                        h.drop_device()     # the host copy it was uploaded from stays
-                    except Exception:       # noqa: BLE001 -- the attempt's own error wins
-                        pass
-            del st.handles[n0:]
-            for h in made:
-                st.tags.pop(id(h), None)
-                for stage, out in list(st.outputs.items()):
-                    if out is h:
-                        del st.outputs[stage]
-                try:
-                    h.release()
-                except Exception:       # noqa: BLE001 -- the attempt's own error wins
-                    pass
-            raise
+        """One device attempt of a stage: a failed one leaves the table's device bytes
+        as it found them (:meth:`prover.device.residency.TableState.attempt`)."""
+        return self.table(table).attempt()
 
     def _run_site(self, site: str, table: str, device_fn, host_fn, inputs=()):
         st = self.table(table)
@@ -251,56 +227,19 @@ class DeviceStages(DeviceJoinStages, HostStages):
             return host_fn()
         return self.recovery.run(site, table, device_fn, host_after_downgrade, inputs)
 
-    def _inject_output(self, site: str, table: str, h: ResidentHandle, axis: int) -> None:
-        """``corrupt@site``: wrong values in this stage's device output (first run only);
-        then seal the output as produced."""
-        if self.inject and self.faults.fires("corrupt", site, table, 0, self.proof_id):
-            self._corrupt(h, site, table, axis)
-            self.timeline.instant("inject:corrupt", table, site=site, buffer=h.stage)
-        self._seal(h)
-
-    def _inject_input(self, site: str, table: str, h: ResidentHandle | None, axis: int) -> None:
-        """``corrupt-input@site``: corrupt a resident input in place (persistent)."""
-        if h is None or not h.on_device:
-            return
-        st = self.table(table)
-        if site in st.injected_inputs or not self.inject:
-            return
-        if self.faults.fires("corrupt-input", site, table, 0, self.proof_id):
-            st.injected_inputs.add(site)
-            self._corrupt(h, site, table, axis)
-            self.timeline.instant("inject:corrupt-input", table, site=site, buffer=h.stage)
-
-    def _corrupt(self, h: ResidentHandle, site: str, table: str, axis: int) -> None:
-        data = self.engine.download_view(h.device())
-        moved = np.moveaxis(data, axis, 0).copy()
-        rows = self.faults.corruption_rows(moved.shape[0], table, site)
-        moved[rows] = ((moved[rows].astype(np.uint64) + 1) % P).astype(np.uint32)
-        self.engine.upload_into(h.device(), np.ascontiguousarray(np.moveaxis(moved, 0, axis)))
-
     # ------------------------------------------------------------------ R1
-    def _inject_commit(self, site: str, table: str, lde_h: ResidentHandle,
-                       nodes_h: ResidentHandle, root: np.ndarray) -> np.ndarray:
-        """``corrupt@site`` at a commit site: wrong values in the LDE the stage produced,
-        committed consistently (what a faulty LDE kernel gives: the Merkle kernel hashes
-        what it wrote), so the tree still matches its LDE.  Returns the (new) root."""
-        if self.inject and self.faults.fires("corrupt", site, table, 0, self.proof_id):
-            self._corrupt(lde_h, site, table, axis=1)
-            root = self.engine.recommit(lde_h.device(), nodes_h.device())
-            self.timeline.instant("inject:corrupt", table, site=site, buffer=lde_h.stage)
-        return root
-
     def _dev_commit_columns(self, table: str, stage: str, evals_T_h: ResidentHandle,
-                            shape: TableShape, site: str) -> DevCommitted:
+                        shape: TableShape) -> tuple:
+        """Step: the LDE and Merkle commit of a column matrix (uint32[c, n]) on the device
+        -> (lde, coeffs, tree) handles and the root.  LDEs and trees carry no tag: a
+        post-mortem checks each LDE against its tree's leaves and each tree against itself
+        (see integrity)."""
         coeffs_d, lde_d, nodes_d, root = self.engine.lde_commit(self.mem, evals_T_h.device(), shape,
                                                                  tag=f"{table}/{stage}")
-        # LDEs and trees carry no tag: a post-mortem checks each LDE against its tree's
-        # leaves and each tree against itself (see integrity)
         lde_h = self._handle(table, f"{stage}_lde", lde_d, seal=False)
         coeffs_h = self._handle(table, f"{stage}_coeffs", coeffs_d)
         nodes_h = self._handle(table, f"{stage}_tree", nodes_d, seal=False)
-        root = self._inject_commit(site, table, lde_h, nodes_h, root)
-        return DevCommitted(table, lde_h, coeffs_h, self._lde_tree(nodes_h, lde_h, shape, root))
+        return lde_h, coeffs_h, nodes_h, root
 
     def _lde_tree(self, nodes_h: ResidentHandle, lde_h: ResidentHandle, shape: TableShape,
                   root: np.ndarray) -> DevTree:
@@ -315,17 +254,21 @@ class DeviceStages(DeviceJoinStages, HostStages):
             return np.ascontiguousarray(lde_h.host()[:, nat].T)
         return DevTree(nodes_h, log_N, rows_of, root, rows_h=lde_h)
 
+    def _upload_trace(self, table: str, main: np.ndarray) -> ResidentHandle:
+        """Step: the main trace on the device (columns: uint32[w, n]).  No tag: a
+        post-mortem compares the resident trace with the prover's input."""
+        trace_h = self._put(table, "trace", np.ascontiguousarray(main.T), seal=False)
+        self.table(table).host_inputs["trace"] = main
+        return trace_h
+
     def main_commit(self, main: np.ndarray, shape: TableShape):
         t = shape.name
 
         def dev():
-            # no tag: a post-mortem compares the resident trace with the prover's input
-            trace_h = self._put(t, "trace", np.ascontiguousarray(main.T), seal=False)
-            self.table(t).host_inputs["trace"] = main
-            self._inject_input("r1.main", t, trace_h, axis=1)
-            com = self._dev_commit_columns(t, "main", trace_h, shape, "r1.main")
-            self.table(t).outputs["main"] = com
-            self.table(t).outputs["trace"] = trace_h
+            trace_h = self._upload_trace(t, main)
+            lde_h, coeffs_h, nodes_h, root = self._dev_commit_columns(t, "main", trace_h, shape)
+            com = DevCommitted(t, lde_h, coeffs_h, self._lde_tree(nodes_h, lde_h, shape, root))
+            self.table(t).outputs.update(main=com, trace=trace_h)
             return com
         return self._run("r1.main", t, dev, lambda: HostStages.main_commit(self, main, shape))
 
@@ -334,22 +277,27 @@ class DeviceStages(DeviceJoinStages, HostStages):
         # on the host and uploaded with the main trace's stage (site r1.main).
         return HostStages.prep_lde(self, air, shape)
 
+    def _build_aux(self, table: str, air, shape, main, public_values, challenges,
+                   trace_h: ResidentHandle | None):
+        """Step: the LogUp aux columns, from the resident trace where it is resident ->
+        (aux: host rows or :class:`_AuxDev`, terminal)."""
+        on_dev = trace_h is not None and trace_h.on_device
+        src = self.engine.download_view(trace_h.device()).T if on_dev and \
+            isinstance(self.engine, EmuEngine) and not isinstance(self.engine, CudaEngine) \
+            else main
+        aux, terminal = self.engine.aux_build(self, air, shape, np.ascontiguousarray(src),
+                                              public_values, challenges,
+                                              trace_dev=trace_h.device() if on_dev else None)
+        if isinstance(aux, DeviceArray):     # built on the device: keep it there
+            aux = _AuxDev(self._handle(table, "aux_trace", aux, seal=False))   # see aux_commit
+        return aux, terminal
+
     def aux_build(self, air, shape, main, public_values, challenges):
         t = shape.name
         trace_h = self.table(t).outputs.get("trace")
 
         def dev():
-            self._inject_input("r1.aux", t, trace_h, axis=1)
-            on_dev = trace_h is not None and trace_h.on_device
-            src = self.engine.download_view(trace_h.device()).T if on_dev and \
-                isinstance(self.engine, EmuEngine) and not isinstance(self.engine, CudaEngine) \
-                else main
-            aux, terminal = self.engine.aux_build(self, air, shape, np.ascontiguousarray(src),
-                                                  public_values, challenges,
-                                                  trace_dev=trace_h.device() if on_dev else None)
-            if isinstance(aux, DeviceArray):     # built on the device: keep it there
-                aux = _AuxDev(self._handle(t, "aux_trace", aux, seal=False))   # see aux_commit
-            return aux, terminal
+            return self._build_aux(t, air, shape, main, public_values, challenges, trace_h)
         inputs = [trace_h] if trace_h is not None else []
         return self._run("r1.aux", t, dev,
                          lambda: HostStages.aux_build(self, air, shape, main, public_values, challenges),
@@ -361,7 +309,8 @@ class DeviceStages(DeviceJoinStages, HostStages):
         def dev():
             aux_h = aux.h if isinstance(aux, _AuxDev) else \
                 self._put(t, "aux_trace", np.ascontiguousarray(aux.T), seal=False)
-            com = self._dev_commit_columns(t, "aux", aux_h, shape, "r1.aux")
+            lde_h, coeffs_h, nodes_h, root = self._dev_commit_columns(t, "aux", aux_h, shape)
+            com = DevCommitted(t, lde_h, coeffs_h, self._lde_tree(nodes_h, lde_h, shape, root))
             self.table(t).outputs["aux"] = com
             # nothing reads the aux trace after its commit (R2..R4 read its LDE and
             # coefficients, an XCHECK rerun rebuilds it): give its memory back now
@@ -374,6 +323,31 @@ class DeviceStages(DeviceJoinStages, HostStages):
         return self._run("r1.aux", t, dev, host, [aux.h] if isinstance(aux, _AuxDev) else [])
 
     # ------------------------------------------------------------------ R2
+    def _quotient_window(self, table: str, air, shape, main, prep_lde, aux, public_values,
+                         challenges, alpha, terminal) -> tuple:
+        """Step: constraint evaluation and decomposition in the device R2 window (under
+        the R2 lock unless serialisation is off) -> (quotient, parts' coefficients)
+        handles and the window."""
+        lock_wait0 = time.perf_counter()
+        if self.serialize_r2:
+            R2_LOCK.acquire()
+        try:
+            got = time.perf_counter()
+            if self.serialize_r2:
+                self.timeline.complete("wait:r2_lock", lock_wait0, got, table, cat="lock")
+            win = self.r2_windows.open(table)
+            try:
+                q_d, blocks_d = self.engine.quotient_decompose(
+                    self, air, shape, main, prep_lde, aux, public_values, challenges, alpha,
+                    terminal)
+            finally:
+                self.r2_windows.close(win)
+        finally:
+            if self.serialize_r2:
+                R2_LOCK.release()
+        return (self._handle(table, "quotient", q_d, seal=False),
+                self._handle(table, "parts_coeffs", blocks_d, seal=False), win)
+
     def quotient(self, air, shape, main, prep_lde, aux, public_values, challenges, alpha, terminal,
                  chunk: int = 1 << 14):
         t = shape.name
@@ -382,46 +356,25 @@ class DeviceStages(DeviceJoinStages, HostStages):
         def dev():
             if not all(isinstance(c, DevCommitted) for c in (main, aux) if c is not None):
                 raise DeviceOOM(0, 0, None, "an input of r2 is host-only")
-            for c in (main, aux):
-                if c is not None:
-                    self._inject_input("r2", t, c.lde_h, axis=1)
-            lock_wait0 = time.perf_counter()
-            if self.serialize_r2:
-                R2_LOCK.acquire()
-            try:
-                got = time.perf_counter()
-                if self.serialize_r2:
-                    self.timeline.complete("wait:r2_lock", lock_wait0, got, t, cat="lock")
-                win = self.r2_windows.open(t)
-                try:
-                    q_d, blocks_d = self.engine.quotient_decompose(
-                        self, air, shape, main, prep_lde, aux, public_values, challenges, alpha,
-                        terminal)
-                finally:
-                    self.r2_windows.close(win)
-            finally:
-                if self.serialize_r2:
-                    R2_LOCK.release()
-            q_h = self._handle(t, "quotient", q_d, seal=False)
-            blocks_h = self._handle(t, "parts_coeffs", blocks_d, seal=False)
-            if self.inject and self.faults.fires("race", "r2", t, 0, self.proof_id) and \
-                    self.r2_windows.overlapped(win):
-                self._corrupt(q_h, "r2", t, axis=1)
-                self._corrupt(blocks_h, "r2", t, axis=1)
-                self.timeline.instant("inject:race", t, site="r2")
-            if self.inject and self.faults.fires("corrupt", "r2", t, 0, self.proof_id):
-                self._corrupt(blocks_h, "r2", t, axis=1)
-            self._inject_output("r2", t, q_h, axis=1)
+            q_h, blocks_h, _ = self._quotient_window(t, air, shape, main, prep_lde, aux,
+                                                     public_values, challenges, alpha, terminal)
+            self._seal(q_h)
             self._seal(blocks_h)
-            st = self.table(t)
-            st.outputs["quotient"] = q_h
-            st.outputs["parts_coeffs"] = blocks_h
+            self.table(t).outputs.update(quotient=q_h, parts_coeffs=blocks_h)
             return _Quotient(q_h, blocks_h)
 
         def host():
             return HostStages.quotient(self, air, shape, main, prep_lde, aux, public_values,
                                        challenges, alpha, terminal, chunk)
         return self._run("r2", t, dev, host, inputs)
+
+    def _commit_parts(self, table: str, blocks_h: ResidentHandle, shape: TableShape) -> tuple:
+        """Step: the parts' LDE and Merkle commit on the device -> (lde, tree) handles and
+        the root."""
+        lde_d, nodes_d, root = self.engine.parts_lde_commit(self.mem, blocks_h.device(), shape,
+                                                            tag=f"{table}/parts")
+        return (self._handle(table, "parts_lde", lde_d, seal=False),
+                self._handle(table, "parts_tree", nodes_d, seal=False), root)
 
     def parts_commit(self, q, shape: TableShape):
         t = shape.name
@@ -430,12 +383,7 @@ class DeviceStages(DeviceJoinStages, HostStages):
         def dev():
             if not isinstance(q, _Quotient):
                 raise DeviceOOM(0, 0, None, "the quotient is host-only")
-            self._inject_input("r2.tree", t, q.blocks, axis=1)
-            lde_d, nodes_d, root = self.engine.parts_lde_commit(self.mem, q.blocks.device(), shape,
-                                                                tag=f"{t}/parts")
-            lde_h = self._handle(t, "parts_lde", lde_d, seal=False)
-            nodes_h = self._handle(t, "parts_tree", nodes_d, seal=False)
-            root = self._inject_commit("r2.tree", t, lde_h, nodes_h, root)
+            lde_h, nodes_h, root = self._commit_parts(t, q.blocks, shape)
             com = DevCommitted(t, lde_h, q.blocks, self._lde_tree(nodes_h, lde_h, shape, root))
             self.table(t).outputs["parts"] = com
             return com
@@ -446,24 +394,25 @@ class DeviceStages(DeviceJoinStages, HostStages):
         return self._run("r2.tree", t, dev, host, inputs)
 
     # ------------------------------------------------------------------ R3
+    def _ood_values(self, table: str, coeffs_h: ResidentHandle, point) -> np.ndarray:
+        """Step: a committed matrix's values at the OOD point, from its resident
+        coefficients (host uint32[., 4])."""
+        return self.engine.ood(coeffs_h.device(), point)
+
     def ood(self, committed, point):
         t = self._table_of(committed)
         if not isinstance(committed, DevCommitted):
             return self._run("r3", t, self._declined("the opened matrix is host-only"),
                              lambda: HostStages.ood(self, committed, point))
-
-        def dev():
-            self._inject_input("r3", t, committed.coeffs_h, axis=1)
-            vals = self.engine.ood(committed.coeffs_h.device(), point)
-            if self.inject and self.faults.fires("corrupt", "r3", t, 0, self.proof_id):
-                vals = vals.copy()
-                vals[0, 0] = (int(vals[0, 0]) + 1) % P
-                self.timeline.instant("inject:corrupt", t, site="r3", buffer="ood")
-            return vals
-        return self._run("r3", t, dev, lambda: HostStages.ood(self, committed, point),
-                         [committed.coeffs_h])
+        return self._run("r3", t, lambda: self._ood_values(t, committed.coeffs_h, point),
+                         lambda: HostStages.ood(self, committed, point), [committed.coeffs_h])
 
     # ------------------------------------------------------------------ R4
+    def _deep_values(self, table: str, shape, groups, z, lam) -> ResidentHandle:
+        """Step: the DEEP quotient DQ (uint32[N, 4]) on the device from the resident LDEs."""
+        vals_d = self.engine.deep_quotient(self, shape, groups, z, lam)
+        return self._handle(table, "dq", vals_d, seal=False)
+
     def deep_quotient(self, shape, groups, z, lam):
         t = shape.name
         inputs = [c.lde_h for c, _, _ in groups if isinstance(c, DevCommitted)]
@@ -471,36 +420,23 @@ class DeviceStages(DeviceJoinStages, HostStages):
         def dev():
             if len(inputs) != len(groups):
                 raise DeviceOOM(0, 0, None, "an opened matrix is host-only")
-            self._inject_input("r4.deep", t, inputs[-1], axis=1)     # the parts LDE
-            vals_d = self.engine.deep_quotient(self, shape, groups, z, lam)
-            h = self._handle(t, "dq", vals_d, seal=False)
-            self._inject_output("r4.deep", t, h, axis=0)
+            h = self._deep_values(t, shape, groups, z, lam)
+            self._seal(h)
             return Layer(h, shape.log_lde)
         return self._run("r4.deep", t, dev,
                          lambda: HostStages.deep_quotient(self, shape, groups, z, lam), inputs)
 
-
     # ------------------------------------------------------------------ lifecycle
     def release_table(self, table: str) -> None:
         """Give back every device buffer of a finished table."""
-        st = self.table(table)
-        for h in st.handles:
-            h.drop_device()
+        self.table(table).release_device()
 
     def spill_table(self, table: str) -> int:
         """Move a table's resident buffers to the host (to admit another table); returns bytes."""
-        st = self.table(table)
-        moved = 0
-        for h in st.handles:
-            if h.on_device:
-                if not h.on_host:
-                    h.host()
-                moved += h.nbytes
-                h.drop_device()
-        return moved
+        return self.table(table).spill()
 
     def device_bytes(self, table: str) -> int:
-        return sum(h.nbytes for h in self.table(table).handles if h.on_device)
+        return self.table(table).device_bytes()
 
 
 
