@@ -9,8 +9,9 @@ execute: shown on a row named for what is proved, ``block`` or ``program``):
   stage, its seconds, table-rounds done of tables x rounds).  No escape codes, no redraw.
 * :class:`LiveProgress` -- a live terminal display drawn with ``rich`` (only on a TTY):
   one row per table with a bar of its rounds and the stage running now, a ``block`` (or
-  ``program``) row for the whole proof's stages, and a last ``overall`` row: table-rounds done of tables x
-  rounds, the elapsed time and an estimate of the time left (80 columns suffice).
+  ``program``) row for the whole proof's stages, and a last ``overall`` row: table-rounds
+  done of tables x rounds, the elapsed time and an estimate of the time left (80 columns
+  suffice).
   rich does the drawing, terminal width, redraw in place, and keeps lines written to
   stderr while the display is up (warnings, log records) above it; stdout is left alone
   (it may be a pipe).  A ``TERM=dumb`` terminal gets the plain lines.

@@ -25,14 +25,19 @@ def slift(c: int) -> int:
 # {monomial: coefficient in [1, p)}, a monomial a sorted tuple of variable ids: main column
 # i -> i, preprocessed j -> PREP0 + j, public value k -> PV0 + k, virtual -> VIRT0 + n.
 
+def _accumulate(out: dict, m: tuple, c: int) -> None:
+    """``out[m] += c`` mod p, the monomial dropped when its coefficient is 0."""
+    v = (out.get(m, 0) + c) % P
+    if v:
+        out[m] = v
+    else:
+        out.pop(m, None)
+
+
 def p_add(a, b, s=1):
     out = dict(a)
     for m, c in b.items():
-        v = (out.get(m, 0) + s * c) % P
-        if v:
-            out[m] = v
-        else:
-            out.pop(m, None)
+        _accumulate(out, m, s * c)
     return out
 
 
@@ -40,12 +45,7 @@ def p_mul(a, b):
     out = {}
     for m1, c1 in a.items():
         for m2, c2 in b.items():
-            m = tuple(sorted(m1 + m2))
-            v = (out.get(m, 0) + c1 * c2) % P
-            if v:
-                out[m] = v
-            else:
-                out.pop(m, None)
+            _accumulate(out, tuple(sorted(m1 + m2)), c1 * c2)
     return out
 
 
@@ -62,11 +62,7 @@ def p_subst(poly, assign):
             if not c:
                 continue
             m = tuple(rest)
-        v = (out.get(m, 0) + c) % P
-        if v:
-            out[m] = v
-        else:
-            out.pop(m, None)
+        _accumulate(out, m, c)
     return out
 
 
