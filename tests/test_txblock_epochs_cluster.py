@@ -52,6 +52,13 @@ def test_a_long_block_across_workers_is_one_machines_bytes(ray_cpus):
         assert one.to_bytes() == Prover(CFG).prove_block(short).to_bytes()
         with pytest.raises(UnprovableBlock, match="transaction 1 .*claims exit code 7"):
             cp.prove_block(_block(t1=(7, None)))
+        # many programs, one of them long: its segments proved whole on one worker
+        from test_rv32_segments import INPUT, program
+        from steadfast.prover.programs.segment_proof import SegmentedProof
+        many = dict(cp.prove_programs([(program(250), INPUT, 1 << 20)]))
+        assert isinstance(many[0], SegmentedProof)
+        assert many[0].to_bytes() == Prover(CFG).prove_program(
+            program(250), INPUT, max_cycles=1 << 20).to_bytes()
     assert verify(got.to_bytes(), blk, min_security_bits=0).exit_codes == got.exit_codes
 
 

@@ -214,9 +214,13 @@ class ClusterProver(WorkerPool):
 
     def _program_result(self, piece: _Piece, value, t0: float):
         from ..programs.proof import ProgramProof
+        from ..programs.segment_proof import MAGIC as SEGMENTED, SegmentedProof
         data, stats, _ = value
-        pp = ProgramProof.from_bytes(data)
         stats.counters["cluster"] = self._counters("programs", piece, stats, len(data), t0)
+        if data[:4] == SEGMENTED:       # a long run, its segments proved on one worker
+            sp = SegmentedProof.from_bytes(data)
+            return SegmentedProof(sp.segment_cycles, sp.max_cycles, sp.segments, stats)
+        pp = ProgramProof.from_bytes(data)
         return ProgramProof(pp.proof, stats, pp.dev)
 
     def submit_program(self, elf, input: bytes = b"", max_cycles: int | None = None) -> ClusterFuture:
