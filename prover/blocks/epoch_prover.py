@@ -76,6 +76,12 @@ def size_block(blk, segment_cycles: int, claims: bool = True) -> list:
     return runs
 
 
+def surely_one_epoch(blk, segment_cycles: int) -> bool:
+    """Whether the block fits one epoch whatever its transactions run: every one runs at
+    most max_cycles, so n * max_cycles <= S bounds them all (no sizing run needed)."""
+    return blk.max_cycles * len(blk.transactions) <= segment_cycles
+
+
 def block_plan(runs, segment_cycles: int) -> list:
     """The parts of a block whose transactions ran ``runs``."""
     return plan_parts([None if r.long else r.cycles for r in runs], segment_cycles)
@@ -166,4 +172,4 @@ def prove_epochs(prover, blk, runs, plan, t0: float, phases: dict) -> BlockEpoch
 
 
 __all__ = ["TxRun", "size_transaction", "size_block", "block_plan", "one_epoch",
-           "prove_epochs", "part_airs"]
+           "prove_epochs", "part_airs", "surely_one_epoch"]

@@ -120,7 +120,8 @@ class TxBlockProver(ProverCore):
             blk = as_txblock(block)
             phases: dict = {}
             S = self.config.segment_cycles
-            if S is not None and not self.dev_mode:
+            from .epoch_prover import surely_one_epoch
+            if S is not None and not self.dev_mode and not surely_one_epoch(blk, S):
                 from .epoch_prover import block_plan, one_epoch, prove_epochs, size_block
                 with self._phase("size", phases):
                     runs = size_block(blk, S)
@@ -165,7 +166,8 @@ class TxBlockProver(ProverCore):
         t0 = time.perf_counter()
         blk = as_txblock(block)
         S = self.config.segment_cycles
-        if S is not None:
+        from .epoch_prover import surely_one_epoch
+        if S is not None and not surely_one_epoch(blk, S):
             from .epoch_prover import block_plan, one_epoch, size_block
             runs = size_block(blk, S, claims=False)
             plan = block_plan(runs, S)
@@ -244,7 +246,8 @@ class TxBlockProver(ProverCore):
         from ...kernels.constraint_device import precompile
         blk = as_txblock(block)
         S = self.config.segment_cycles
-        if S is not None:
+        from .epoch_prover import surely_one_epoch
+        if S is not None and not surely_one_epoch(blk, S):
             from .epoch_prover import block_plan, one_epoch, part_airs, size_block
             runs = size_block(blk, S)
             plan = block_plan(runs, S)
