@@ -39,6 +39,7 @@ import numpy as np
 from ..air.builder import current_bus_namespace, gc_paused, logup_degree_cap
 
 from .chips.alu import build_alu, build_bitwise
+from .slot_shapes import SHAPES as PINNED_SHAPES
 from .chips.branch import build_branch
 from .chips.bytes import build_bytes
 from .chips.ecall import build_ecall
@@ -125,7 +126,7 @@ def _slot_shape(name: str, log_blowup: int, k: int) -> tuple[int, int]:
     without building every k's AIR in each namespace."""
     key = (name, logup_degree_cap(log_blowup), k)
     with _LOCK:
-        got = _SHAPES.get(key)
+        got = _SHAPES.get(key) or PINNED_SHAPES.get(key)
     if got is None:
         air = static_air(name, log_blowup, k)
         got = (air.main_width, cells_per_row(air))

@@ -220,3 +220,11 @@ def test_slot_objective():
     prog, ex, _ = S.all_classes()
     tr = build_traces(prog, ex, max_cycles=1000, slot_objective="cells")
     check_traces(tr.airs, tr.traces, tr.table_public_values)
+
+
+def test_pinned_slot_shapes():
+    """rv32/slot_shapes.py's pinned (main width, cells per row) of every slotted table at
+    every k and both LogUp caps is what building its AIR gives (regenerate the table with
+    ``python -m steadfast.rv32.slot_shapes`` when a chip changes)."""
+    from steadfast.rv32 import slot_shapes
+    assert slot_shapes.measured() == slot_shapes.SHAPES
