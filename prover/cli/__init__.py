@@ -93,18 +93,31 @@ def _prove_parser() -> argparse.ArgumentParser:
     ap.add_argument("--vram-budget", default=os.environ.get("PROVER_VRAM_BUDGET"),
                     help="device memory the prover may use, e.g. 6GiB (default: "
                          "$PROVER_VRAM_BUDGET, else what the device has free)")
-    ap.add_argument("--log-blowup", type=int, default=Params.log_blowup,
-                    help="log2 of the LDE blowup")
-    ap.add_argument("--queries", type=int, default=Params.num_queries, help="FRI queries")
-    ap.add_argument("--pow-bits", type=int, default=Params.pow_bits,
-                    help="proof-of-work bits before the queries")
+    from ..engine.config import PROFILES
+    ap.add_argument("--profile", default="default", choices=tuple(PROFILES),
+                    help="a named parameter set (docs/api.md 'Profiles'): default "
+                         "(log_blowup 2, 50 queries), fast (log_blowup 1: the fastest prove, "
+                         "larger proofs), small (log_blowup 3, 27 queries, 22 proof-of-work "
+                         "bits: smaller proofs, slower prove), smallest (log_blowup 5, 17 "
+                         "queries: the smallest, about 5x the prove time); the options below "
+                         "override it; each gives >= 100 conjectured bits")
+    ap.add_argument("--log-blowup", type=int, default=None,
+                    help="log2 of the LDE blowup (default: the profile's; default profile: "
+                         f"{Params.log_blowup})")
+    ap.add_argument("--queries", type=int, default=None,
+                    help=f"FRI queries (default: the profile's; default profile: "
+                         f"{Params.num_queries})")
+    ap.add_argument("--pow-bits", type=int, default=None,
+                    help="proof-of-work bits before the queries (default: the profile's; "
+                         f"default profile: {Params.pow_bits})")
     ap.add_argument("--fri-arity", type=int, default=None, metavar="A",
-                    help="FRI folding arity: 2, 4, 8 or 16 (default: the protocol's, "
-                         f"{1 << Params.log_fri_arity}); larger: fewer layers, smaller proofs")
+                    help="FRI folding arity: 2, 4, 8 or 16 (default: the profile's; every "
+                         f"profile: {1 << Params.log_fri_arity}); larger: fewer layers, "
+                         "smaller proofs")
     ap.add_argument("--cap-height", type=int, default=None, metavar="C",
                     help="Merkle cap height: every commitment is 2^C nodes, 0..8 (default: "
-                         f"the protocol's, {Params.log_cap}); openings stop C levels below "
-                         "the root")
+                         f"the profile's; every profile: {Params.log_cap}); openings stop C "
+                         "levels below the root")
     ap.add_argument("--threads", type=int, default=None,
                     help="host threads for the numba kernels (default: numba's, all cores)")
     ap.add_argument("--execute-only", action="store_true",

@@ -39,13 +39,20 @@ def default_output(path: str) -> str:
 
 def prover_config(args, **fields):
     """The :class:`prover.engine.config.ProverConfig` of ``prove``'s parsed options (plus
-    ``fields``); a bad value is the library's :class:`prover.common.errors.ConfigError`."""
+    ``fields``): the ``--profile``'s parameter set (``default`` unless given), then the
+    parameter options given (--log-blowup, --queries, --pow-bits; --fri-arity and
+    --cap-height come in ``fields``) over it; a bad value is the library's
+    :class:`prover.common.errors.ConfigError`."""
     from ..engine.config import ProverConfig
-    return ProverConfig(backend=args.backend, vram_budget=args.vram_budget,
-                        log_blowup=args.log_blowup, num_queries=args.queries,
-                        pow_bits=args.pow_bits, threads=args.threads, check=args.check,
-                        **fields, postmortem_dir=args.postmortem_dir,
-                        self_check=not args.no_self_check)
+    given = {name: getattr(args, flag, None) for name, flag in
+             (("log_blowup", "log_blowup"), ("num_queries", "queries"),
+              ("pow_bits", "pow_bits"))}
+    given = {k: v for k, v in given.items() if v is not None}
+    return ProverConfig.for_profile(
+        getattr(args, "profile", None) or "default", backend=args.backend,
+        vram_budget=args.vram_budget, threads=args.threads, check=args.check,
+        **given, **fields, postmortem_dir=args.postmortem_dir,
+        self_check=not args.no_self_check)
 
 
 class Formatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -100,7 +107,7 @@ def warn(msg: str) -> None:
 
 # ProverConfig field (as ConfigError messages name it) -> the prove option that sets it
 FLAG_OF = {"num_queries": "--queries", "log_blowup": "--log-blowup", "pow_bits": "--pow-bits",
-            "log_cap": "--cap-height",
+            "log_cap": "--cap-height", "profile": "--profile",
             "threads": "--threads", "vram budget": "--vram-budget",
             "postmortem_dir": "--postmortem-dir"}
 

@@ -54,6 +54,31 @@ def _check_types(cfg) -> None:
             raise ConfigTypeError(f"{name} must be {names}, got {type(v).__name__} {v!r}", name)
 
 
+# Named parameter sets (``ProverConfig.for_profile``, ``prove --profile``): the trade of
+# proof size and verify time against prove time, measured by bench/params_trade.py
+# (docs/benchmarks.md "Proof size and verify time: the trades (issue #38 item 2)").  Every
+# one gives >= 100 conjectured bits (verifier/security.py) for the 2^20-cycle program and
+# the 2^18-cycle block of issue #38; the parameters travel in the proof, so any verifier
+# takes a proof of any profile.
+#   default  the protocol's defaults (Params): the proof bytes of earlier releases
+#   fast     log_blowup 1: the smallest LDE, the fastest prove, the largest proof
+#   small    log_blowup 3 with fewer queries and 2^22 grinding: a 2^20-cycle program's
+#            proof under 300 KB, for a longer prove
+#   smallest log_blowup 5, 17 queries: a 2^18-cycle block's proof under 500 KB, for
+#            4.5-5 times the prove time and about 3 times the memory
+PROFILES = {
+    "default": {"log_blowup": Params.log_blowup, "num_queries": Params.num_queries,
+                "pow_bits": Params.pow_bits, "log_fri_arity": Params.log_fri_arity,
+                "log_cap": Params.log_cap},
+    "fast": {"log_blowup": 1, "num_queries": 83, "pow_bits": 20, "log_fri_arity": 3,
+             "log_cap": 0},
+    "small": {"log_blowup": 3, "num_queries": 27, "pow_bits": 22, "log_fri_arity": 3,
+              "log_cap": 0},
+    "smallest": {"log_blowup": 5, "num_queries": 17, "pow_bits": 20, "log_fri_arity": 3,
+                 "log_cap": 0},
+}
+
+
 @dataclass(frozen=True)
 class ProverConfig:
     """How to prove.  ``backend``: host | cuda | sim | emu | auto (auto: cuda when usable,
@@ -76,7 +101,9 @@ class ProverConfig:
     that XCHECK is not enabled to catch: a wrong proof could then leave the prover.
     ``segment_cycles``: a program run longer than this many cycles is proved as linked
     segments of this size (a power of two in [2^10, 2^22]; default 2^20, docs/rv32.md
-    "Long programs: segments"); None: one proof only (at most 2^24 cycles)."""
+    "Long programs: segments"); None: one proof only (at most 2^24 cycles).
+    :meth:`for_profile` gives the named parameter sets of :data:`PROFILES` (``prove
+    --profile``; docs/api.md "Profiles")."""
     backend: str = "auto"
     vram_budget: int | str | None = None
     log_blowup: int = Params.log_blowup
@@ -100,6 +127,17 @@ class ProverConfig:
         if n is not None and (n & (n - 1) or not 1 << 10 <= n <= 1 << 22):
             raise ConfigError(f"segment_cycles must be a power of two in [2^10, 2^22] "
                               f"(1,024 .. 4,194,304), got {n!r}")
+
+    @classmethod
+    def for_profile(cls, profile: str, **fields) -> "ProverConfig":
+        """The configuration of a named parameter set of :data:`PROFILES` (``default``,
+        ``fast``, ``small``, ``smallest``; docs/api.md "Profiles"), ``fields`` on top of it
+        (an explicit field wins over the profile's).  An unknown name is a
+        :class:`ConfigError` naming the profiles."""
+        if not isinstance(profile, str) or profile not in PROFILES:
+            raise ConfigError(f"unknown profile {profile!r}; choose one of "
+                              f"{', '.join(PROFILES)}", "profile")
+        return cls(**{**PROFILES[profile], **fields})
 
     def dev(self) -> bool:
         """Development mode: this config's ``dev_mode``, else ``PROVER_DEV_MODE`` (0 or 1)."""
@@ -201,4 +239,4 @@ def _use_simulator() -> None:
     numba_config.reload_config()
 
 
-__all__ = ["ProverConfig", "BACKENDS_AVAILABLE"]
+__all__ = ["ProverConfig", "BACKENDS_AVAILABLE", "PROFILES"]
