@@ -65,7 +65,7 @@ def _check_types(cfg) -> None:
 #   small    log_blowup 3 with fewer queries and 2^22 grinding: a 2^20-cycle program's
 #            proof under 300 KB, for a longer prove
 #   smallest log_blowup 5, 17 queries: a 2^18-cycle block's proof under 500 KB, for
-#            4.5-5 times the prove time and about 3 times the memory
+#            4.5-5 times the prove time and 2-3 times the memory
 PROFILES = {
     "default": {"log_blowup": Params.log_blowup, "num_queries": Params.num_queries,
                 "pow_bits": Params.pow_bits, "log_fri_arity": Params.log_fri_arity,
