@@ -117,7 +117,15 @@ class Program:
         return out
 
     def digest(self) -> bytes:
-        """SHA-256 of the loaded image and entry point (module docstring)."""
+        """SHA-256 of the loaded image and entry point (module docstring); computed once
+        per Program (it is frozen: a block's verify asked for it six times a program)."""
+        got = self.__dict__.get("_digest")
+        if got is None:
+            got = self._compute_digest()
+            object.__setattr__(self, "_digest", got)
+        return got
+
+    def _compute_digest(self) -> bytes:
         h = hashlib.sha256(DIGEST_DOMAIN)
         h.update(struct.pack("<II", self.entry, len(self.segments)))
         for s in self.segments:
