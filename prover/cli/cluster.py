@@ -122,7 +122,7 @@ def run_cli(args) -> int:
                     say("  cluster: " + ", ".join(f"{k} {v}" for k, v in c.items()
                                                   if not isinstance(v, (dict, list))))
         except UnprovableBlock as exc:
-            i = getattr(exc, "cluster_piece", 0) if not args.shard_tables else 0
+            i = getattr(exc, "cluster_piece", 0) if not args.shard_tables and len(paths) > 1 else 0
             what = "program" if programs else "block"
             name = paths[i] if isinstance(i, int) and 0 <= i < len(paths) else f"a {what}"
             lines = [f"{name}: {what} cannot be proven: {exc}"] + [f"  {d}" for d in exc.details]
