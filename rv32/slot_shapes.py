@@ -4,9 +4,10 @@ AIR for.  Choosing a table's slots (``choose_slots``) and reading them back from
 widths (``slots_from_widths``) ask for every k of a table's menu; building those AIRs only
 to read two numbers cost a warm ``prove`` / ``verify`` of a small block about 0.1-0.2 s.
 
-tests/test_rv32_airs.py::test_pinned_slot_shapes rebuilds every entry and fails when a
-chip's AIR changes without this table (regenerate with
-``python -m steadfast.rv32.slot_shapes``); a shape missing here is built as before.
+tests/test_rv32_airs.py::test_pinned_slot_shapes rebuilds every entry
+(:func:`rv32.tables.measured_slot_shapes`) and fails when a chip's AIR changes without
+this table (regenerate with ``python -m steadfast.rv32.tables``); a shape missing here
+is built as before.
 """
 from __future__ import annotations
 
@@ -91,20 +92,3 @@ SHAPES = {
     ('poseidon2', 5, 3): (897, 913),
 }
 
-
-def measured() -> dict:
-    """Every slotted table's shape at both LogUp caps, from its AIR (the test's side)."""
-    from . import tables as T
-    out = {}
-    for lb in (1, 2):
-        cap = T.logup_degree_cap(lb)
-        for name in T.SLOTTED:
-            for k in T.slot_menu(name):
-                air = T.static_air(name, lb, k)
-                out[(name, cap, k)] = (air.main_width, T.cells_per_row(air))
-    return out
-
-
-if __name__ == "__main__":          # pragma: no cover - regenerates the table above
-    for key, v in measured().items():
-        print(f"    {key!r}: {v!r},")

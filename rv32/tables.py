@@ -135,6 +135,19 @@ def _slot_shape(name: str, log_blowup: int, k: int) -> tuple[int, int]:
     return got
 
 
+def measured_slot_shapes() -> dict:
+    """Every slotted table's shape at both LogUp caps, from its AIR: what
+    rv32/slot_shapes.py pins (the test's side)."""
+    out = {}
+    for lb in (1, 2):
+        cap = logup_degree_cap(lb)
+        for name in SLOTTED:
+            for k in slot_menu(name):
+                air = static_air(name, lb, k)
+                out[(name, cap, k)] = (air.main_width, cells_per_row(air))
+    return out
+
+
 def choose_slots(name: str, items: int, log_blowup: int, objective: str = "size") -> int:
     """The k of ``name``'s menu for ``items`` items (rows = pow2_rows(ceil(items / k))):
     objective "size" (the default) takes the k with the smallest :func:`opening_bytes` --
@@ -194,3 +207,8 @@ def table_airs(image, input: bytes, output: bytes, log_blowup: int, slots=None) 
 
 __all__ = ["TABLES", "INDEX", "CHIPS", "SLOTTED", "slot_menu", "static_air", "table_airs",
            "choose_slots", "slots_from_widths", "cells_per_row", "opening_bytes"]
+
+
+if __name__ == "__main__":          # pragma: no cover - regenerates rv32/slot_shapes.py
+    for key, v in measured_slot_shapes().items():
+        print(f"    {key!r}: {v!r},")
