@@ -26,8 +26,8 @@ from ...kernels import multiproof as mp
 from ...kernels import open_rows
 from ...kernels.hostlib import ef_inverse
 from ...kernels.poseidon2 import poseidon2_permute
-from ...kernels.ntt_host import (bit_reverse_permutation, coset_intt, intt, lde_columns,
-                                 lde_from_coeffs)
+from ...kernels.ntt_host import (_transpose, bit_reverse_permutation, coset_intt, intt,
+                                 lde_columns, lde_from_coeffs)
 from ...verifier.protocol import SHIFT, TableShape
 
 from . import commit as merkle
@@ -84,6 +84,18 @@ class _LdeSource:
             raise ValueError("this committed matrix's LDE was released and cannot be "
                              "recomputed (no coefficients)")
         return self.coeffs
+
+
+def transpose(a: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of ``a.T`` (2-d): uint32 matrices in 32 x 32 tiles on the host
+    pool (kernels/ntt_host.py's transpose task; 3-6x numpy's strided copy for an (n, w)
+    trace), other arrays by numpy."""
+    a = np.asarray(a)
+    if a.ndim != 2 or a.dtype != np.uint32 or a.size == 0:
+        return np.ascontiguousarray(a.T)
+    out = np.empty((a.shape[1], a.shape[0]), np.uint32)
+    _transpose(np.ascontiguousarray(a), out)
+    return out
 
 
 def lde_of_coeffs(coeffs: np.ndarray, log_blowup: int) -> np.ndarray:
@@ -188,7 +200,7 @@ class HostStages:
         """LDE the main trace (uint32[n, w]) onto g<w_N> and commit it.  The LDE is
         released at once: R1 commits every table before any table's chain reads its LDE
         (R2), so holding them would keep every table's main LDE alive together."""
-        com = self._commit_columns(np.ascontiguousarray(main.T), shape)
+        com = self._commit_columns(transpose(main), shape)
         com.release()
         return com
 
@@ -248,7 +260,7 @@ class HostStages:
         trace's: every table commits its aux before any table's R2 reads it (proof
         format 6's barrier), so holding them would keep every table's aux LDE alive
         together."""
-        com = self._commit_columns(np.ascontiguousarray(aux.T), shape)
+        com = self._commit_columns(transpose(aux), shape)
         com.release()
         return com
 
@@ -402,12 +414,12 @@ class HostStages:
                                            ).astype(np.uint32)
             if dq is not None:
                 lde = lde_of_coeffs(np.ascontiguousarray(dq.T), shape.log_blowup)
-                return bit_reverse_permutation(np.ascontiguousarray(lde.T), axis=0)
+                return bit_reverse_permutation(transpose(lde), axis=0)
         xs = airlib.coset_points(SHIFT, shape.log_lde).astype(np.uint32)
         for at_next in (False, True):
             if coef[at_next] is not None:
                 lde = lde_of_coeffs(np.ascontiguousarray(coef[at_next].T), shape.log_blowup)
-                _add_into(comb, at_next, np.ascontiguousarray(lde.T))
+                _add_into(comb, at_next, transpose(lde))
                 del lde
         total = deep_sum([(comb[a], cst[a].astype(np.uint32),
                            points[a].reshape(4).astype(np.uint32))
