@@ -5,11 +5,32 @@
 * :class:`HostStages` -- the per-table stage backend (a device backend replaces it)
 * :class:`Spans` -- per-round / per-table timings
 * :class:`Params` -- protocol parameters (re-exported from the verifier's proof format)
-"""
-from ..verifier.proof_format import Params
 
-from .core.prove import prove
-from .common.spans import ProofStats, Spans
-from .core.stages import Committed, HostStages
+The names are loaded on first use (PEP 562): ``verify`` and the command line's other
+paths that never prove do not pay for the protocol rounds' imports.
+"""
+import importlib
 
 __all__ = ["prove", "Params", "HostStages", "Committed", "Spans", "ProofStats"]
+
+_LAZY = {
+    "prove": ".core.prove",
+    "Params": "..verifier.proof_format",
+    "HostStages": ".core.stages",
+    "Committed": ".core.stages",
+    "Spans": ".common.spans",
+    "ProofStats": ".common.spans",
+}
+
+
+def __getattr__(name):
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
