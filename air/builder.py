@@ -22,6 +22,7 @@ import hashlib
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
+import functools
 from functools import cached_property
 from typing import Sequence
 
@@ -52,6 +53,16 @@ def bus_namespace(prefix: str, shared=()):
     if not isinstance(prefix, str) or not prefix:
         raise AirError("a bus namespace is a non-empty string")
     token = _BUS_NAMESPACE.set((prefix, frozenset(shared)))
+    try:
+        yield
+    finally:
+        _BUS_NAMESPACE.reset(token)
+
+
+@contextmanager
+def outside_bus_namespace():
+    """Leave the enclosing :func:`bus_namespace` for the block inside (this thread or task)."""
+    token = _BUS_NAMESPACE.set(None)
     try:
         yield
     finally:
@@ -486,10 +497,92 @@ class Air:
             self._fingerprint = tuple(int.from_bytes(d[i:i + 2], "little") for i in range(0, 32, 2))
         return self._fingerprint
 
+    def in_namespace(self, prefix: str, shared=()) -> "Air | None":
+        """This AIR (built outside any bus namespace) as if built again inside
+        ``bus_namespace(prefix, shared)``, without building it: the name and the
+        non-shared buses take the prefix, the LogUp constraints are derived again over the
+        renamed interactions, and the compiled constraint program is this one with each
+        renamed bus's tag constant replaced -- the namespace changes nothing else (the
+        same columns, degrees, batches and instruction order).  None where a tag
+        constant is not distinguishable from the program's other constants (an old or new
+        tag equal to another constant, or two buses with one tag): then the caller builds
+        the AIR afresh.  Equal to a fresh build in every field (tests/test_air_namespace.py);
+        a block's transactions build their statement-independent tables this way
+        (rv32/tables.static_air: ~10x cheaper than a build, which was most of a block
+        verifier's AIR construction)."""
+        if not isinstance(prefix, str) or not prefix:
+            raise AirError("a bus namespace is a non-empty string")
+        extras = {}
+        for key in set(self.__dict__) - _AIR_FIELDS:
+            # set after the build: a memoised builder of more AIRs (POSEIDON2's
+            # device_split) gets a cache of its own, as a fresh build has; else rebuild
+            got = self.__dict__[key]
+            if not (hasattr(got, "cache_clear") and hasattr(got, "__wrapped__")):
+                return None
+            extras[key] = functools.cache(got.__wrapped__)
+        shared = frozenset(shared)
+        old_tags: dict[str, int] = {}
+        new_tags: dict[int, int] = {}
+        inters = []
+        for it in self.interactions:
+            bus = it.bus if it.bus in shared else prefix + it.bus
+            inters.append(Interaction(bus, it.values, it.multiplicity, it.sign))
+            if bus != it.bus:
+                old = old_tags.setdefault(it.bus, bus_id(it.bus))
+                new_tags[old] = bus_id(bus)
+        if len(set(old_tags.values())) != len(old_tags):
+            return None                                 # two renamed buses, one tag
+        kept = {bus_id(it.bus) for it in self.interactions if it.bus in shared}
+        consts = {payload for op, _, _, payload in self.constraint_program.ops if op == "const"}
+        user_consts = _constants(c.expr for c in self.user_constraints)
+        new = set(new_tags.values())
+        if (len(new) != len(new_tags) or new & consts or set(new_tags) & (user_consts | kept)):
+            return None
+        out = object.__new__(Air)
+        out.__dict__.update(self.__dict__)
+        out.__dict__.update(extras)
+        out.name = prefix + self.name
+        out.interactions = tuple(inters)
+        if inters:
+            batches, logup = _derive_logup(out.interactions, self.logup_target)
+            out.lookup_batches = tuple(tuple(b) for b in batches)
+            out.constraints = tuple(self.user_constraints) + tuple(logup)
+        prog = self.constraint_program
+        ops = tuple((op, a, b, new_tags.get(payload, payload)) if op == "const" else
+                    (op, a, b, payload) for op, a, b, payload in prog.ops)
+        out.constraint_program = Program(ops, prog.is_ef, prog.outputs, prog.last_use)
+        out._fingerprint = None
+        return out
+
     def __repr__(self):
         return (f"Air({self.name!r}, main={self.main_width}, prep={self.prep_width}, "
                 f"aux={self.aux_width}, constraints={len(self.constraints)}, "
                 f"degree={self.max_degree}, parts={self.num_parts})")
+
+
+_AIR_FIELDS = frozenset((
+    "name", "main_names", "prep_names", "public_names", "user_constraints", "interactions",
+    "main_width", "prep_width", "num_public", "preprocessed", "logup_target",
+    "lookup_batches", "aux_width", "constraints", "max_degree", "num_parts",
+    "constraint_program", "interaction_program", "uses_next_main", "uses_next_prep",
+    "_fingerprint", "user_program"))
+
+
+def _constants(roots) -> set:
+    """The values of every constant leaf reachable from ``roots``."""
+    seen: set = set()
+    out: set = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.args:
+            stack.extend(node.args)
+        elif node.op == "const":
+            out.add(node.payload)
+    return out
 
 
 def check_buses(airs: Sequence[Air]) -> None:

@@ -3,10 +3,10 @@ CPU seconds of building the RV32IM tables' AIRs in a fresh process -- what ``api
 pays on every call -- with this checkout's ``air/`` against ``air/`` of an earlier commit.
 
     PYTHONPATH=. python bench/air_build_bench.py [--base REV] [--rounds 5]
-        [--proof /tmp/b.proof --block examples/block.json] [--json out.json]
+        [--txs 3 16] [--proof /tmp/b.proof --block examples/block.json] [--json out.json]
 
 The base tree is a copy of this checkout (without .git and .venv) whose ``--paths``
-(default ``air``, ``rv32/tables.py`` and ``rv32/chips``, the files AIR construction
+(default ``air``, ``rv32/tables.py``, ``rv32/block.py`` and ``rv32/chips``, the files AIR construction
 runs) are those of commit ``--base``: only they differ.  Every measurement is a fresh
 subprocess (``python -c``, cwd and PYTHONPATH the tree), base and new alternating, the
 order swapped every round; a child reports ``time.process_time()`` around the measured
@@ -14,7 +14,9 @@ call only (imports excluded).  Cases: POSEIDON2 (``static_air("poseidon2", 2, k)
 a slotted instruction chip (``--chip``, default ALU, ``static_air(chip, 2, k)``) for
 every k the bench names, ``rv32.tables.table_airs`` of guests/bin/hello.elf's image (its
 three statement tables and the static ones, at ``--block-slots``) plus every AIR's
-``fingerprint()`` (the verifier's use per transaction), and ``api.verify`` of ``--proof``
+``fingerprint()`` (the verifier's use per transaction), ``rv32.block.block_airs`` of a
+block of ``--txs`` transactions (examples/hello, transfer and merkle in turn; their images
+are built inside, the first before the clock starts) with every fingerprint, and ``api.verify`` of ``--proof``
 against ``--block`` (a block of RISC-V transactions; prove it first: ``python -m
 steadfast.prover prove examples/block.json -o /tmp/b.proof``).  The medians and new/base
 ratios are printed with the machine's load (uptime).
@@ -55,6 +57,17 @@ elif case == "block":
     t = time.process_time()
     for a in tables.table_airs(image, b"abc", b"hello from rv32im\ncba", 2, json.loads(arg)):
         a.fingerprint()
+elif case == "txs":
+    from steadfast.rv32 import block
+    from steadfast.rv32.chips.program import image_of
+    from steadfast.rv32.elf import load_elf
+    progs = [load_elf(f"examples/{p}.elf") for p in ("hello", "transfer", "merkle")]
+    image_of(progs[0])          # numba's first dispatch, outside the measurement
+    n = int(arg)
+    programs = [progs[i % 3] for i in range(n)]
+    t = time.process_time()
+    for a in block.block_airs(programs, [b""] * n, [b""] * n, 2, [{}] * n, 1):
+        a.fingerprint()
 print(json.dumps(time.process_time() - t))
 """
 
@@ -89,7 +102,7 @@ def run_child(tree: str, case: str, arg: str) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", default="HEAD", help="the baseline commit of --paths")
-    ap.add_argument("--paths", nargs="+", default=["air", "rv32/tables.py", "rv32/chips"])
+    ap.add_argument("--paths", nargs="+", default=["air", "rv32/tables.py", "rv32/block.py", "rv32/chips"])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--proof", help="a block proof (format 2) for the api.verify case "
                                     "(default: skipped); needs --block")
@@ -99,6 +112,8 @@ def main(argv=None) -> int:
     ap.add_argument("--chip", default="alu", help="the slotted chip of the chip case")
     ap.add_argument("--chip-slots", type=int, nargs="*", default=[4])
     ap.add_argument("--block-slots", default='{"poseidon2": 3, "alu": 4}')
+    ap.add_argument("--txs", type=int, nargs="*", default=[3, 16],
+                    help="transactions of the block_airs case (default 3 16)")
     ap.add_argument("--json", help="write the raw samples here")
     args = ap.parse_args(argv)
     if args.proof and not args.block:
@@ -108,7 +123,7 @@ def main(argv=None) -> int:
     p2 = args.p2 if args.p2 is not None else list(tables.slot_menu("poseidon2"))
     cases = ([("p2", str(k)) for k in p2] + [(f"chip={args.chip}", str(k))
                                              for k in args.chip_slots]
-             + [("block", args.block_slots)])
+             + [("block", args.block_slots)] + [("txs", str(n)) for n in args.txs])
     if args.proof:
         cases.append(("verify", json.dumps([os.path.abspath(args.proof),
                                             os.path.abspath(args.block)])))

@@ -84,8 +84,7 @@ def tx_airs(i: int, program, input: bytes, output: bytes, log_blowup: int, slots
     """Transaction i's 16 AIRs (TX_TABLES order) in its bus namespace."""
     image = image_of(program) if image is None else image
     with bus_namespace(tx_prefix(i), SHARED_BUSES):
-        airs = table_airs(image, bytes(input), bytes(output), log_blowup, slots)
-    return _pick(airs)
+        return table_airs(image, bytes(input), bytes(output), log_blowup, slots, TX_TABLES)
 
 
 def shared_airs(log_blowup: int, p2_slots: int = 1) -> list:

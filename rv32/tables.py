@@ -36,7 +36,8 @@ import threading
 
 import numpy as np
 
-from ..air.builder import current_bus_namespace, gc_paused, logup_degree_cap
+from ..air.builder import (current_bus_namespace, gc_paused, logup_degree_cap,
+                           outside_bus_namespace)
 
 from .chips.alu import build_alu, build_bitwise
 from .slot_shapes import SHAPES as PINNED_SHAPES
@@ -83,17 +84,33 @@ def static_air(name: str, log_blowup: int, k: int = 1):
     air.builder.bus_namespace: a block's transaction i builds its tables in its own)."""
     if k not in slot_menu(name):
         raise ValueError(f"{name}: k = {k!r} slots is not in its menu {slot_menu(name)}")
-    key = (name, logup_degree_cap(log_blowup), k, current_bus_namespace())
+    ns = current_bus_namespace()
+    key = (name, logup_degree_cap(log_blowup), k, ns)
+    with _LOCK:
+        got = _CACHE.get(key)
+    if got is not None:
+        return got
+    if ns is not None:
+        # a namespace renames buses and nothing else: the AIR built once outside it,
+        # re-tagged (air.builder.Air.in_namespace; built afresh where it declines)
+        with outside_bus_namespace():
+            base = static_air(name, log_blowup, k)
+        got = base.in_namespace(ns[0], ns[1])
     with _LOCK:
         if key not in _CACHE:
-            with gc_paused():
-                if name == "poseidon2":
-                    _CACHE[key] = build_poseidon2(k, log_blowup)
-                elif name in SLOTTED:
-                    _CACHE[key] = _BUILDERS[name](log_blowup, k)
-                else:
-                    _CACHE[key] = _BUILDERS[name](log_blowup)
+            if got is None:
+                with gc_paused():
+                    got = _build(name, log_blowup, k)
+            _CACHE[key] = got
         return _CACHE[key]
+
+
+def _build(name: str, log_blowup: int, k: int):
+    if name == "poseidon2":
+        return build_poseidon2(k, log_blowup)
+    if name in SLOTTED:
+        return _BUILDERS[name](log_blowup, k)
+    return _BUILDERS[name](log_blowup)
 
 
 def cells_per_row(air) -> int:
@@ -187,13 +204,15 @@ def slots_from_widths(widths, log_blowup: int) -> dict:
     return out
 
 
-def table_airs(image, input: bytes, output: bytes, log_blowup: int, slots=None) -> list:
+def table_airs(image, input: bytes, output: bytes, log_blowup: int, slots=None,
+               names=TABLES) -> list:
     """Every table's AIR in proof order (image: :func:`chips.program.image_of`; ``slots``:
-    table -> k for the slotted tables, 1 where not given)."""
+    table -> k for the slotted tables, 1 where not given); ``names``: only these tables,
+    in that order (a block's transaction builds none of the shared ones)."""
     slots = dict(slots or {})
     with gc_paused():
         out = []
-        for name in TABLES:
+        for name in names:
             if name == "program":
                 out.append(build_program(image, log_blowup))
             elif name == "registers":
