@@ -534,7 +534,11 @@ class Air:
             return None                                 # two renamed buses, one tag
         kept = {bus_id(it.bus) for it in self.interactions if it.bus in shared}
         consts = {payload for op, _, _, payload in self.constraint_program.ops if op == "const"}
-        user_consts = _constants(c.expr for c in self.user_constraints)
+        # every constant but the tags: the user constraints', and the interactions' values
+        # and multiplicities (they sit inside the LogUp constraints beside the tags)
+        user_consts = _constants([c.expr for c in self.user_constraints] +
+                                 [e for it in self.interactions
+                                  for e in it.values + (it.multiplicity,)])
         new = set(new_tags.values())
         if (len(new) != len(new_tags) or new & consts or set(new_tags) & (user_consts | kept)):
             return None

@@ -61,14 +61,14 @@ def test_static_air_in_a_namespace_is_the_retagged_one():
         _same(air, tables._build("alu", 2, 1))
 
 
-def _toy(extra_const=None):
+def _toy(extra_const=None, value_const=None):
     b = AirBuilder("toy")
     x = b.main("x")
     y = b.main("y")
     b.assert_zero(x * (x - 1))
     if extra_const is not None:
         b.assert_zero(y - const(extra_const))
-    b.send("bus_a", [x, y])
+    b.send("bus_a", [x, y] if value_const is None else [x, y + const(value_const)])
     b.receive("bus_s", [y], x)
     return b
 
@@ -83,6 +83,14 @@ def test_declines_where_a_tag_is_another_constant():
     assert plain.in_namespace("ns/", ["bus_s"]) is not None
     assert clash_old.in_namespace("ns/", ["bus_s"]) is None
     assert clash_new.in_namespace("ns/", ["bus_s"]) is None
+    with outside_bus_namespace():
+        # a constant inside an interaction's values (it sits in the LogUp constraint)
+        clash_value = _toy(value_const=bus_id("bus_a")).build()
+        plain_value = _toy(value_const=7).build()
+    assert clash_value.in_namespace("ns/", ["bus_s"]) is None
+    with bus_namespace("ns/", ["bus_s"]):
+        fresh_value = _toy(value_const=7).build()
+    _same(plain_value.in_namespace("ns/", ["bus_s"]), fresh_value)
     with bus_namespace("ns/", ["bus_s"]):
         fresh = _toy().build()
     _same(plain.in_namespace("ns/", ["bus_s"]), fresh)
