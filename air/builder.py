@@ -74,6 +74,24 @@ def current_bus_namespace():
     return _BUS_NAMESPACE.get()
 
 
+class InNamespace:
+    """``fn`` called inside the bus namespace ``ns`` ((prefix, shared) or None: outside
+    any), whatever namespace its caller is in.  An AIR's memoised builder of more AIRs
+    (POSEIDON2's ``device_split``, called at prove time from anywhere) is
+    ``functools.cache(InNamespace(current_bus_namespace(), build))``: what it builds lives
+    in the namespace its AIR was built in, and :meth:`Air.in_namespace` re-binds it."""
+
+    def __init__(self, ns, fn):
+        self.ns, self.fn = ns, fn
+
+    def __call__(self, *args, **kwargs):
+        if self.ns is None:
+            with outside_bus_namespace():
+                return self.fn(*args, **kwargs)
+        with bus_namespace(self.ns[0], self.ns[1]):
+            return self.fn(*args, **kwargs)
+
+
 @contextmanager
 def gc_paused():
     """Pause Python's cyclic garbage collector while AIRs are built (nestable, any thread).
@@ -514,12 +532,15 @@ class Air:
             raise AirError("a bus namespace is a non-empty string")
         extras = {}
         for key in set(self.__dict__) - _AIR_FIELDS:
-            # set after the build: a memoised builder of more AIRs (POSEIDON2's
-            # device_split) gets a cache of its own, as a fresh build has; else rebuild
+            # set after the build: a memoised builder of more AIRs bound to this AIR's
+            # namespace (POSEIDON2's device_split) gets a cache of its own bound to the
+            # new one, as a fresh build there has; anything else: rebuild
             got = self.__dict__[key]
-            if not (hasattr(got, "cache_clear") and hasattr(got, "__wrapped__")):
+            inner = getattr(got, "__wrapped__", None)
+            if not (hasattr(got, "cache_clear") and isinstance(inner, InNamespace)
+                    and inner.ns is None):
                 return None
-            extras[key] = functools.cache(got.__wrapped__)
+            extras[key] = functools.cache(InNamespace((prefix, frozenset(shared)), inner.fn))
         shared = frozenset(shared)
         old_tags: dict[str, int] = {}
         new_tags: dict[int, int] = {}

@@ -105,12 +105,23 @@ def test_declines_an_air_with_attributes_set_after_its_build():
 
 def test_a_memoised_builder_gets_its_own_cache():
     """POSEIDON2's device_split (functools.cache): the re-tagged AIR's is a cache of its
-    own over the same function, as a fresh build's is."""
+    own over the same function, bound to the new namespace as a fresh build's is there;
+    what it builds does not depend on the caller's namespace, and the slot AIR (shared by
+    every namespace, no buses) is never named after one -- a call from inside a namespace
+    once named the process-wide slot kernel 'tx2/poseidon2_slot' for every later proof."""
     with outside_bus_namespace():
         base = tables._build("poseidon2", 2, 1)
     got = base.in_namespace("tx2/", SHARED_BUSES)
     assert got.device_split is not base.device_split
-    assert got.device_split.__wrapped__ is base.device_split.__wrapped__
-    with bus_namespace("tx2/", SHARED_BUSES):
+    assert got.device_split.__wrapped__.fn is base.device_split.__wrapped__.fn
+    with bus_namespace("tx5/", SHARED_BUSES):
         mine = got.device_split()
-    assert mine is got.device_split() and mine[3].name == "tx2/poseidon2_logup"
+    with bus_namespace("tx2/", SHARED_BUSES):
+        fresh = tables._build("poseidon2", 2, 1).device_split()
+    theirs = base.device_split()
+    assert mine is got.device_split()
+    assert mine[3].name == fresh[3].name == "tx2/poseidon2_logup"
+    assert theirs[3].name == "poseidon2_logup"
+    assert mine[0].name == fresh[0].name == theirs[0].name == "poseidon2_slot"
+    _same(mine[3], fresh[3])
+    _same(mine[0], fresh[0])

@@ -17,6 +17,7 @@ import functools
 from typing import Sequence
 
 from ...air import Air, AirBuilder
+from ...air.builder import InNamespace, current_bus_namespace, outside_bus_namespace
 from ...kernels.poseidon2_constants import RC_FULL, RC_PARTIAL, V16
 
 WIDTH = 16
@@ -112,8 +113,10 @@ def build_poseidon2(k: int = 1, log_blowup: int = 2) -> Air:
     # constraints alone; the alpha powers line up because the slots' constraints come in
     # slot order, each slot's in the one slot's order, then LogUp's.
     # Only the device needs the parts: ``air.device_split()`` builds them on first call
-    # (the verifier and the host prover never do).
-    air.device_split = functools.cache(functools.partial(_poseidon2_split, k, air.logup_target))
+    # (the verifier and the host prover never do), in the bus namespace this AIR was built
+    # in, wherever the call comes from.
+    air.device_split = functools.cache(InNamespace(
+        current_bus_namespace(), functools.partial(_poseidon2_split, k, air.logup_target)))
     return air
 
 
@@ -126,8 +129,11 @@ def _poseidon2_split(k: int, logup_target: int) -> tuple:
 
 @functools.cache
 def _poseidon2_slot_air() -> Air:
-    """One permutation's constraints, no receive: the slot kernel every k shares."""
-    return _poseidon2_air("poseidon2_slot", 1, constraints=True, receive=False)
+    """One permutation's constraints, no receive: the slot kernel every k and every bus
+    namespace shares (it has no interactions), so built outside any namespace -- else its
+    name would be the first caller's namespace's."""
+    with outside_bus_namespace():
+        return _poseidon2_air("poseidon2_slot", 1, constraints=True, receive=False)
 
 
 def _poseidon2_air(name: str, k: int, constraints: bool, receive: bool,
