@@ -17,7 +17,8 @@ Per run: cycles, prove-phase seconds (``stats.phases["prove"]``: the protocol, n
 execution or the trace building), cycles/s over it, the whole call's seconds, the
 process's CPU seconds over the proof (user + system, all threads: steadier than wall on a
 shared machine), seconds per round and per table, committed cells per cycle
-(rows x (main + 4 aux + 4 parts) / cycles, per unit of blowup, as docs/rv32.md counts),
+(bench/block_bench.py's ``cell_accounting``: rows x (main + 4 aux + 4 parts) / cycles,
+per unit of blowup, as docs/rv32.md counts),
 proof bytes and their sha256 (base and new must agree where the format is unchanged), peak
 RSS and the load average before and after.
 
@@ -66,12 +67,13 @@ else:
 wall, cpu_s = time.perf_counter() - t0, cpu() - c0
 st = proof.stats
 raw = proof.to_bytes()
-cells = {t.name: t.rows * (t.main_width + 4 * t.aux_width + 4 * t.parts) for t in st.tables}
+from bench.block_bench import cell_accounting
+cells = cell_accounting(st.to_json()["tables"], None, st.cycles)
 print(json.dumps({
     "case": case, "cycles": st.cycles, "prove_s": st.phases.get("prove", 0.0),
     "call_s": wall, "cpu_s": cpu_s, "rounds": st.rounds(),
     "tables": {t.name: t.total for t in st.tables},
-    "cells_per_cycle": sum(cells.values()) / st.cycles,
+    "cells_per_cycle": cells["cells_per_cycle"],
     "proof_bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest(),
     "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     "load": [load0, os.getloadavg()[0]]}))
