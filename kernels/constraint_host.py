@@ -52,6 +52,8 @@ import threading
 import numpy as np
 from numba import njit
 
+from steadfast._jit_cache import adopt
+
 from ..air import eval as air_eval
 from ..air import field as AF
 from . import field, host_pool
@@ -649,3 +651,7 @@ def logup_h_host(air, main: np.ndarray, public_values, challenges: dict,
         raise ValueError(f"{air.name}: a LogUp denominator vanished (resample: "
                          "the challenges hit a tuple's fingerprint)")
     return [H[b].astype(np.uint64) for b in range(B)]
+
+
+# cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
+adopt(globals())

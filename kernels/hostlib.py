@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from steadfast._jit_cache import adopt
+
 from . import field
 from .field import P
 
@@ -283,3 +285,7 @@ def checksum_words(a: np.ndarray) -> tuple:
         return (0, 0)
     s, x = _sum_xor_chunks(flat, 1 << 16)
     return int(s), int(x)
+
+
+# cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
+adopt(globals())

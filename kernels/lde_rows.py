@@ -30,6 +30,8 @@ import functools
 import numpy as np
 from numba import njit
 
+from steadfast._jit_cache import adopt
+
 from .host_pool import run_ranges
 from .poseidon2 import _LANES, BLOCK, DIGEST, RATE, _fast_args, _permute_block
 
@@ -224,3 +226,7 @@ def leaf_digests(lde: np.ndarray, hb: int, l: int, k: int, out: np.ndarray | Non
     run_ranges(lambda b0, b1: _leaf_kernel(lde, out, hb, row0, rstride, brh, brl, b0, b1, *args),
                 nblocks, 4)
     return out
+
+
+# cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
+adopt(globals())

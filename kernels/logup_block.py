@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from steadfast._jit_cache import adopt
+
 from . import field
 
 _F = field.build(njit(inline="always"))
@@ -127,3 +129,7 @@ def logup_block(O, it_pos, it_len, it_bus, it_sign, it_batch, bpow, lo, w, D, Pf
             else:
                 for r in range(w):
                     hrow[r] = _add(hrow[r], _mmul(x[r], mrow[r]))
+
+
+# cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
+adopt(globals())

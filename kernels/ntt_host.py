@@ -42,6 +42,8 @@ import numba
 import numpy as np
 from numba import njit
 
+from steadfast._jit_cache import adopt
+
 from . import field, host_pool
 from .field import P, to_mont_host
 from .hostlib import HF
@@ -648,3 +650,7 @@ def bit_reverse_permutation(a: np.ndarray, axis: int = -1) -> np.ndarray:
 
 __all__ = ["ntt", "intt", "coset_ntt", "coset_intt", "coset_lde", "lde_columns",
            "lde_from_coeffs", "bit_reverse_permutation", "twiddles", "build_butterflies"]
+
+
+# cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
+adopt(globals())

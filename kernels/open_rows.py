@@ -21,6 +21,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from steadfast._jit_cache import adopt
+
 from .field import P, root_of_unity
 from .ntt_host import bit_reverse_indices
 
@@ -148,3 +150,7 @@ def group_rows(coeffs: np.ndarray, log_blowup: int, shift: int, groups, log_grou
                  np.concatenate(cvals) if cvals else np.zeros(0, np.uint64),
                  np.asarray(final_idx, np.int64), xpow, np.array(tw or [1], np.uint64), out)
     return out
+
+
+# cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
+adopt(globals())

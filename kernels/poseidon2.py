@@ -35,6 +35,8 @@ import os
 import numpy as np
 from numba import njit
 
+from steadfast._jit_cache import adopt
+
 from .field import MONT_R2, P
 from .host_pool import run_ranges
 from .poseidon2_constants import (DIGEST, RATE, RC_FULL, RC_PARTIAL_M, ROUNDS_F_HALF, ROUNDS_P,
@@ -563,3 +565,7 @@ def compress_pairs(pairs: np.ndarray) -> np.ndarray:
 
 __all__ = ["poseidon2_permute", "hash_rows", "sponge_hash", "compress", "compress_pairs",
            "build_permutation", "BLOCK"]
+
+
+# cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
+adopt(globals())

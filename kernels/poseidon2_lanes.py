@@ -29,6 +29,8 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
+
+from steadfast._jit_cache import adopt
 from numba.extending import intrinsic
 
 from .field import P
@@ -515,3 +517,7 @@ __all__ = ["W", "sponge_lanes"]
 def sponge_lanes(m: np.ndarray, out: np.ndarray, rate: int, g0: int, g1: int) -> None:
     """Groups g0..g1-1 of W states (see _sponge_lanes_kernel); releases the GIL."""
     _sponge_lanes_kernel(m, out, rate, g0, g1)
+
+
+# cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
+adopt(globals())

@@ -40,6 +40,8 @@ import sys
 import numpy as np
 from numba import njit
 
+from steadfast._jit_cache import adopt
+
 from ..verifier.poseidon2 import _from_mont, _permute_lanes, _to_mont
 
 from . import abi, isa
@@ -530,7 +532,7 @@ def _image(program, spare: int):
     ptab = np.zeros(NUM_PAGES, np.int32)
     pages = []
     for s in program.segments:
-        data = s.data.rstrip(b"\x00")
+        data = s.initialised
         if data:
             first, last = s.address >> 12, (s.address + len(data) - 1) >> 12
             pages.extend(range(first, last + 1))
@@ -539,7 +541,7 @@ def _image(program, spare: int):
     ptab[pages] = np.arange(1, len(pages) + 1, dtype=np.int32)
     flat = pool.reshape(-1).view(np.uint8)
     for s in program.segments:
-        data = s.data.rstrip(b"\x00")
+        data = s.initialised
         done = 0
         while done < len(data):
             addr = s.address + done
@@ -648,3 +650,7 @@ def run(program, input: bytes = b"", max_cycles: int = abi.DEFAULT_MAX_CYCLES,
 
 
 __all__ = ["run", "drive", "record_of"]
+
+
+# cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
+adopt(globals())

@@ -26,7 +26,7 @@ class Memory:
         """The initial memory: the program's segments over zeros (zero pages stay absent)."""
         mem = cls()
         for s in program.segments:
-            data = s.data.rstrip(b"\x00")            # the zero fill needs no page
+            data = s.initialised            # the zero fill needs no page
             if data:
                 mem.write(s.address, data)
         return mem

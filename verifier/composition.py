@@ -16,6 +16,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from steadfast._jit_cache import adopt
+
 from ..air import CHALLENGE_NAMES
 
 from .errors import CompositionError, ShapeError
@@ -336,3 +338,7 @@ def warm_kernels() -> None:
 
 
 __all__ = ["composition_check"]
+
+
+# cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
+adopt(globals())

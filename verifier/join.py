@@ -21,6 +21,8 @@ from typing import Sequence
 import numpy as np
 from numba import njit
 
+from steadfast._jit_cache import adopt
+
 from . import merkle, mmcs
 from .errors import FriError, PowError
 from .field import F, P
@@ -342,3 +344,7 @@ def warm_kernels() -> None:
 
 
 __all__ = ["verify_join"]
+
+
+# cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
+adopt(globals())

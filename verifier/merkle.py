@@ -21,6 +21,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from steadfast._jit_cache import adopt
+
 from .errors import MerkleError, ShapeError
 from .poseidon2 import P, _from_mont, _permute_lanes, _to_mont, hash_rows
 
@@ -211,3 +213,7 @@ def warm_kernels() -> None:
     _count_kernel(np.zeros(1, np.int64), 1)
     _multiproof_kernel(np.zeros((1, 8), np.uint32), np.zeros(1, np.int64),
                        np.zeros((1, 8), np.uint32), 1)
+
+
+# cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
+adopt(globals())

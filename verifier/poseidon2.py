@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from steadfast._jit_cache import adopt
+
 P = 2013265921
 WIDTH = 16
 RATE = 8
@@ -471,3 +473,7 @@ def warm_kernels() -> None:
     permute(np.zeros((1, WIDTH), dtype=np.uint32))
     _duplex_blocks(np.zeros(WIDTH, dtype=np.uint32), np.zeros(8, dtype=np.uint32))
     hash_rows(np.zeros((1, 1), dtype=np.uint32))
+
+
+# cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
+adopt(globals())

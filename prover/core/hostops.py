@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from steadfast._jit_cache import adopt
+
 from ...air import field as AF
 from ...kernels.hostlib import HF
 from ...kernels.host_pool import run_ranges
@@ -345,3 +347,7 @@ def deep_sum(terms: list, xs: np.ndarray) -> np.ndarray:
     if zero.any():
         raise ZeroDivisionError("deep_sum: an opening point is one of the domain's points")
     return out
+
+
+# cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
+adopt(globals())

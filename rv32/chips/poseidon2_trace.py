@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from steadfast._jit_cache import adopt
+
 from ...kernels.poseidon2_constants import RC_FULL, RC_PARTIAL, V16
 from ...verifier.poseidon2 import _from_mont, _mmul, _red37, _to_mont
 
@@ -168,3 +170,7 @@ def poseidon2_trace(hash_in: np.ndarray, k: int = 1) -> np.ndarray:
 
 
 __all__ = ["poseidon2_trace", "p2_fill"]
+
+
+# cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
+adopt(globals())

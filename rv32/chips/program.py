@@ -37,6 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from steadfast._jit_cache import adopt
+
 from ...air import AirBuilder
 
 from .. import isa
@@ -163,3 +165,7 @@ def program_trace(image: Image, pcw_executed: np.ndarray, height: int) -> np.nda
 
 
 __all__ = ["Image", "image_of", "program_prep", "build_program", "program_trace", "PREP"]
+
+
+# cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
+adopt(globals())

@@ -1,0 +1,57 @@
+"""numba's on-disk cache hits without the compiler's start-up (issue #38, item 4).
+
+Before every cache lookup numba "refreshes" its CPU target: it imports and installs every
+typing and lowering registry it has (numpy's, the typed containers', jitclass, ...) and
+initialises its runtime (NRT).  A compilation needs the registries; a cache *hit* needs
+only the runtime -- what else a cached function needs at run time (the threading layer of a
+``parallel=True`` kernel, the hashing symbols) numba stores with it and re-runs on load
+(its ``reload_init``).  For a process that only loads cached kernels -- a warm ``verify`` --
+the registries were ~0.1 s of its 0.75 s (docs/benchmarks.md, "verify as a whole process").
+
+:func:`adopt` gives the ``cache=True`` dispatchers of one of our modules a cache whose
+lookup initialises the runtime only.  A miss is unchanged: numba's compiler refreshes the
+target itself before it compiles (``CompilerBase.__init__``), and then saves to the same
+cache.  Nothing else in the process changes -- a host application's own kernels keep
+numba's lookup -- and the compiled code is the same either way (the cache entry is one and
+the same file).  Should numba's cache class ever lack the two methods used here, the
+dispatchers are left as numba made them: slower to start, never different.
+"""
+from __future__ import annotations
+
+try:                                    # numba's internals, checked once
+    from numba.core.caching import FunctionCache as _FunctionCache
+    from numba.core.runtime import rtsys as _rtsys
+    _USABLE = (hasattr(_FunctionCache, "_load_overload")
+               and hasattr(_FunctionCache, "_guard_against_spurious_io_errors")
+               and hasattr(_rtsys, "initialize"))
+except ImportError:                     # pragma: no cover - a numba without these modules
+    _FunctionCache, _rtsys, _USABLE = None, None, False
+
+
+if _USABLE:
+    class HitCache(_FunctionCache):
+        """numba's FunctionCache whose lookup starts the runtime, not the compiler."""
+
+        def load_overload(self, sig, target_context):
+            _rtsys.initialize(target_context)
+            with self._guard_against_spurious_io_errors():
+                return self._load_overload(sig, target_context)
+else:                                   # pragma: no cover
+    HitCache = None
+
+
+def adopt(namespace: dict) -> int:
+    """Give every ``cache=True`` CPU dispatcher in ``namespace`` (a module's globals) the
+    :class:`HitCache` lookup; returns how many it changed."""
+    if not _USABLE:                     # pragma: no cover
+        return 0
+    n = 0
+    for value in list(namespace.values()):
+        cache = getattr(value, "_cache", None)
+        if type(cache) is _FunctionCache:
+            cache.__class__ = HitCache  # same state, the one overridden method
+            n += 1
+    return n
+
+
+__all__ = ["HitCache", "adopt"]

@@ -1,0 +1,134 @@
+"""steadfast/_jit_cache.py: our ``cache=True`` kernels load from numba's cache without the
+compiler's start-up (the target "refresh"), compile as before on a miss, and compute the
+same either way -- a parallel kernel included (its threads come from the cached entry)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from steadfast import _jit_cache
+from steadfast.rv32.elf import Segment, nonzero_len
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# A fresh interpreter that counts numba's target refreshes around a body of code.
+_COUNTING = textwrap.dedent("""
+    import sys
+    sys.path[:0] = {paths!r}
+    from numba.core import base
+    calls = []
+    _orig = base.BaseContext.refresh
+    def _counted(self):
+        calls.append(1)
+        return _orig(self)
+    base.BaseContext.refresh = _counted
+    {body}
+    print("REFRESHES", len(calls))
+""")
+
+
+def _run(body: str, paths=(), env=None) -> tuple[int, str]:
+    code = _COUNTING.format(paths=list(paths), body=textwrap.indent(textwrap.dedent(body),
+                                                                      "").strip())
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=600, env={**os.environ, **(env or {})})
+    assert out.returncode == 0, out.stderr[-3000:]
+    line = [s for s in out.stdout.splitlines() if s.startswith("REFRESHES")][-1]
+    return int(line.split()[1]), out.stdout
+
+
+def test_adopt_swaps_only_cached_cpu_dispatchers():
+    from numba import njit
+
+    @njit(cache=False)
+    def plain(x):
+        return x + 1
+
+    ns = {"plain": plain, "n": 3, "f": len}
+    assert _jit_cache.adopt(ns) == 0            # no cache: nothing to change
+    from steadfast.verifier import poseidon2
+    assert type(poseidon2._permute_rows._cache) is _jit_cache.HitCache
+    assert _jit_cache.adopt(vars(poseidon2)) == 0   # already adopted
+
+
+def test_a_miss_compiles_and_a_hit_skips_the_refresh(tmp_path):
+    """A module of our own kind in a fresh cache: the first process misses (numba's
+    compiler refreshes and saves), the second loads it without any refresh; both
+    compute the same."""
+    mod = tmp_path / "hitmod.py"
+    mod.write_text(textwrap.dedent("""
+        import numpy as np
+        from numba import njit, prange
+        from steadfast._jit_cache import adopt
+
+        @njit(cache=True)
+        def total(a):
+            s = np.uint64(0)
+            out = np.empty(a.size, np.uint64)
+            for i in range(a.size):
+                s += np.uint64(a[i])
+                out[i] = s
+            return out
+
+        @njit(cache=True, parallel=True)
+        def squares(a):
+            out = np.empty(a.size, np.uint64)
+            for i in prange(a.size):
+                out[i] = np.uint64(a[i]) * np.uint64(a[i])
+            return out
+
+        adopt(globals())
+    """))
+    body = """
+        import numpy as np, hitmod
+        a = np.arange(1, 200001, dtype=np.uint32)
+        got = hitmod.total(a)
+        sq = hitmod.squares(a)
+        assert (got == np.cumsum(a.astype(np.uint64))).all()
+        assert (sq == a.astype(np.uint64) ** 2).all()
+        print("HITS", sum(hitmod.total.stats.cache_hits.values()),
+              sum(hitmod.squares.stats.cache_hits.values()))
+    """
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    cold, out1 = _run(body, [str(tmp_path), ROOT], env)
+    assert cold > 0 and "HITS 0 0" in out1          # compiled: numba refreshed itself
+    warm, out2 = _run(body, [str(tmp_path), ROOT], env)
+    assert warm == 0 and "HITS 1 1" in out2         # loaded, no refresh, same answers
+
+
+def test_a_warm_verify_starts_no_compiler():
+    """The verifier's kernels and the VM's decode, loaded in a fresh process after a warm
+    one: the proof verifies and numba's target is never refreshed."""
+    body = """
+        import steadfast.verifier as V
+        V.warm_kernels()
+        from steadfast.rv32 import Program, asm
+        from steadfast.rv32.chips.program import image_of
+        img = image_of(Program.from_words(asm.assemble("addi a0, zero, 7\\necall")))
+        assert img.dec.shape[1] == 7
+    """
+    _run(body, [ROOT])                              # warm (or compile) the cache
+    warm, _ = _run(body, [ROOT])
+    assert warm == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=300), st.integers(0, 3 << 16), st.binary(max_size=3))
+def test_nonzero_len_is_rstrip(head, zeros, tail):
+    data = head + bytes(zeros) + tail
+    assert nonzero_len(data) == len(data.rstrip(b"\0"))
+    assert Segment(0x1000, data, 5).initialised == data.rstrip(b"\0")
+
+
+def test_nonzero_len_on_large_images():
+    big = bytes(5 << 20)
+    assert nonzero_len(big) == 0
+    b = bytearray(big)
+    b[123_457] = 1
+    assert nonzero_len(bytes(b)) == 123_458
+    assert nonzero_len(np.ones(10, np.uint8).tobytes() + bytes(1 << 17)) == 10
