@@ -100,6 +100,22 @@ def test_grain_round_constants_match_independent_lfsr():
     assert pc.grain_round_constants() == RC
     assert pc.RC_FULL.tolist() == RC_INIT + RC_FINAL
     assert pc.RC_PARTIAL.tolist() == RC_PART
+    # the verifier's own Grain (eighteen clocks at a time, like the kernels' -- both
+    # against this file's bit-at-a-time reference)
+    from steadfast.verifier.poseidon2 import grain_constants
+    init, part, final = grain_constants()
+    assert init.tolist() == [RC_INIT[i] for i in range(4)] and part.tolist() == RC_PART
+    assert final.tolist() == [RC_FINAL[i] for i in range(4)]
+
+
+def test_grain_with_other_parameters_matches_the_reference():
+    """Other (t, R_F, R_P, n): the block LFSR is the reference's bit stream, not a table."""
+    from steadfast.verifier.poseidon2 import grain_constants
+    for t, r_f, r_p in ((16, 8, 13), (24, 8, 21), (8, 8, 12), (16, 6, 5)):
+        want = grain_constants_reference(r_f * t + r_p, t=t, r_f=r_f, r_p=r_p)
+        assert pc.grain_round_constants(width=t, rounds_f=r_f, rounds_p=r_p) == want
+        init, part, final = grain_constants(t=t, rf=r_f, rp=r_p)
+        assert init.ravel().tolist() + part.tolist() + final.ravel().tolist() == want
 
 
 def test_internal_diagonal_and_montgomery_tables():
