@@ -67,7 +67,7 @@ states = st.lists(near_top, min_size=16, max_size=16)
 def test_known_answer():
     assert permute_ref(KAT_IN) == KAT_OUT
     assert vp.permute(np.array(KAT_IN, np.uint32)).tolist() == KAT_OUT
-    assert vp._duplex_blocks(np.array(KAT_IN, np.uint32),
+    assert vp.duplex_blocks(np.array(KAT_IN, np.uint32),
                              np.zeros(0, np.uint32)).tolist() == KAT_OUT
 
 

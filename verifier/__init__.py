@@ -1,7 +1,10 @@
 """Steadfast's independent verifier.
 
 Depends on numpy, numba (its own Poseidon2 kernel) and the statement (:mod:`air`) only --
-never on ``kernels/`` or ``prover/``.
+never on ``kernels/`` or ``prover/`` (``steadfast._jit_cache``, numba's cache lookup
+without the compiler's start-up, is the package root's).  Its compiled kernels allocate
+nothing: the Python wrappers pass every array (an allocation inside a cached kernel makes
+loading it import numba's array module, ~33 ms of a verify).
 
 * :func:`verify` ``(proof_bytes, airs, public_values=None, *, min_security_bits=100) -> VerifyResult``
   (:mod:`verifier.verify`: the whole proof, step by step)

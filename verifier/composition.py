@@ -28,8 +28,11 @@ from .scalar import ONE, P64, TWO, W64, ZERO, add, ef_inv, ef_mul, inv, mul, sub
 
 # ---------------------------------------------------------------- opened values
 
+# The kernels allocate nothing (verifier/poseidon2.py: an np.empty inside a cached
+# kernel makes loading it import numba's array module): their callers pass the arrays.
+
 @njit(cache=True)
-def _bary_kernel(cols, z, wn):
+def _bary_kernel(cols, z, wn, scratch, out):
     """sum_i f_i w^i / (z - w^i) for every column f of cols (uint32[n, k]) at the EF point
     z (uint64[4]), w = wn a primitive n-th root of unity; returns (ok, sums (k, 4)); ok is False when some z - w^i is zero (the
     caller then falls back to verifier.field.barycentric_at, which maps 1/0 to 0).
@@ -40,18 +43,19 @@ def _bary_kernel(cols, z, wn):
           = (a0 e0 - 11 a2 e2, 11 a3 e2 - a1 e0, a2 e0 - a0 e2, a1 e2 - a3 e0) / N.
     Only a0 and N depend on i, so with c_i = f_i t_i / N_i the sum needs four base sums
     A = sum c e0, B = sum c e2, C = sum c a0 e0, D = sum c a0 e2; the N_i are inverted
-    together (Montgomery's trick: one inversion)."""
+    together (Montgomery's trick: one inversion).  scratch uint64[6, n]; out uint64[k, 4]
+    (the sums, when ok)."""
     n, k = cols.shape
     z0, a1, a2, a3 = z[0], z[1], z[2], z[3]
     k1 = mul(W64, sub(mul(a2, a2), mul(TWO, mul(a1, a3))))
     k2 = sub(ZERO, add(mul(a1, a1), mul(W64, mul(a3, a3))))
     a2x2 = mul(TWO, a2)
     w = ONE
-    a0s = np.empty(n, dtype=np.uint64)
-    e0s = np.empty(n, dtype=np.uint64)
-    e2s = np.empty(n, dtype=np.uint64)
-    ts = np.empty(n, dtype=np.uint64)
-    pre = np.empty(n, dtype=np.uint64)
+    a0s = scratch[0]
+    e0s = scratch[1]
+    e2s = scratch[2]
+    ts = scratch[3]
+    pre = scratch[4]
     run = ONE
     for i in range(n):
         a0 = sub(z0, w)
@@ -59,18 +63,17 @@ def _bary_kernel(cols, z, wn):
         e2 = add(mul(a2x2, a0), k2)
         nrm = sub(mul(e0, e0), mul(W64, mul(e2, e2)))
         if nrm == 0:
-            return False, np.zeros((k, 4), dtype=np.uint64)
+            return False
         a0s[i], e0s[i], e2s[i], ts[i] = a0, e0, e2, w
         pre[i] = run                              # product of N_0 .. N_(i-1)
         run = mul(run, nrm)
         w = mul(w, wn)
     inv_run = inv(run)
-    u = np.empty(n, dtype=np.uint64)              # u_i = t_i / N_i
+    u = scratch[5]                                # u_i = t_i / N_i
     for i in range(n - 1, -1, -1):
         nrm = sub(mul(e0s[i], e0s[i]), mul(W64, mul(e2s[i], e2s[i])))
         u[i] = mul(ts[i], mul(inv_run, pre[i]))
         inv_run = mul(inv_run, nrm)
-    out = np.empty((k, 4), dtype=np.uint64)
     for j in range(k):
         sa = ZERO
         sb = ZERO
@@ -92,7 +95,7 @@ def _bary_kernel(cols, z, wn):
         out[j, 1] = sub(mul(W64, mul(a3, sb)), mul(a1, sa))
         out[j, 2] = sub(mul(a2, sa), sd)
         out[j, 3] = sub(mul(a1, sb), mul(a3, sa))
-    return True, out
+    return True
 
 
 def _barycentric(columns, z, log_n: int) -> np.ndarray:
@@ -105,7 +108,9 @@ def _barycentric(columns, z, log_n: int) -> np.ndarray:
     n = 1 << log_n
     if cols.ndim != 2 or cols.shape[0] != n:
         return barycentric_at(columns, z, log_n)
-    ok, sums = _bary_kernel(cols, zf, np.uint64(F.root_of_unity(log_n)))
+    sums = np.empty((cols.shape[1], 4), dtype=np.uint64)
+    ok = _bary_kernel(cols, zf, np.uint64(F.root_of_unity(log_n)),
+                      np.empty((6, n), dtype=np.uint64), sums)
     if not ok:
         return barycentric_at(columns, z, log_n)
     zc = zf.reshape(4, 1)
@@ -200,7 +205,7 @@ def _point_code(air):
 
 
 @njit(cache=True)
-def _composition_kernel(code, vals, outs, when, alpha, z, n, winv, parts):
+def _composition_kernel(code, vals, outs, when, alpha, z, n, winv, parts, work):
     """N(z), Z_H(z) and Z_H(z) Q(z) (each uint64[4]) for one table.
 
     code int64[nops, 3] (op, a, b); vals uint64[nops, 4]: the leaves' EF values at their
@@ -208,7 +213,12 @@ def _composition_kernel(code, vals, outs, when, alpha, z, n, winv, parts):
     constraints' instructions and selectors (0 all, 1 first, 2 last, 3 transition);
     alpha, z uint64[4]; n = trace length, winv = omega_n^-1; parts uint64[s, 4]: q_i(z).
     N(z) = sum_k alpha^(K-1-k) sel_k(z) C_k(z) with sel_first = Z_H/(z-1),
-    sel_last = Z_H/(z - winv), sel_transition = z - winv; Q(z) = sum_i z^(i n) q_i(z)."""
+    sel_last = Z_H/(z - winv), sel_transition = z - winv; Q(z) = sum_i z^(i n) q_i(z).
+    work uint64[13, 4] (zeroed here): rows 0-3 acc, 4-7 sel, 8 zn, 9 zh, 10 num, 11 q,
+    12 zq -- the results are rows 10, 9 and 12."""
+    for i in range(13):
+        for c in range(4):
+            work[i, c] = 0
     for i in range(code.shape[0]):
         op = code[i, 0]
         if op == _OP_LEAF:
@@ -229,7 +239,7 @@ def _composition_kernel(code, vals, outs, when, alpha, z, n, winv, parts):
                        vals[b, 0], vals[b, 1], vals[b, 2], vals[b, 3])
             for c in range(4):
                 vals[i, c] = m[c]
-    acc = np.zeros((4, 4), dtype=np.uint64)         # per selector group
+    acc = work[0:4]                             # per selector group
     p0, p1, p2, p3 = ONE, ZERO, ZERO, ZERO     # alpha^(K-1-k), k from the end
     for k in range(outs.shape[0] - 1, -1, -1):
         o = outs[k]
@@ -244,10 +254,11 @@ def _composition_kernel(code, vals, outs, when, alpha, z, n, winv, parts):
     while e > 1:
         z0, z1, z2, z3 = ef_mul(z0, z1, z2, z3, z0, z1, z2, z3)
         e >>= 1
-    zn = np.array([z0, z1, z2, z3], dtype=np.uint64)
-    zh = zn.copy()
-    zh[0] = sub(zh[0], ONE)
-    sel = np.zeros((4, 4), dtype=np.uint64)
+    zn = work[8]
+    zn[0], zn[1], zn[2], zn[3] = z0, z1, z2, z3
+    zh = work[9]
+    zh[0], zh[1], zh[2], zh[3] = sub(z0, ONE), z1, z2, z3
+    sel = work[4:8]
     sel[0, 0] = ONE
     i0, i1, i2, i3 = ef_inv(sub(z[0], ONE), z[1], z[2], z[3])
     sel[1, 0], sel[1, 1], sel[1, 2], sel[1, 3] = ef_mul(zh[0], zh[1], zh[2], zh[3],
@@ -257,22 +268,28 @@ def _composition_kernel(code, vals, outs, when, alpha, z, n, winv, parts):
     sel[2, 0], sel[2, 1], sel[2, 2], sel[2, 3] = ef_mul(zh[0], zh[1], zh[2], zh[3],
                                                         i0, i1, i2, i3)
     sel[3, 0], sel[3, 1], sel[3, 2], sel[3, 3] = t0, z[1], z[2], z[3]
-    num = np.zeros(4, dtype=np.uint64)
+    num = work[10]
     for g in range(4):
         m = ef_mul(sel[g, 0], sel[g, 1], sel[g, 2], sel[g, 3],
                    acc[g, 0], acc[g, 1], acc[g, 2], acc[g, 3])
         for c in range(4):
             num[c] = add(num[c], m[c])
-    q = np.zeros(4, dtype=np.uint64)
+    q = work[11]
     w0, w1, w2, w3 = ONE, ZERO, ZERO, ZERO
     for i in range(parts.shape[0]):
         m = ef_mul(w0, w1, w2, w3, parts[i, 0], parts[i, 1], parts[i, 2], parts[i, 3])
         for c in range(4):
             q[c] = add(q[c], m[c])
         w0, w1, w2, w3 = ef_mul(w0, w1, w2, w3, zn[0], zn[1], zn[2], zn[3])
-    zq = np.empty(4, dtype=np.uint64)
+    zq = work[12]
     zq[0], zq[1], zq[2], zq[3] = ef_mul(zh[0], zh[1], zh[2], zh[3], q[0], q[1], q[2], q[3])
-    return num, zh, zq
+
+
+def _composition_at(code, vals, outs, when, alpha, z, n, winv, parts):
+    """:func:`_composition_kernel`: (N(z), Z_H(z), Z_H(z) Q(z)), uint64[4] each."""
+    work = np.empty((13, 4), dtype=np.uint64)
+    _composition_kernel(code, vals, outs, when, alpha, z, n, winv, parts, work)
+    return work[10].copy(), work[9].copy(), work[12].copy()
 
 
 def _composition_values(air, sh: TableShape, tp: TableProof, pv, chal, alpha, z):
@@ -312,7 +329,7 @@ def _composition_values(air, sh: TableShape, tp: TableProof, pv, chal, alpha, z)
     vals[lpos] = src[offs[lkind] + lcol]
     parts = _combine_ef_columns(tp.ood_parts)[:sh.num_parts]
     winv = pow(F.root_of_unity(sh.log_n), P - 2, P)
-    num, zh, zq = _composition_kernel(code, vals, outs, when,
+    num, zh, zq = _composition_at(code, vals, outs, when,
                                       np.asarray(alpha, u64).reshape(4) % P64, zf,
                                       sh.n, u64(winv), np.ascontiguousarray(parts, u64))
     return num, zh, zq
@@ -331,10 +348,10 @@ def warm_kernels() -> None:
     """Load (or compile, on a cold cache) the compiled helpers with exactly the argument
     types the verifier passes, like verifier.poseidon2 does (:func:`verifier.warm_kernels`)."""
     u64, u32, i64 = np.uint64, np.uint32, np.int64
-    _bary_kernel(np.zeros((2, 1), u32), np.array([5, 1, 0, 0], u64), u64(P - 1))
-    _composition_kernel(np.zeros((1, 3), i64), np.zeros((1, 4), u64), np.zeros(1, i64),
-                        np.zeros(1, i64), np.zeros(4, u64), np.array([5, 1, 0, 0], u64), 2,
-                        u64(P - 1), np.zeros((1, 4), u64))
+    _barycentric(np.zeros((2, 1), u32), np.array([5, 1, 0, 0], u64), 1)
+    _composition_at(np.zeros((1, 3), i64), np.zeros((1, 4), u64), np.zeros(1, i64),
+                    np.zeros(1, i64), np.zeros(4, u64), np.array([5, 1, 0, 0], u64), 2,
+                    u64(P - 1), np.zeros((1, 4), u64))
 
 
 __all__ = ["composition_check"]

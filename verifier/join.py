@@ -37,15 +37,23 @@ from .transcript import Transcript
 
 # ---------------------------------------------------------------- DEEP at the queries
 
+# The kernels allocate nothing (verifier/poseidon2.py: an np.empty inside a cached
+# kernel makes loading it import numba's array module): their callers pass the arrays.
+
 @njit(cache=True)
-def _deep_kernel(vals, lam, ood, nxt, x, pts):
+def _deep_kernel(vals, lam, ood, nxt, x, pts, lp, out):
     """DEEP quotient at the queries: sum over opened columns j (in DEEP order) of
     lam^j (f_j(x) - v_j) / (x - zeta_j), zeta_j = pts[nxt[j]].  vals (q, C) base rows,
     lam (4,) EF, ood (C, 4) opened EF values, x (q,) base points, pts (2, 4) EF points.
-    Columns sharing a point share the division: sum_j a_j / d = (sum_j a_j) / d."""
+    Columns sharing a point share the division: sum_j a_j / d = (sum_j a_j) / d.
+    lp uint64[C + 5, 4] scratch (lam^j, then the per-point sums); out uint64[4, q]."""
     q, c = vals.shape
-    lp = np.empty((c, 4), dtype=np.uint64)              # lam^j
-    cst = np.zeros((2, 4), dtype=np.uint64)             # sum_j lam^j v_j per point
+    cst = lp[c:c + 2]                                   # sum_j lam^j v_j per point
+    acc = lp[c + 2:c + 4]
+    t = lp[c + 4]
+    for f in range(2):
+        for k in range(4):
+            cst[f, k] = 0
     p0, p1, p2, p3 = ONE, ZERO, ZERO, ZERO
     for j in range(c):
         lp[j, 0], lp[j, 1], lp[j, 2], lp[j, 3] = p0, p1, p2, p3
@@ -55,16 +63,17 @@ def _deep_kernel(vals, lam, ood, nxt, x, pts):
         for k in range(4):
             cst[f, k] = add(cst[f, k], v[k])
         p0, p1, p2, p3 = ef_mul(p0, p1, p2, p3, lam[0], lam[1], lam[2], lam[3])
-    out = np.empty((4, q), dtype=np.uint64)
-    acc = np.empty((2, 4), dtype=np.uint64)
     for r in range(q):
-        acc[:] = 0
+        for f in range(2):
+            for k in range(4):
+                acc[f, k] = 0
         for j in range(c):
             f = 1 if nxt[j] else 0
             a = np.uint64(vals[r, j]) % P64
             for k in range(4):
                 acc[f, k] += mul(a, lp[j, k])          # < C p < 2^40: no wrap
-        t = np.zeros(4, dtype=np.uint64)
+        for k in range(4):
+            t[k] = 0
         for f in range(2):
             d0, d1, d2, d3 = ef_inv(sub(x[r] % P64, pts[f, 0]), sub(ZERO, pts[f, 1]),
                                     sub(ZERO, pts[f, 2]), sub(ZERO, pts[f, 3]))
@@ -77,6 +86,13 @@ def _deep_kernel(vals, lam, ood, nxt, x, pts):
                 t[k] = add(t[k], m[k])
         for k in range(4):
             out[k, r] = t[k]
+
+
+def deep_values(vals, lam, ood, nxt, x, pts) -> np.ndarray:
+    """:func:`_deep_kernel`: uint64[4, q]."""
+    out = np.empty((4, vals.shape[0]), np.uint64)
+    _deep_kernel(vals, lam, ood, nxt, x, pts, np.empty((vals.shape[1] + 5, 4), np.uint64),
+                 out)
     return out
 
 
@@ -97,25 +113,30 @@ def _deep_at_rows(sh: TableShape, tp: TableProof, x, z, lam) -> np.ndarray:
                                                   for g in groups], axis=0))
     nxt = np.concatenate([np.full(np.asarray(rows[m]).shape[1], bool(n)) for m, n in groups])
     pts = np.ascontiguousarray(np.stack([zf, z_next]).astype(np.uint64))
-    return _deep_kernel(vals, np.ascontiguousarray(np.asarray(lam, np.uint64).reshape(4)),
-                        opened, nxt, np.ascontiguousarray(np.asarray(x, np.uint64).reshape(-1)),
-                        pts)
+    return deep_values(vals, np.ascontiguousarray(np.asarray(lam, np.uint64).reshape(4)),
+                       opened, nxt, np.ascontiguousarray(np.asarray(x, np.uint64).reshape(-1)),
+                       pts)
 
 
 # ---------------------------------------------------------------- FRI layers
 
 @njit(cache=True)
-def _coset_points(idx, h, w):
-    """x_p = g w^bitrev_h(p) for every position p of ``idx`` (w = omega_(2^h))."""
-    out = np.empty(idx.shape[0], dtype=np.uint64)
+def _coset_kernel(idx, h, w, out):
+    """out[r] = x_p = g w^bitrev_h(p) for every position p = idx[r] (w = omega_(2^h))."""
     g = np.uint64(SHIFT)
     for r in range(idx.shape[0]):
         out[r] = mul(g, power(w, bitrev(idx[r], h)))
+
+
+def _coset_points(idx, h, w) -> np.ndarray:
+    """x_p = g w^bitrev_h(p) for every position p of ``idx`` (w = omega_(2^h))."""
+    out = np.empty(idx.shape[0], dtype=np.uint64)
+    _coset_kernel(idx, h, w, out)
     return out
 
 
 @njit(cache=True)
-def _layer_kernel(pos, vals, proof_vals, k, h, w, beta, invw):
+def _layer_fold(pos, vals, proof_vals, k, h, w, beta, invw, ids, rows, folded, cur):
     """One FRI layer of height h and arity a = 2^k, batched over its touched leaves.
 
     pos int64[n]: the sorted distinct positions the verifier knows, vals uint64[4, n]
@@ -127,17 +148,11 @@ def _layer_kernel(pos, vals, proof_vals, k, h, w, beta, invw):
     values c0..c3 in position order --, folded uint64[4, nl]: each leaf folded to its
     value at position (leaf id) of height h - k).  Leaf l holds the points
     x_(l a + e) = Y omega_(2^k)^bitrev_k(e), Y = g w^bitrev_(h-k)(l); the k binary folds
-    use b = beta^(2^j); after each, Y <- Y^2 / g (the rescaled domain)."""
+    use b = beta^(2^j); after each, Y <- Y^2 / g (the rescaled domain).
+    (:func:`_layer_kernel` allocates the outputs and cur, uint64[a, 4] scratch.)"""
     n = pos.shape[0]
     a = 1 << k
-    nl = 0
-    for r in range(n):
-        if r == 0 or (pos[r] >> k) != (pos[r - 1] >> k):
-            nl += 1
-    ids = np.empty(nl, dtype=np.int64)
-    rows = np.empty((nl, 4 * a), dtype=np.uint32)
-    folded = np.empty((4, nl), dtype=np.uint64)
-    cur = np.empty((a, 4), dtype=np.uint64)
+    nl = ids.shape[0]
     inv2 = np.uint64((P + 1) // 2)
     g = np.uint64(SHIFT)
     r = 0
@@ -178,6 +193,17 @@ def _layer_kernel(pos, vals, proof_vals, k, h, w, beta, invw):
             iy = mul(mul(iy, iy), g)
         for c in range(4):
             folded[c, li] = cur[0, c]
+
+
+def _layer_kernel(pos, vals, proof_vals, k, h, w, beta, invw):
+    """:func:`_layer_fold` with its arrays: (leaf ids, leaf rows, folded)."""
+    nl = int(np.count_nonzero(np.diff(pos >> k))) + 1 if pos.shape[0] else 0
+    a = 1 << k
+    ids = np.empty(nl, dtype=np.int64)
+    rows = np.empty((nl, 4 * a), dtype=np.uint32)
+    folded = np.empty((4, nl), dtype=np.uint64)
+    _layer_fold(pos, vals, proof_vals, k, h, w, beta, invw, ids, rows, folded,
+                np.empty((a, 4), dtype=np.uint64))
     return ids, rows, folded
 
 
@@ -334,8 +360,8 @@ def warm_kernels() -> None:
     """Load (or compile, on a cold cache) the compiled helpers with exactly the argument
     types the verifier passes, like verifier.poseidon2 does (:func:`verifier.warm_kernels`)."""
     u64, u32, i64 = np.uint64, np.uint32, np.int64
-    _deep_kernel(np.zeros((1, 1), u32), np.array([1, 0, 0, 0], u64), np.zeros((1, 4), u64),
-                 np.zeros(1, np.bool_), np.ones(1, u64), np.array([[5, 1, 0, 0]] * 2, u64))
+    deep_values(np.zeros((1, 1), u32), np.array([1, 0, 0, 0], u64), np.zeros((1, 4), u64),
+                np.zeros(1, np.bool_), np.ones(1, u64), np.array([[5, 1, 0, 0]] * 2, u64))
     _coset_points(np.zeros(1, i64), 2, u64(F.root_of_unity(2)))
     _layer_kernel(np.zeros(1, i64), np.zeros((4, 1), u64), np.zeros((1, 4), u32), 1, 2,
                   u64(F.root_of_unity(2)), np.zeros(4, u64), _INVW)

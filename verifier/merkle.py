@@ -39,12 +39,16 @@ def merkle_root(matrix: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------- caps and multiproofs
 
+# The kernels allocate nothing (verifier/poseidon2.py: an np.empty inside a cached
+# kernel makes loading it import numba's array module).
+
 @njit(cache=True)
-def _count_kernel(idx, levels):
+def _count_kernel(idx, levels, pos):
     """Nodes a multiproof of the sorted distinct leaf indices ``idx`` carries over
-    ``levels`` levels (index arithmetic only)."""
+    ``levels`` levels (index arithmetic only; pos: int64 scratch of idx's size)."""
     n = idx.shape[0]
-    pos = idx.copy()
+    for r in range(n):
+        pos[r] = idx[r]
     m = 0
     for _ in range(levels):
         a = 0
@@ -62,20 +66,25 @@ def _count_kernel(idx, levels):
     return m
 
 
+def count_nodes(idx: np.ndarray, levels: int) -> int:
+    """:func:`_count_kernel` of int64[k] ``idx``."""
+    return int(_count_kernel(idx, levels, np.empty(idx.shape[0], np.int64)))
+
+
 @njit(cache=True)
-def _multiproof_kernel(digests, idx, nodes, levels):
+def _multiproof_kernel(digests, idx, nodes, levels, pos, cur, st, out):
     """Recompute a multiproof up ``levels`` levels.  digests uint32[k, 8] are the leaf
     digests at the sorted distinct indices idx int64[k]; nodes uint32[m, 8] the proof's
     nodes in protocol order (m checked by the caller: exactly what this walk consumes).
-    Each level is one lane-major Poseidon2 batch over its distinct parents.  Returns
-    (the parents' indices at the top level, their digests uint32[k', 8])."""
+    Each level is one lane-major Poseidon2 batch over its distinct parents.  Scratch:
+    pos int64[k], cur uint64[k, 8], st uint64[16, k]; out uint32[k, 8] (k >= 1).
+    Returns k': the parents at the top level are pos[:k'], their digests out[:k']."""
     n = idx.shape[0]
-    pos = idx.copy()
-    cur = np.empty((max(n, 1), 8), dtype=np.uint64)
+    for r in range(n):
+        pos[r] = idx[r]
     for r in range(n):
         for i in range(8):
             cur[r, i] = _to_mont(np.uint64(digests[r, i]))       # Montgomery form
-    st = np.empty((16, max(n, 1)), dtype=np.uint64)
     ptr = 0
     for _ in range(levels):
         a = 0
@@ -102,11 +111,21 @@ def _multiproof_kernel(digests, idx, nodes, levels):
             for i in range(8):
                 cur[b, i] = st[i, b]
         n = nl
-    out = np.empty((n, 8), dtype=np.uint32)
     for r in range(n):
         for i in range(8):
             out[r, i] = np.uint32(_from_mont(cur[r, i]))
-    return pos[:n].copy(), out
+    return n
+
+
+def multiproof_top(digests, idx, nodes, levels: int):
+    """:func:`_multiproof_kernel`: (the parents' indices at the top level int64[k'],
+    their digests uint32[k', 8])."""
+    k = max(idx.shape[0], 1)
+    pos = np.empty(k, np.int64)
+    out = np.empty((k, 8), np.uint32)
+    n = _multiproof_kernel(digests, idx, nodes, levels, pos, np.empty((k, 8), np.uint64),
+                           np.empty((16, k), np.uint64), out)
+    return pos[:n].copy(), out[:n]
 
 
 def cap_height(height: int, log_cap: int) -> int:
@@ -123,7 +142,7 @@ def multiproof_size(indices, height: int, log_cap: int) -> int:
     """m: the number of nodes a multiproof for ``indices`` (any order, repeats allowed)
     carries in a tree over 2^height leaves with cap parameter ``log_cap``."""
     s0 = leaf_set(indices)
-    return int(_count_kernel(s0, int(height) - cap_height(height, log_cap)))
+    return count_nodes(s0, int(height) - cap_height(height, log_cap))
 
 
 def check_u32_matrix(a, cols: int, what: str, table) -> np.ndarray:
@@ -161,12 +180,12 @@ def verify_multiproof(cap, leaf_digests, indices, nodes, height: int, log_cap: i
     if digests.shape[0] != idx.size:
         raise ShapeError(f"{what}: {digests.shape[0]} opened leaves, expected {idx.size}", table)
     nodes = check_u32_matrix(nodes, 8, f"{what} multiproof nodes", table)
-    m = int(_count_kernel(idx, height - c))
+    m = count_nodes(idx, height - c)
     if nodes.shape[0] != m:
         raise ShapeError(f"{what} multiproof: {nodes.shape[0]} nodes, expected {m}", table)
     if idx.size == 0:
         return
-    top, computed = _multiproof_kernel(digests, idx, nodes, height - c)
+    top, computed = multiproof_top(digests, idx, nodes, height - c)
     bad = np.flatnonzero(np.any(computed != cap[top], axis=1))
     if bad.size:
         raise MerkleError(f"{what}: the opening does not authenticate (cap entry "
@@ -210,9 +229,9 @@ def cap_of(matrix: np.ndarray, log_cap: int) -> np.ndarray:
 
 def warm_kernels() -> None:
     """Load (or compile, on a cold cache) the kernels verify uses, like the permutation's."""
-    _count_kernel(np.zeros(1, np.int64), 1)
-    _multiproof_kernel(np.zeros((1, 8), np.uint32), np.zeros(1, np.int64),
-                       np.zeros((1, 8), np.uint32), 1)
+    count_nodes(np.zeros(1, np.int64), 1)
+    multiproof_top(np.zeros((1, 8), np.uint32), np.zeros(1, np.int64),
+                   np.zeros((1, 8), np.uint32), 1)
 
 
 # cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)

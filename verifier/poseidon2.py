@@ -375,12 +375,14 @@ def _from_mont(x):
     return _mred(x)
 
 
+# The kernels allocate nothing: their callers pass every array (an np.empty inside a
+# cached kernel makes loading it import numba's array module, ~33 ms of a verify).
+
 @njit(cache=True)
-def _permute_rows(states):
-    """uint32[n, 16] -> uint32[n, 16], lane-major in chunks of up to 256 states."""
+def _permute_rows(states, out, st):
+    """uint32[n, 16] -> out uint32[n, 16], lane-major in chunks of up to 256 states
+    (st: uint64[16, 256] scratch)."""
     n = states.shape[0]
-    out = np.empty((n, 16), dtype=np.uint32)
-    st = np.empty((16, 256), dtype=np.uint64)
     for r0 in range(0, n, 256):
         nb = min(256, n - r0)
         for b in range(nb):
@@ -390,15 +392,14 @@ def _permute_rows(states):
         for b in range(nb):
             for i in range(16):
                 out[r0 + b, i] = np.uint32(_from_mont(st[i, b]))
-    return out
 
 
 @njit(cache=True)
-def _duplex_blocks(state, elems):
+def _duplex_blocks(state, elems, out, st):
     """The duplex sponge fed ``elems`` (uint32[k]): for each block of up to 8 elements,
     overwrite lanes 0.. with it and permute (at least one permutation: an empty block
-    just permutes).  Returns the new uint32[16] state; ``state`` is left unchanged."""
-    st = np.empty((16, 1), dtype=np.uint64)
+    just permutes).  Writes the new state to ``out`` (uint32[16]; st: uint64[16, 1]
+    scratch); ``state`` is left unchanged."""
     for i in range(16):
         st[i, 0] = _to_mont(np.uint64(state[i]))
     k = elems.shape[0]
@@ -410,21 +411,20 @@ def _duplex_blocks(state, elems):
         start += 8
         if start >= k:
             break
-    out = np.empty(16, dtype=np.uint32)
     for i in range(16):
         out[i] = np.uint32(_from_mont(st[i, 0]))
-    return out
 
 
 @njit(cache=True)
-def _hash_rows_kernel(rows):
-    """Overwrite-mode sponge, rate 8, over every row of uint32[n, w] -> uint32[n, 8]."""
+def _hash_rows_kernel(rows, out, st):
+    """Overwrite-mode sponge, rate 8, over every row of uint32[n, w] -> out uint32[n, 8]
+    (st: uint64[16, 256] scratch)."""
     n, w = rows.shape
-    out = np.empty((n, 8), dtype=np.uint32)
-    st = np.empty((16, 256), dtype=np.uint64)
     for r0 in range(0, n, 256):
         nb = min(256, n - r0)
-        st[:, :nb] = 0
+        for i in range(16):
+            for b in range(nb):
+                st[i, b] = 0
         for c0 in range(0, w, 8):
             for i in range(min(8, w - c0)):
                 for b in range(nb):
@@ -433,6 +433,13 @@ def _hash_rows_kernel(rows):
         for b in range(nb):
             for i in range(8):
                 out[r0 + b, i] = np.uint32(_from_mont(st[i, b]))
+
+
+def duplex_blocks(state: np.ndarray, elems: np.ndarray) -> np.ndarray:
+    """:func:`_duplex_blocks` of uint32[16] ``state`` and uint32[k] ``elems``: the new
+    state (a new array)."""
+    out = np.empty(16, dtype=np.uint32)
+    _duplex_blocks(state, elems, out, np.empty((16, 1), dtype=np.uint64))
     return out
 
 
@@ -441,7 +448,10 @@ def permute(states: np.ndarray) -> np.ndarray:
     states = np.ascontiguousarray(states, dtype=np.uint32)
     if states.shape[-1] != WIDTH:
         raise ValueError(f"Poseidon2 states have 16 lanes, got shape {states.shape}")
-    return _permute_rows(states.reshape(-1, WIDTH)).reshape(states.shape)
+    flat = states.reshape(-1, WIDTH)
+    out = np.empty(flat.shape, dtype=np.uint32)
+    _permute_rows(flat, out, np.empty((16, 256), dtype=np.uint64))
+    return out.reshape(states.shape)
 
 
 def hash_rows(rows: np.ndarray) -> np.ndarray:
@@ -449,7 +459,9 @@ def hash_rows(rows: np.ndarray) -> np.ndarray:
     rows = np.asarray(rows, dtype=np.uint32)
     if rows.ndim != 2 or rows.shape[1] == 0:
         raise ValueError(f"hash_rows expects a non-empty (n, w) matrix, got {rows.shape}")
-    return _hash_rows_kernel(np.ascontiguousarray(rows))
+    out = np.empty((rows.shape[0], 8), dtype=np.uint32)
+    _hash_rows_kernel(np.ascontiguousarray(rows), out, np.empty((16, 256), dtype=np.uint64))
+    return out
 
 
 def compress(left: np.ndarray, right: np.ndarray) -> np.ndarray:
@@ -464,7 +476,7 @@ def warm_kernels() -> None:
     verifier passes (:func:`verifier.warm_kernels`; not at import: a cold ``prove``
     compiles them on a second core while it proves, prover/cli/compile_ahead.py)."""
     permute(np.zeros((1, WIDTH), dtype=np.uint32))
-    _duplex_blocks(np.zeros(WIDTH, dtype=np.uint32), np.zeros(8, dtype=np.uint32))
+    duplex_blocks(np.zeros(WIDTH, dtype=np.uint32), np.zeros(8, dtype=np.uint32))
     hash_rows(np.zeros((1, 1), dtype=np.uint32))
 
 

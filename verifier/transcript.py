@@ -31,7 +31,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .poseidon2 import P, RATE, _duplex_blocks, permute
+from .poseidon2 import P, RATE, duplex_blocks, permute
 
 TAG_ABSORB, TAG_SAMPLE, TAG_FORK, TAG_POW = 1, 2, 3, 4
 DOMAIN = "steadfast/stark/v1"
@@ -62,7 +62,7 @@ class Transcript:
     def _duplex(self) -> None:
         # lanes 0..k-1 overwritten with the pending inputs, then one permutation (one
         # compiled call: numba's dispatch is the cost here, not the permutation)
-        self.state = _duplex_blocks(self.state, np.array(self.inbuf, dtype=np.uint32))
+        self.state = duplex_blocks(self.state, np.array(self.inbuf, dtype=np.uint32))
         self.inbuf = []
         self.outbuf = self.state[:RATE].tolist()
 
@@ -82,7 +82,7 @@ class Transcript:
         buf = self.inbuf + xs
         full = len(buf) - len(buf) % RATE
         if full:
-            self.state = _duplex_blocks(self.state, np.array(buf[:full], dtype=np.uint32))
+            self.state = duplex_blocks(self.state, np.array(buf[:full], dtype=np.uint32))
             self.inbuf = buf[full:]
             self.outbuf = [] if self.inbuf else self.state[:RATE].tolist()
         else:
