@@ -128,6 +128,22 @@ def test_verify(folder, proved, capsys):
     assert code == 0 and json.loads(out)["state_out"] == state_of(folder, CODES, outs, s)
 
 
+def test_execute_only_shows_outputs_as_prove_does(folder, proved, capsys):
+    """``--execute-only`` shows each transaction's exit code and output in prove's and
+    verify's words (issue #38 item 4: it printed "exit 7 ... output 79 bytes" in hex,
+    text included), with its cycles beside them."""
+    import re
+    _, proved_out, _ = proved
+    shown = re.findall(r"^  tx (\d+) \((.+?)\): exit code (\d+), output (.*)$", proved_out, re.M)
+    assert len(shown) == 3, proved_out
+    code, out, _ = run(main_prove, [folder / "block.json", "--execute-only", *WEAK], capsys)
+    assert code == 0
+    ran = re.findall(r"^  tx (\d+) \((.+?)\): exit code (\d+), ([\d,]+) cycles, output (.*)$",
+                     out, re.M)
+    assert [(i, n, c, o) for i, n, c, _, o in ran] == shown, out
+    assert "output (24 bytes): b'hello from rv32im\\n!dlrow'" in out
+
+
 def _claim(i, **kw):
     """Transaction i's fields set (None: removed)."""
     def change(o):
@@ -198,7 +214,7 @@ def test_execute_only(folder, capsys):
                                                         rep["transactions"]])
     assert len(rep["tables"]) == 50 and rep["backend"] == "host"
     code, out, _ = run(main_prove, [blk, "--execute-only", *WEAK], capsys)
-    assert code == 0 and "3 transactions, 1,392 cycles" in out and "tx 1 (transfer): exit 7" in out
+    assert code == 0 and "3 transactions, 1,392 cycles" in out and "tx 1 (transfer): exit code 7, 976 cycles" in out
     bad = variant(folder, "false.json", _claim(1, exit_code=8))
     code, out, err = run(main_prove, [bad, "--execute-only", "--json", *WEAK], capsys)
     rep = json.loads(out)

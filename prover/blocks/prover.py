@@ -19,6 +19,7 @@ from ..engine.control import PROVE_LOCK, limits
 from ..engine.prover_core import ProverCore
 from ..common.errors import UnprovableBlock
 from ..common.stats import ProofStats, peak_rss_bytes
+from ..common.text import show_output
 from .transactions import _check_claims, _claims, run_transaction
 from .proof import TxBlockLike, TxBlockProof, as_txblock, dev_body, state_out_of
 
@@ -80,9 +81,9 @@ class TxBlockReport:
     def summary(self) -> str:
         lines = [f"{len(self.transactions)} transactions, {self.cycles:,} cycles"]
         for t in self.transactions:
-            out = t.output[:32].hex() + ("..." if len(t.output) > 32 else "")
-            lines.append(f"  tx {t.index} ({t.name}): exit {t.exit_code}, {t.cycles:,} "
-                         f"cycles, output {len(t.output)} bytes {out}")
+            # the outputs as prove and verify print them (prover/common/text.py)
+            lines.append(f"  tx {t.index} ({t.name}): exit code {t.exit_code}, {t.cycles:,} "
+                         f"cycles, output ({len(t.output):,} bytes): {show_output(t.output)}")
             if t.claims_ok is False:
                 lines.append(f"    FALSE CLAIM: {t.claim_error}")
         lines.append(f"state out {self.state_out.hex()}")

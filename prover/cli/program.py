@@ -112,7 +112,7 @@ def run_prove_program(args, raw: bytes, t_start: float, kernels_cached) -> int:
     cold = not kernels_cached()
     _P.cold_start(cold, quiet)
     if not quiet:
-        print(f"proving {path}: {len(program.segments)} segments, {len(data):,} bytes of "
+        print(f"proving {path}: {len(program.segments)} ELF load segments, {len(data):,} bytes of "
               f"input, max_cycles {limit:,}, backend {prover.backend}", file=sys.stderr)
     _P.proof_meta(meta, session, out, params, ("program", "program_digest", "device"))
     seg = segments_arg(args)

@@ -19,6 +19,7 @@ import os
 import sys
 import time
 
+from ..common.text import show_output
 from . import prove as _P
 from .common import (DEFAULT_MIN_SECURITY_BITS, EXIT_INVALID, EXIT_OK, EXIT_USAGE, Fail,
                      check_outputs, default_output, err, version, warn)
@@ -53,15 +54,6 @@ def _referenced_files(path: str, raw: bytes) -> list:
     return files
 
 
-def _show(output: bytes, limit: int = 200) -> str:
-    """Text as a Python bytes literal, anything else in hex (the first ``limit`` / 4
-    bytes)."""
-    text = all(32 <= b < 127 or b in (9, 10, 13) for b in output)
-    k = limit if text else limit // 4
-    more = " ..." if len(output) > k else ""
-    return (repr(output[:k]) if text else output[:k].hex() or "(none)") + more
-
-
 def tx_json(block, claims) -> list:
     return [{"index": i, "program": tx.name, "exit_code": c.exit_code,
              "output": c.output.hex(), "output_len": len(c.output)}
@@ -70,7 +62,7 @@ def tx_json(block, claims) -> list:
 
 def tx_lines(block, claims) -> list:
     return [f"  tx {i} ({tx.name}): exit code {c.exit_code}, output ({len(c.output):,} "
-            f"bytes): {_show(c.output)}"
+            f"bytes): {show_output(c.output)}"
             for i, (tx, c) in enumerate(zip(block.transactions, claims))]
 
 
