@@ -132,6 +132,45 @@ class Constraint:
         return self.expr.degree + (1 if self.when in ("first", "last") else 0)
 
 
+class _DerivedConstraint(Constraint):
+    """A re-tagged AIR's LogUp constraint (:meth:`Air.in_namespace`): its ``when`` and
+    ``name`` at once, its ``expr`` derived on first read over the renamed interactions
+    (``derive()`` returns every LogUp constraint of that AIR, computed once).  A verifier
+    reads only ``when`` -- the compiled program is re-tagged without the expressions --
+    so a block's verify derives none of them.  Equal to, and pickled as, the plain
+    :class:`Constraint` it stands for."""
+
+    def __init__(self, derive, k: int, when: str, name: str):
+        object.__setattr__(self, "_derive", derive)
+        object.__setattr__(self, "_k", k)
+        object.__setattr__(self, "when", when)
+        object.__setattr__(self, "name", name)
+
+    def __getattr__(self, attr):            # only reached while ``expr`` is not yet set
+        if attr != "expr":
+            raise AttributeError(attr)
+        expr = self._derive()[self._k].expr
+        object.__setattr__(self, "expr", expr)
+        return expr
+
+    def plain(self) -> Constraint:
+        return Constraint(self.expr, self.when, self.name)
+
+    def __eq__(self, other):
+        if not isinstance(other, Constraint):
+            return NotImplemented
+        return (self.expr, self.when, self.name) == (other.expr, other.when, other.name)
+
+    def __hash__(self):
+        return hash((self.expr, self.when, self.name))
+
+    def __repr__(self):
+        return repr(self.plain())
+
+    def __reduce__(self):
+        return (Constraint, (self.expr, self.when, self.name))
+
+
 @dataclass(frozen=True)
 class Interaction:
     """Send (``sign = +1``) or receive (``sign = -1``) ``values`` with ``multiplicity``
@@ -554,30 +593,49 @@ class Air:
         if len(set(old_tags.values())) != len(old_tags):
             return None                                 # two renamed buses, one tag
         kept = {bus_id(it.bus) for it in self.interactions if it.bus in shared}
-        consts = {payload for op, _, _, payload in self.constraint_program.ops if op == "const"}
-        # every constant but the tags: the user constraints', and the interactions' values
-        # and multiplicities (they sit inside the LogUp constraints beside the tags)
-        user_consts = _constants([c.expr for c in self.user_constraints] +
-                                 [e for it in self.interactions
-                                  for e in it.values + (it.multiplicity,)])
+        consts, user_consts = self._retag_constants()
         new = set(new_tags.values())
         if (len(new) != len(new_tags) or new & consts or set(new_tags) & (user_consts | kept)):
             return None
         out = object.__new__(Air)
         out.__dict__.update(self.__dict__)
         out.__dict__.update(extras)
+        out.__dict__.pop("_retag_consts", None)         # this AIR's, not the new one's
         out.name = prefix + self.name
         out.interactions = tuple(inters)
         if inters:
-            batches, logup = _derive_logup(out.interactions, self.logup_target)
-            out.lookup_batches = tuple(tuple(b) for b in batches)
-            out.constraints = tuple(self.user_constraints) + tuple(logup)
+            # the same batches (batching reads degrees only) of the renamed interactions;
+            # the LogUp constraints' expressions derived only if read (_DerivedConstraint)
+            index = {id(it): k for k, it in enumerate(self.interactions)}
+            out.lookup_batches = tuple(tuple(out.interactions[index[id(it)]] for it in b)
+                                       for b in self.lookup_batches)
+            renamed, target = out.interactions, self.logup_target      # (no cycle via out)
+            derive = functools.cache(lambda: _derive_logup(renamed, target)[1])
+            n_user = len(self.user_constraints)
+            out.constraints = tuple(self.user_constraints) + tuple(
+                _DerivedConstraint(derive, k, c.when, c.name)
+                for k, c in enumerate(self.constraints[n_user:]))
         prog = self.constraint_program
         ops = tuple((op, a, b, new_tags.get(payload, payload)) if op == "const" else
                     (op, a, b, payload) for op, a, b, payload in prog.ops)
         out.constraint_program = Program(ops, prog.is_ef, prog.outputs, prog.last_use)
         out._fingerprint = None
         return out
+
+    def _retag_constants(self) -> tuple[set, set]:
+        """(every constant of the compiled constraint program, every constant but the
+        tags: the user constraints', and the interactions' values and multiplicities --
+        they sit inside the LogUp constraints beside the tags), computed once per AIR:
+        a block re-tags one base AIR for each of its transactions."""
+        got = self.__dict__.get("_retag_consts")
+        if got is None:
+            consts = {payload for op, _, _, payload in self.constraint_program.ops
+                      if op == "const"}
+            user = _constants([c.expr for c in self.user_constraints] +
+                              [e for it in self.interactions
+                               for e in it.values + (it.multiplicity,)])
+            got = self.__dict__["_retag_consts"] = (frozenset(consts), frozenset(user))
+        return got
 
     def __repr__(self):
         return (f"Air({self.name!r}, main={self.main_width}, prep={self.prep_width}, "
@@ -590,7 +648,7 @@ _AIR_FIELDS = frozenset((
     "main_width", "prep_width", "num_public", "preprocessed", "logup_target",
     "lookup_batches", "aux_width", "constraints", "max_degree", "num_parts",
     "constraint_program", "interaction_program", "uses_next_main", "uses_next_prep",
-    "_fingerprint", "user_program"))
+    "_fingerprint", "user_program", "_retag_consts"))
 
 
 def _constants(roots) -> set:
