@@ -125,3 +125,35 @@ def test_a_memoised_builder_gets_its_own_cache():
     assert mine[0].name == fresh[0].name == theirs[0].name == "poseidon2_slot"
     _same(mine[3], fresh[3])
     _same(mine[0], fresh[0])
+
+
+def test_retagged_logup_constraints_are_plain_constraints_when_read():
+    """The re-tagged AIR's LogUp constraints (derived on first read of ``expr``) equal,
+    hash and pickle as the fresh build's plain ones; reading ``when`` derives nothing."""
+    import pickle
+
+    from steadfast.air.builder import Constraint, _DerivedConstraint
+    with outside_bus_namespace():
+        base = tables._build("alu", 2, 1)
+    got = base.in_namespace("tx5/", SHARED_BUSES)
+    with bus_namespace("tx5/", SHARED_BUSES), gc_paused():
+        fresh = tables._build("alu", 2, 1)
+    lazy = [c for c in got.constraints if isinstance(c, _DerivedConstraint)]
+    n_user = len(base.user_constraints)
+    assert len(lazy) == len(got.constraints) - n_user > 0
+    assert [c.when for c in lazy] == [c.when for c in fresh.constraints[n_user:]]
+    assert all("expr" not in c.__dict__ for c in lazy)          # nothing derived yet
+    for mine, theirs in zip(lazy, fresh.constraints[n_user:]):
+        # (expressions compare by identity, as in a dataclass Constraint)
+        plain = mine.plain()
+        assert type(plain) is Constraint and "expr" in mine.__dict__
+        assert mine == plain and plain == mine and hash(mine) == hash(plain)
+        assert (plain.when, plain.name) == (theirs.when, theirs.name)
+        assert compile_program([plain.expr]) == compile_program([theirs.expr])
+        back = pickle.loads(pickle.dumps(mine))
+        assert type(back) is Constraint and (back.when, back.name) == (mine.when, mine.name)
+        assert compile_program([back.expr]) == compile_program([theirs.expr])
+    # another namespace's constraint differs (its bus tags)
+    other = base.in_namespace("tx6/", SHARED_BUSES).constraints[n_user]
+    assert other != lazy[0] and other.when == lazy[0].when
+    assert compile_program([other.expr]) != compile_program([lazy[0].expr])
