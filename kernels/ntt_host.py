@@ -44,7 +44,7 @@ from numba import njit
 
 from steadfast._jit_cache import adopt
 
-from . import field, host_pool
+from . import field, host_pool, ntt_lanes
 from .field import P, to_mont_host
 from .hostlib import HF
 from .ntt_tables import (_TILE, _check_array, _check_blowup, _check_shift, _log2_size,
@@ -106,15 +106,19 @@ def _strided(u, v, w, forward):
 
 
 @njit(cache=True)
-def _block(x, lo, size, h0, tw, forward):
+def _block(x, lo, size, h0, tw, forward, lanes):
     """On the block x[lo:lo+size]: DIT spans h0, 2 h0, ..., size/2 (forward) or DIF spans
-    size/2, ..., h0."""
+    size/2, ..., h0.  ``lanes``: the butterflies of spans >= 16 in 32-bit lanes
+    (kernels/ntt_lanes.py; the same values)."""
     h = h0 if forward else size // 2
     while h >= h0 and h < size:
         if h < _TILE:
             for j in range(h):
                 _strided(x[lo + j:lo + size:2 * h], x[lo + j + h:lo + size:2 * h], tw[h + j],
                          forward)
+        elif lanes:
+            for s in range(lo, lo + size, 2 * h):
+                ntt_lanes.run(x, s, s + h, tw, h, h, forward)
         else:
             w = tw[h:2 * h]
             for s in range(lo, lo + size, 2 * h):
@@ -133,12 +137,15 @@ def _block(x, lo, size, h0, tw, forward):
 # uint32[256]) holds 16 groups transposed, S[16 p + g] = element p of group g, so those
 # stages become butterflies between tile rows, vectorised across the 16 groups.
 @njit(cache=True)
-def _tile(S, h0, tw, forward):
+def _tile(S, h0, tw, forward, lanes):
     """DIT spans h0, ..., 8 (forward) or DIF spans 8, ..., h0 along the rows of tile S."""
     h = h0 if forward else _TILE // 2
     while h >= h0 and h < _TILE:
         for p in range(_TILE):
-            if p & h == 0:
+            if p & h == 0 and lanes:
+                ntt_lanes.run_splat(S, _TILE * p, _TILE * (p + h), tw[h + (p & (h - 1))],
+                                    _TILE, forward)
+            elif p & h == 0:
                 w = tw[h + (p & (h - 1))]
                 u = S[_TILE * p:_TILE * p + _TILE]
                 v = S[_TILE * (p + h):_TILE * (p + h) + _TILE]
@@ -159,7 +166,7 @@ def _tile(S, h0, tw, forward):
 # twiddle of row i at span h is tw[h + (i mod h/2^s_lo) 2^s_lo + l], contiguous in l.
 
 @njit(cache=True)
-def _slab(x, s_lo, s_hi, q, tw, forward, buf):
+def _slab(x, s_lo, s_hi, q, tw, forward, buf, lanes):
     """Slab q of the pass over stages [s_lo, s_hi): DIT ascending or DIF descending.
 
     The slab is copied into the contiguous scratch ``buf`` first: its rows sit 2^s_lo
@@ -182,6 +189,9 @@ def _slab(x, s_lo, s_hi, q, tw, forward, buf):
             for ii in range(hr):
                 p = (i0 + ii) * lc
                 t0 = h + ii * stride + l0
+                if lanes:
+                    ntt_lanes.run(buf, p, p + hr * lc, tw, t0, lc, forward)
+                    continue
                 u = buf[p:p + lc]
                 v = buf[p + hr * lc:p + hr * lc + lc]
                 w = tw[t0:t0 + lc]
@@ -199,7 +209,7 @@ def _slab(x, s_lo, s_hi, q, tw, forward, buf):
 
 # --------------------------------------------------------------------------- fused passes
 @njit(cache=True)
-def _gather_dit(src, dst, log_n, m, mode, c_m, tab, tw, S, stages):
+def _gather_dit(src, dst, log_n, m, mode, c_m, tab, tw, S, stages, lanes):
     """Piece m of: dst[i] = src[rev(i)] * factor(rev(i)), then DIT spans 1, 2, 4, 8
     (only the gather when ``stages`` is false; then piece m is the one with rev mid = m).
 
@@ -245,7 +255,7 @@ def _gather_dit(src, dst, log_n, m, mode, c_m, tab, tw, S, stages):
         for i in range(_TILE * _TILE):
             S[i] = _mm(S[i], c_m)
     if stages:
-        _tile(S, np.int64(1), tw, np.bool_(True))   # the other call site's types: one signature
+        _tile(S, np.int64(1), tw, np.bool_(True), lanes)   # the other call site's types
     for a in range(_TILE):
         d0 = (a << hi) | (md << 4)
         ra = _REV4[a]
@@ -254,7 +264,7 @@ def _gather_dit(src, dst, log_n, m, mode, c_m, tab, tw, S, stages):
 
 
 @njit(cache=True)
-def _lde_tiles(t, o, itw, tw, scale, k, lo, bn, S, O, raw):
+def _lde_tiles(t, o, itw, tw, scale, k, lo, bn, S, O, raw, lanes):
     """Middle of the LDE for the n-block t[lo:lo+bn] (its spans >= 16 already done, DIF):
     DIF spans 8..1, scale by shift^rev(j)/n, replicate 2^k times into o[lo 2^k : ...] and
     the DIT spans 2^k..8 there.  Small transforms (bn < 256, whole row in one block) have
@@ -285,7 +295,7 @@ def _lde_tiles(t, o, itw, tw, scale, k, lo, bn, S, O, raw):
                         O[_TILE * s + g] = S[_TILE * p + g]
             if phase > 0 or not raw:
                 _tile(S if phase == 0 else O, 1 if phase == 0 else r,
-                      itw if phase == 0 else tw, phase > 0)
+                      itw if phase == 0 else tw, phase > 0, lanes)
             if phase == 0:
                 if not raw:
                     for i in range(_TILE * _TILE):
@@ -321,7 +331,7 @@ _PIECES_PER_TASK = 16
 
 
 @njit(cache=True, nogil=True)
-def _tasks(prog, rows_mode, a, b, c, tw, itw, tab, tab2, log_n, c_m, q_lo, q_hi):
+def _tasks(prog, rows_mode, a, b, c, tw, itw, tab, tab2, log_n, c_m, lanes, q_lo, q_hi):
     """Run tasks q_lo <= q < q_hi of ``prog`` (the only compiled entry point).
 
     a, b: uint32[rows, *]: the source (and DIF work) rows and the destination rows;
@@ -330,7 +340,8 @@ def _tasks(prog, rows_mode, a, b, c, tw, itw, tab, tab2, log_n, c_m, q_lo, q_hi)
     tab = pre or pow); DIT_BLOCKS on b, DIF_BLOCKS on a (i1 = block, i2 = smallest span);
     *_SLABS (stages [i1, i2)); LDE_TILES a -> b (i1 = k, i2 = n-block, tab = scale);
     LDE_RAW a -> b (the same without DIF spans and scale); SCALE b by tab2 (i1 = block);
-    TRANSPOSE b[j, i] = a[i, j] (tile q).
+    TRANSPOSE b[j, i] = a[i, j] (tile q).  ``lanes``: butterflies in 32-bit lanes
+    (kernels/ntt_lanes.py, ``STEADFAST_NTT_KERNEL``), else the scalar loops; same values.
     """
     n = 1 << log_n
     S = np.empty(_TILE * _TILE, np.uint32)
@@ -364,15 +375,18 @@ def _tasks(prog, rows_mode, a, b, c, tw, itw, tab, tab2, log_n, c_m, q_lo, q_hi)
                         pieces = max(1, n >> 8)
                         for m in range(u * pieces // per, (u + 1) * pieces // per):
                             _gather_dit(x if gat else z, y if gat else x, log_n, m, i1, c_m,
-                                        tab, tw, S, gat)
+                                        tab, tw, S, gat, lanes)
                     elif op == OP_DIT_BLOCKS or op == OP_DIF_BLOCKS:
                         fwd = op == OP_DIT_BLOCKS
-                        _block(y if fwd else x, u * i1, i1, i2, tw if fwd else itw, fwd)
+                        _block(y if fwd else x, u * i1, i1, i2, tw if fwd else itw, fwd,
+                               lanes)
                     elif op == OP_DIT_SLABS or op == OP_DIF_SLABS:
                         fwd = op == OP_DIT_SLABS
-                        _slab(y if fwd else x, i1, i2, u, tw if fwd else itw, fwd, buf)
+                        _slab(y if fwd else x, i1, i2, u, tw if fwd else itw, fwd, buf,
+                              lanes)
                     elif op == OP_LDE_TILES or op == OP_LDE_RAW:
-                        _lde_tiles(x, y, itw, tw, tab, i1, u * i2, i2, S, O, op == OP_LDE_RAW)
+                        _lde_tiles(x, y, itw, tw, tab, i1, u * i2, i2, S, O, op == OP_LDE_RAW,
+                                   lanes)
                     elif op == OP_SCALE:
                         for i in range(u * i1, (u + 1) * i1):
                             y[i] = _mm(y[i], tab2[i])
@@ -438,6 +452,8 @@ _NONE2 = np.empty((0, 0), np.uint32)
 
 
 _MIN_PARALLEL_WORDS = 1 << 15
+#: the butterflies in 32-bit lanes (kernels/ntt_lanes.py) unless STEADFAST_NTT_KERNEL=scalar
+_LANES = np.bool_(ntt_lanes.ENABLED)
 
 
 def _run(prog, a, b, tw=_NONE, itw=_NONE, tab=_NONE, tab2=_NONE, log_n=0, c_m=0, words=0,
@@ -450,7 +466,7 @@ def _run(prog, a, b, tw=_NONE, itw=_NONE, tab=_NONE, tab2=_NONE, log_n=0, c_m=0,
     rows_mode = t == 1 or log_n < 14 or rows >= 2 * t or (rows >= t and rows % t == 0)
     if prog[0, 0] == OP_TRANSPOSE or rows_mode:
         _launch(prog, rows_mode, rows if prog[0, 0] != OP_TRANSPOSE else int(prog[0, 3]),
-                (a, b, c, tw, itw, tab, tab2, log_n, np.uint32(c_m)), words)
+                (a, b, c, tw, itw, tab, tab2, log_n, np.uint32(c_m), _LANES), words)
         return
     start = 0
     while start < len(prog):
@@ -458,7 +474,7 @@ def _run(prog, a, b, tw=_NONE, itw=_NONE, tab=_NONE, tab2=_NONE, log_n=0, c_m=0,
         while end < len(prog) and prog[end, 4] == prog[start, 4]:
             end += 1
         _launch(prog[start:end], False, rows * int(prog[start, 3]),
-                (a, b, c, tw, itw, tab, tab2, log_n, np.uint32(c_m)), words)
+                (a, b, c, tw, itw, tab, tab2, log_n, np.uint32(c_m), _LANES), words)
         start = end
 
 
@@ -535,7 +551,7 @@ def _lde_into(t, o, log_n, k, shift):
 
 
 def lde_from_coeffs(coeffs: np.ndarray, log_blowup: int, shift: int = field.GENERATOR,
-                    out: np.ndarray | None = None) -> np.ndarray:
+                    out: np.ndarray | None = None, work: np.ndarray | None = None) -> np.ndarray:
     """Column-major coset LDE from coefficients: uint32[w, n] (row c = the coefficients of
     polynomial c, natural order, degree < n) -> uint32[w, n 2^k], row c = its evaluations on
     shift*<omega_{n 2^k}>, natural order.  The same bits as
@@ -546,7 +562,8 @@ def lde_from_coeffs(coeffs: np.ndarray, log_blowup: int, shift: int = field.GENE
     smaller blowup j is ``log_blowup = j`` with the same shift.
 
     ``out``: optional uint32[w, n 2^k] C-contiguous array to write into (returned); it must
-    not overlap ``coeffs``.
+    not overlap ``coeffs``.  ``work``: optional uint32[w, n] C-contiguous scratch (its
+    contents are overwritten; it must overlap neither), else one is allocated.
     """
     a = _check_array(coeffs, "lde_from_coeffs")
     if a.ndim != 2:
@@ -566,7 +583,17 @@ def lde_from_coeffs(coeffs: np.ndarray, log_blowup: int, shift: int = field.GENE
         if np.shares_memory(out, a):
             raise ValueError("lde_from_coeffs: out must not overlap coeffs")
     if out.size:
-        t = np.empty((w, n), np.uint32)
+        if work is None:
+            t = np.empty((w, n), np.uint32)
+        else:
+            _check_array(work, "lde_from_coeffs: work")
+            if (work.shape != (w, n) or not work.flags.c_contiguous
+                    or not work.flags.writeable):
+                raise ValueError(f"lde_from_coeffs: work must be a writeable C-contiguous "
+                                 f"uint32 array of shape {(w, n)}, got {work.shape}")
+            if np.shares_memory(work, out) or np.shares_memory(work, a):
+                raise ValueError("lde_from_coeffs: work must overlap neither coeffs nor out")
+            t = work
         _run(_lde_coeffs_program(log_n, k), t, out, twiddles(log_n + k, False),
              tab=_table("pow" if log_n >= 8 else "pre", log_n, shift), log_n=log_n,
              words=out.size, c=np.ascontiguousarray(a))

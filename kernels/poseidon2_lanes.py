@@ -26,6 +26,8 @@ scalar references (tests/test_poseidon2*.py, tests/test_poseidon2_lanes.py).
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
@@ -43,23 +45,42 @@ _MASK32 = (1 << 32) - 1
 SBOX_GROUP = 16                                # full-round S-boxes emitted side by side
 
 
+def _codegen_features() -> str:
+    """The CPU feature string numba's CPU code generator of this process uses -- the one
+    in its on-disk cache keys (``magic_tuple``): the created generator's own, else what it
+    will take when created (``config.CPU_FEATURES``, which steadfast's 512-bit choice or
+    an explicit ``NUMBA_CPU_FEATURES`` sets; "" for the host's defaults)."""
+    from numba.core import config, registry
+    ctx = registry.cpu_target.__dict__.get("_toplevel_target_context")
+    if ctx is not None:
+        try:
+            return str(ctx._internal_codegen._tm_features or "")
+        except AttributeError:                # pragma: no cover - numba internals moved
+            pass
+    return str(config.CPU_FEATURES or os.environ.get("NUMBA_CPU_FEATURES") or "")
+
+
 def _vector_lanes() -> int:
-    """16 states per vector where numba's code generation has AVX-512 F and is not held
-    to 256 bits (steadfast's 512-bit choice, or an explicit NUMBA_CPU_FEATURES with
-    +avx512f), else 8 (``STEADFAST_VECTOR_WIDTH=256`` / ``numba``, AVX2 hosts)."""
+    """16 states per vector where numba's code generation is explicitly 512-bit (AVX-512 F
+    and ``-prefer-256-bit`` in its feature string: steadfast's choice, or such a
+    ``NUMBA_CPU_FEATURES``), else 8 (``STEADFAST_VECTOR_WIDTH=256`` / ``numba``, AVX2
+    hosts, numba's host defaults).
+
+    A function of the generator's features alone, which numba's cache keys hold: the
+    kernels that use these intrinsics are compiled for W lanes, and a process whose
+    generator was created before steadfast set its features (a numba kernel compiled
+    before ``import steadfast``) shares its cache key with a ``STEADFAST_VECTOR_WIDTH=256``
+    process -- both get 8, so neither loads the other's kernels for the wrong W (they
+    did, and hashed wrongly: tests/test_vector_width.py)."""
     import os
     width = os.environ.get("STEADFAST_VECTOR_WIDTH", "auto").strip().lower()
     if width in ("256", "numba"):
         return 8
     try:
-        from numba.core import config
-        feats = (config.CPU_FEATURES or os.environ.get("NUMBA_CPU_FEATURES") or "").split(",")
-        if feats != [""]:
-            return 16 if "+avx512f" in feats and "+prefer-256-bit" not in feats else 8
-        from steadfast import _vector_width
-        return 16 if _vector_width.applied() else 8
+        feats = _codegen_features().split(",")
     except Exception:                         # pragma: no cover - package layout
         return 8
+    return 16 if "+avx512f" in feats and "-prefer-256-bit" in feats else 8
 
 
 W = _vector_lanes()

@@ -74,6 +74,49 @@ def test_an_explicit_numba_setting_wins():
     assert res["applied"] is None and res["env"] == "+avx2" and logs == []
 
 
+_LANES_CHILD = r"""
+import os, sys, hashlib
+import numpy as np
+if sys.argv[1] == "numba-first":      # numba's code generator made before steadfast's choice
+    from numba import njit
+    njit(lambda x: x + 1)(1)
+from steadfast.kernels import poseidon2_lanes, ntt_host
+from steadfast.kernels.poseidon2 import poseidon2_permute
+from steadfast.verifier.poseidon2 import permute
+st = np.random.default_rng(3).integers(0, 2013265921, size=(64, 16), dtype=np.uint32)
+got = np.asarray(poseidon2_permute(st))
+want = np.array([permute([int(v) for v in row]) for row in st], np.uint32)
+a = np.random.default_rng(4).integers(0, 2013265921, size=(2, 1 << 12), dtype=np.uint32)
+print("RESULT", poseidon2_lanes.W, bool(np.array_equal(got, want)),
+      hashlib.sha256(ntt_host.lde_from_coeffs(a, 2).tobytes()).hexdigest()[:16])
+"""
+
+
+def test_lanes_follow_the_cache_key(tmp_path):
+    """The lane count W of the 32-bit-lane kernels (Poseidon2, the NTT's butterflies) is
+    a function of numba's code-generation features, which its cache keys hold: a process
+    whose generator was made before steadfast set the features shares a cache key with a
+    ``STEADFAST_VECTOR_WIDTH=256`` one, so both must use W = 8.  It used 16 and loaded the
+    256 process's kernels (compiled for 8): wrong Poseidon2 outputs, a failed grind."""
+    e = {k: v for k, v in os.environ.items()
+         if k not in ("NUMBA_CPU_FEATURES", "STEADFAST_VECTOR_WIDTH")}
+    e["NUMBA_CACHE_DIR"] = str(tmp_path / "cache")
+
+    def run(mode, **env):
+        p = subprocess.run([sys.executable, "-c", _LANES_CHILD, mode], cwd=ROOT,
+                           env=dict(e, **env), capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stderr[-3000:]
+        return [ln.split()[1:] for ln in p.stdout.splitlines() if ln.startswith("RESULT")][-1]
+
+    w256 = run("steadfast-first", STEADFAST_VECTOR_WIDTH="256")   # fills the shared cache
+    first = run("numba-first")
+    assert w256[:2] == ["8", "True"] and first[:2] == ["8", "True"], (w256, first)
+    assert first[2] == w256[2]                                     # the same LDE words
+    if _host_has_avx512():
+        default = run("steadfast-first")
+        assert default[:2] == ["16", "True"] and default[2] == w256[2], default
+
+
 # ------------------------------------------------------------------ the measurement
 _APP = r"""
 import json, sys, time

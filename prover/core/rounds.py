@@ -304,6 +304,14 @@ class Mixed:
     parts: MixedTree | None
 
 
+def _clear_scratch(stages) -> None:
+    """Drop the free buffers of the host stages' short-lived LDEs (prover/core/scratch.py)
+    once no more are coming: R3 and R4 compute none of their size."""
+    clear = getattr(stages, "clear_scratch", None)
+    if clear is not None:
+        clear()
+
+
 def prove_tables(st: Statement, r1: R1Main, ch: R1Challenges, stages,
                  spans: Spans) -> tuple[list, Mixed]:
     """Every table's chain after the fork, up to its DEEP quotient, in three passes with
@@ -320,6 +328,7 @@ def prove_tables(st: Statement, r1: R1Main, ch: R1Challenges, stages,
     for i in range(k):
         with spans.span("table", st.airs[i].name):
             r2s.append(r2_quotient(i, st, r1, ch, auxes[i], aux_cap, stages, spans))
+    _clear_scratch(stages)              # no LDE of R1/R2 size is computed after R2
     parts_tree = mixed_commit(st, [r.parts for r in r2s], stages, spans, "parts")
     parts_cap = _cap(parts_tree, st.params)
     deeps = []

@@ -31,6 +31,7 @@ from ...kernels.ntt_host import (_transpose, bit_reverse_permutation, coset_intt
 from ...verifier.protocol import SHIFT, TableShape
 
 from . import commit as merkle
+from .scratch import Scratch
 from .hostops import combine_rows, deep_sum, divide_linear, eval_columns
 from .ldetree import (PRUNE_LEVELS, _COMMIT_CHUNK, _bitrev_index, _bitrev_rows,  # noqa: F401
                       _LdeTree)
@@ -59,18 +60,20 @@ class _LdeSource:
                 self.lde = lde
         return lde
 
-    def on(self, log_blowup: int) -> np.ndarray:
+    def on(self, log_blowup: int, out: np.ndarray | None = None,
+           scratch: Scratch | None = None) -> np.ndarray:
         """The evaluations on the sub-coset g<w_(n 2^log_blowup)> of the LDE domain (every
         2^(K - log_blowup)-th point of the natural-order LDE, K = this LDE's blowup): a
         strided copy of the held LDE, else computed from the coefficients at that blowup
-        alone (not kept)."""
+        alone (not kept; into ``out`` when given, uint32[c, n 2^log_blowup]; its work
+        buffer from ``scratch`` when given)."""
         k = int(log_blowup)
         if self.lde is not None:
             if self.log_blowup is None or not 0 <= k <= self.log_blowup:
                 raise ValueError(f"no sub-coset of blowup 2^{k} in this LDE")
             stride = 1 << (self.log_blowup - k)
             return self.lde if stride == 1 else np.ascontiguousarray(self.lde[:, ::stride])
-        return lde_of_coeffs(self._coeffs(), k)
+        return lde_of_coeffs(self._coeffs(), k, out, scratch)
 
     def group_rows(self, groups, log_group: int) -> np.ndarray:
         """The committed rows (tree order) of tree groups ``groups`` (group j: tree
@@ -98,10 +101,17 @@ def transpose(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def lde_of_coeffs(coeffs: np.ndarray, log_blowup: int) -> np.ndarray:
+def lde_of_coeffs(coeffs: np.ndarray, log_blowup: int, out: np.ndarray | None = None,
+                  scratch: Scratch | None = None) -> np.ndarray:
     """uint32[c, n] coefficients (degree < n) -> their values on g<w_(n 2^log_blowup)>,
-    natural order, uint32[c, n 2^log_blowup]."""
-    return lde_from_coeffs(coeffs, log_blowup, SHIFT)
+    natural order, uint32[c, n 2^log_blowup] (into ``out`` when given; the transform's
+    uint32[c, n] work buffer lent by ``scratch`` when given)."""
+    work = None if scratch is None else scratch.take(coeffs.shape)
+    try:
+        return lde_from_coeffs(coeffs, log_blowup, SHIFT, out=out, work=work)
+    finally:
+        if scratch is not None:
+            scratch.give(work)
 
 
 class Committed:
@@ -129,10 +139,11 @@ class Committed:
     def holds_lde(self) -> bool:
         return self._src.lde is not None
 
-    def lde_on(self, log_blowup: int) -> np.ndarray:
+    def lde_on(self, log_blowup: int, out: np.ndarray | None = None,
+               scratch: Scratch | None = None) -> np.ndarray:
         """The LDE's values on its sub-coset of blowup 2^log_blowup (R2 reads the quotient
         domain only): see :meth:`_LdeSource.on`; nothing is kept."""
-        return self._src.on(log_blowup)
+        return self._src.on(log_blowup, out, scratch)
 
     @classmethod
     def commit(cls, lde: np.ndarray, coeffs: np.ndarray, levels: bool = True) -> "Committed":
@@ -147,9 +158,13 @@ class Committed:
         com.root = np.asarray(com.tree.root, dtype=np.uint32) if levels else None
         return com
 
-    def release(self) -> None:
-        """Drop the LDE (recomputed from the coefficients if read again)."""
-        self._src.lde = None
+    def release(self, scratch: Scratch | None = None) -> None:
+        """Drop the LDE (recomputed from the coefficients if read again); ``scratch``: give
+        its buffer back there, when that :class:`Scratch` lent it -- only where nothing
+        else holds the LDE (the stage that computed it, right after its commit)."""
+        lde, self._src.lde = self._src.lde, None
+        if scratch is not None:
+            scratch.give(lde)
 
 
 def logup_accumulator(rowsum: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -194,14 +209,37 @@ class HostStages:
         # leaf digests: a format-6 proof needs only the leaves (the mixed trees); XCHECK's
         # recomputation, the device pipeline and the cluster compare tables' own roots
         self.table_roots = bool(table_roots)
+        self._scratch = Scratch()
+        self._work = Scratch()
+
+    @property
+    def scratch(self) -> Scratch:
+        """The buffers of this object's short-lived LDEs (prover/core/scratch.py)."""
+        got = self.__dict__.get("_scratch")
+        if got is None:                 # a subclass that did not run __init__
+            got = self.__dict__.setdefault("_scratch", Scratch())
+        return got
+
+    @property
+    def work(self) -> Scratch:
+        """The work buffers of those LDEs' transforms (a pool of their own)."""
+        got = self.__dict__.get("_work")
+        if got is None:
+            got = self.__dict__.setdefault("_work", Scratch())
+        return got
+
+    def clear_scratch(self) -> None:
+        """Drop both pools' free buffers (the rounds call it once R2 is over)."""
+        self.scratch.clear()
+        self.work.clear()
 
     # ------------------------------------------------------------------ R1
     def main_commit(self, main: np.ndarray, shape: TableShape) -> Committed:
         """LDE the main trace (uint32[n, w]) onto g<w_N> and commit it.  The LDE is
         released at once: R1 commits every table before any table's chain reads its LDE
         (R2), so holding them would keep every table's main LDE alive together."""
-        com = self._commit_columns(transpose(main), shape)
-        com.release()
+        com = self._commit_columns(transpose(main), shape, lend=True)
+        com.release(self.scratch)
         return com
 
     def prep_lde(self, air, shape: TableShape) -> np.ndarray | None:
@@ -260,14 +298,19 @@ class HostStages:
         trace's: every table commits its aux before any table's R2 reads it (proof
         format 6's barrier), so holding them would keep every table's aux LDE alive
         together."""
-        com = self._commit_columns(transpose(aux), shape)
-        com.release()
+        com = self._commit_columns(transpose(aux), shape, lend=True)
+        com.release(self.scratch)
         return com
 
-    def _commit_columns(self, evals_T: np.ndarray, shape: TableShape) -> Committed:
+    def _commit_columns(self, evals_T: np.ndarray, shape: TableShape,
+                        lend: bool = False) -> Committed:
+        """``lend``: the LDE in a buffer of :attr:`scratch`, which the caller gives back
+        with ``release(self.scratch)`` once nothing reads it."""
         coeffs = intt(evals_T)
         del evals_T
-        lde = lde_of_coeffs(coeffs, shape.log_blowup)
+        out = (self.scratch.take((coeffs.shape[0], coeffs.shape[1] << shape.log_blowup))
+               if lend else None)
+        lde = lde_of_coeffs(coeffs, shape.log_blowup, out, self.work if lend else None)
         return Committed.commit(lde, coeffs, self.table_roots)
 
     # ------------------------------------------------------------------ R2
@@ -294,18 +337,28 @@ class HostStages:
             j = shape.log_quotient - shape.log_n
             qshape = dataclasses.replace(shape, log_blowup=j)
             stride = 1 << (shape.log_lde - shape.log_quotient)
+            lent = []
 
             def on(com):
                 if com is None:
                     return None
+                if isinstance(com, Committed) and not com.holds_lde and com.coeffs is not None:
+                    # evaluated into a buffer of this object's scratch, given back below
+                    c, n = com.coeffs.shape
+                    lent.append(self.scratch.take((c, n << j)))
+                    return com.lde_on(j, lent[-1], self.work)
                 if isinstance(com, Committed) and not com.holds_lde:
                     return com.lde_on(j)
                 full = com.lde if hasattr(com, "lde") else np.asarray(com)
                 return full if stride == 1 else np.ascontiguousarray(full[:, ::stride])
 
-            return constraint_host.quotient_host(
-                air, qshape, on(main), on(prep_lde), on(aux),
-                public_values, challenges, alpha, terminal, SHIFT)
+            try:
+                return constraint_host.quotient_host(
+                    air, qshape, on(main), on(prep_lde), on(aux),
+                    public_values, challenges, alpha, terminal, SHIFT)
+            finally:
+                for buf in lent:
+                    self.scratch.give(buf)
         M = 1 << shape.log_quotient
         stride = 1 << (shape.log_lde - shape.log_quotient)
         nxt = M >> shape.log_n                              # next trace row = +M/n positions
@@ -337,11 +390,14 @@ class HostStages:
         del coeffs
         # the parts on g<w_N>: their values on H, extended (the same values as coset_ntt
         # of the zero-padded blocks, without that (4 P, N) copy)
-        lde = lde_of_coeffs(blocks, shape.log_blowup)
+        lde = lde_of_coeffs(blocks, shape.log_blowup,
+                            self.scratch.take((blocks.shape[0], n << shape.log_blowup)),
+                            self.work)
         com = Committed.commit(lde, np.ascontiguousarray(blocks), self.table_roots)
+        del lde
         # released at once: R3 and DEEP read the coefficients, and format 6's parts
         # barrier would otherwise hold every table's parts LDE until the deep pass
-        com.release()
+        com.release(self.scratch)
         return com
 
     # ------------------------------------------------------------------ R3

@@ -56,9 +56,9 @@ from .faulting import FaultingStages
 from .faults import FaultPlan, faults_from_env
 from .precheck import Prechecker
 from .recovery import RecoveryCounters
-from ..core.rounds import (Mixed, _cap, fri_layer_heights, mixed_commit, r1_aux, r1_challenges,
-                           r1_main_commit, r2_quotient, r3_ood, r4_deep, r4_fri, r4_open,
-                           take_quotients)
+from ..core.rounds import (Mixed, _cap, _clear_scratch, fri_layer_heights, mixed_commit,
+                           r1_aux, r1_challenges, r1_main_commit, r2_quotient, r3_ood,
+                           r4_deep, r4_fri, r4_open, take_quotients)
 from ..common.spans import NullSpans, Spans
 from ..common.timeline import Timeline
 
@@ -594,6 +594,7 @@ def _device_proof(st, cfg: PipelineConfig, stats: PipelineStats, spans, logs,
             _run_all(workers, order, lambda i: guarded(i, quotient_pass, keep_resident=True),
                      failure)
             stages.bind(JOIN)
+            _clear_scratch(stages)      # the host fallbacks' LDE buffers (core/scratch.py)
             parts_coms = [r.parts for r in r2s]
             parts_tree = mixed_commit(st, parts_coms, stages, spans, "parts")
             parts_cap = _cap(parts_tree, st.params)

@@ -1,0 +1,100 @@
+"""Buffers of the host stages' short-lived LDEs, lent again instead of allocated afresh.
+
+A host proof computes several hundred column LDEs that live for one stage only: R1 commits
+each table's main and LogUp columns and releases their LDE at once, R2 evaluates main and
+aux on the quotient domain for one table's constraints, and the parts' LDE is released
+after its commit (prover/core/stages.py).  Allocated afresh each time, every one of them
+is memory the kernel must hand over zeroed page by page: at 2^20 cycles about 3.4 GB a
+proof, ~10 % of the process's samples in ``clear_page_erms`` (perf, this host) and a
+quarter of the LDEs' wall time.  :class:`Scratch` keeps the buffers the stages give back
+and lends them for the next LDE of at most their size: the same bytes are written before
+they are read (an LDE writes every element of its output), so the proof does not change.
+
+Only buffers of at least :data:`MIN_BYTES` are lent (smaller ones cost the allocator
+little); at most :data:`MAX_FREE` are kept between loans, the largest, and a request that
+none fits drops them all before its own allocation, so the pool holds about one buffer
+of the largest size per concurrent loan; the rounds clear it once the parts are
+committed (its last user, prover/core/rounds.py).  A
+:class:`prover.core.stages.HostStages` holds two, one for the LDEs and one for their
+transforms' work buffers (a quarter of the size: in one pool they would take each
+other's buffers), so a proof's buffers go with its stages object.  Thread-safe: a buffer is lent to one caller at a
+time."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+#: requests below this many bytes are allocated as before (not pooled)
+MIN_BYTES = 8 << 20
+#: free buffers kept between loans (the largest)
+MAX_FREE = 2
+
+
+class Scratch:
+    """Lends uint32 buffers of a given shape: :meth:`take`, then :meth:`give` back."""
+
+    def __init__(self, max_free: int = MAX_FREE, min_bytes: int = MIN_BYTES):
+        self._lock = threading.Lock()
+        self._free: list[np.ndarray] = []            # flat uint32 bases, ascending size
+        self._lent: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.max_free = int(max_free)
+        self.min_bytes = int(min_bytes)
+        self.loans = 0          # buffers lent from the free list (not allocated)
+        self.allocations = 0    # buffers allocated for a loan
+
+    def take(self, shape) -> np.ndarray:
+        """A C-contiguous uint32 array of ``shape`` whose contents are undefined (the
+        caller writes all of it before reading): a free buffer's first elements when one
+        is large enough (the smallest such), else a new one."""
+        shape = tuple(int(s) for s in shape)
+        need = int(np.prod(shape, dtype=np.int64))
+        if 4 * need < self.min_bytes:
+            return np.empty(shape, np.uint32)
+        with self._lock:
+            k = next((k for k, b in enumerate(self._free) if b.size >= need), None)
+            if k is not None:
+                base = self._free.pop(k)
+            else:
+                # none fits: the smaller free buffers go (kept, they would sit beside the
+                # new one: a proof's sizes grow table by table, so the pool holds about
+                # one buffer of the largest size per concurrent loan, not one per size)
+                self._free.clear()
+                base = None
+            if base is None:
+                self.allocations += 1
+            else:
+                self.loans += 1
+        if base is None:
+            base = np.empty(need, np.uint32)
+        view = base[:need].reshape(shape)
+        with self._lock:
+            self._lent[id(view)] = (view, base)
+        return view
+
+    def give(self, view) -> None:
+        """Take back a buffer :meth:`take` lent (anything else: ignored).  The caller
+        holds no reference to it afterwards."""
+        if view is None:
+            return
+        with self._lock:
+            got = self._lent.pop(id(view), None)      # (held there: its id is its own)
+            if got is None:
+                return
+            self._free.append(got[1])
+            self._free.sort(key=lambda b: b.size)
+            if len(self._free) > self.max_free:
+                del self._free[:len(self._free) - self.max_free]
+
+    def clear(self) -> None:
+        """Drop every free buffer (lent ones stay with their callers)."""
+        with self._lock:
+            self._free.clear()
+
+    @property
+    def free_bytes(self) -> int:
+        with self._lock:
+            return sum(b.nbytes for b in self._free)
+
+
+__all__ = ["Scratch", "MIN_BYTES", "MAX_FREE"]
