@@ -406,14 +406,21 @@ _MAIN, _AUX, _QUOTIENT, _DEEP = 1, 2, 3, 4
 
 @contextmanager
 def _scope(stages, name: str):
-    """Device stages: this piece's stream scope, bound to the table; host stages: nothing."""
-    device = getattr(stages, "mem", None)
-    if device is None:
-        yield
-        return
-    with device.stream_scope():
-        stages.bind(name)
-        yield
+    """Device stages: this piece's stream scope, bound to the table; host stages: nothing.
+    After the piece, the stages' free LDE buffers go (prover/core/scratch.py: a worker's
+    table keeps its stages between pieces, and no other table borrows from its pools)."""
+    try:
+        device = getattr(stages, "mem", None)
+        if device is None:
+            yield
+            return
+        with device.stream_scope():
+            stages.bind(name)
+            yield
+    finally:
+        clear = getattr(stages, "clear_scratch", None)
+        if clear is not None:
+            clear()
 
 
 def _host_dq(dq) -> np.ndarray:
