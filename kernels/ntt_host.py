@@ -142,11 +142,12 @@ def _tile(S, h0, tw, forward, lanes):
     h = h0 if forward else _TILE // 2
     while h >= h0 and h < _TILE:
         for p in range(_TILE):
-            if p & h == 0 and lanes:
-                ntt_lanes.run_splat(S, _TILE * p, _TILE * (p + h), tw[h + (p & (h - 1))],
-                                    _TILE, forward)
-            elif p & h == 0:
-                w = tw[h + (p & (h - 1))]
+            if p & h:
+                continue
+            w = tw[h + (p & (h - 1))]
+            if lanes:
+                ntt_lanes.run_splat(S, _TILE * p, _TILE * (p + h), w, _TILE, forward)
+            else:
                 u = S[_TILE * p:_TILE * p + _TILE]
                 v = S[_TILE * (p + h):_TILE * (p + h) + _TILE]
                 if forward:

@@ -72,7 +72,6 @@ def _vector_lanes() -> int:
     before ``import steadfast``) shares its cache key with a ``STEADFAST_VECTOR_WIDTH=256``
     process -- both get 8, so neither loads the other's kernels for the wrong W (they
     did, and hashed wrongly: tests/test_vector_width.py)."""
-    import os
     width = os.environ.get("STEADFAST_VECTOR_WIDTH", "auto").strip().lower()
     if width in ("256", "numba"):
         return 8

@@ -84,8 +84,8 @@ def every_lde_lent(monkeypatch):
 
     def small(self, *a, **k):
         init(self, *a, **k)
-        self._scratch = Scratch(min_bytes=0)
-        self._work = Scratch(min_bytes=0)
+        self.scratch = Scratch(min_bytes=0)
+        self.work = Scratch(min_bytes=0)
         made.append(self)
     monkeypatch.setattr(stages_mod.HostStages, "__init__", small)
     return made
@@ -103,7 +103,7 @@ def test_proof_bytes_with_every_lde_lent(every_lde_lent):
     assert stages.scratch.loans > 0 and stages.work.loans > 0       # reused, not only new
     assert stages.scratch.free_bytes == 0 and stages.work.free_bytes == 0   # cleared after R2
     plain = HostStages(table_roots=False)
-    plain._scratch = Scratch(min_bytes=1 << 62)
-    plain._work = Scratch(min_bytes=1 << 62)
+    plain.scratch = Scratch(min_bytes=1 << 62)
+    plain.work = Scratch(min_bytes=1 << 62)
     assert prove(traces, airs, pvs, FAST, stages=plain) == lent
     assert plain.scratch.loans == plain.scratch.allocations == 0

@@ -28,6 +28,7 @@ import numpy as np
 from ..api import Prover, ProverConfig
 from .join import _TreeRef
 from ..common.errors import ClusterError, ProofSelfCheckFailure
+from ..core.rounds import _clear_scratch
 
 
 def _reduce_self_check_failure(exc: ProofSelfCheckFailure):
@@ -418,9 +419,7 @@ def _scope(stages, name: str):
             stages.bind(name)
             yield
     finally:
-        clear = getattr(stages, "clear_scratch", None)
-        if clear is not None:
-            clear()
+        _clear_scratch(stages)
 
 
 def _host_dq(dq) -> np.ndarray:

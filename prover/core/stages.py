@@ -209,24 +209,10 @@ class HostStages:
         # leaf digests: a format-6 proof needs only the leaves (the mixed trees); XCHECK's
         # recomputation, the device pipeline and the cluster compare tables' own roots
         self.table_roots = bool(table_roots)
-        self._scratch = Scratch()
-        self._work = Scratch()
-
-    @property
-    def scratch(self) -> Scratch:
-        """The buffers of this object's short-lived LDEs (prover/core/scratch.py)."""
-        got = self.__dict__.get("_scratch")
-        if got is None:                 # a subclass that did not run __init__
-            got = self.__dict__.setdefault("_scratch", Scratch())
-        return got
-
-    @property
-    def work(self) -> Scratch:
-        """The work buffers of those LDEs' transforms (a pool of their own)."""
-        got = self.__dict__.get("_work")
-        if got is None:
-            got = self.__dict__.setdefault("_work", Scratch())
-        return got
+        # the buffers of this object's short-lived LDEs, and of their transforms' work
+        # (a pool of its own: a quarter of the size), prover/core/scratch.py
+        self.scratch = Scratch()
+        self.work = Scratch()
 
     def clear_scratch(self) -> None:
         """Drop both pools' free buffers (the rounds call it once R2 is over)."""
@@ -342,13 +328,15 @@ class HostStages:
             def on(com):
                 if com is None:
                     return None
-                if isinstance(com, Committed) and not com.holds_lde and com.coeffs is not None:
-                    # evaluated into a buffer of this object's scratch, given back below
-                    c, n = com.coeffs.shape
-                    lent.append(self.scratch.take((c, n << j)))
-                    return com.lde_on(j, lent[-1], self.work)
                 if isinstance(com, Committed) and not com.holds_lde:
-                    return com.lde_on(j)
+                    # evaluated into a buffer of this object's scratch, given back below
+                    # (no coefficients: lde_on says why it cannot)
+                    out = None
+                    if com.coeffs is not None:
+                        c, n = com.coeffs.shape
+                        out = self.scratch.take((c, n << j))
+                        lent.append(out)
+                    return com.lde_on(j, out, self.work)
                 full = com.lde if hasattr(com, "lde") else np.asarray(com)
                 return full if stride == 1 else np.ascontiguousarray(full[:, ::stride])
 
