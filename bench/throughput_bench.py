@@ -4,15 +4,18 @@ block, each a fresh process, base and new trees alternating, medians reported.
     PYTHONPATH=. .venv/bin/python bench/throughput_bench.py                  # new tree only
     PYTHONPATH=. .venv/bin/python bench/throughput_bench.py --base 1eaeb8d --rounds 3
     PYTHONPATH=. .venv/bin/python bench/throughput_bench.py --cases prog --rounds 1 --json out.json
+    PYTHONPATH=. .venv/bin/python bench/throughput_bench.py --base HEAD --profiles default fastest
 
 Cases (the issue's):
   prog   guests/bin/sha256.elf on 13,000 bytes of bench/realworld_bench.py's pattern
          (1,039,868 cycles, one segment of 2^20, 2^19-row tables)
   block  bench/make_block.py -k 18 --hash-share 0.25 (seed 1, 262,138 cycles)
 
-Each run is ``python -c CHILD case`` in the tree (cwd and PYTHONPATH the tree): an untimed
-small warm-up proof of the same kind (numba's cache loaded), then one proof through
-``Prover(ProverConfig())`` -- default parameters, host backend, the machine's threads.
+Each run is ``python -c CHILD case profile`` in the tree (cwd and PYTHONPATH the tree): an
+untimed small warm-up proof of the same kind (numba's cache loaded), then one proof through
+``Prover(ProverConfig.for_profile(profile))`` -- default parameters unless ``--profiles``
+names others (this checkout runs each profile named; the base tree the default only), host
+backend, the machine's threads.
 Per run: cycles, prove-phase seconds (``stats.phases["prove"]``: the protocol, not the
 execution or the trace building), cycles/s over it, the whole call's seconds, the
 process's CPU seconds over the proof (user + system, all threads: steadier than wall on a
@@ -40,7 +43,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHILD = r"""
 import hashlib, json, os, resource, sys, time
 sys.path.insert(0, os.getcwd())
-case = sys.argv[1]
+case, profile = sys.argv[1], sys.argv[2]
 
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
@@ -48,7 +51,7 @@ def cpu():
 
 load0 = os.getloadavg()[0]
 from steadfast.prover.api import Prover, ProverConfig
-prover = Prover(ProverConfig())
+prover = Prover(ProverConfig.for_profile(profile))
 if case == "prog":
     from steadfast import rv32
     from bench.realworld_bench import pattern
@@ -92,10 +95,10 @@ def base_tree(rev: str, dest: str) -> str:
     return tree
 
 
-def run_child(tree: str, case: str) -> dict:
+def run_child(tree: str, case: str, profile: str = "default") -> dict:
     env = dict(os.environ, PYTHONPATH=tree)
     env.pop("PYTHONDONTWRITEBYTECODE", None)          # a user's install has bytecode
-    res = subprocess.run([sys.executable, "-c", CHILD, case], cwd=tree, env=env,
+    res = subprocess.run([sys.executable, "-c", CHILD, case, profile], cwd=tree, env=env,
                          capture_output=True, text=True)
     if res.returncode != 0:
         raise SystemExit(f"{case} in {tree} failed:\n{res.stderr[-4000:]}")
@@ -127,6 +130,7 @@ def report(samples: dict) -> str:
 
         for rnd in first["rounds"]:
             row(rnd, lambda r, k=rnd: r["rounds"].get(k, 0.0))
+        row("cells/cycle", lambda r: r["cells_per_cycle"], "{:.1f}")
         row("prove phase s", lambda r: r["prove_s"])
         row("cycles/s (prove phase)", lambda r: r["cycles"] / r["prove_s"], "{:,.0f}")
         row("whole call s", lambda r: r["call_s"])
@@ -138,10 +142,12 @@ def report(samples: dict) -> str:
         for t, rs in runs.items():
             hashes = sorted({r["sha256"][:16] for r in rs})
             lines.append(f"{t}: proof {rs[0]['proof_bytes']:,} bytes, sha256 {', '.join(hashes)}")
-        if len(runs) == 2:
-            b, n = (runs[t] for t in ("base", "new"))
-            lines.append(f"new/base prove phase {_med(n, 'prove_s') / _med(b, 'prove_s'):.3f}, "
-                         f"CPU {_med(n, 'cpu_s') / _med(b, 'cpu_s'):.3f}")
+        for t, rs in runs.items():
+            if t == "base" or "base" not in runs:
+                continue
+            b = runs["base"]
+            lines.append(f"{t}/base prove phase {_med(rs, 'prove_s') / _med(b, 'prove_s'):.3f}, "
+                         f"CPU {_med(rs, 'cpu_s') / _med(b, 'cpu_s'):.3f}")
     return "\n".join(lines)
 
 
@@ -151,22 +157,28 @@ def main(argv=None) -> int:
     ap.add_argument("--base", help="the baseline commit (default: none, this tree only)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--cases", nargs="+", choices=CASES, default=list(CASES))
+    ap.add_argument("--profiles", nargs="+", default=["default"],
+                    help="this checkout's profiles (ProverConfig.for_profile), each a column "
+                         "'new' (default) or 'new:NAME'; the base tree runs the default")
     ap.add_argument("--json", help="write every sample here")
     args = ap.parse_args(argv)
     if args.rounds < 1:
         ap.error("--rounds must be at least 1")
-    samples = {c: {"base": [], "new": []} for c in args.cases}
+    news = {("new" if p == "default" else f"new:{p}"): p for p in args.profiles}
+    samples = {c: {"base": [], **{t: [] for t in news}} for c in args.cases}
     with tempfile.TemporaryDirectory() as tmp:
-        trees = {"new": ROOT}
+        trees = {t: (ROOT, p) for t, p in news.items()}
         if args.base:
-            trees["base"] = base_tree(args.base, tmp)
+            trees["base"] = (base_tree(args.base, tmp), "default")
         print(f"base {args.base or '-'}; cases {' '.join(args.cases)}; rounds {args.rounds}; "
               f"load {os.getloadavg()[0]:.2f}", flush=True)
         for r in range(args.rounds):
-            order = [t for t in (("base", "new") if r % 2 == 0 else ("new", "base")) if t in trees]
+            labels = ["base", *news]
+            order = [t for t in (labels if r % 2 == 0 else labels[::-1]) if t in trees]
             for case in args.cases:
                 for t in order:
-                    out = run_child(trees[t], case)
+                    tree, profile = trees[t]
+                    out = run_child(tree, case, profile)
                     samples[case][t].append(out)
                     print(f"round {r} {case} {t}: prove {out['prove_s']:.2f} s = "
                           f"{out['cycles'] / out['prove_s']:,.0f} cycles/s, CPU "

@@ -1,5 +1,5 @@
 """Parameter profiles (issue #38 item 2; docs/api.md "Profiles"): ``ProverConfig.for_profile``
-and ``prove --profile default|fast|small|smallest`` -- the documented sets, >= 100 conjectured bits
+and ``prove --profile default|fast|small|smallest|fastest`` -- the documented sets, >= 100 conjectured bits
 each, the explicit options over the profile, the default profile = the configuration (and
 so the bytes) of a ``prove`` without --profile, a ``small`` proof that verifies with the
 default minimum and is smaller than the default's of the same program and input, and an
@@ -29,7 +29,7 @@ def run(main, argv, capsys):
 
 def test_the_profiles_as_documented():
     """docs/api.md's profile table is PROFILES; default is Params' defaults."""
-    assert set(PROFILES) == {"default", "fast", "small", "smallest"}
+    assert set(PROFILES) == {"default", "fast", "small", "smallest", "fastest"}
     p = Params()
     assert PROFILES["default"] == {"log_blowup": p.log_blowup, "num_queries": p.num_queries,
                                    "pow_bits": p.pow_bits, "log_fri_arity": p.log_fri_arity,
@@ -43,8 +43,12 @@ def test_the_profiles_as_documented():
             rows[m.group(1)] = dict(zip(("log_blowup", "num_queries", "pow_bits",
                                          "log_fri_arity", "log_cap"),
                                         (int(g) for g in m.groups()[1:])))
-    assert rows == {k: {**v, "log_fri_arity": 1 << v["log_fri_arity"]}
+    assert rows == {k: {**{f: x for f, x in v.items() if f != "slots"},
+                        "log_fri_arity": 1 << v["log_fri_arity"]}
                     for k, v in PROFILES.items()}, rows
+    # every profile but fastest keeps the default slots ("size"); the table says which
+    assert {k for k, v in PROFILES.items() if v.get("slots", "size") != "size"} == {"fastest"}
+    assert '`slots="cells"`' in table.split("| `fastest` |")[1].split("\n")[0]
 
 
 def test_for_profile_and_unknown():
@@ -56,7 +60,7 @@ def test_for_profile_and_unknown():
     cfg = ProverConfig.for_profile("small", num_queries=30)        # a field over the profile
     assert (cfg.log_blowup, cfg.num_queries, cfg.pow_bits) == (3, 30, 22)
     with pytest.raises(ConfigError, match=r"unknown profile 'tiny'; choose one of default, "
-                                          r"fast, small, smallest"):
+                                          r"fast, small, smallest, fastest"):
         ProverConfig.for_profile("tiny")
 
 
@@ -77,7 +81,7 @@ def test_unknown_profile_exit_2(tmp_path, capsys):
     shutil.copy(ROOT / "examples" / "hello.elf", elf)
     code, out, err = run(main_prove, [elf, "--profile", "tiny", "--backend", "host"], capsys)
     assert code == 2 and not (tmp_path / "hello.proof").exists()
-    assert "--profile" in err and "'tiny'" in err and "default, fast, small, smallest" in err.replace(
+    assert "--profile" in err and "'tiny'" in err and "default, fast, small, smallest, fastest" in err.replace(
         "'", ""), err
 
 

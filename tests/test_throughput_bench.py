@@ -44,6 +44,29 @@ def test_report_of_one_tree_has_no_ratio_and_lists_every_distinct_hash():
     assert "sha256 1111111111111111, 2222222222222222" in out
 
 
+def test_report_has_a_ratio_per_profile_column():
+    samples = {"prog": {"base": [_sample(4.0, 8.0)], "new": [_sample(4.0, 8.0)],
+                        "new:fastest": [_sample(2.0, 2.0, "33" * 32)]}}
+    out = tb.report(samples)
+    assert "new/base prove phase 1.000, CPU 1.000" in out
+    assert "new:fastest/base prove phase 0.500, CPU 0.250" in out
+    assert "new:fastest: proof 4,321 bytes, sha256 3333333333333333" in out
+    assert next(line for line in out.splitlines() if line.startswith("cells/cycle"))
+
+
+def test_the_child_takes_the_profile(monkeypatch):
+    """run_child passes the case and the profile; the child builds its prover from it."""
+    seen = {}
+
+    def fake_run(cmd, **kw):
+        seen["cmd"] = cmd
+        return subprocess.CompletedProcess(cmd, 0, stdout='{"ok": 1}\n', stderr="")
+    monkeypatch.setattr(tb.subprocess, "run", fake_run)
+    assert tb.run_child("/tree", "prog", "fastest") == {"ok": 1}
+    assert seen["cmd"][-2:] == ["prog", "fastest"]
+    assert "ProverConfig.for_profile(profile)" in tb.CHILD
+
+
 @pytest.mark.skipif(shutil.which("git") is None or not os.path.isdir(os.path.join(ROOT, ".git")),
                     reason="needs the git checkout")
 def test_base_tree_is_the_commit_unpacked(tmp_path):

@@ -104,11 +104,11 @@ def part_airs(prover, blk, part) -> list:
         seg = next(iter(run_segments(txs[0].program, txs[0].input, blk.max_cycles,
                                      prover.config.segment_cycles)))
         return build_traces(txs[0].program, None, blk.max_cycles, log_blowup=log_blowup,
-                            segment=seg).airs
+                            segment=seg, slot_objective=prover.config.slots).airs
     exs = [run_transaction(first + k, tx, blk.max_cycles, claims=False)
            for k, tx in enumerate(txs)]
     return rblock.build_block_traces([t.program for t in txs], exs, blk.max_cycles,
-                                     log_blowup).airs
+                                     log_blowup, slot_objective=prover.config.slots).airs
 
 
 def part_progress(progress, done: int, total: int, seconds: float, name: str) -> None:
@@ -137,7 +137,7 @@ def prove_epochs(prover, blk, runs, plan, t0: float, phases: dict) -> BlockEpoch
                        for k, tx in enumerate(txs)]
             with prover._phase("traces", ph):
                 bt = rblock.build_block_traces([t.program for t in txs], exs, blk.max_cycles,
-                                               log_blowup)
+                                               log_blowup, slot_objective=prover.config.slots)
             del exs
             log.info("block part %d: transactions %d..%d (%d cycles)", j, first,
                      first + count - 1, bt.cycles)

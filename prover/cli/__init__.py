@@ -99,8 +99,14 @@ def _prove_parser() -> argparse.ArgumentParser:
                          "(log_blowup 2, 50 queries), fast (log_blowup 1: the fastest prove, "
                          "larger proofs), small (log_blowup 3, 27 queries, 22 proof-of-work "
                          "bits: smaller proofs, slower prove), smallest (log_blowup 5, 17 "
-                         "queries: the smallest, about 5x the prove time); the options below "
-                         "override it; each gives >= 100 conjectured bits")
+                         "queries: the smallest, about 5x the prove time), fastest (fast with "
+                         "--slots cells: the fastest prove, the largest proofs); the options "
+                         "below override it; each gives >= 100 conjectured bits")
+    ap.add_argument("--slots", default=None, choices=("size", "cells"),
+                    help="RISC-V proofs: how many instructions a row of the wide chips holds "
+                         "-- size: one, the smallest proof; cells: up to 4, the fewest "
+                         "committed cells, a faster prove and a larger proof (default: the "
+                         "profile's; every profile but fastest: size)")
     ap.add_argument("--log-blowup", type=int, default=None,
                     help="log2 of the LDE blowup (default: the profile's; default profile: "
                          f"{Params.log_blowup})")

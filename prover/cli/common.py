@@ -46,7 +46,7 @@ def prover_config(args, **fields):
     from ..engine.config import ProverConfig
     given = {name: getattr(args, flag, None) for name, flag in
              (("log_blowup", "log_blowup"), ("num_queries", "queries"),
-              ("pow_bits", "pow_bits"))}
+              ("pow_bits", "pow_bits"), ("slots", "slots"))}
     given = {k: v for k, v in given.items() if v is not None}
     return ProverConfig.for_profile(
         getattr(args, "profile", None) or "default", backend=args.backend,
@@ -109,7 +109,7 @@ def warn(msg: str) -> None:
 FLAG_OF = {"num_queries": "--queries", "log_blowup": "--log-blowup", "pow_bits": "--pow-bits",
             "log_cap": "--cap-height", "profile": "--profile",
             "threads": "--threads", "vram budget": "--vram-budget",
-            "postmortem_dir": "--postmortem-dir"}
+            "postmortem_dir": "--postmortem-dir", "slots": "--slots"}
 
 
 def flagify(message: str) -> str:

@@ -36,7 +36,12 @@ _FIELD_TYPES = {"log_blowup": int, "num_queries": int, "pow_bits": int, "logup_p
                 "check": bool, "self_check": bool, "dev_mode": (bool, type(None)),
                 "backend": str, "postmortem_dir": (str, os.PathLike, type(None)),
                 "vram_budget": (int, str, type(None)),
-                "segment_cycles": (int, type(None))}
+                "segment_cycles": (int, type(None)), "slots": str}
+
+# How the RV32 prover chooses a slotted table's k (rv32/tables.py ``choose_slots``):
+# "size", the k of the smallest proof (in practice 1), or "cells", the k committing the
+# fewest cells -- the faster prove, wider opened rows (docs/rv32.md "Slots").
+SLOT_OBJECTIVES = ("size", "cells")
 
 
 def _check_types(cfg) -> None:
@@ -66,6 +71,9 @@ def _check_types(cfg) -> None:
 #            proof under 300 KB, for a longer prove
 #   smallest log_blowup 5, 17 queries: a 2^18-cycle block's proof under 500 KB, for
 #            4.5-5 times the prove time and 2-3 times the memory
+#   fastest  fast's parameters with slots="cells": the wide chips hold up to 4 items a
+#            row (fewer committed cells), the fastest prove for about 1.7-2 times fast's
+#            bytes
 PROFILES = {
     "default": {"log_blowup": Params.log_blowup, "num_queries": Params.num_queries,
                 "pow_bits": Params.pow_bits, "log_fri_arity": Params.log_fri_arity,
@@ -76,6 +84,8 @@ PROFILES = {
               "log_cap": 0},
     "smallest": {"log_blowup": 5, "num_queries": 17, "pow_bits": 20, "log_fri_arity": 3,
                  "log_cap": 0},
+    "fastest": {"log_blowup": 1, "num_queries": 83, "pow_bits": 20, "log_fri_arity": 3,
+                "log_cap": 0, "slots": "cells"},
 }
 
 
@@ -102,6 +112,10 @@ class ProverConfig:
     ``segment_cycles``: a program run longer than this many cycles is proved as linked
     segments of this size (a power of two in [2^10, 2^22]; default 2^20, docs/rv32.md
     "Long programs: segments"); None: one proof only (at most 2^24 cycles).
+    ``slots``: how an RV32 proof's slotted tables (rv32/tables.py ``SLOTTED``) choose how
+    many items a row holds -- "size" (default: the smallest proof, in practice one) or
+    "cells" (the fewest committed cells: the faster prove, a larger proof); the choice is
+    read back off the proof's widths, so verifiers need nothing.
     :meth:`for_profile` gives the named parameter sets of :data:`PROFILES` (``prove
     --profile``; docs/api.md "Profiles")."""
     backend: str = "auto"
@@ -120,9 +134,13 @@ class ProverConfig:
     self_check: bool = True
     dev_mode: bool | None = None
     segment_cycles: int | None = 1 << 20
+    slots: str = "size"
 
     def __post_init__(self):
         _check_types(self)
+        if self.slots not in SLOT_OBJECTIVES:
+            raise ConfigError(f"slots must be one of {', '.join(SLOT_OBJECTIVES)}, got "
+                              f"{self.slots!r}", "slots")
         n = self.segment_cycles
         if n is not None and (n & (n - 1) or not 1 << 10 <= n <= 1 << 22):
             raise ConfigError(f"segment_cycles must be a power of two in [2^10, 2^22] "
@@ -239,4 +257,4 @@ def _use_simulator() -> None:
     numba_config.reload_config()
 
 
-__all__ = ["ProverConfig", "BACKENDS_AVAILABLE", "PROFILES"]
+__all__ = ["ProverConfig", "BACKENDS_AVAILABLE", "PROFILES", "SLOT_OBJECTIVES"]

@@ -148,7 +148,8 @@ class ProgramProver(ProverCore):
         with self._phase("execute", phases):
             ex = run_program(program, data, max_cycles)
         with self._phase("traces", phases):
-            tr = build_traces(program, ex, max_cycles, log_blowup=self.config.params().log_blowup)
+            tr = build_traces(program, ex, max_cycles, log_blowup=self.config.params().log_blowup,
+                              slot_objective=self.config.slots)
         return ex, tr
 
     def _check_program_tables(self, airs, tables, table_pv, phases: dict) -> None:
@@ -235,7 +236,7 @@ class ProgramProver(ProverCore):
                 if first is None:
                     first = build_traces(program, None, max_cycles,
                                          log_blowup=self.config.params().log_blowup,
-                                         segment=seg)
+                                         segment=seg, slot_objective=self.config.slots)
                 seg.execution = None
                 counts.append(seg.cycles)
                 out += seg.output
