@@ -121,3 +121,13 @@ def test_block_with_cells_verifies():
     tx_slots, _ = block_slots_of(decoded, len(block.transactions))
     assert any(k > 1 for s in tx_slots for k in s.values()), tx_slots
     verify_txblock(raw, block, min_security_bits=0)
+
+
+def test_cells_proof_is_the_same_on_the_device_pipeline():
+    """The device pipeline (emu: its stages and residency on the CPU) proves the slotted
+    tables "cells" chooses to the host's bytes."""
+    prog = S.program(SRC)
+    host = Prover(ProverConfig(slots="cells", **CHEAP)).prove_program(prog, b"").to_bytes()
+    emu = Prover(ProverConfig(slots="cells", **{**CHEAP, "backend": "emu"})).prove_program(
+        prog, b"").to_bytes()
+    assert emu == host
