@@ -607,6 +607,17 @@ def _transpose(a, out):
     _run(np.array([[OP_TRANSPOSE, 0, 0, tiles, 0]], np.int64), a, out, words=a.size)
 
 
+def transpose(a: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of ``a.T`` (2-d): uint32 matrices in 32 x 32 tiles on the host
+    pool (3-6x numpy's strided copy for an (n, w) trace), other arrays by numpy."""
+    a = np.asarray(a)
+    if a.ndim != 2 or a.dtype != np.uint32 or a.size == 0:
+        return np.ascontiguousarray(a.T)
+    out = np.empty((a.shape[1], a.shape[0]), np.uint32)
+    _transpose(np.ascontiguousarray(a), out)
+    return out
+
+
 def lde_columns(evals_T: np.ndarray, log_blowup: int, shift: int = field.GENERATOR) -> np.ndarray:
     """Column-major coset LDE: uint32[w, n] (row c = evaluations of polynomial c on
     <omega_n>) -> uint32[w, n 2^k], row c = evaluations on shift*<omega_{n 2^k}>."""
@@ -677,7 +688,8 @@ def bit_reverse_permutation(a: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 __all__ = ["ntt", "intt", "coset_ntt", "coset_intt", "coset_lde", "lde_columns",
-           "lde_from_coeffs", "bit_reverse_permutation", "twiddles", "build_butterflies"]
+           "lde_from_coeffs", "bit_reverse_permutation", "twiddles", "build_butterflies",
+           "transpose"]
 
 
 # cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)

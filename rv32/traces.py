@@ -24,6 +24,7 @@ import numpy as np
 
 from ..air import compile_program, evaluate
 from ..air.eval import domain_leaf
+from ..kernels.ntt_host import transpose
 from ..verifier.poseidon2 import permute
 
 from . import abi, isa
@@ -147,7 +148,8 @@ def _lookup_counts(airs, traces, pvs) -> dict:
             continue
         prog = _lookup_program(air, its)
         prep = None if air.preprocessed is None else air.preprocessed.T
-        vals = evaluate(prog, domain_leaf(trace.T, prep, None, 1, [int(v) for v in pv], {}))
+        cols = transpose(trace)             # contiguous columns: the programs read them whole
+        vals = evaluate(prog, domain_leaf(cols, prep, None, 1, [int(v) for v in pv], {}))
         pos = 0
         n = trace.shape[0]
         for it in its:

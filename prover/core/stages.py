@@ -26,7 +26,7 @@ from ...kernels import multiproof as mp
 from ...kernels import open_rows
 from ...kernels.hostlib import ef_inverse
 from ...kernels.poseidon2 import poseidon2_permute
-from ...kernels.ntt_host import (_transpose, bit_reverse_permutation, coset_intt, intt,
+from ...kernels.ntt_host import (bit_reverse_permutation, coset_intt, intt, transpose,
                                  lde_columns, lde_from_coeffs)
 from ...verifier.protocol import SHIFT, TableShape
 
@@ -87,18 +87,6 @@ class _LdeSource:
             raise ValueError("this committed matrix's LDE was released and cannot be "
                              "recomputed (no coefficients)")
         return self.coeffs
-
-
-def transpose(a: np.ndarray) -> np.ndarray:
-    """A C-contiguous copy of ``a.T`` (2-d): uint32 matrices in 32 x 32 tiles on the host
-    pool (kernels/ntt_host.py's transpose task; 3-6x numpy's strided copy for an (n, w)
-    trace), other arrays by numpy."""
-    a = np.asarray(a)
-    if a.ndim != 2 or a.dtype != np.uint32 or a.size == 0:
-        return np.ascontiguousarray(a.T)
-    out = np.empty((a.shape[1], a.shape[0]), np.uint32)
-    _transpose(np.ascontiguousarray(a), out)
-    return out
 
 
 def lde_of_coeffs(coeffs: np.ndarray, log_blowup: int, out: np.ndarray | None = None,

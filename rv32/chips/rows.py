@@ -79,12 +79,13 @@ class Rows:
         unknown = set(self.cols) - set(names)
         if unknown:
             raise ValueError(f"{air.name}: no columns {sorted(unknown)}")
+        from ...kernels.ntt_host import transpose      # the host pool's tiled transpose
         U = np.zeros((len(names), n * k), dtype=np.uint32)
         for name, v in self.cols.items():
             if v.size and (v.min() < 0 or v.max() >= P):
                 v = v % P
             U[names[name], :self.m] = v
-        return np.ascontiguousarray(U.T).reshape(n, k * len(names))
+        return transpose(U).reshape(n, k * len(names))
 
 
 class Accesses:
