@@ -131,3 +131,28 @@ def test_cells_proof_is_the_same_on_the_device_pipeline():
     emu = Prover(ProverConfig(slots="cells", **{**CHEAP, "backend": "emu"})).prove_program(
         prog, b"").to_bytes()
     assert emu == host
+
+
+def test_cli_fastest_profile_proves_and_verifies(tmp_path, capsys):
+    """prove --profile fastest: the proof verifies with the default verify (100 bits), its
+    statistics record slots "cells", and its tables hold several instructions a row."""
+    import json
+    import shutil
+    from pathlib import Path
+    from steadfast.prover.cli import main_prove, main_verify
+    root = Path(__file__).resolve().parents[1]
+    for src in ("examples/hello.elf", "examples/hello.in"):
+        shutil.copy(root / src, tmp_path / Path(src).name)
+    elf, inp, out = tmp_path / "hello.elf", tmp_path / "hello.in", tmp_path / "h.proof"
+    stats = tmp_path / "h.json"
+    code = main_prove([str(elf), "--input", str(inp), "--profile", "fastest", "-o", str(out),
+                       "--stats-json", str(stats), "--backend", "host", "-q"])
+    o, err = capsys.readouterr()
+    assert code == 0 and "Traceback" not in o + err, err
+    rec = json.loads(stats.read_text())
+    assert rec["slots"] == "cells" and rec["params"]["log_blowup"] == 1
+    proof = ProgramProof.from_bytes(out.read_bytes())
+    assert max(slots_of(decode(proof.proof)).values()) > 1
+    code = main_verify([str(out), "--elf", str(elf), "--input", str(inp)])
+    o, err = capsys.readouterr()
+    assert code == 0 and "proof OK" in o, o + err

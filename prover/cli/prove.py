@@ -110,7 +110,8 @@ def proof_meta(meta: dict, session: Session, out: str, params, context: tuple) -
     (the block's or program's name and digest, the device) into the context of an XCHECK
     post-mortem."""
     meta.update({"proof": out, "device": device_name(session.prover.backend),
-                 "params": dict(vars(params)), "dev_mode": session.dev,
+                 "params": dict(vars(params)), "slots": session.cfg.slots,
+                 "dev_mode": session.dev,
                  "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
     from ..device.xcheck import POSTMORTEM_CONTEXT
     POSTMORTEM_CONTEXT.update({k: meta[k] for k in context})
