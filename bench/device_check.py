@@ -50,7 +50,10 @@ Order -- what matters most first, so that a short or failing first run still ans
    fold and OOD reduction, skipped if their API differs);
 5. the rest of the end-to-end ladder, cuda vs host, on blocks of RISC-V transactions of
    about 2^k cycles from ``bench/make_block.py``'s generator (``v2_block``, same defaults:
-   hash share 0.25, seed 1), comparing the proof bytes.
+   hash share 0.25, seed 1), comparing the proof bytes;
+6. if time is left, the first block again under ``--profile fastest`` (log_blowup 1,
+   slots "cells": the chips' tables hold up to 4 instructions a row, with their own
+   generated kernels), device vs host, proof bytes compared.
 
 Time budget (sized for a lent machine's one 600 s command): every check runs in a worker
 thread; none starts after ``--soft`` seconds (default 480) or when its predicted time does
@@ -594,6 +597,14 @@ def _run(args, S, sim, report, runner, ctx, wanted, warm) -> None:
             except Exception as exc:  # noqa: BLE001
                 traceback.print_exc()
                 report.add("end-to-end", "-", "error", note=f"{type(exc).__name__}: {exc}"[:160])
+            # 6: the fastest profile's slotted tables, if time is left
+            if first_k is not None:
+                try:
+                    e2e.fastest(first_k)
+                except Exception as exc:  # noqa: BLE001
+                    traceback.print_exc()
+                    report.add("prove block fastest", f"2^{first_k} cycles", "error",
+                               note=f"{type(exc).__name__}: {exc}"[:160])
 
 
 if __name__ == "__main__":

@@ -70,13 +70,14 @@ class E2E:
         res["vram_peak"] = vp.delta
         return res
 
-    def prove_block(self, block, backend: str) -> dict:
+    def prove_block(self, block, backend: str, profile: str = "default") -> dict:
         from steadfast.prover.api import Prover, ProverConfig
-        if backend not in self.provers:
-            self.provers[backend] = Prover(ProverConfig(backend=backend))
+        key = backend if profile == "default" else (backend, profile)
+        if key not in self.provers:
+            self.provers[key] = Prover(ProverConfig.for_profile(profile, backend=backend))
 
         def run():
-            proof = self.provers[backend].prove_block(block)
+            proof = self.provers[key].prove_block(block)
             st = proof.stats
             return dict(bytes=proof.to_bytes(), total_s=st.phases.get("total"),
                         prove_s=st.phases.get("prove"), rounds=st.rounds(), cycles=st.cycles,
@@ -205,6 +206,29 @@ class E2E:
         self.one(f"prove block first ({self.dev})", f"2^{k} cycles", k,
                  lambda b: self.prove_block(block, b))
         self.done_k.add(k)
+
+    def fastest(self, k: int) -> None:
+        """The ``fastest`` profile (log_blowup 1, slots "cells": tables of up to 4
+        instructions a row, their own constraint kernels) at 2^k, device then host, bytes
+        compared.  Last in the run, within what is left of the budget; its times stay out
+        of the ladder's predictions and a failure here does not stop the device proofs."""
+        block, size = sized_block(k), f"2^{k} cycles"
+        label, res = f"prove block fastest ({self.dev})", {}
+        for b in (self.dev, "host"):
+            st, r, note = self.runner.call(f"prove {b} fastest {size}",
+                                           lambda b=b: self.prove_block(block, b, "fastest"))
+            if st != "ok":
+                self.ctx.report.add(label, size, st, note=f"{b}: {note}")
+                return
+            res[b] = r
+        d, h = res[self.dev], res["host"]
+        self.details.setdefault(f"{size} fastest", {}).update(
+            {b: {x: y for x, y in r.items() if x != "bytes"} for b, r in res.items()})
+        self.ctx.report.add(label, size, yn(d["bytes"] == h["bytes"]), d["total_s"],
+                            f"{d['cycles'] / d['total_s']:,.0f} cycles/s" if d["cycles"] else "",
+                            f"x{h['total_s'] / d['total_s']:.1f} vs host",
+                            f"host {h['total_s']:.2f}s; {len(d['bytes']):,} B; "
+                            + _stage_note(d), proof_bytes=len(d["bytes"]))
 
     def run(self, ladder, warm_k) -> None:
         if "example" in ladder:

@@ -42,7 +42,7 @@ def test_device_check_dry_run_all_identical(tmp_path):
     order = [at(p) for p in ("preflight: ok", "versions: ", "sanity launch ", "precompile ",
                              "prove block first ",
                              "copy D2D ", "ntt ", "poseidon2 KAT ", "prove block (emu) 2^11",
-                             "== device_check summary ==")]
+                             "prove block fastest (emu) 2^10", "== device_check summary ==")]
     assert order == sorted(order), order
     assert "numba-cuda=" in lines[order[1]] and "numpy=" in lines[order[1]]
     figures = json.loads(out.read_text())
@@ -60,6 +60,8 @@ def test_device_check_dry_run_all_identical(tmp_path):
     assert any(r["check"].startswith("prove block") and r["identical"] == "yes" for r in rows)
     first = [r for r in rows if r["check"].startswith("prove block first")]
     assert first and first[0]["identical"] == "yes" and first[0]["size"] == "2^10 cycles"
+    fastest = [r for r in rows if r["check"].startswith("prove block fastest")]
+    assert [r["identical"] for r in fastest] == ["yes"], fastest
     assert [r["identical"] for r in rows if r["check"] == "sanity launch"] == ["yes"]
     pre = [r for r in rows if r["check"] == "precompile"][0]
     steps = pre["data"]["steps"]
