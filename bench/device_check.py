@@ -558,12 +558,8 @@ def _run(args, S, sim, report, runner, ctx, wanted, warm) -> None:
             print(f"block generator failed: {exc}", flush=True)
         runner.run("precompile", "-", lambda: check_precompile(ctx, pre_block, warm))
         if first_k is not None:
-            try:
-                e2e.first(first_k)
-            except Exception as exc:  # noqa: BLE001
-                traceback.print_exc()
-                report.add("prove block first", f"2^{first_k} cycles", "error",
-                           note=f"{type(exc).__name__}: {exc}"[:160])
+            _guarded(report, "prove block first", f"2^{first_k} cycles",
+                     lambda: e2e.first(first_k))
         # 4: the microbenchmarks
         plan = []
         if "copy" in wanted:
@@ -591,20 +587,21 @@ def _run(args, S, sim, report, runner, ctx, wanted, warm) -> None:
                     print(f"freeing device memory failed: {exc}", flush=True)
         # 5: the rest of the end-to-end ladder
         if e2e is not None:
-            try:
-                warm = S["warm_k"] if args.warm_k is None else args.warm_k
-                e2e.run(ladder, warm)
-            except Exception as exc:  # noqa: BLE001
-                traceback.print_exc()
-                report.add("end-to-end", "-", "error", note=f"{type(exc).__name__}: {exc}"[:160])
+            warm_k = S["warm_k"] if args.warm_k is None else args.warm_k
+            _guarded(report, "end-to-end", "-", lambda: e2e.run(ladder, warm_k))
             # 6: the fastest profile's slotted tables, if time is left
             if first_k is not None:
-                try:
-                    e2e.fastest(first_k)
-                except Exception as exc:  # noqa: BLE001
-                    traceback.print_exc()
-                    report.add("prove block fastest", f"2^{first_k} cycles", "error",
-                               note=f"{type(exc).__name__}: {exc}"[:160])
+                _guarded(report, "prove block fastest", f"2^{first_k} cycles",
+                         lambda: e2e.fastest(first_k))
+
+
+def _guarded(report, check: str, size: str, fn) -> None:
+    """``fn()``; an exception becomes an error row of ``check`` (and its traceback)."""
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001
+        traceback.print_exc()
+        report.add(check, size, "error", note=f"{type(exc).__name__}: {exc}"[:160])
 
 
 if __name__ == "__main__":
