@@ -1,7 +1,8 @@
 """Programs: static RV32 ELF executables, loaded into a :class:`Program`, and its digest.
 
 The machine runs static little-endian ELF32 RISC-V executables (ELFCLASS32, ELFDATA2LSB,
-ET_EXEC, EM_RISCV), parsed with pyelftools.  Every PT_LOAD segment of non-zero memory size
+ET_EXEC, EM_RISCV), parsed here with ``struct`` (the 52-byte ELF32 header and the
+32-byte program headers; sections are never read).  Every PT_LOAD segment of non-zero memory size
 is loaded at its virtual address: its file bytes, then zeros up to its memory size; the
 entry point comes from the header.  :func:`parse_elf` refuses, with an :class:`ElfError`
 naming what is wrong:
@@ -19,9 +20,11 @@ naming what is wrong:
 * no loadable segment, an entry point that is not 4-byte aligned or not inside an
   executable (PF_X) segment.
 
-pyelftools' own exceptions never escape: they become ``ElfError("file", "malformed ELF:
-...")``.  Sections, symbols and non-load segments (notes, RISC-V attributes, GNU_STACK)
-are ignored.
+Every size is checked before a field is read, so no parsing error escapes as anything
+but an :class:`ElfError`.  Sections, symbols and non-load segments (notes, RISC-V
+attributes, GNU_STACK) are ignored.  (The parser was pyelftools until issue #38: its
+import was ~19 ms of every ``verify`` process; tests/test_rv32_elf.py compares the two on
+every bundled ELF.)
 
 Instruction fetch reads the image of the executable segments only (docs/rv32.md "Memory"),
 so the program's code is :meth:`Program.code_ranges`; data reads and writes see the whole
@@ -37,7 +40,6 @@ digest read little-endian (each < 2^16 < p).
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import struct
 from dataclasses import dataclass
@@ -58,11 +60,18 @@ EF_RISCV_FLOAT_ABI = 0x6
 DIGEST_DOMAIN = b"steadfast/rv32/program/v1\x00"
 DEFAULT_BASE = 0x0001_0000        # Program.from_words' default load address (GNU ld's)
 
-_TYPE_NAMES = {"ET_NONE": "no file type (ET_NONE)",
-               "ET_REL": "a relocatable object file (ET_REL); link it into an executable",
-               "ET_DYN": "a shared object or position-independent executable (ET_DYN); "
-                         "link with -static -no-pie",
-               "ET_CORE": "a core dump (ET_CORE)"}
+_TYPE_NAMES = {0: "no file type (ET_NONE)",
+               1: "a relocatable object file (ET_REL); link it into an executable",
+               3: "a shared object or position-independent executable (ET_DYN); "
+                  "link with -static -no-pie",
+               4: "a core dump (ET_CORE)"}
+ET_EXEC, EM_RISCV = 2, 243
+PT_LOAD, PT_DYNAMIC, PT_INTERP = 1, 2, 3
+_MACHINES = {3: "EM_386", 8: "EM_MIPS", 20: "EM_PPC", 21: "EM_PPC64", 40: "EM_ARM",
+             62: "EM_X86_64", 183: "EM_AARCH64", 243: "EM_RISCV"}
+_HEADER = struct.Struct("<HHIIIIIHHHHHH")       # e_type .. e_shstrndx, after e_ident
+_PHDR = struct.Struct("<IIIIIIII")              # p_type, p_offset, p_vaddr, p_paddr,
+                                                # p_filesz, p_memsz, p_flags, p_align
 
 
 _BLOCK = 1 << 16
@@ -206,7 +215,7 @@ def _validate(entry: int, segments: Sequence[Segment]) -> None:
 
 
 def _header(data: bytes) -> None:
-    """The checks pyelftools would either get wrong or answer with a traceback."""
+    """e_ident and the file's size: what must hold before a header field is read."""
     if len(data) > MAX_FILE_BYTES:
         raise ElfError("file", f"{len(data)} bytes (at most {MAX_FILE_BYTES})")
     if data[:4] != b"\x7fELF":
@@ -236,22 +245,14 @@ def parse_elf(data: bytes) -> Program:
         raise TypeError(f"expected the ELF file's bytes, got {type(data).__name__}")
     data = bytes(data)
     _header(data)
-    try:
-        from elftools.elf.elffile import ELFFile
-        elf = ELFFile(io.BytesIO(data))
-        hdr = elf.header
-        e_type, e_machine, e_flags = hdr["e_type"], hdr["e_machine"], int(hdr["e_flags"])
-        e_entry, phoff, phnum, phentsize = (int(hdr[k]) for k in
-                                            ("e_entry", "e_phoff", "e_phnum", "e_phentsize"))
-    except ElfError:
-        raise
-    except Exception as exc:                     # pyelftools: ELFError, struct/construct...
-        raise ElfError("file", f"malformed ELF: {exc}") from None
-    if e_type != "ET_EXEC":
+    (e_type, e_machine, _version, e_entry, phoff, _shoff, e_flags, _ehsize, phentsize, phnum,
+     _shentsize, _shnum, _shstrndx) = _HEADER.unpack_from(data, 16)
+    if e_type != ET_EXEC:
         raise ElfError("e_type", _TYPE_NAMES.get(e_type, f"unknown file type {e_type}")
                        + "; the machine runs static executables (ET_EXEC)")
-    if e_machine != "EM_RISCV":
-        raise ElfError("e_machine", f"machine {e_machine}, not RISC-V (EM_RISCV)")
+    if e_machine != EM_RISCV:
+        raise ElfError("e_machine", f"machine {_MACHINES.get(e_machine, e_machine)}, not "
+                                    f"RISC-V (EM_RISCV)")
     if e_flags & EF_RISCV_RVC:
         raise ElfError("e_flags", "built for the C extension (EF_RISCV_RVC); the machine "
                                   "runs RV32IM: build with -march=rv32im")
@@ -266,20 +267,15 @@ def parse_elf(data: bytes) -> Program:
         raise ElfError("file", "truncated: the program headers run past the end of the file")
     segments = []
     total = 0
-    try:
-        phdrs = [elf.get_segment(i).header for i in range(phnum)]
-    except Exception as exc:
-        raise ElfError("file", f"malformed ELF: {exc}") from None
-    for i, ph in enumerate(phdrs):
-        kind = ph["p_type"]
+    for i in range(phnum):
+        kind, off, vaddr, _paddr, filesz, memsz, flags, _align = _PHDR.unpack_from(
+            data, phoff + i * phentsize)
         where = f"program header {i}"
-        if kind in ("PT_INTERP", "PT_DYNAMIC"):
-            raise ElfError(where, f"a dynamic program ({kind}); link with -static")
-        if kind != "PT_LOAD":
+        if kind in (PT_INTERP, PT_DYNAMIC):
+            name = "PT_INTERP" if kind == PT_INTERP else "PT_DYNAMIC"
+            raise ElfError(where, f"a dynamic program ({name}); link with -static")
+        if kind != PT_LOAD:
             continue
-        vaddr, off, filesz, memsz, flags = (int(ph[k]) for k in
-                                            ("p_vaddr", "p_offset", "p_filesz", "p_memsz",
-                                             "p_flags"))
         if filesz > memsz:
             raise ElfError(where, f"file size {filesz} exceeds memory size {memsz}")
         if off + filesz > len(data):
