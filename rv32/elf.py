@@ -309,13 +309,12 @@ def write_elf(program: Program) -> bytes:
     phoff, n = 52, len(segs)
     off = phoff + 32 * n
     hdr = b"\x7fELF" + bytes([1, 1, 1, 0]) + bytes(8)
-    hdr += struct.pack("<HHIIIIIHHHHHH", 2, 243, 1, program.entry, phoff, 0, 0, 52, 32, n,
-                       40, 0, 0)
+    hdr += _HEADER.pack(ET_EXEC, EM_RISCV, 1, program.entry, phoff, 0, 0, 52, 32, n, 40, 0, 0)
     phdrs, body = [], []
     for s in segs:
         data = s.initialised                  # the zero fill is memory size, not file
-        phdrs.append(struct.pack("<IIIIIIII", 1, off, s.address, s.address, len(data),
-                                 len(s.data), s.flags & 7, 4))
+        phdrs.append(_PHDR.pack(PT_LOAD, off, s.address, s.address, len(data), len(s.data),
+                                s.flags & 7, 4))
         body.append(data)
         off += len(data)
     return hdr + b"".join(phdrs) + b"".join(body)

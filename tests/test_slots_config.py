@@ -60,6 +60,9 @@ def test_slots_field_checked():
     assert e.value.field == "slots"
     with pytest.raises(ConfigTypeError, match="slots must be str"):
         ProverConfig(slots=3)
+    # what the trace builders get: the blowup and the objective, together
+    assert ProverConfig(slots="cells", log_blowup=1).trace_options() == {
+        "log_blowup": 1, "slot_objective": "cells"}
 
 
 def test_slots_option_and_profile():

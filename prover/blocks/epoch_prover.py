@@ -99,16 +99,15 @@ def part_airs(prover, blk, part) -> list:
     from ...rv32.traces import build_traces
     kind, first, count = part
     txs = blk.transactions[first:first + count]
-    log_blowup = prover.config.params().log_blowup
     if kind == LONG:
         seg = next(iter(run_segments(txs[0].program, txs[0].input, blk.max_cycles,
                                      prover.config.segment_cycles)))
-        return build_traces(txs[0].program, None, blk.max_cycles, log_blowup=log_blowup,
-                            segment=seg, slot_objective=prover.config.slots).airs
+        return build_traces(txs[0].program, None, blk.max_cycles, segment=seg,
+                            **prover.config.trace_options()).airs
     exs = [run_transaction(first + k, tx, blk.max_cycles, claims=False)
            for k, tx in enumerate(txs)]
     return rblock.build_block_traces([t.program for t in txs], exs, blk.max_cycles,
-                                     log_blowup, slot_objective=prover.config.slots).airs
+                                     **prover.config.trace_options()).airs
 
 
 def part_progress(progress, done: int, total: int, seconds: float, name: str) -> None:
@@ -123,7 +122,6 @@ def prove_epochs(prover, blk, runs, plan, t0: float, phases: dict) -> BlockEpoch
     -> a :class:`BlockEpochsProof` (``stats``: the parts' counters and phases summed;
     ``counters["parts"]``)."""
     S = prover.config.segment_cycles
-    log_blowup = prover.config.params().log_blowup
     totals = SegmentTotals(phases=dict(phases))
     parts, seconds, downgrades, segments = [], [], [], 0
     part_progress(prover.progress, 0, len(plan), 0.0, "")
@@ -137,7 +135,7 @@ def prove_epochs(prover, blk, runs, plan, t0: float, phases: dict) -> BlockEpoch
                        for k, tx in enumerate(txs)]
             with prover._phase("traces", ph):
                 bt = rblock.build_block_traces([t.program for t in txs], exs, blk.max_cycles,
-                                               log_blowup, slot_objective=prover.config.slots)
+                                               **prover.config.trace_options())
             del exs
             log.info("block part %d: transactions %d..%d (%d cycles)", j, first,
                      first + count - 1, bt.cycles)

@@ -155,8 +155,7 @@ class TxBlockProver(ProverCore):
                    for i, tx in enumerate(blk.transactions)]
         with self._phase("traces", phases):
             bt = rblock.build_block_traces([t.program for t in blk.transactions], exs,
-                                           blk.max_cycles, self.config.params().log_blowup,
-                                           slot_objective=self.config.slots)
+                                           blk.max_cycles, **self.config.trace_options())
         return exs, bt
 
     def execute_txblock(self, block: TxBlockLike) -> TxBlockReport:
@@ -196,16 +195,14 @@ class TxBlockProver(ProverCore):
         txs0 = blk.transactions[first:first + count]
         if kind == LONG:
             seg = next(iter(run_segments(txs0[0].program, txs0[0].input, blk.max_cycles, S)))
-            tr = build_traces(txs0[0].program, None, blk.max_cycles,
-                              log_blowup=self.config.params().log_blowup, segment=seg,
-                              slot_objective=self.config.slots)
+            tr = build_traces(txs0[0].program, None, blk.max_cycles, segment=seg,
+                              **self.config.trace_options())
             names, airs, traces = list(TABLES), tr.airs, tr.traces
         else:
             exs = [run_transaction(first + k, tx, blk.max_cycles, False)
                    for k, tx in enumerate(txs0)]
             bt = rblock.build_block_traces([t.program for t in txs0], exs, blk.max_cycles,
-                                           self.config.params().log_blowup,
-                                           slot_objective=self.config.slots)
+                                           **self.config.trace_options())
             names, airs, traces = bt.names, bt.airs, bt.traces
         rows, sec = self._table_rows(names, airs, traces)
         parts = tuple({"kind": KIND_NAMES[k], "first": a, "count": c,

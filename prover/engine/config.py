@@ -166,6 +166,13 @@ class ProverConfig:
             raise ConfigError(f"PROVER_DEV_MODE must be 0 or 1, got {raw!r}")
         return raw == "1"
 
+    def trace_options(self) -> dict:
+        """What every RV32 trace builder (``rv32.traces.build_traces``,
+        ``rv32.block.build_block_traces``) takes from this configuration, so the AIRs a
+        proof is built on and the ones its kernels are precompiled for agree: the LogUp
+        batching's ``log_blowup`` and the slotted tables' ``slot_objective``."""
+        return {"log_blowup": self.log_blowup, "slot_objective": self.slots}
+
     def params(self) -> Params:
         return Params(log_blowup=self.log_blowup, num_queries=self.num_queries,
                       pow_bits=self.pow_bits, logup_pow_bits=self.logup_pow_bits,

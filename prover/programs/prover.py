@@ -148,8 +148,7 @@ class ProgramProver(ProverCore):
         with self._phase("execute", phases):
             ex = run_program(program, data, max_cycles)
         with self._phase("traces", phases):
-            tr = build_traces(program, ex, max_cycles, log_blowup=self.config.params().log_blowup,
-                              slot_objective=self.config.slots)
+            tr = build_traces(program, ex, max_cycles, **self.config.trace_options())
         return ex, tr
 
     def _check_program_tables(self, airs, tables, table_pv, phases: dict) -> None:
@@ -234,9 +233,8 @@ class ProgramProver(ProverCore):
         try:
             for seg in run_segments(program, data, max_cycles, S):
                 if first is None:
-                    first = build_traces(program, None, max_cycles,
-                                         log_blowup=self.config.params().log_blowup,
-                                         segment=seg, slot_objective=self.config.slots)
+                    first = build_traces(program, None, max_cycles, segment=seg,
+                                         **self.config.trace_options())
                 seg.execution = None
                 counts.append(seg.cycles)
                 out += seg.output

@@ -121,9 +121,8 @@ def prove_one(prover, program, data: bytes, max_cycles: int, segment_cycles: int
     with prover._phase("replay", phases):
         seg = replay(program, data, max_cycles, segment_cycles, ck)
     with prover._phase("traces", phases):
-        tr = build_traces(program, None, max_cycles,
-                          log_blowup=prover.config.params().log_blowup, segment=seg,
-                          slot_objective=prover.config.slots)
+        tr = build_traces(program, None, max_cycles, segment=seg,
+                          **prover.config.trace_options())
     seg.execution = None
     log.info("segment %d: cycles %d..%d", ck.index, ck.start_cycle, ck.start_cycle + ck.cycles)
     proof, st = prover._prove(tr.airs, tr.traces, tr.table_public_values, ck.cycles, phases,

@@ -79,7 +79,9 @@ class Rows:
         unknown = set(self.cols) - set(names)
         if unknown:
             raise ValueError(f"{air.name}: no columns {sorted(unknown)}")
-        from ...kernels.ntt_host import transpose      # the host pool's tiled transpose
+        # the host pool's tiled transpose; imported here, not with the module: the
+        # verifier imports the chips (their AIRs) and never builds a trace
+        from ...kernels.ntt_host import transpose
         U = np.zeros((len(names), n * k), dtype=np.uint32)
         for name, v in self.cols.items():
             if v.size and (v.min() < 0 or v.max() >= P):
