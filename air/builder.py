@@ -615,10 +615,7 @@ class Air:
             out.constraints = tuple(self.user_constraints) + tuple(
                 _DerivedConstraint(derive, k, c.when, c.name)
                 for k, c in enumerate(self.constraints[n_user:]))
-        prog = self.constraint_program
-        ops = tuple((op, a, b, new_tags.get(payload, payload)) if op == "const" else
-                    (op, a, b, payload) for op, a, b, payload in prog.ops)
-        out.constraint_program = Program(ops, prog.is_ef, prog.outputs, prog.last_use)
+        out.constraint_program = self.constraint_program.with_payloads("const", new_tags)
         out._fingerprint = None
         return out
 

@@ -39,10 +39,43 @@ class Program:
     last_use: tuple       # (index, ...)
 
     def text(self) -> str:
-        """One line per instruction; deterministic (used by the AIR fingerprint)."""
-        lines = [f"{i}:{op}:{a}:{b}:{payload!r}" for i, (op, a, b, payload) in enumerate(self.ops)]
-        lines.append("out:" + ",".join(map(str, self.outputs)))
-        return "\n".join(lines)
+        """One line per instruction; deterministic (used by the AIR fingerprint).  Made
+        once per program object (a block's re-tagged AIRs share their interaction
+        program), and a re-tagged program (:meth:`with_payloads`) copies its base's lines
+        but the changed ones."""
+        got = self.__dict__.get("_text")
+        if got is None:
+            got = "\n".join([*self._lines(), "out:" + ",".join(map(str, self.outputs))])
+            object.__setattr__(self, "_text", got)
+        return got
+
+    def _lines(self) -> list:
+        got = self.__dict__.get("_line_cache")
+        if got is None:
+            got = [f"{i}:{op}:{a}:{b}:{payload!r}" for i, (op, a, b, payload) in enumerate(self.ops)]
+            object.__setattr__(self, "_line_cache", got)
+        return got
+
+    def with_payloads(self, kind: str, mapping: dict) -> "Program":
+        """This program with the payload of every ``kind`` leaf found in ``mapping``
+        replaced by its value (the same instructions, order and sharing otherwise): the
+        text is this one's but the changed lines."""
+        idx = self.__dict__.get("_leaf_idx", {}).get(kind)
+        if idx is None:
+            idx = tuple(i for i, (op, _, _, _) in enumerate(self.ops) if op == kind)
+            object.__setattr__(self, "_leaf_idx", {**self.__dict__.get("_leaf_idx", {}),
+                                                   kind: idx})
+        ops = list(self.ops)
+        lines = list(self._lines())
+        for i in idx:
+            op, a, b, payload = ops[i]
+            new = mapping.get(payload, payload)
+            if new != payload:
+                ops[i] = (op, a, b, new)
+                lines[i] = f"{i}:{op}:{a}:{b}:{new!r}"
+        out = Program(tuple(ops), self.is_ef, self.outputs, self.last_use)
+        object.__setattr__(out, "_line_cache", lines)
+        return out
 
     def leaves(self, kind: str) -> set:
         """Payloads of the leaves of a kind, e.g. ``leaves("main")`` -> {(j, next), ...}."""

@@ -39,6 +39,16 @@ if _USABLE:
 else:                                   # pragma: no cover
     HitCache = None
 
+if _USABLE:
+    class NoRuntimeHitCache(_FunctionCache):
+        """A lookup that starts nothing: for kernels compiled without numba's runtime."""
+
+        def load_overload(self, sig, target_context):
+            with self._guard_against_spurious_io_errors():
+                return self._load_overload(sig, target_context)
+else:
+    NoRuntimeHitCache = None
+
 
 def adopt(namespace: dict) -> int:
     """Give every ``cache=True`` CPU dispatcher in ``namespace`` (a module's globals) the
@@ -49,7 +59,8 @@ def adopt(namespace: dict) -> int:
     for value in list(namespace.values()):
         cache = getattr(value, "_cache", None)
         if type(cache) is _FunctionCache:
-            cache.__class__ = HitCache  # same state, the one overridden method
+            nrt = getattr(value, "targetoptions", {}).get("_nrt", True)
+            cache.__class__ = HitCache if nrt else NoRuntimeHitCache  # same state, the one overridden method
             n += 1
     return n
 

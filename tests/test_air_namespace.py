@@ -157,3 +157,35 @@ def test_retagged_logup_constraints_are_plain_constraints_when_read():
     other = base.in_namespace("tx6/", SHARED_BUSES).constraints[n_user]
     assert other != lazy[0] and other.when == lazy[0].when
     assert compile_program([other.expr]) != compile_program([lazy[0].expr])
+
+
+@pytest.mark.parametrize("name", ["alu", "load", "shift"])
+def test_retagged_program_text_is_a_fresh_texts(name):
+    """A re-tagged constraint program copies its base's text lines but the changed
+    constants (Program.with_payloads): the text equals that of the same instructions
+    made afresh, and the base's own (cached) text is untouched."""
+    from steadfast.air.program import Program
+    with outside_bus_namespace():
+        base = tables._build(name, 2, 1)
+    before = base.constraint_program.text()
+    got = base.in_namespace("tx5/", SHARED_BUSES).constraint_program
+    fresh = Program(got.ops, got.is_ef, got.outputs, got.last_use)     # no cached lines
+    assert got.text() == fresh.text()
+    assert got.text() != before
+    assert base.constraint_program.text() == before
+    assert Program(base.constraint_program.ops, base.constraint_program.is_ef,
+                   base.constraint_program.outputs,
+                   base.constraint_program.last_use).text() == before
+
+
+def test_with_payloads_replaces_only_that_kind():
+    from steadfast.air.program import Program
+    from steadfast.air.expr import column
+    x = column("main", 0)
+    prog = compile_program([x * const(5) + const(7), x - const(5)])
+    got = prog.with_payloads("const", {5: 9, 11: 12})
+    want = compile_program([x * const(9) + const(7), x - const(9)])
+    assert got == want and got.text() == want.text()
+    assert prog.with_payloads("main", {5: 9}) == prog       # no main leaf has payload 5
+    empty = Program((), (), (), ())
+    assert empty.text() == "out:" and empty.with_payloads("const", {1: 2}).text() == "out:"

@@ -52,8 +52,36 @@ def test_adopt_swaps_only_cached_cpu_dispatchers():
     ns = {"plain": plain, "n": 3, "f": len}
     assert _jit_cache.adopt(ns) == 0            # no cache: nothing to change
     from steadfast.verifier import poseidon2
-    assert type(poseidon2._permute_rows._cache) is _jit_cache.HitCache
+    # the verifier's kernels use no runtime: their lookup starts nothing
+    assert type(poseidon2._permute_rows._cache) is _jit_cache.NoRuntimeHitCache
     assert _jit_cache.adopt(vars(poseidon2)) == 0   # already adopted
+    from steadfast.kernels import ntt_host
+    runtime = [v for v in vars(ntt_host).values() if type(getattr(v, "_cache", None))
+               is _jit_cache.HitCache]
+    assert runtime                                  # the prover's kernels keep the runtime's
+
+
+def test_the_verifiers_kernels_are_compiled_without_the_runtime():
+    """Every compiled kernel a verification loads (the verifier's and the VM's decode) is
+    ``_nrt=False`` and so looked up by NoRuntimeHitCache: a warm verify never compiles
+    numba's runtime module (~15 ms of a process)."""
+    from steadfast.verifier import composition, join, merkle, poseidon2
+    from steadfast.rv32.chips import program
+    from numba.core.caching import FunctionCache
+    seen = 0
+    for mod in (composition, join, merkle, poseidon2, program):
+        for value in vars(mod).values():
+            cache = getattr(value, "_cache", None)
+            if not isinstance(cache, FunctionCache):
+                continue                            # not cached: inlined helpers
+            if value.py_func.__module__ != mod.__name__:
+                continue                            # imported from elsewhere
+            if mod is program and value.py_func.__name__ != "_decode_rows":
+                continue
+            assert value.targetoptions.get("_nrt") is False, value.py_func.__qualname__
+            assert type(cache) is _jit_cache.NoRuntimeHitCache, value.py_func.__qualname__
+            seen += 1
+    assert seen >= 13
 
 
 def test_a_miss_compiles_and_a_hit_skips_the_refresh(tmp_path):
@@ -103,7 +131,8 @@ def test_a_miss_compiles_and_a_hit_skips_the_refresh(tmp_path):
 
 def test_a_warm_verify_starts_no_compiler():
     """The verifier's kernels and the VM's decode, loaded in a fresh process after a warm
-    one: the proof verifies and numba's target is never refreshed."""
+    one: the proof verifies, numba's target is never refreshed and its runtime (NRT)
+    never compiled."""
     body = """
         import steadfast.verifier as V
         V.warm_kernels()
@@ -111,10 +140,56 @@ def test_a_warm_verify_starts_no_compiler():
         from steadfast.rv32.chips.program import image_of
         img = image_of(Program.from_words(asm.assemble("addi a0, zero, 7\\necall")))
         assert img.dec.shape[1] == 7
+        from numba.core.runtime import rtsys
+        print("RUNTIME", rtsys._init)
     """
     _run(body, [ROOT])                              # warm (or compile) the cache
-    warm, _ = _run(body, [ROOT])
+    warm, out = _run(body, [ROOT])
     assert warm == 0
+    assert "RUNTIME False" in out
+
+
+def test_a_kernel_without_the_runtime_misses_then_hits(tmp_path):
+    """An ``_nrt=False`` kernel of our kind in a fresh cache: compiled by numba's own path
+    the first time, loaded without refresh or runtime the second; the same answers, and
+    a runtime kernel loaded after it still starts the runtime."""
+    mod = tmp_path / "nrtmod.py"
+    mod.write_text(textwrap.dedent("""
+        import numpy as np
+        from numba import njit
+        from steadfast._jit_cache import adopt
+
+        @njit(cache=True, _nrt=False)
+        def prefix(a, out):
+            s = np.uint64(0)
+            for i in range(a.size):
+                s += np.uint64(a[i])
+                out[i] = s
+
+        @njit(cache=True)
+        def fresh(n):
+            return np.arange(n, dtype=np.uint64) * np.uint64(3)
+
+        adopt(globals())
+    """))
+    body = """
+        import numpy as np, nrtmod
+        from numba.core.runtime import rtsys
+        a = np.arange(1, 100001, dtype=np.uint32)
+        out = np.empty(a.size, np.uint64)
+        nrtmod.prefix(a, out)
+        assert (out == np.cumsum(a.astype(np.uint64))).all()
+        print("RUNTIME_AFTER_PREFIX", rtsys._init)
+        assert (nrtmod.fresh(5) == np.arange(5, dtype=np.uint64) * 3).all()
+        print("RUNTIME_AFTER_FRESH", rtsys._init)
+        print("HITS", sum(nrtmod.prefix.stats.cache_hits.values()))
+    """
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    cold, out1 = _run(body, [str(tmp_path), ROOT], env)
+    assert cold > 0 and "HITS 0" in out1
+    warm, out2 = _run(body, [str(tmp_path), ROOT], env)
+    assert warm == 0 and "HITS 1" in out2
+    assert "RUNTIME_AFTER_PREFIX False" in out2 and "RUNTIME_AFTER_FRESH True" in out2
 
 
 @settings(max_examples=60, deadline=None)

@@ -31,7 +31,7 @@ from .scalar import ONE, P64, TWO, W64, ZERO, add, ef_inv, ef_mul, inv, mul, sub
 # The kernels allocate nothing (verifier/poseidon2.py: an np.empty inside a cached
 # kernel makes loading it import numba's array module): their callers pass the arrays.
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _bary_kernel(cols, z, wn, scratch, out):
     """sum_i f_i w^i / (z - w^i) for every column f of cols (uint32[n, k]) at the EF point
     z (uint64[4]), w = wn a primitive n-th root of unity; returns (ok, sums (k, 4)); ok is False when some z - w^i is zero (the
@@ -163,8 +163,12 @@ def _point_code(air):
         return hit[1]
     ops = prog.ops
     opc = {"add": _OP_ADD, "sub": _OP_SUB, "mul": _OP_MUL, "neg": _OP_NEG}
-    code = np.array([(opc.get(op, _OP_LEAF), a, b) for op, a, b, _ in ops],
-                    dtype=np.int64).reshape(-1, 3)
+    code = np.empty((len(ops), 3), np.int64)
+    if ops:
+        names, a_col, b_col, _ = zip(*ops)
+        code[:, 0] = [opc.get(op, _OP_LEAF) for op in names]
+        code[:, 1] = a_col
+        code[:, 2] = b_col
     bad = (code[:, 1] >= 0) & (code[:, 0] == _OP_LEAF)
     if bad.any():  # pragma: no cover - compile_program emits only these ops
         raise ShapeError(f"unknown op {ops[int(np.flatnonzero(bad)[0])][0]!r} in the "
@@ -204,7 +208,7 @@ def _point_code(air):
     return res
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _composition_kernel(code, vals, outs, when, alpha, z, n, winv, parts, work):
     """N(z), Z_H(z) and Z_H(z) Q(z) (each uint64[4]) for one table.
 

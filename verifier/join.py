@@ -40,7 +40,7 @@ from .transcript import Transcript
 # The kernels allocate nothing (verifier/poseidon2.py: an np.empty inside a cached
 # kernel makes loading it import numba's array module): their callers pass the arrays.
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _deep_kernel(vals, lam, ood, nxt, x, pts, lp, out):
     """DEEP quotient at the queries: sum over opened columns j (in DEEP order) of
     lam^j (f_j(x) - v_j) / (x - zeta_j), zeta_j = pts[nxt[j]].  vals (q, C) base rows,
@@ -120,7 +120,7 @@ def _deep_at_rows(sh: TableShape, tp: TableProof, x, z, lam) -> np.ndarray:
 
 # ---------------------------------------------------------------- FRI layers
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _coset_kernel(idx, h, w, out):
     """out[r] = x_p = g w^bitrev_h(p) for every position p = idx[r] (w = omega_(2^h))."""
     g = np.uint64(SHIFT)
@@ -135,7 +135,7 @@ def _coset_points(idx, h, w) -> np.ndarray:
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _layer_fold(pos, vals, proof_vals, k, h, w, beta, invw, ids, rows, folded, cur):
     """One FRI layer of height h and arity a = 2^k, batched over its touched leaves.
 
@@ -207,7 +207,7 @@ def _layer_kernel(pos, vals, proof_vals, k, h, w, beta, invw):
     return ids, rows, folded
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _final_kernel(pos, vals, final, h, w):
     """The first index r whose value vals[:, r] differs from the final polynomial
     (uint32[L, 4], constant first) at x = g w^bitrev_h(pos[r]), or -1."""

@@ -42,7 +42,7 @@ def merkle_root(matrix: np.ndarray) -> np.ndarray:
 # The kernels allocate nothing (verifier/poseidon2.py: an np.empty inside a cached
 # kernel makes loading it import numba's array module).
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _count_kernel(idx, levels, pos):
     """Nodes a multiproof of the sorted distinct leaf indices ``idx`` carries over
     ``levels`` levels (index arithmetic only; pos: int64 scratch of idx's size)."""
@@ -71,7 +71,7 @@ def count_nodes(idx: np.ndarray, levels: int) -> int:
     return int(_count_kernel(idx, levels, np.empty(idx.shape[0], np.int64)))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _multiproof_kernel(digests, idx, nodes, levels, pos, cur, st, out):
     """Recompute a multiproof up ``levels`` levels.  digests uint32[k, 8] are the leaf
     digests at the sorted distinct indices idx int64[k]; nodes uint32[m, 8] the proof's

@@ -138,7 +138,7 @@ def _sbox_m(x):
     return _mmul(x3, x4)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _permute_lanes(st, nb):
     """Poseidon2 in place on the first ``nb`` columns of ``st`` (uint64[16, >= nb]), every
     lane canonical Montgomery form (< p).  Constants are module globals, frozen into the
@@ -378,7 +378,7 @@ def _from_mont(x):
 # The kernels allocate nothing: their callers pass every array (an np.empty inside a
 # cached kernel makes loading it import numba's array module, ~33 ms of a verify).
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _permute_rows(states, out, st):
     """uint32[n, 16] -> out uint32[n, 16], lane-major in chunks of up to 256 states
     (st: uint64[16, 256] scratch)."""
@@ -394,7 +394,7 @@ def _permute_rows(states, out, st):
                 out[r0 + b, i] = np.uint32(_from_mont(st[i, b]))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _duplex_blocks(state, elems, out, st):
     """The duplex sponge fed ``elems`` (uint32[k]): for each block of up to 8 elements,
     overwrite lanes 0.. with it and permute (at least one permutation: an empty block
@@ -415,7 +415,7 @@ def _duplex_blocks(state, elems, out, st):
         out[i] = np.uint32(_from_mont(st[i, 0]))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _hash_rows_kernel(rows, out, st):
     """Overwrite-mode sponge, rate 8, over every row of uint32[n, w] -> out uint32[n, 8]
     (st: uint64[16, 256] scratch)."""

@@ -276,6 +276,8 @@ def main(run, argv) -> int:
     """Run a command's ``run(argv)`` -> its exit status; a :class:`Fail` is its one-line
     error, anything unexpected an internal error (exit 3), never a traceback."""
     try:
+        from steadfast._numba_import import import_numba
+        import_numba()                      # without its YAML reader where it reads nothing
         return run(sys.argv[1:] if argv is None else argv)
     except Fail as exc:
         err(str(exc))

@@ -51,7 +51,7 @@ _decode = njit(cache=True)(isa.decode_fields)
 _MASK = 0xFFFF_FFFF
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _decode_rows(words, pcs, out):
     """out[i] = (op, rd, rs1, rs2, imm, v, tgt) of code word i at byte address pcs[i]."""
     for i in range(words.shape[0]):
