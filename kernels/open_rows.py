@@ -15,16 +15,49 @@ points share x^m share that remainder, so level m holds min(N/m, groups) remaind
 coefficients: about (log2(groups) + 2) N products per column in all instead of the
 N log N of an LDE.  The last step scales the G coefficients by x_j^i and runs a G-point
 decimation-in-frequency transform, whose bit-reversed output order is the tree order.
+
+Stored level by level (``_open_groups``, ``method="tree"``), the first levels stream the
+whole column through memory several times (every child reads its parent), ~60 MB a
+column of 2^19 coefficients at blowup 4.  The default (``_open_groups_fused``) runs only
+the first d levels -- those whose keys many groups share -- and reaches each group's
+remainder from there by Horner's rule, f mod (X^H - C) = sum_s C^s r_s over the level-d
+remainder's blocks r_s of H coefficients, from the top block down (H = G, or a vector's
+width where G is narrower: those rows are halved down to G per group at the end).  Neither the level-d
+remainders nor any level above are stored: for each s the d levels are computed on the
+2^d blocks of f that block s depends on (a few KB of scratch), and every group's
+accumulator row stays in L1, so a column is read once.  d is chosen per call for the
+fewest products (:func:`fused_depth`: n (sum_(l <= d) keys_l / 2^l + groups / 2^d)); the
+products are the NTT's 32-bit lane Montgomery products (kernels/poseidon2_lanes.py's
+``_Gen``), the scalar loop for the tails (``STEADFAST_NTT_KERNEL=scalar``: the scalar loop
+alone).  52 columns of 2^19 at blowup 4, 50 groups of 64 rows: 0.53 s -> 0.095 s on this
+project's 2-core host (docs/benchmarks.md).
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
 
 from steadfast._jit_cache import adopt
 
 from .field import P, root_of_unity
+from .hostlib import HF
 from .ntt_host import bit_reverse_indices
+from .poseidon2_lanes import W as LANES
+from .poseidon2_lanes import _Gen, _vec_ptr
+
+#: "fused" (the default: the halving tree's first levels and Horner's rule below them in
+#: one pass over each column, in 32-bit lanes: _open_groups_fused) or "tree" (every level
+#: of the halving tree stored in turn: _open_groups); per process, the same rows either
+#: way (tests/test_open_rows.py)
+METHOD = os.environ.get("STEADFAST_OPEN_ROWS", "fused").strip().lower()
+if METHOD not in ("fused", "tree"):
+    raise ValueError(f"STEADFAST_OPEN_ROWS must be 'fused' or 'tree', got {METHOD!r}")
+#: the fused kernel's per-thread scratch for the tree levels, at most (bytes)
+_SCRATCH_BYTES = 32 << 10
 
 _P = np.uint64(P)
 
@@ -84,7 +117,140 @@ def _open_groups(coeffs, sizes, nkeys, key_off, parent, cvals, final_idx, xpow, 
                 out[q, t, col] = np.uint32(a[t])
 
 
-def group_rows(coeffs: np.ndarray, log_blowup: int, shift: int, groups, log_group: int) -> np.ndarray:
+@intrinsic
+def _axpy_lanes(typingctx, dst, idst, x, ix, y, iy, cm):
+    """dst[idst : idst + LANES] = x[ix : ...] + y[iy : ...] * c (canonical values;
+    cm = c 2^32 mod p, c's Montgomery form; dst may be y)."""
+    sig = types.void(dst, idst, x, ix, y, iy, cm)
+
+    def codegen(context, builder, signature, args):
+        da = context.make_array(signature.args[0])(context, builder, value=args[0])
+        xa = context.make_array(signature.args[2])(context, builder, value=args[2])
+        ya = context.make_array(signature.args[4])(context, builder, value=args[4])
+        g = _Gen(builder, LANES)
+        v = builder.insert_element(ir.Constant(g.V, ir.Undefined), args[6],
+                                   ir.Constant(ir.IntType(32), 0))
+        c = builder.shuffle_vector(v, v, ir.Constant(g.V, [0] * LANES))
+        xv = builder.load(_vec_ptr(builder, xa, args[3], LANES), align=4)
+        yv = builder.load(_vec_ptr(builder, ya, args[5], LANES), align=4)
+        builder.store(g.add(xv, g.canon(g.mont(g.split(yv), g.split(c)))),
+                      _vec_ptr(builder, da, args[1], LANES), align=4)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+_mm, _fadd = HF.mont_mul, HF.add
+#: the kernel's vectors (off: its scalar loop alone, the tests' reference for them)
+LANES_ON = os.environ.get("STEADFAST_NTT_KERNEL", "lanes").strip().lower() != "scalar"
+
+
+@njit(inline="always")
+def _axpy(dst, idst, x, ix, y, iy, cm, count, lanes):
+    """dst[idst + j] = x[ix + j] + y[iy + j] * c for j < count: vectors, then scalars."""
+    j = 0
+    if lanes:
+        while j + LANES <= count:
+            _axpy_lanes(dst, idst + j, x, ix + j, y, iy + j, cm)
+            j += LANES
+    while j < count:
+        dst[idst + j] = _fadd(x[ix + j], _mm(y[iy + j], cm))
+        j += 1
+
+
+@njit(cache=True, parallel=True)
+def _open_groups_fused(coeffs, H, d, nkeys, key_off, parent, cvals, final_idx, cm, xh, xpow,
+                       tw, out, lanes):
+    # The halving tree's first d levels and Horner's rule below them, one pass over each
+    # column.  The level-d remainder (M = n / 2^d coefficients) is never stored: its
+    # coefficients s H .. s H + H - 1 come from f's 2^d blocks f[s H + t M], t < 2^d, by
+    # the d levels (every key's blocks of one s in `scr`, a few KB), and every group's
+    # f mod (X^H - C_q) = sum_s C_q^s r_s accumulates by Horner's rule from the top s
+    # (H = max(G, a vector) -- or n where n < G --, C_q = x_q^H); rows narrower than
+    # that are halved down to G per group after (xh[q, i] = x_q^(H / 2^(i+1))).
+    # Canonical values throughout; cvals, cm and xh in Montgomery form (c 2^32 mod p).
+    c, n = coeffs.shape
+    Q, G = xpow.shape
+    M = n >> d
+    lvl_off = np.zeros(d + 1, np.int64)             # level l + 1's blocks in scr
+    for l in range(d):
+        lvl_off[l + 1] = lvl_off[l] + nkeys[l] * (1 << (d - l - 1)) * H
+    for col in prange(c):
+        f = coeffs[col]
+        acc = np.zeros(Q * H, np.uint32)
+        scr = np.empty(max(lvl_off[d], 1), np.uint32)
+        for s in range(M // H - 1, -1, -1):
+            base = s * H
+            for l in range(d):
+                cnt = 1 << (d - l - 1)              # blocks a key holds at level l + 1
+                for i in range(nkeys[l]):
+                    k = key_off[l] + i
+                    cv = cvals[k]
+                    dst = lvl_off[l] + i * cnt * H
+                    if l == 0:
+                        for t in range(cnt):
+                            _axpy(scr, dst + t * H, f, base + t * M, f, base + (t + cnt) * M,
+                                  cv, H, lanes)
+                    else:
+                        pb = lvl_off[l - 1] + parent[k] * (2 * cnt) * H
+                        for t in range(cnt):
+                            _axpy(scr, dst + t * H, scr, pb + t * H, scr, pb + (t + cnt) * H,
+                                  cv, H, lanes)
+            for q in range(Q):
+                if d == 0:
+                    _axpy(acc, q * H, f, base, acc, q * H, cm[q], H, lanes)
+                else:
+                    _axpy(acc, q * H, scr, lvl_off[d - 1] + final_idx[q] * H, acc, q * H,
+                          cm[q], H, lanes)
+        a = np.empty(G, np.uint64)
+        for q in range(Q):
+            h = H
+            i = 0
+            while h > G:                            # f mod (X^h - x^h) -> mod (X^(h/2) - x^(h/2))
+                h >>= 1
+                cv = xh[q, i]
+                for j in range(h):
+                    acc[q * H + j] = _fadd(acc[q * H + j], _mm(acc[q * H + h + j], cv))
+                i += 1
+            for j in range(G):
+                a[j] = (np.uint64(acc[q * H + j]) * xpow[q, j]) % _P if j < h else \
+                    np.uint64(0)
+            # decimation in frequency: natural-order input, bit-reversed output
+            half = G >> 1
+            toff = 0
+            while half >= 1:
+                for s in range(0, G, 2 * half):
+                    for j in range(half):
+                        u = a[s + j]
+                        v = a[s + j + half]
+                        a[s + j] = (u + v) % _P
+                        a[s + j + half] = ((u + _P - v) * tw[toff + j]) % _P
+                toff += half
+                half >>= 1
+            for t in range(G):
+                out[q, t, col] = np.uint32(a[t])
+
+
+def fused_depth(n: int, nkeys, groups: int, G: int) -> int:
+    """How many halving levels the fused kernel runs before Horner's rule: the d (0 ..
+    len(nkeys)) of the fewest products a column, n (sum_{l <= d} nkeys_l / 2^l +
+    groups / 2^d), whose levels' scratch (sum_l nkeys_l 2^(d-l) blocks of G words) fits
+    _SCRATCH_BYTES; the smallest d within 5 % of that fewest."""
+    W = min(G, n)
+    best, cost = [], 0.0
+    for d in range(len(nkeys) + 1):
+        if d:
+            cost += nkeys[d - 1] / (1 << d)
+        scratch = sum(nkeys[l] * (1 << (d - l - 1)) for l in range(d)) * W * 4
+        if d and scratch > _SCRATCH_BYTES:
+            break
+        best.append(cost + groups / (1 << d))
+    low = min(best)
+    return next(d for d, v in enumerate(best) if v <= 1.05 * low)
+
+
+def group_rows(coeffs: np.ndarray, log_blowup: int, shift: int, groups, log_group: int,
+               method: str | None = None) -> np.ndarray:
     """The committed rows of tree groups ``groups`` (distinct group indices j: tree
     positions 2^log_group j .. 2^log_group (j + 1) - 1) of the coset LDE of ``coeffs``
     (uint32[c, n], degree < n, natural order) on shift<w_N>, N = n 2^log_blowup, tree
@@ -110,8 +276,27 @@ def group_rows(coeffs: np.ndarray, log_blowup: int, shift: int, groups, log_grou
         return out
     w_n = root_of_unity(L)
     bj = bit_reverse_indices(g, L - b)                          # x_j = shift w_N^bj
+    xpow = np.empty((g.size, G), np.uint64)
+    xs = []
+    for q, e in enumerate(bj):
+        x = int(shift) * pow(w_n, int(e), P) % P
+        xs.append(x)
+        v = 1
+        for j in range(G):
+            xpow[q, j] = v
+            v = v * x % P
+    tw = []                                          # DIF stages: half = G/2, G/4, ..., 1
+    half = G >> 1
+    while half >= 1:
+        w = root_of_unity((2 * half).bit_length() - 1)
+        tw.extend(pow(w, j, P) for j in range(half))
+        half >>= 1
+    tw = np.array(tw or [1], np.uint64)
+    method = METHOD if method is None else method
+    if method not in ("fused", "tree"):
+        raise ValueError(f"group_rows: method must be 'fused' or 'tree', got {method!r}")
     # levels m = n/2, n/4, ..., G (none when G >= n: the remainder is f itself)
-    sizes, nkeys, key_off, parent, cvals = [], [], [], [], []
+    sizes, nkeys, key_off, parent, cvals, level_keys = [], [], [], [], [], []
     prev_keys = np.zeros(1, np.int64)               # the root: f, one "key"
     prev_mod = 1
     m = n >> 1
@@ -127,28 +312,37 @@ def group_rows(coeffs: np.ndarray, log_blowup: int, shift: int, groups, log_grou
         sm = pow(int(shift), m, P)
         cvals.append(np.array([(sm * pow(w_n, int(kk) * m, P) % P << 32) % P for kk in keys],
                               np.uint64))                 # Montgomery form c 2^32 mod p
+        level_keys.append((keys, mod))
         prev_keys, prev_mod = keys, mod
         m >>= 1
+    if method == "fused" and n >= LANES:
+        # Horner's rows at least a vector wide (narrower ones would run the scalar loop
+        # alone), halved down to G per group at the end
+        H = max(min(G, n), LANES)
+        lv = [i for i, m in enumerate(sizes) if m >= H]             # the levels above H
+        d = min(len(lv), max(0, int(fused_depth(n, nkeys[:len(lv)], g.size, H))))
+        if d:
+            keys, mod = level_keys[d - 1]
+            final_idx = np.searchsorted(keys, bj % mod)
+        else:
+            final_idx = np.zeros(g.size, np.int64)
+        cm = np.array([(pow(x, H, P) << 32) % P for x in xs], np.uint32)   # C_q = x_q^H
+        steps = max(0, (H // min(G, n)).bit_length() - 1)
+        xh = np.array([[(pow(x, H >> (i + 1), P) << 32) % P for i in range(steps)]
+                       for x in xs], np.uint32).reshape(len(xs), steps)
+        _open_groups_fused(
+            coeffs, H, d, np.array(nkeys[:d], np.int64), np.array(key_off[:d], np.int64),
+            np.concatenate(parent[:d]).astype(np.int64) if d else np.zeros(0, np.int64),
+            np.concatenate(cvals[:d]).astype(np.uint32) if d else np.zeros(0, np.uint32),
+            np.asarray(final_idx, np.int64), cm, xh, xpow, tw, out, LANES_ON)
+        return out
     final_idx = (np.searchsorted(prev_keys, bj % prev_mod) if prev_mod > 1
                  else np.zeros(g.size, np.int64))
-    xpow = np.empty((g.size, G), np.uint64)
-    for q, e in enumerate(bj):
-        x = int(shift) * pow(w_n, int(e), P) % P
-        v = 1
-        for j in range(G):
-            xpow[q, j] = v
-            v = v * x % P
-    tw = []                                          # DIF stages: half = G/2, G/4, ..., 1
-    half = G >> 1
-    while half >= 1:
-        w = root_of_unity((2 * half).bit_length() - 1)
-        tw.extend(pow(w, j, P) for j in range(half))
-        half >>= 1
     _open_groups(coeffs, np.array(sizes, np.int64), np.array(nkeys, np.int64),
                  np.array(key_off, np.int64),
                  np.concatenate(parent).astype(np.int64) if parent else np.zeros(0, np.int64),
                  np.concatenate(cvals) if cvals else np.zeros(0, np.uint64),
-                 np.asarray(final_idx, np.int64), xpow, np.array(tw or [1], np.uint64), out)
+                 np.asarray(final_idx, np.int64), xpow, tw, out)
     return out
 
 

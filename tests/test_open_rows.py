@@ -9,7 +9,8 @@ from hypothesis import given, settings, strategies as st
 
 from steadfast.kernels.field import P, root_of_unity
 from steadfast.kernels.ntt_host import bit_reverse_indices as _bitrev, lde_columns, ntt
-from steadfast.kernels.open_rows import group_rows
+from steadfast.kernels import open_rows
+from steadfast.kernels.open_rows import fused_depth, group_rows
 
 
 def _want(coeffs, k, shift, groups, b):
@@ -33,8 +34,48 @@ def test_group_rows_equal_the_lde_rows(log_n, k, c, data):
     coeffs = rng.integers(0, P, (c, 1 << log_n), dtype=np.uint64).astype(np.uint32)
     ng = 1 << (L - b)
     groups = np.sort(rng.choice(ng, data.draw(st.integers(1, min(ng, 12))), replace=False))
-    assert np.array_equal(group_rows(coeffs, k, shift, groups, b),
-                          _want(coeffs, k, shift, groups, b))
+    want = _want(coeffs, k, shift, groups, b)
+    assert np.array_equal(group_rows(coeffs, k, shift, groups, b), want)
+    assert np.array_equal(group_rows(coeffs, k, shift, groups, b, method="tree"), want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(4, 11), st.integers(0, 3), st.data())
+def test_the_fused_kernel_at_every_depth_and_without_lanes(log_n, k, data):
+    """Every number of tree levels before Horner's rule (0 .. all), with the 32-bit lanes
+    and with the scalar loop alone (values near p included), gives the LDE's rows."""
+    L = log_n + k
+    b = data.draw(st.integers(0, min(L, 7)))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    coeffs = rng.integers(0, P, (3, 1 << log_n), dtype=np.uint64).astype(np.uint32)
+    coeffs[2] = P - 1 - rng.integers(0, 3, 1 << log_n, dtype=np.uint64).astype(np.uint32)
+    ng = 1 << (L - b)
+    groups = np.sort(rng.choice(ng, data.draw(st.integers(1, min(ng, 40))), replace=False))
+    levels = max(0, log_n - b)
+    d = data.draw(st.integers(0, levels))
+    lanes = data.draw(st.booleans())
+    want = _want(coeffs, k, 31, groups, b)
+    orig_depth, orig_lanes = open_rows.fused_depth, open_rows.LANES_ON
+    try:
+        open_rows.fused_depth = lambda *a: d
+        open_rows.LANES_ON = lanes
+        got = group_rows(coeffs, k, 31, groups, b, method="fused")
+    finally:
+        open_rows.fused_depth, open_rows.LANES_ON = orig_depth, orig_lanes
+    assert np.array_equal(got, want)
+
+
+def test_fused_depth_follows_the_product_count():
+    keys = [8, 16, 32, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50]     # 2^19 rows, 50 groups
+    assert fused_depth(1 << 19, keys, 1, 64) == 0        # one group: Horner alone
+    assert fused_depth(1 << 19, keys, 50, 64) == 3       # the levels that share keys
+    assert fused_depth(64, [], 5, 64) == 0               # no level (n <= G)
+    for q in (1, 7, 50, 120):
+        d = fused_depth(1 << 19, keys, q, 64)
+        scratch = sum(keys[l] * (1 << (d - l - 1)) for l in range(d)) * 64 * 4
+        assert 0 <= d <= len(keys) and scratch <= open_rows._SCRATCH_BYTES
+    with pytest.raises(ValueError, match="method"):
+        group_rows(np.zeros((1, 8), np.uint32), 1, 31, [0], 0, method="naive")
 
 
 def test_group_rows_naive_points_and_extremes():
@@ -94,3 +135,19 @@ def test_released_lde_opens_from_the_coefficients(seed, log_cap, shape):
     got = HostStages().open_batch(com.tree, idx, log_cap)
     assert not com.holds_lde
     assert np.array_equal(held[0], got[0]) and np.array_equal(held[1], got[1])
+
+
+def test_the_switch_is_read_and_checked_at_import():
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = "import steadfast.kernels.open_rows as o; print(o.METHOD)"
+    for value, ok in (("tree", True), ("", False), ("naive", False)):
+        env = {**os.environ, "STEADFAST_OPEN_ROWS": value}
+        out = subprocess.run([sys.executable, "-c", code], cwd=root, env=env,
+                             capture_output=True, text=True, timeout=300)
+        if ok:
+            assert out.returncode == 0 and out.stdout.strip() == value
+        else:
+            assert out.returncode != 0 and "STEADFAST_OPEN_ROWS" in out.stderr
