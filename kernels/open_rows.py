@@ -172,36 +172,34 @@ def _open_groups_fused(coeffs, H, d, nkeys, key_off, parent, cvals, final_idx, c
     c, n = coeffs.shape
     Q, G = xpow.shape
     M = n >> d
-    lvl_off = np.zeros(d + 1, np.int64)             # level l + 1's blocks in scr
+    # scr: f's 2^d blocks of one s (level 0), then level l's keys' 2^(d-l) blocks each
+    lvl_off = np.zeros(d + 1, np.int64)
+    lvl_off[0] = 0
+    size = (1 << d) * H
     for l in range(d):
-        lvl_off[l + 1] = lvl_off[l] + nkeys[l] * (1 << (d - l - 1)) * H
+        lvl_off[l + 1] = size
+        size += nkeys[l] * (1 << (d - l - 1)) * H
     for col in prange(c):
         f = coeffs[col]
         acc = np.zeros(Q * H, np.uint32)
-        scr = np.empty(max(lvl_off[d], 1), np.uint32)
+        scr = np.empty(size, np.uint32)
         for s in range(M // H - 1, -1, -1):
             base = s * H
+            for t in range(1 << d):
+                scr[t * H:(t + 1) * H] = f[base + t * M:base + t * M + H]
             for l in range(d):
                 cnt = 1 << (d - l - 1)              # blocks a key holds at level l + 1
                 for i in range(nkeys[l]):
                     k = key_off[l] + i
                     cv = cvals[k]
-                    dst = lvl_off[l] + i * cnt * H
-                    if l == 0:
-                        for t in range(cnt):
-                            _axpy(scr, dst + t * H, f, base + t * M, f, base + (t + cnt) * M,
-                                  cv, H, lanes)
-                    else:
-                        pb = lvl_off[l - 1] + parent[k] * (2 * cnt) * H
-                        for t in range(cnt):
-                            _axpy(scr, dst + t * H, scr, pb + t * H, scr, pb + (t + cnt) * H,
-                                  cv, H, lanes)
+                    dst = lvl_off[l + 1] + i * cnt * H
+                    pb = lvl_off[l] + parent[k] * (2 * cnt) * H
+                    for t in range(cnt):
+                        _axpy(scr, dst + t * H, scr, pb + t * H, scr, pb + (t + cnt) * H,
+                              cv, H, lanes)
             for q in range(Q):
-                if d == 0:
-                    _axpy(acc, q * H, f, base, acc, q * H, cm[q], H, lanes)
-                else:
-                    _axpy(acc, q * H, scr, lvl_off[d - 1] + final_idx[q] * H, acc, q * H,
-                          cm[q], H, lanes)
+                _axpy(acc, q * H, scr, lvl_off[d] + final_idx[q] * H, acc, q * H, cm[q], H,
+                      lanes)
         a = np.empty(G, np.uint64)
         for q in range(Q):
             h = H
@@ -315,10 +313,11 @@ def group_rows(coeffs: np.ndarray, log_blowup: int, shift: int, groups, log_grou
         level_keys.append((keys, mod))
         prev_keys, prev_mod = keys, mod
         m >>= 1
-    if method == "fused" and n >= LANES:
+    if method == "fused":
         # Horner's rows at least a vector wide (narrower ones would run the scalar loop
-        # alone), halved down to G per group at the end
-        H = max(min(G, n), LANES)
+        # alone: slower than the stored tree's fewer products), halved down to G per
+        # group at the end; a table of fewer rows than a vector in the scalar loop
+        H = max(min(G, n), LANES) if n >= LANES else min(G, n)
         lv = [i for i, m in enumerate(sizes) if m >= H]             # the levels above H
         d = min(len(lv), max(0, int(fused_depth(n, nkeys[:len(lv)], g.size, H))))
         if d:
@@ -334,7 +333,7 @@ def group_rows(coeffs: np.ndarray, log_blowup: int, shift: int, groups, log_grou
             coeffs, H, d, np.array(nkeys[:d], np.int64), np.array(key_off[:d], np.int64),
             np.concatenate(parent[:d]).astype(np.int64) if d else np.zeros(0, np.int64),
             np.concatenate(cvals[:d]).astype(np.uint32) if d else np.zeros(0, np.uint32),
-            np.asarray(final_idx, np.int64), cm, xh, xpow, tw, out, LANES_ON)
+            np.asarray(final_idx, np.int64), cm, xh, xpow, tw, out, LANES_ON and n >= LANES)
         return out
     final_idx = (np.searchsorted(prev_keys, bj % prev_mod) if prev_mod > 1
                  else np.zeros(g.size, np.int64))
