@@ -66,6 +66,26 @@ _M32 = np.uint64(0xFFFFFFFF)
 _NINV = np.uint64((-pow(P, -1, 1 << 32)) % (1 << 32))      # -p^-1 mod 2^32
 
 
+@njit(inline="always")
+def _dif_into(a, tw, out, q, col):
+    """out[q, :, col] = the G-point decimation-in-frequency transform of a (natural-order
+    input, bit-reversed output: the tree order); a is overwritten."""
+    G = a.shape[0]
+    half = G >> 1
+    toff = 0
+    while half >= 1:
+        for s in range(0, G, 2 * half):
+            for j in range(half):
+                u = a[s + j]
+                v = a[s + j + half]
+                a[s + j] = (u + v) % _P
+                a[s + j + half] = ((u + _P - v) * tw[toff + j]) % _P
+        toff += half
+        half >>= 1
+    for t in range(G):
+        out[q, t, col] = np.uint32(a[t])
+
+
 @njit(cache=True, parallel=True)
 def _open_groups(coeffs, sizes, nkeys, key_off, parent, cvals, final_idx, xpow, tw, out):
     # Folds in Montgomery form with lazy bounds: a remainder's coefficients are kept in
@@ -101,20 +121,7 @@ def _open_groups(coeffs, sizes, nkeys, key_off, parent, cvals, final_idx, xpow, 
             base = final_idx[q] * span
             for j in range(G):
                 a[j] = (np.uint64(cur[base + j]) * xpow[q, j]) % _P if j < span else np.uint64(0)
-            # decimation in frequency: natural-order input, bit-reversed output
-            half = G >> 1
-            toff = 0
-            while half >= 1:
-                for s in range(0, G, 2 * half):
-                    for j in range(half):
-                        u = a[s + j]
-                        v = a[s + j + half]
-                        a[s + j] = (u + v) % _P
-                        a[s + j + half] = ((u + _P - v) * tw[toff + j]) % _P
-                toff += half
-                half >>= 1
-            for t in range(G):
-                out[q, t, col] = np.uint32(a[t])
+            _dif_into(a, tw, out, q, col)
 
 
 @intrinsic
@@ -213,20 +220,7 @@ def _open_groups_fused(coeffs, H, d, nkeys, key_off, parent, cvals, final_idx, c
             for j in range(G):
                 a[j] = (np.uint64(acc[q * H + j]) * xpow[q, j]) % _P if j < h else \
                     np.uint64(0)
-            # decimation in frequency: natural-order input, bit-reversed output
-            half = G >> 1
-            toff = 0
-            while half >= 1:
-                for s in range(0, G, 2 * half):
-                    for j in range(half):
-                        u = a[s + j]
-                        v = a[s + j + half]
-                        a[s + j] = (u + v) % _P
-                        a[s + j + half] = ((u + _P - v) * tw[toff + j]) % _P
-                toff += half
-                half >>= 1
-            for t in range(G):
-                out[q, t, col] = np.uint32(a[t])
+            _dif_into(a, tw, out, q, col)
 
 
 def fused_depth(n: int, nkeys, groups: int, G: int) -> int:
