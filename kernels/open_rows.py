@@ -181,7 +181,6 @@ def _open_groups_fused(coeffs, H, d, nkeys, key_off, parent, cvals, final_idx, c
     M = n >> d
     # scr: f's 2^d blocks of one s (level 0), then level l's keys' 2^(d-l) blocks each
     lvl_off = np.zeros(d + 1, np.int64)
-    lvl_off[0] = 0
     size = (1 << d) * H
     for l in range(d):
         lvl_off[l + 1] = size
@@ -226,19 +225,30 @@ def _open_groups_fused(coeffs, H, d, nkeys, key_off, parent, cvals, final_idx, c
 def fused_depth(n: int, nkeys, groups: int, G: int) -> int:
     """How many halving levels the fused kernel runs before Horner's rule: the d (0 ..
     len(nkeys)) of the fewest products a column, n (sum_{l <= d} nkeys_l / 2^l +
-    groups / 2^d), whose levels' scratch (sum_l nkeys_l 2^(d-l) blocks of G words) fits
-    _SCRATCH_BYTES; the smallest d within 5 % of that fewest."""
+    groups / 2^d), whose scratch (f's 2^d blocks of G words, then sum_l nkeys_l 2^(d-l) of
+    the levels') fits _SCRATCH_BYTES; the smallest d within 5 % of that fewest."""
     W = min(G, n)
     best, cost = [], 0.0
     for d in range(len(nkeys) + 1):
         if d:
             cost += nkeys[d - 1] / (1 << d)
-        scratch = sum(nkeys[l] * (1 << (d - l - 1)) for l in range(d)) * W * 4
+        scratch = ((1 << d) + sum(nkeys[l] * (1 << (d - l - 1)) for l in range(d))) * W * 4
         if d and scratch > _SCRATCH_BYTES:
             break
         best.append(cost + groups / (1 << d))
     low = min(best)
     return next(d for d, v in enumerate(best) if v <= 1.05 * low)
+
+
+def _level_consts(shift: int, w_n: int, sizes, level_keys, levels: int) -> list:
+    """c = x^m = shift^m w_N^(key m) of every key of the first ``levels`` halving levels,
+    in Montgomery form (c 2^32 mod p): the only constants a kernel reads."""
+    out = []
+    for m, (keys, _) in zip(sizes[:levels], level_keys[:levels]):
+        sm = pow(int(shift), m, P)
+        out.append(np.array([(sm * pow(w_n, int(kk) * m, P) % P << 32) % P for kk in keys],
+                            np.uint64))
+    return out
 
 
 def group_rows(coeffs: np.ndarray, log_blowup: int, shift: int, groups, log_group: int,
@@ -268,15 +278,12 @@ def group_rows(coeffs: np.ndarray, log_blowup: int, shift: int, groups, log_grou
         return out
     w_n = root_of_unity(L)
     bj = bit_reverse_indices(g, L - b)                          # x_j = shift w_N^bj
-    xpow = np.empty((g.size, G), np.uint64)
-    xs = []
-    for q, e in enumerate(bj):
-        x = int(shift) * pow(w_n, int(e), P) % P
-        xs.append(x)
-        v = 1
-        for j in range(G):
-            xpow[q, j] = v
-            v = v * x % P
+    xs = [int(shift) * pow(w_n, int(e), P) % P for e in bj]
+    xpow = np.empty((g.size, G), np.uint64)         # x_q^j, a column at a time
+    xpow[:, 0] = 1
+    xv = np.asarray(xs, np.uint64)
+    for j in range(1, G):
+        xpow[:, j] = xpow[:, j - 1] * xv % np.uint64(P)
     tw = []                                          # DIF stages: half = G/2, G/4, ..., 1
     half = G >> 1
     while half >= 1:
@@ -288,7 +295,7 @@ def group_rows(coeffs: np.ndarray, log_blowup: int, shift: int, groups, log_grou
     if method not in ("fused", "tree"):
         raise ValueError(f"group_rows: method must be 'fused' or 'tree', got {method!r}")
     # levels m = n/2, n/4, ..., G (none when G >= n: the remainder is f itself)
-    sizes, nkeys, key_off, parent, cvals, level_keys = [], [], [], [], [], []
+    sizes, nkeys, key_off, parent, level_keys = [], [], [], [], []
     prev_keys = np.zeros(1, np.int64)               # the root: f, one "key"
     prev_mod = 1
     m = n >> 1
@@ -300,10 +307,6 @@ def group_rows(coeffs: np.ndarray, log_blowup: int, shift: int, groups, log_grou
         key_off.append(sum(nkeys[:-1]))
         parent.append(np.searchsorted(prev_keys, keys % prev_mod) if prev_mod > 1
                       else np.zeros(keys.size, np.int64))
-        # c = x^m = shift^m w_N^(key m)
-        sm = pow(int(shift), m, P)
-        cvals.append(np.array([(sm * pow(w_n, int(kk) * m, P) % P << 32) % P for kk in keys],
-                              np.uint64))                 # Montgomery form c 2^32 mod p
         level_keys.append((keys, mod))
         prev_keys, prev_mod = keys, mod
         m >>= 1
@@ -314,6 +317,7 @@ def group_rows(coeffs: np.ndarray, log_blowup: int, shift: int, groups, log_grou
         H = max(min(G, n), LANES) if n >= LANES else min(G, n)
         lv = [i for i, m in enumerate(sizes) if m >= H]             # the levels above H
         d = min(len(lv), max(0, int(fused_depth(n, nkeys[:len(lv)], g.size, H))))
+        cvals = _level_consts(shift, w_n, sizes, level_keys, d)
         if d:
             keys, mod = level_keys[d - 1]
             final_idx = np.searchsorted(keys, bj % mod)
@@ -329,6 +333,7 @@ def group_rows(coeffs: np.ndarray, log_blowup: int, shift: int, groups, log_grou
             np.concatenate(cvals[:d]).astype(np.uint32) if d else np.zeros(0, np.uint32),
             np.asarray(final_idx, np.int64), cm, xh, xpow, tw, out, LANES_ON and n >= LANES)
         return out
+    cvals = _level_consts(shift, w_n, sizes, level_keys, len(sizes))
     final_idx = (np.searchsorted(prev_keys, bj % prev_mod) if prev_mod > 1
                  else np.zeros(g.size, np.int64))
     _open_groups(coeffs, np.array(sizes, np.int64), np.array(nkeys, np.int64),
