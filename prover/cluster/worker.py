@@ -100,11 +100,16 @@ class _Worker:
     its stages: host, or one :class:`prover.device.stages.DeviceStages` per table on a
     device backend, holding the table's resident buffers between R1 and its chain).
     ``env``: environment variables set in this worker's process before its Prover is
-    made (the PROVER_* switches of docs/diagnostics.md, e.g. PROVER_FAULTS)."""
+    made (the PROVER_* switches of docs/diagnostics.md, e.g. PROVER_FAULTS).  The process
+    only proves, so numpy's huge-page advice is off in it for good
+    (:func:`prover.core.pages.process_small_pages`; a table's pieces run outside a
+    whole proof's call)."""
 
     def __init__(self, config: ProverConfig, fault: str | None = None,
                  fault_dir: str | None = None, env: dict | None = None):
         os.environ.update(env or {})
+        from ..core.pages import process_small_pages
+        process_small_pages()
         self.prover = Prover(config)
         self.fault, self.fault_dir = fault, fault_dir
         self.state: dict = {}

@@ -27,6 +27,7 @@ from ...air import check_buses, check_shapes, check_traces
 from ...verifier.proof_format import Params, encode
 from ...verifier.protocol import table_shape
 
+from .pages import small_pages
 from .rounds import prove_statement, statement
 from ..common.spans import NullSpans, Spans
 from .stages import HostStages
@@ -77,7 +78,15 @@ def prove(tables: Sequence[np.ndarray], airs: Sequence, public_values=None,
     backend (emu, sim, cuda) -- same bytes; its stats are appended to ``device_stats``.
     The protocol core does not import the device pipeline: a device is anything with
     ``run(statement, spans=, logs=) -> (proof bytes, stats)`` (PipelineConfig.run).
+    Its buffers are allocated on ordinary pages (:func:`prover.core.pages.small_pages`).
     """
+    with small_pages():
+        return _prove(tables, airs, public_values, params, stages, spans, check, logs,
+                      device, device_stats)
+
+
+def _prove(tables, airs, public_values, params, stages, spans, check, logs, device,
+           device_stats) -> bytes:
     st = prepare(tables, airs, public_values, params, check=check)
     spans = spans or NullSpans()
     if device is not None:

@@ -213,6 +213,8 @@ class ProverConfig:
             self.params().validate()
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+        from ..core.pages import mode as _pages_mode
+        _pages_mode()                       # STEADFAST_HUGEPAGES: refused here, by name
         return name, budget
 
 

@@ -3,8 +3,9 @@ kernels use numba's parallel pool, which is not re-entrant, so concurrent calls 
 unless the calling thread was admitted by a proof service's gate (:func:`admitted`,
 :mod:`prover.service`): then the gate, not the lock, decides what runs at once -- the
 call's ``timeout`` and ``cancel`` event checked at every protocol stage boundary and while
-it waits for the lock (:class:`prover.common.errors.ProofAborted`), and the ``progress`` callback
-told as each stage starts and ends (:class:`ProgressSpans`)."""
+it waits for the lock (:class:`prover.common.errors.ProofAborted`), the ``progress`` callback
+told as each stage starts and ends (:class:`ProgressSpans`), and the call's buffers on
+ordinary pages (:func:`prover.core.pages.small_pages`)."""
 from __future__ import annotations
 
 import threading
@@ -14,6 +15,7 @@ from typing import Iterator
 
 from ..common import spans as _spans
 from ..common.errors import ConfigError, ProofAborted
+from ..core.pages import small_pages
 
 PROVE_LOCK = threading.Lock()       # one proof at a time per process
 _CALL = threading.local()           # the running call's Abort (and service slot), per thread
@@ -47,13 +49,16 @@ class Abort:
 @contextmanager
 def limits(timeout: float | None, cancel) -> Iterator["Abort | None"]:
     """The running call's :class:`Abort` (None with neither a timeout nor a cancel event)
-    for :func:`current_abort` on this thread, until the call ends."""
+    for :func:`current_abort` on this thread, until the call ends; numpy's huge-page
+    advice paused meanwhile (:func:`prover.core.pages.small_pages`: its execution, traces
+    and proof allocate on ordinary pages)."""
     abort = None
     if timeout is not None or cancel is not None:
         abort = Abort(timeout, cancel, time.perf_counter())
     _CALL.abort = abort
     try:
-        yield abort
+        with small_pages():
+            yield abort
     finally:
         _CALL.abort = None
 
