@@ -68,6 +68,47 @@ def test_one_buffer_one_borrower_across_threads():
     assert not errors and s.loans + s.allocations == 800
 
 
+def test_a_reserved_size_per_concurrent_loan():
+    s = Scratch(min_bytes=0)
+    s.reserve([1000, 300])
+    a = s.take((10, 10))                        # nothing lent: a miss allocates 1000
+    b = s.take((5, 10))                         # one lent: 300
+    assert s.allocations == 2 and a.base.size == 1000 and b.base.size == 300
+    c = s.take((2000,))                         # two lent, nothing reserved: its own size
+    assert c.base.size == 2000
+    for x in (a, b, c):
+        s.give(x)
+    d = s.take((20, 40))                        # 800 <= 1000: lent again, not allocated
+    assert s.allocations == 3 and np.shares_memory(d, a)
+    s.give(d)
+    s.clear()                                   # the reservation goes with the buffers
+    e = s.take((7,))
+    assert e.base.size == 7
+
+
+def test_planned_pools_allocate_once_for_growing_tables():
+    """Tables that grow one after another: without a plan every larger one misses and
+    allocates; with the plan (the rounds call it) the first miss allocates the largest
+    size and the later LDEs borrow it.  The same bytes."""
+    airs = [ex.fibonacci_air(), ex.fibonacci_air(), ex.fibonacci_air()]
+    tables, pvs = zip(*(ex.fibonacci_trace(k, 3, 4) for k in (5, 6, 7)))
+
+    def stages(plan):
+        st = HostStages(table_roots=False)
+        st.scratch, st.work = Scratch(min_bytes=0), Scratch(min_bytes=0)
+        if not plan:
+            st.plan_buffers = lambda shapes: None
+        return st
+    planned, unplanned = stages(True), stages(False)
+    got = prove(list(tables), airs, list(pvs), FAST, stages=planned)
+    assert prove(list(tables), airs, list(pvs), FAST, stages=unplanned) == got
+    # unplanned: each of the three main LDEs is larger than the last, then the largest
+    # table's parts (4 columns) are wider than its main (2)
+    assert planned.scratch.allocations == 1 and unplanned.scratch.allocations == 4
+    assert planned.work.allocations == 1 and unplanned.work.allocations > 1
+    assert planned.scratch._reserve == () and planned.work._reserve == ()  # cleared after R2
+
+
 @pytest.fixture
 def every_lde_lent(monkeypatch):
     """Every LDE of every size through the pools, each buffer filled with garbage when

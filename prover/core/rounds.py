@@ -545,6 +545,9 @@ def prove_statement(st: Statement, stages, spans: Spans, logs: list | None = Non
     """The whole proof of ``st`` on one thread (the host path, and the host completion
     of a device proof): R1 .. R4, the join; ``logs`` gets the transcript label logs
     (main, then one per table)."""
+    plan = getattr(stages, "plan_buffers", None)       # the host stages' LDE pools
+    if plan is not None:
+        plan(st.shapes)
     r1 = r1_main(st, stages, spans)
     ch = r1_challenges(st, r1, spans, stages.permute)
     deeps, mixed = prove_tables(st, r1, ch, stages, spans)

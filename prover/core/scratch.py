@@ -14,7 +14,11 @@ Only buffers of at least :data:`MIN_BYTES` are lent (smaller ones cost the alloc
 little); at most :data:`MAX_FREE` are kept between loans, the largest, and a request that
 none fits drops them all before its own allocation, so the pool holds about one buffer
 of the largest size per concurrent loan; the rounds clear it once the parts are
-committed (its last user, prover/core/rounds.py).  A
+committed (its last user, prover/core/rounds.py).  Sizes grow table by table, so without
+a plan each larger table missed and allocated afresh (a 2^20 program proof: 8 buffers,
+1.6 GB of new pages); :meth:`Scratch.reserve` tells the pool the proof's largest request
+per concurrent loan, and a miss allocates that size at once (3 buffers, 0.7 GB, the same
+peak: the largest buffers are lent together in R2 either way).  A
 :class:`prover.core.stages.HostStages` holds two, one for the LDEs and one for their
 transforms' work buffers (a quarter of the size: in one pool they would take each
 other's buffers), so a proof's buffers go with its stages object.  Thread-safe: a buffer is lent to one caller at a
@@ -42,6 +46,14 @@ class Scratch:
         self.min_bytes = int(min_bytes)
         self.loans = 0          # buffers lent from the free list (not allocated)
         self.allocations = 0    # buffers allocated for a loan
+        self._reserve: tuple[int, ...] = ()
+
+    def reserve(self, sizes) -> None:
+        """Elements a miss allocates at least while k buffers are lent: ``sizes[k]`` (the
+        largest request the caller will make as its (k+1)-th concurrent loan), until
+        :meth:`clear`.  A request larger than that still gets its own size."""
+        with self._lock:
+            self._reserve = tuple(max(0, int(x)) for x in sizes)
 
     def take(self, shape) -> np.ndarray:
         """A C-contiguous uint32 array of ``shape`` whose contents are undefined (the
@@ -61,12 +73,16 @@ class Scratch:
                 # one buffer of the largest size per concurrent loan, not one per size)
                 self._free.clear()
                 base = None
+            size = need
             if base is None:
                 self.allocations += 1
+                k = len(self._lent)
+                if k < len(self._reserve):
+                    size = max(need, self._reserve[k])
             else:
                 self.loans += 1
         if base is None:
-            base = np.empty(need, np.uint32)
+            base = np.empty(size, np.uint32)
         view = base[:need].reshape(shape)
         with self._lock:
             self._lent[id(view)] = (view, base)
@@ -87,9 +103,11 @@ class Scratch:
                 del self._free[:len(self._free) - self.max_free]
 
     def clear(self) -> None:
-        """Drop every free buffer (lent ones stay with their callers)."""
+        """Drop every free buffer (lent ones stay with their callers) and the
+        :meth:`reserve` sizes."""
         with self._lock:
             self._free.clear()
+            self._reserve = ()
 
     @property
     def free_bytes(self) -> int:

@@ -202,6 +202,19 @@ class HostStages:
         self.scratch = Scratch()
         self.work = Scratch()
 
+    def plan_buffers(self, shapes) -> None:
+        """Tell the pools the largest requests of a proof of these table shapes (the rounds
+        call it first): an LDE (main, aux or parts, at most c x 2^log_lde) as the first
+        concurrent loan, R2's aux on the quotient domain as the second (lent beside its
+        main), a transform's work buffer (c x n).  A miss then allocates that size, once,
+        instead of one new buffer for every larger table (prover/core/scratch.py)."""
+        cols = [(max(s.main_width, s.aux_width, 4 * s.num_parts), s) for s in shapes]
+        if not cols:
+            return
+        self.scratch.reserve([max(c << s.log_lde for c, s in cols),
+                              max(s.aux_width << s.log_lde for _, s in cols)])
+        self.work.reserve([max(c << s.log_n for c, s in cols)])
+
     def clear_scratch(self) -> None:
         """Drop both pools' free buffers (the rounds call it once R2 is over)."""
         self.scratch.clear()
