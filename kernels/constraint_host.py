@@ -56,6 +56,7 @@ from steadfast._jit_cache import adopt
 
 from ..air import eval as air_eval
 from ..air import field as AF
+from ..air.builder import kernel_program
 from . import field, host_pool
 from .field import P
 from .logup_block import logup_block
@@ -142,12 +143,13 @@ def _interior(op, xe, ye) -> tuple[int, bool]:
 
 
 def encode(air) -> Encoded:
-    """The kernel tables of ``air.constraint_program`` (cached per ``air.fingerprint()``)."""
+    """The kernel tables of :func:`air.builder.kernel_program` (cached per
+    ``air.fingerprint()``)."""
     key = tuple(air.fingerprint())
     hit = _ENCODED.get(key)
     if hit is not None:
         return hit
-    enc = _encode(air, air.constraint_program, FOLD)
+    enc = _encode(air, kernel_program(air), FOLD)
     with _LOCK:
         _ENCODED[key] = enc
     return enc
