@@ -433,57 +433,6 @@ def _derive_logup(interactions, target: int):
     return batches, cons
 
 
-def logup_kernel_exprs(batches) -> list:
-    """The LogUp constraints of :func:`_derive_logup` over these batches, the same
-    polynomials (so the same value at every point) in a cheaper form for the prover's
-    quotient kernels: each batch's fractions are added one at a time,
-    (num, den) <- (num d_i + sign_i m_i den, den d_i) from (sign_0 m_0, d_0), instead of
-    every sum_i sign_i m_i prod_(j != i) d_j term multiplied out -- 2k - 2 extension-field
-    products a batch of k instead of k^2 - k (the wide RV32 tables: 4 of 5-6 batches of
-    4).  The AIR's own constraints, program and fingerprint are unchanged: this is an
-    evaluation order, not a statement (kernels/constraint_host.py)."""
-    B = len(batches)
-    h = [column("aux", k, f"logup_h[{k}]") for k in range(B - 1)]
-    acc = column("aux", B - 1, "logup_acc")
-
-    def fractions(batch):
-        num = den = None
-        for it in batch:
-            d = _denominator(it)
-            m = it.multiplicity if it.sign > 0 else -it.multiplicity
-            if den is None:
-                num, den = m, d
-            else:
-                num, den = num * d + m * den, den * d
-        return den, num
-
-    out = []
-    for k, batch in enumerate(batches[:-1]):
-        prod, rhs = fractions(batch)
-        out.append(h[k] * prod - rhs)
-    step = acc.next - acc + Expr("term", (), None, "terminal")
-    for k in range(B - 1):
-        step = step - h[k]
-    prod, rhs = fractions(batches[-1])
-    out.append(step * prod - rhs)
-    return out
-
-
-def kernel_program(air) -> Program:
-    """The program the prover's quotient kernels run for ``air`` (host:
-    kernels/constraint_host.py, device: kernels/constraint_codegen.py): its user
-    constraints, then its LogUp constraints in :func:`logup_kernel_exprs`' form -- the
-    same polynomials as ``air.constraint_program`` in the same order (the same value at
-    every point: the same quotient, the same proof), ~40 % fewer extension-field products
-    on the wide RV32 tables.  ``air.constraint_program`` itself for an AIR without
-    interactions (or whose constraint list does not split into user and LogUp ones)."""
-    user = getattr(air, "user_constraints", None)
-    batches = getattr(air, "lookup_batches", ())
-    if not batches or user is None or len(user) + len(batches) != len(air.constraints):
-        return air.constraint_program
-    return compile_program([c.expr for c in user] + logup_kernel_exprs(batches))
-
-
 class Air:
     """A frozen AIR (one table kind).  Build it with :class:`AirBuilder`.
 

@@ -227,12 +227,12 @@ def _logup_leaf(op, payload):
 
 
 def _quotient_source(air, fname: str):
-    from ..air.builder import kernel_program
+    from ..air.kernel_program import kernel_program
     prog = kernel_program(air)          # the AIR's constraints, LogUp in the cheaper form
     em = _Emitter("i >= M")
     head = [f"def {fname}(main, mcs, mps, prep, rcs, rps, aux, acs, aps, pv, scal, apow, sel, "
             "zh, M, log_m, stride, nxt, brev, out):",
-            "    # generated from the AIR's constraints (air.builder.kernel_program)",
+            "    # generated from the AIR's constraints (air.kernel_program)",
             "    i = cuda.grid(1)",
             "    if i >= M:",
             "        return",

@@ -56,7 +56,7 @@ from steadfast._jit_cache import adopt
 
 from ..air import eval as air_eval
 from ..air import field as AF
-from ..air.builder import kernel_program
+from ..air.kernel_program import kernel_program
 from . import field, host_pool
 from .field import P
 from .logup_block import logup_block
@@ -143,7 +143,7 @@ def _interior(op, xe, ye) -> tuple[int, bool]:
 
 
 def encode(air) -> Encoded:
-    """The kernel tables of :func:`air.builder.kernel_program` (cached per
+    """The kernel tables of :func:`air.kernel_program.kernel_program` (cached per
     ``air.fingerprint()``)."""
     key = tuple(air.fingerprint())
     hit = _ENCODED.get(key)

@@ -1,6 +1,6 @@
-"""The quotient kernels' program (air.builder.kernel_program): the AIR's user constraints
+"""The quotient kernels' program (air.kernel_program.kernel_program): the AIR's user constraints
 and its LogUp constraints with each batch's fractions added one at a time
-(air.builder.logup_kernel_exprs) -- the same polynomials as the AIR's constraint program,
+(air.kernel_program.logup_kernel_exprs) -- the same polynomials as the AIR's constraint program,
 so the same value at every point (the quotient and the proof bytes cannot change), with
 fewer extension-field products.  The AIR's program, constraints and fingerprint are not
 touched.  tests/test_constraint_host.py checks the compiled quotient, which runs this
@@ -11,8 +11,8 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from steadfast.air import examples as ex
-from steadfast.air.builder import (Interaction, _derive_logup, kernel_program,
-                                   logup_kernel_exprs)
+from steadfast.air.builder import Interaction, _derive_logup
+from steadfast.air.kernel_program import kernel_program, logup_kernel_exprs
 from steadfast.air.expr import column, const
 from steadfast.air.field import P
 from steadfast.air.program import compile_program, evaluate_point
