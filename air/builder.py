@@ -400,37 +400,47 @@ def _derive_logup(interactions, target: int):
     The constraint has the degree of the last batch's h constraint, and no boundary
     constraint is needed (acc is defined up to a constant; the prover takes acc[0] = 0)."""
     batches = _batches(interactions, target)
+    cons = [Constraint(e, "all", f"logup_h[{k}]" if k < len(batches) - 1 else "logup_acc")
+            for k, e in enumerate(_logup_exprs(batches, _fractions_expanded))]
+    return batches, cons
+
+
+def _fractions_expanded(batch):
+    """(prod_i d_i, sum_i sign_i m_i prod_(j != i) d_j): a batch's fractions over one
+    common denominator, multiplied out (the AIR's canonical form)."""
+    ds = [_denominator(it) for it in batch]
+    prod = ds[0]
+    for d in ds[1:]:
+        prod = prod * d
+    rhs = None
+    for i, it in enumerate(batch):
+        term = it.multiplicity if it.sign > 0 else -it.multiplicity
+        for j, d in enumerate(ds):
+            if j != i:
+                term = term * d
+        rhs = term if rhs is None else rhs + term
+    return prod, rhs
+
+
+def _logup_exprs(batches, fractions) -> list:
+    """The LogUp constraint expressions over ``batches`` (see :func:`_derive_logup`), each
+    batch's (common denominator, numerator) built by ``fractions(batch)``: the AIR's own
+    multiplied-out form (:func:`_fractions_expanded`) or the quotient kernels' incremental
+    one (air/kernel_program.py).  h_k * prod - rhs = 0 for every batch but the last, i.e.
+    h_k = sum_i sign_i m_i / d_i on every row; then the accumulator's step."""
     B = len(batches)
     h = [column("aux", k, f"logup_h[{k}]") for k in range(B - 1)]
     acc = column("aux", B - 1, "logup_acc")
-    cons: list[Constraint] = []
-
-    def fractions(batch):
-        # (prod_i d_i, sum_i sign_i m_i prod_(j != i) d_j)
-        ds = [_denominator(it) for it in batch]
-        prod = ds[0]
-        for d in ds[1:]:
-            prod = prod * d
-        rhs = None
-        for i, it in enumerate(batch):
-            term = it.multiplicity if it.sign > 0 else -it.multiplicity
-            for j, d in enumerate(ds):
-                if j != i:
-                    term = term * d
-            rhs = term if rhs is None else rhs + term
-        return prod, rhs
-
+    out = []
     for k, batch in enumerate(batches[:-1]):
-        # h_k * prod d_i - sum_i sign_i m_i prod_{j != i} d_j = 0, i.e.
-        # h_k = sum_i sign_i m_i / d_i on every row.
         prod, rhs = fractions(batch)
-        cons.append(Constraint(h[k] * prod - rhs, "all", f"logup_h[{k}]"))
+        out.append(h[k] * prod - rhs)
     step = acc.next - acc + Expr("term", (), None, "terminal")
     for k in range(B - 1):
         step = step - h[k]
     prod, rhs = fractions(batches[-1])
-    cons.append(Constraint(step * prod - rhs, "all", "logup_acc"))
-    return batches, cons
+    out.append(step * prod - rhs)
+    return out
 
 
 class Air:

@@ -5,8 +5,7 @@ program and fingerprint (which the transcript absorbs and the verifier rebuilds)
 touched (tests/test_kernel_program.py)."""
 from __future__ import annotations
 
-from .builder import _denominator
-from .expr import Expr, column
+from .builder import _denominator, _logup_exprs
 from .program import Program, compile_program
 
 
@@ -19,31 +18,21 @@ def logup_kernel_exprs(batches) -> list:
     products a batch of k instead of k^2 - k (the wide RV32 tables: 4 of 5-6 batches of
     4).  The AIR's own constraints, program and fingerprint are unchanged: this is an
     evaluation order, not a statement (kernels/constraint_host.py)."""
-    B = len(batches)
-    h = [column("aux", k, f"logup_h[{k}]") for k in range(B - 1)]
-    acc = column("aux", B - 1, "logup_acc")
+    return _logup_exprs(batches, _fractions_incremental)
 
-    def fractions(batch):
-        num = den = None
-        for it in batch:
-            d = _denominator(it)
-            m = it.multiplicity if it.sign > 0 else -it.multiplicity
-            if den is None:
-                num, den = m, d
-            else:
-                num, den = num * d + m * den, den * d
-        return den, num
 
-    out = []
-    for k, batch in enumerate(batches[:-1]):
-        prod, rhs = fractions(batch)
-        out.append(h[k] * prod - rhs)
-    step = acc.next - acc + Expr("term", (), None, "terminal")
-    for k in range(B - 1):
-        step = step - h[k]
-    prod, rhs = fractions(batches[-1])
-    out.append(step * prod - rhs)
-    return out
+def _fractions_incremental(batch):
+    """(den, num) of a batch's fractions summed one at a time:
+    (num, den) <- (num d_i + sign_i m_i den, den d_i), from (sign_0 m_0, d_0)."""
+    num = den = None
+    for it in batch:
+        d = _denominator(it)
+        m = it.multiplicity if it.sign > 0 else -it.multiplicity
+        if den is None:
+            num, den = m, d
+        else:
+            num, den = num * d + m * den, den * d
+    return den, num
 
 
 def kernel_program(air) -> Program:

@@ -260,6 +260,7 @@ def test_scalar_point_evaluator_matches_numpy_interpreter():
     program, registers and io tables, every chip, BYTES and POSEIDON2), at random EF
     leaves."""
     from steadfast.air.program import POINT_EF_KINDS, evaluate, evaluate_point
+    from tests.leaves import random_leaves
     from steadfast.rv32.chips.program import image_of
     from steadfast.rv32.tables import table_airs
     from tests.txblocks import program
@@ -268,16 +269,7 @@ def test_scalar_point_evaluator_matches_numpy_interpreter():
     airs += table_airs(image_of(program("hello")), b"abc", b"hello from rv32im\ncba", 2)
     r = np.random.default_rng(11)
     for air in airs:
-        cache: dict = {}
-
-        def leaf(op, payload):
-            key = (op, payload if not isinstance(payload, list) else tuple(payload))
-            if key not in cache:
-                cache[key] = (r.integers(0, P, (4, 1), dtype=np.uint64) if op in POINT_EF_KINDS
-                              else np.uint64(r.integers(0, P)))
-                if op in POINT_EF_KINDS and r.random() < 0.2:
-                    cache[key][:, 0] = P - 1                 # edge values too
-            return cache[key]
+        leaf = random_leaves(r, POINT_EF_KINDS, edge=0.2)
         want = evaluate(air.constraint_program, leaf, POINT_EF_KINDS)
         got = evaluate_point(air.constraint_program, leaf, POINT_EF_KINDS)
         assert len(got) == len(want) > 0

@@ -16,33 +16,15 @@ from steadfast.air.kernel_program import kernel_program, logup_kernel_exprs
 from steadfast.air.expr import column, const
 from steadfast.air.field import P
 from steadfast.air.program import compile_program, evaluate_point
+from tests.leaves import random_leaves
 
 BASE_KINDS = ("aux", "chal", "term")             # the kernel's points: main/prep base
 POINT_KINDS = ("main", "prep", "aux", "chal", "term")   # the out-of-domain point: all EF
 
 
-def _leaves(seed: int, ef_kinds):
-    r = np.random.default_rng(seed)
-    cache: dict = {}
-
-    def leaf(op, payload):
-        key = (op, payload if not isinstance(payload, list) else tuple(payload))
-        if key not in cache:
-            edge = r.random() < 0.15
-            if op in ef_kinds:
-                v = r.integers(0, P, (4, 1), dtype=np.uint64)
-                if edge:
-                    v[:, 0] = r.choice([0, 1, P - 1], 4)
-            else:
-                v = np.uint64(r.choice([0, 1, P - 1]) if edge else r.integers(0, P))
-            cache[key] = v
-        return cache[key]
-    return leaf
-
-
 def _values(program, seed, ef_kinds):
     return [np.asarray(v, np.uint64).reshape(-1)
-            for v in evaluate_point(program, _leaves(seed, ef_kinds), ef_kinds)]
+            for v in evaluate_point(program, random_leaves(np.random.default_rng(seed), ef_kinds), ef_kinds)]
 
 
 def _ext_products(program) -> int:
