@@ -584,12 +584,13 @@ LOGUP_BLOCK = 512
 
 
 def logup_h_host(air, main: np.ndarray, public_values, challenges: dict,
-                 block: int | None = None) -> list:
+                 block: int | None = None, stacked: bool = False):
     """The LogUp h columns of ``HostStages.aux_build``, compiled: one EF column per lookup
     batch, h_b[i] = sum_(t in batch b) sign_t m_t[i] / d_t[i] with
     d_t = gamma - (bus_t + sum_j beta^(j+1) v_tj) on trace row i.  ``main``: the trace
     uint32[n, w].  Returns a list of uint64[4, n] (canonical), bit-identical to the numpy
-    loop; ValueError when a denominator vanishes."""
+    loop (``stacked``: the columns as one uint32[B, 4, n]); ValueError when a denominator
+    vanishes."""
     block = int(LOGUP_BLOCK if block is None else block)
     if not 1 <= block <= 1 << 16:
         raise ValueError(f"block must be in [1, 65536], got {block}")
@@ -652,7 +653,7 @@ def logup_h_host(air, main: np.ndarray, public_values, challenges: dict,
     if flag[0]:
         raise ValueError(f"{air.name}: a LogUp denominator vanished (resample: "
                          "the challenges hit a tuple's fingerprint)")
-    return [H[b].astype(np.uint64) for b in range(B)]
+    return H if stacked else [H[b].astype(np.uint64) for b in range(B)]
 
 
 # cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
