@@ -121,11 +121,12 @@ def _stage(lde, stage, hb, row0, rstride, c, n):
 
 
 @njit(cache=True, nogil=True)
-def _leaf_kernel(lde, out, hb, row0, rstride, brh, brl, c0, c1, rcf, rcp, k_in, k_r2, k_out):
+def _leaf_kernel(lde, out, hb, row0, rstride, brh, brl, S, base, c0, c1, rcf, rcp, k_in, k_r2,
+                 k_out):
     """Blocks c0..c1-1 (BLOCK states each) of the leaf sponge (rate 8, overwrite mode, as
     kernels/poseidon2._sponge_kernel) of the chunk's rows, read from the columns: state
-    j = u H + g is the natural row row0 + rstride u + g; its digest goes to out[brh[g] L
-    + brl[u]]."""
+    j = u H + g is the natural row row0 + rstride u + g; its digest goes to out[brh[g] S
+    + base + brl[u]] (S = L, base = 0: the chunk's local order)."""
     w = lde.shape[0]
     H = 1 << hb
     L = brl.shape[0]
@@ -145,14 +146,14 @@ def _leaf_kernel(lde, out, hb, row0, rstride, brh, brl, c0, c1, rcf, rcp, k_in, 
         for q in range(nq):
             t = brl[ub + q]
             for g in range(H):
-                dst = brh[g] * L + t
+                dst = brh[g] * S + base + t
                 j = q * H + g
                 for i in range(DIGEST):
                     out[dst, i] = np.uint32(st[i * BLOCK + j])
 
 
 @njit(cache=True, nogil=True)
-def _leaf_kernel32(lde, out, hb, row0, rstride, brh, brl, c0, c1):
+def _leaf_kernel32(lde, out, hb, row0, rstride, brh, brl, S, base, c0, c1):
     """:func:`_leaf_kernel` with the 32-bit-lane permutation on a uint32 state of W
     states (kernels/poseidon2_lanes.py, as kernels/poseidon2's row sponge): the staged
     block's rate rows are copied into the lanes as they are (no int64 state, no
@@ -176,7 +177,7 @@ def _leaf_kernel32(lde, out, hb, row0, rstride, brh, brl, c0, c1):
                 _permute32(st, 0)
             for t in range(min(_W, nb - j0)):
                 j = j0 + t
-                dst = brh[j & (H - 1)] * L + brl[ub + (j >> hb)]
+                dst = brh[j & (H - 1)] * S + base + brl[ub + (j >> hb)]
                 for i in range(DIGEST):
                     out[dst, i] = st[i * _W + t]
 
@@ -203,28 +204,43 @@ def gather_rows(lde: np.ndarray, hb: int, l: int, k: int, out: np.ndarray | None
     return out
 
 
-def leaf_digests(lde: np.ndarray, hb: int, l: int, k: int, out: np.ndarray | None = None) -> np.ndarray:
+def leaf_digests(lde: np.ndarray, hb: int, l: int, k: int, out: np.ndarray | None = None,
+                 stride: int | None = None, base: int = 0) -> np.ndarray:
     """The leaf digests (SPEC §3 sponge) of the rows of chunk k of the plan (hb, l) of the
     columns ``lde`` (c, N), in the chunk's local order: uint32[2^(hb + l), 8] (written into
-    ``out``, C-contiguous, when given).  Equal to ``hash_rows(gather_rows(...))``."""
+    ``out``, C-contiguous, when given).  Equal to ``hash_rows(gather_rows(...))``.
+
+    ``stride``: the chunk's local row h L + t goes to ``out`` row h stride + base + t
+    instead (``out`` uint32[>= (H - 1) stride + base + L, 8], given): a whole tree's
+    leaves (stride N / H, base k L) written in place by the hashing threads."""
     lde = _columns(lde)
     c, N = lde.shape
     if (1 << hb) > BLOCK:
         raise ValueError(f"leaf_digests: 2^hb = {1 << hb} must divide BLOCK = {BLOCK}")
     row0, rstride, brh, brl = chunk_plan(N.bit_length() - 1, hb, l, k)
     n = (1 << hb) << l
-    if out is None:
-        out = np.empty((n, DIGEST), np.uint32)
-    elif out.shape != (n, DIGEST) or out.dtype != np.uint32 or not out.flags.c_contiguous:
-        raise ValueError(f"leaf_digests: out must be a C-contiguous uint32[{n}, {DIGEST}]")
+    if stride is None:
+        S, base = 1 << l, 0
+        if out is None:
+            out = np.empty((n, DIGEST), np.uint32)
+        elif out.shape != (n, DIGEST) or out.dtype != np.uint32 or not out.flags.c_contiguous:
+            raise ValueError(f"leaf_digests: out must be a C-contiguous uint32[{n}, {DIGEST}]")
+    else:
+        S, base = int(stride), int(base)
+        need = ((1 << hb) - 1) * S + base + (1 << l)
+        if (out is None or out.ndim != 2 or out.shape[1] != DIGEST or out.dtype != np.uint32
+                or not out.flags.c_contiguous or S < (1 << l) or base < 0
+                or out.shape[0] < need):
+            raise ValueError(f"leaf_digests: stride {S}, base {base} need a C-contiguous "
+                             f"uint32[>= {need}, {DIGEST}] out")
     nblocks = -(-n // BLOCK)
     if _LANES:
-        run_ranges(lambda b0, b1: _leaf_kernel32(lde, out, hb, row0, rstride, brh, brl,
-                                                  b0, b1), nblocks, 4)
+        run_ranges(lambda b0, b1: _leaf_kernel32(lde, out, hb, row0, rstride, brh, brl, S,
+                                                  base, b0, b1), nblocks, 4)
         return out
     args = _fast_args()
-    run_ranges(lambda b0, b1: _leaf_kernel(lde, out, hb, row0, rstride, brh, brl, b0, b1, *args),
-                nblocks, 4)
+    run_ranges(lambda b0, b1: _leaf_kernel(lde, out, hb, row0, rstride, brh, brl, S, base,
+                                           b0, b1, *args), nblocks, 4)
     return out
 
 

@@ -61,6 +61,15 @@ def test_gather_and_leaves_equal_numpy_path(plan, c, seed):
     out = np.full((1 << (hb + l), 8), 7, np.uint32)
     assert LR.leaf_digests(lde, hb, l, k, out) is out
     assert np.array_equal(out, hash_rows(want))
+    # in place: local row h L + t at h N/H + k L + t of a whole tree's leaves; the rest kept
+    N = 1 << log_n
+    tree = np.full((N + 3, 8), 5, np.uint32)
+    pos = plan_positions(log_n, hb, l, k)
+    assert LR.leaf_digests(lde, hb, l, k, tree, N >> hb, k << l) is tree
+    assert np.array_equal(tree[pos], out)
+    rest = np.ones(N + 3, bool)
+    rest[pos] = False
+    assert (tree[rest] == 5).all()
 
 
 def test_views_and_edge_values():
@@ -79,6 +88,10 @@ def test_views_and_edge_values():
         LR.gather_rows(lde, 4, 5, 0, np.empty((1 << 9, 5), np.uint32))
     with pytest.raises(ValueError):
         LR.leaf_digests(lde, 7, 2, 0)                      # 2^7 states do not fit a block
+    with pytest.raises(ValueError, match="stride"):
+        LR.leaf_digests(lde, 2, 5, 0, np.empty((1 << 8, 8), np.uint32), 1 << 7, 0)  # short
+    with pytest.raises(ValueError, match="stride"):
+        LR.leaf_digests(lde, 2, 5, 0, None, 1 << 7, 0)     # in place needs an out
     with pytest.raises(ValueError):
         LR.chunk_plan(4, 2, 2, 1)                          # one chunk only
 
@@ -125,6 +138,14 @@ def test_lde_tree_commit_equals_full_tree(log_n, c, prune, chunk_bits, spread, s
     finally:
         LT._COMMIT_CHUNK, LT._COMMIT_SPREAD = saved
     assert np.array_equal(lean.root, full.root)
+    # the leaves-only commit (a format-6 proof's): its leaves written in place
+    leaves = np.full((1 << log_n, 8), 3, np.uint32)
+    try:
+        LT._COMMIT_CHUNK, LT._COMMIT_SPREAD = 1 << chunk_bits, spread
+        LT._LdeTree.commit(lde, leaves_out=leaves, levels=False)
+    finally:
+        LT._COMMIT_CHUNK, LT._COMMIT_SPREAD = saved
+    assert np.array_equal(leaves, hash_rows(committed_matrix(lde)))
     idx = rng.integers(0, 1 << log_n, 5)
     rows, paths = lean.open(idx)
     r2, p2 = full.open(idx)

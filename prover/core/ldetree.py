@@ -93,10 +93,14 @@ class _LdeTree:
         H, L = 1 << hb, 1 << l
         top = np.empty((N >> prune, 8), np.uint32) if levels else None
         runs = top.reshape(H, (N >> hb) >> prune, 8) if levels else None  # level-prune digests
-        leaves = np.empty((1 << chunk_bits, 8), np.uint32)     # reused by every chunk
+        leaves = np.empty((1 << chunk_bits, 8), np.uint32) if levels else None  # reused
         cols = np.ascontiguousarray(lde, dtype=np.uint32)      # (no copy: the LDE is)
         out_runs = None if leaves_out is None else leaves_out.reshape(H, N >> hb, 8)
         for k in range(N >> chunk_bits):
+            if not levels:
+                # straight into the leaves' places (h N/H + k L + t), by the hashing threads
+                leaf_digests(cols, hb, l, k, leaves_out, N >> hb, k * L)
+                continue
             leaf_digests(cols, hb, l, k, leaves)
             if out_runs is not None:
                 out_runs[:, k * L:(k + 1) * L] = leaves.reshape(H, L, 8)
