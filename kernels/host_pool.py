@@ -50,24 +50,70 @@ def run(fn: Callable, argsets: Iterable[tuple], caller_first: bool = False) -> N
     mine, rest = (argsets[0], argsets[1:]) if caller_first else (None, argsets)
     p = pool(len(rest))
     futures = [p.submit(fn, *a) for a in rest]
+    err = None
     if mine is not None:
-        fn(*mine)
+        try:
+            fn(*mine)
+        except BaseException as e:             # the others are waited for all the same
+            err = e
     for f in futures:
-        f.result()
+        try:
+            f.result()
+        except BaseException as e:
+            err = e if err is None else err
+    if err is not None:
+        raise err
+
+
+#: a dynamic split hands out about this many ranges per worker
+SHARES = 8
 
 
 def run_ranges(fn: Callable[[int, int], object], nitems: int, min_per_worker: int = 4) -> None:
-    """fn(i0, i1) over [0, nitems) split into contiguous ranges, one per worker thread
-    (numba's thread count, at most one per ``min_per_worker`` items; fn must release the
-    GIL: a nogil kernel); on the calling thread alone when that leaves one worker."""
+    """fn(i0, i1) over [0, nitems) in contiguous ranges on numba's thread count of workers
+    (at most one per ``min_per_worker`` items; fn must release the GIL: a nogil kernel);
+    on the calling thread alone when that leaves one worker.  See :func:`run_dynamic`."""
     if nitems <= 0:
         return
     workers = min(threads(), max(1, nitems // min_per_worker))
     if workers <= 1:
         fn(0, nitems)
         return
-    bounds = [nitems * t // workers for t in range(workers + 1)]
-    run(fn, [(bounds[t], bounds[t + 1]) for t in range(workers)])
+    run_dynamic(fn, nitems, workers)
 
 
-__all__ = ["pool", "run", "run_ranges", "threads", "THREAD_NAME_PREFIX"]
+def run_dynamic(fn: Callable[[int, int], object], nitems: int, workers: int,
+                grain: int | None = None) -> None:
+    """fn(i0, i1) over [0, nitems) on ``workers`` threads (the caller one of them), each
+    taking the next ``grain`` items (default: about :data:`SHARES` ranges per worker)
+    until none are left: a worker slowed down -- by the first touch of fresh pages, by
+    another process on its core -- takes fewer ranges instead of the others waiting for
+    its fixed half.  Every range writes its own part of the output (fn's contract), so
+    the bytes do not depend on who ran which.  The first exception is raised after all
+    workers stop; the others stop taking ranges once one has failed."""
+    if nitems <= 0:
+        return
+    grain = max(1, -(-nitems // (workers * SHARES)) if grain is None else int(grain))
+    if workers <= 1 or nitems <= grain:
+        fn(0, nitems)
+        return
+    state = [0, False]                              # next item, failed
+    lock = threading.Lock()
+
+    def worker():
+        while True:
+            with lock:
+                i0 = state[0]
+                if i0 >= nitems or state[1]:
+                    return
+                i1 = state[0] = min(nitems, i0 + grain)
+            try:
+                fn(i0, i1)
+            except BaseException:
+                state[1] = True
+                raise
+
+    run(worker, [()] * min(workers, -(-nitems // grain)), caller_first=True)
+
+
+__all__ = ["pool", "run", "run_dynamic", "run_ranges", "threads", "THREAD_NAME_PREFIX"]

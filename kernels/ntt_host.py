@@ -484,9 +484,7 @@ def _launch(prog, rows_mode, ntasks, args, words):
     if t <= 1 or words < _MIN_PARALLEL_WORDS:
         _tasks(prog, rows_mode, *args, 0, ntasks)
         return
-    cut = [ntasks * i // t for i in range(t + 1)]
-    host_pool.run(_tasks, [(prog, rows_mode, *args, cut[i], cut[i + 1]) for i in range(t)],
-                  caller_first=True)
+    host_pool.run_dynamic(lambda t0, t1: _tasks(prog, rows_mode, *args, t0, t1), ntasks, t)
 
 
 # --------------------------------------------------------------------------- transforms
