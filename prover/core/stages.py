@@ -24,6 +24,7 @@ from ... import air as airlib
 from ...air import field as F
 from ...kernels import multiproof as mp
 from ...kernels import open_rows
+from ...kernels.lde_rows import gather_rows
 from ...kernels.hostlib import ef_inverse
 from ...kernels.poseidon2 import poseidon2_permute
 from ...kernels.ntt_host import (bit_reverse_permutation, coset_intt, intt, transpose,
@@ -465,7 +466,10 @@ class HostStages:
                                            ).astype(np.uint32)
             if dq is not None:
                 lde = lde_of_coeffs(np.ascontiguousarray(dq.T), shape.log_blowup)
-                return bit_reverse_permutation(transpose(lde), axis=0)
+                # its rows in bit-reversed order: bit_reverse_permutation(transpose(lde)),
+                # by the tiled gather (the whole matrix as one chunk: tree order)
+                hb = min(4, shape.log_lde)
+                return gather_rows(lde, hb, shape.log_lde - hb, 0)
         xs = airlib.coset_points(SHIFT, shape.log_lde).astype(np.uint32)
         for at_next in (False, True):
             if coef[at_next] is not None:
