@@ -495,7 +495,10 @@ def host_selectors(log_n: int, log_m: int, shift: int) -> np.ndarray:
     if hit is None:
         if not 0 <= log_n <= log_m <= AF.TWO_ADICITY:
             raise ValueError(f"quotient domain 2^{log_m} must contain the trace domain 2^{log_n}")
-        hit = np.stack([field.to_mont_host(v) for v in _selectors(log_n, log_m, shift)])
+        from .selectors_host import selectors_mont
+        hit = selectors_mont(log_n, log_m, shift)         # compiled, on the host pool
+        if hit is None:                                   # the coset meets H: the reference
+            hit = np.stack([field.to_mont_host(v) for v in _selectors(log_n, log_m, shift)])
         with _LOCK:
             _SEL[key] = hit
     return hit

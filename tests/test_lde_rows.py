@@ -92,6 +92,10 @@ def test_views_and_edge_values():
         LR.leaf_digests(lde, 2, 5, 0, np.empty((1 << 8, 8), np.uint32), 1 << 7, 0)  # short
     with pytest.raises(ValueError, match="stride"):
         LR.leaf_digests(lde, 2, 5, 0, None, 1 << 7, 0)     # in place needs an out
+    for bad in (None, np.empty((1 << 9, 16), np.uint32)[:, ::2],
+                np.empty((1 << 9, 8), np.int64), np.empty((1 << 8, 8), np.uint32)):
+        with pytest.raises(ValueError, match="leaves_out"):
+            LT._LdeTree.commit(lde, leaves_out=bad, levels=False)
     with pytest.raises(ValueError):
         LR.chunk_plan(4, 2, 2, 1)                          # one chunk only
 

@@ -81,8 +81,10 @@ class _LdeTree:
         if N != 1 << log_n or lde.shape[0] == 0:
             raise ValueError(f"_LdeTree.commit: an LDE of shape {lde.shape}")
         if not levels:
-            if leaves_out is None or leaves_out.shape != (N, 8):
-                raise ValueError("_LdeTree.commit(levels=False) needs leaves_out uint32[N, 8]")
+            if (leaves_out is None or leaves_out.shape != (N, 8)
+                    or leaves_out.dtype != np.uint32 or not leaves_out.flags.c_contiguous):
+                raise ValueError("_LdeTree.commit(levels=False) needs leaves_out, a "
+                                 "C-contiguous uint32[N, 8] (hashed into in place)")
             prune = 0
         elif prune is None:
             prune = max(0, min(PRUNE_LEVELS, log_n - 8))
