@@ -113,7 +113,26 @@ def run_dynamic(fn: Callable[[int, int], object], nitems: int, workers: int,
                 state[1] = True
                 raise
 
-    run(worker, [()] * min(workers, -(-nitems // grain)), caller_first=True)
+    # the caller is a worker too; a helper not yet started when the caller's loop ends
+    # has nothing left to take and is cancelled -- so a caller that is itself a pool job
+    # (the pool's only free thread busy) does not wait on it
+    helpers = min(workers, -(-nitems // grain)) - 1
+    p = pool(helpers)
+    futures = [p.submit(worker) for _ in range(helpers)]
+    err = None
+    try:
+        worker()
+    except BaseException as e:
+        err = e
+    for f in futures:
+        if f.cancel():
+            continue
+        try:
+            f.result()
+        except BaseException as e:
+            err = e if err is None else err
+    if err is not None:
+        raise err
 
 
 __all__ = ["pool", "run", "run_dynamic", "run_ranges", "threads", "THREAD_NAME_PREFIX"]

@@ -80,3 +80,17 @@ def test_run_ranges_keeps_the_pool_at_the_thread_count(monkeypatch):
     host_pool.run_ranges(lambda a, b: calls.append((a, b)), 10_000, 1)
     assert len(calls) == 2 * host_pool.SHARES
     assert host_pool._POOL_SIZE == 1
+
+
+def test_a_pool_job_may_split_again(monkeypatch):
+    """run_dynamic called from inside a job of a one-thread pool: the caller's own loop
+    takes every range and the helper it queued behind itself is cancelled, not waited for."""
+    monkeypatch.setattr(host_pool, "_POOL", None)
+    monkeypatch.setattr(host_pool, "_POOL_SIZE", 0)
+    seen = []
+
+    def job():
+        host_pool.run_dynamic(lambda a, b: seen.extend(range(a, b)), 64, 2, 4)
+    fut = host_pool.pool(1).submit(job)
+    fut.result(timeout=20)
+    assert sorted(seen) == list(range(64))
