@@ -49,14 +49,22 @@ def run(fn: Callable, argsets: Iterable[tuple], caller_first: bool = False) -> N
     argsets = list(argsets)
     mine, rest = (argsets[0], argsets[1:]) if caller_first else (None, argsets)
     p = pool(len(rest))
-    futures = [p.submit(fn, *a) for a in rest]
+    _finish([p.submit(fn, *a) for a in rest], (lambda: fn(*mine)) if mine is not None else None)
+
+
+def _finish(futures: list, mine: Callable[[], object] | None, cancel: bool = False) -> None:
+    """Run ``mine`` (if any) on the calling thread, then wait for ``futures`` -- all of
+    them, whatever failed -- and raise the first exception (``mine``'s first).
+    ``cancel``: a future not yet started is cancelled instead of waited for."""
     err = None
     if mine is not None:
         try:
-            fn(*mine)
+            mine()
         except BaseException as e:             # the others are waited for all the same
             err = e
     for f in futures:
+        if cancel and f.cancel():
+            continue
         try:
             f.result()
         except BaseException as e:
@@ -118,21 +126,7 @@ def run_dynamic(fn: Callable[[int, int], object], nitems: int, workers: int,
     # (the pool's only free thread busy) does not wait on it
     helpers = min(workers, -(-nitems // grain)) - 1
     p = pool(helpers)
-    futures = [p.submit(worker) for _ in range(helpers)]
-    err = None
-    try:
-        worker()
-    except BaseException as e:
-        err = e
-    for f in futures:
-        if f.cancel():
-            continue
-        try:
-            f.result()
-        except BaseException as e:
-            err = e if err is None else err
-    if err is not None:
-        raise err
+    _finish([p.submit(worker) for _ in range(helpers)], worker, cancel=True)
 
 
 __all__ = ["pool", "run", "run_dynamic", "run_ranges", "threads", "THREAD_NAME_PREFIX"]
