@@ -7,9 +7,9 @@ acc[i] = sum_(j<i) r_j - i U (acc[0] = 0, acc[i+1] - acc[i] = r_i - U cyclically
 aux rows (h_0 .. h_(B-2), acc: 4 coefficient columns each) -- what
 ``prover.core.stages.logup_accumulator`` and the numpy assembly compute
 (tests/test_logup_acc.py), in two passes over H instead of a dozen numpy passes on the
-main thread.  EF addition and a base-field scalar product are coefficient-wise, so each of
-the 4 coefficients runs on its own: i U is accumulated (U added once a row), every value
-kept canonical.
+main thread, with kernels.field's add, sub and mul.  EF addition and a base-field scalar
+product are coefficient-wise, so each of the 4 coefficients runs on its own: i U is
+accumulated (U added once a row), every value kept canonical.
 """
 from __future__ import annotations
 
@@ -18,15 +18,11 @@ from numba import njit
 
 from steadfast._jit_cache import adopt
 
+from . import field
 from .field import P
 
-_P = np.uint32(P)
-
-
-@njit(inline="always")
-def _addp(a, b):
-    s = a + b                                  # a, b < p < 2^31: no uint32 overflow
-    return s - _P if s >= _P else s
+_F = field.build(njit(inline="always"))
+_add, _sub, _mul = _F.add, _F.sub, _F.mul
 
 
 @njit(cache=True, nogil=True)
@@ -36,8 +32,8 @@ def _aux_rows_kernel(H, inv_n, out, u):
         t = np.uint32(0)
         for i in range(n):
             for b in range(B):
-                t = _addp(t, H[b, c, i])
-        u[c] = np.uint32(np.uint64(t) * inv_n % np.uint64(_P))
+                t = _add(t, H[b, c, i])
+        u[c] = _mul(t, inv_n)
     run = np.zeros(4, np.uint32)           # sum_(j<i) r_j
     iu = np.zeros(4, np.uint32)            # i U
     last = 4 * (B - 1)
@@ -47,11 +43,11 @@ def _aux_rows_kernel(H, inv_n, out, u):
                 out[i, 4 * b + c] = H[b, c, i]
         for c in range(4):
             r, v = run[c], iu[c]
-            out[i, last + c] = r - v if r >= v else r + (_P - v)
+            out[i, last + c] = _sub(r, v)
             for b in range(B):
-                r = _addp(r, H[b, c, i])
+                r = _add(r, H[b, c, i])
             run[c] = r
-            iu[c] = _addp(v, u[c])
+            iu[c] = _add(v, u[c])
 
 
 def aux_rows(H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -35,7 +35,7 @@ _LOG_CHUNK = 12
 def _selectors_kernel(starts, w, winv, zh, invzh_m, out, flag, c0, c1):
     C = 1 << _LOG_CHUNK
     M = out.shape[1]
-    R = zh.shape[0]
+    R = zh.shape[0]                        # M / n: a power of two
     pa = np.empty(C, np.uint32)
     pb = np.empty(C, np.uint32)
     xs = np.empty(C, np.uint32)
@@ -64,11 +64,11 @@ def _selectors_kernel(starts, w, winv, zh, invzh_m, out, flag, c0, c1):
             j = j0 + i
             a = _sub(xs[i], one)
             b = _sub(xs[i], winv)
-            z = zh[j % R]
+            z = zh[j & (R - 1)]
             out[0, j] = _to_mont(_mul(z, _mul(pa[i], ia)))
             out[1, j] = _to_mont(_mul(z, _mul(pb[i], ib)))
             out[2, j] = _to_mont(b)
-            out[3, j] = invzh_m[j % R]
+            out[3, j] = invzh_m[j & (R - 1)]
             ia = _mul(ia, a)
             ib = _mul(ib, b)
 

@@ -97,7 +97,7 @@ class _LdeTree:
         runs = top.reshape(H, (N >> hb) >> prune, 8) if levels else None  # level-prune digests
         leaves = np.empty((1 << chunk_bits, 8), np.uint32) if levels else None  # reused
         cols = np.ascontiguousarray(lde, dtype=np.uint32)      # (no copy: the LDE is)
-        out_runs = None if leaves_out is None else leaves_out.reshape(H, N >> hb, 8)
+        out_runs = None if leaves_out is None or not levels else leaves_out.reshape(H, N >> hb, 8)
         for k in range(N >> chunk_bits):
             if not levels:
                 # straight into the leaves' places (h N/H + k L + t), by the hashing threads

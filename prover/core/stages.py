@@ -248,15 +248,14 @@ class HostStages:
         # h columns: compiled (kernels/constraint_host.py, bit-identical) unless
         # PROVER_HOST_QUOTIENT=numpy, else the numpy reference loop below
         from ...kernels import constraint_host
-        fast = constraint_host.compiled_quotient_enabled()
-        rows = None if fast else airlib.interaction_rows(air, main, public_values)
-        it_index = {id(it): k for k, it in enumerate(air.interactions)}
-        if fast:
+        if constraint_host.compiled_quotient_enabled():
             # the h columns (uint32[B, 4, n]), then the row sums, U, acc and the aux rows in
             # one compiled pass (kernels/logup_acc.py: logup_accumulator's values)
             from ...kernels.logup_acc import aux_rows
             return aux_rows(constraint_host.logup_h_host(air, main, public_values, challenges,
                                                          stacked=True))
+        rows = airlib.interaction_rows(air, main, public_values)
+        it_index = {id(it): k for k, it in enumerate(air.interactions)}
         hs = []
         for batch in air.lookup_batches:
             h = np.zeros((4, n), dtype=np.uint64)
