@@ -31,6 +31,7 @@ from typing import Sequence
 import numpy as np
 
 from .field import P
+from .host_pool import run_ranges
 from .merkle import level_offsets
 from .multiproof import multiproof_plan
 from .poseidon2 import DIGEST, WIDTH, _sponge, sponge_hash
@@ -69,11 +70,11 @@ def default_prune(H: int) -> int:
     return max(0, min(PRUNE_LEVELS, int(H) - _MAX_CAP))
 
 
-def _fold_into(level: np.ndarray, leaf: np.ndarray) -> None:
+def _fold_into(level: np.ndarray, leaf: np.ndarray, serial: bool = False) -> None:
     """level[j] = compress(level[j], leaf[j]) for every j, in place (both uint32[m, 8],
-    canonical, C-contiguous)."""
-    pairs = np.concatenate([level, leaf], axis=1)          # a fresh (m, 16) array
-    _sponge(pairs, level, WIDTH)
+    canonical, C-contiguous; the sponge reads the pair from both arrays, no concatenated
+    copy).  ``serial``: on the calling thread only."""
+    _sponge(level, level, WIDTH, m2=leaf, serial=serial)
 
 
 class MixedTree:
@@ -160,17 +161,25 @@ class MixedTree:
         K = H - p
         offs = level_offsets(K)
         nodes = np.empty(((2 << K) - 1, DIGEST), np.uint32)
-        # levels 0 .. p, a chunk of groups (level-p positions) at a time
+        # levels 0 .. p, a chunk of groups (level-p positions) at a time: the chunks on
+        # the host pool, each on one thread from its leaves to its level-p nodes (its
+        # working set stays in that core's cache, and no compression is split into
+        # pool jobs too small to pay for their hand-off); each writes its own nodes
         n_groups = 1 << K
         step = max(1, min(n_groups, _BUILD_CHUNK >> p))
         top = nodes[offs[0]:offs[0] + n_groups]
-        for g0 in range(0, n_groups, step):
-            g1 = min(n_groups, g0 + step)
 
-            def digests(t, b, g0=g0, g1=g1, lvs=leaves):
-                return lvs[t].reshape(-1, 1 << b, DIGEST)[g0:g1]
+        def chunks(c0, c1, lvs=leaves):
+            for c in range(c0, c1):
+                g0, g1 = c * step, min(n_groups, (c + 1) * step)
 
-            top[g0:g1] = _group_levels(by_level, digests, g1 - g0, p, p)[p].reshape(-1, DIGEST)
+                def digests(t, b, g0=g0, g1=g1):
+                    return lvs[t].reshape(-1, 1 << b, DIGEST)[g0:g1]
+
+                top[g0:g1] = _group_levels(by_level, digests, g1 - g0, p, p,
+                                           serial=True)[p].reshape(-1, DIGEST)
+
+        run_ranges(chunks, -(-n_groups // step), 1)
         # levels p + 1 .. H: one batched compression each, then the injections
         for lv in range(p + 1, H + 1):
             k = lv - p
@@ -297,7 +306,8 @@ def _by_level(hs: Sequence[int]) -> dict[int, list[int]]:
     return by_level
 
 
-def _group_levels(by_level: dict, digests, G: int, p: int, top: int) -> list[np.ndarray]:
+def _group_levels(by_level: dict, digests, G: int, p: int, top: int,
+                  serial: bool = False) -> list[np.ndarray]:
     """Levels 0 .. ``top`` (<= p) of G groups of the tree (a group: the 2^p level-0
     positions under one level-p node): [uint32[G, 2^(p-l), 8] for l = 0 .. top].
     ``digests(t, b)`` -> uint32[G, 2^b, 8]: participant t's leaf digests at the groups'
@@ -305,14 +315,16 @@ def _group_levels(by_level: dict, digests, G: int, p: int, top: int) -> list[np.
     first, *rest = by_level[0]
     cur = np.array(digests(first, p), dtype=np.uint32).reshape(G << p, DIGEST)
     for t in rest:
-        _fold_into(cur, np.ascontiguousarray(digests(t, p), dtype=np.uint32).reshape(-1, DIGEST))
+        _fold_into(cur, np.ascontiguousarray(digests(t, p), dtype=np.uint32).reshape(-1, DIGEST),
+                   serial)
     out = [cur.reshape(G, 1 << p, DIGEST)]
     for lv in range(1, top + 1):
         b = p - lv
         nxt = np.empty((G << b, DIGEST), np.uint32)
-        _sponge(cur.reshape(-1, WIDTH), nxt, WIDTH)
+        _sponge(cur.reshape(-1, WIDTH), nxt, WIDTH, serial=serial)
         for t in by_level.get(lv, ()):
-            _fold_into(nxt, np.ascontiguousarray(digests(t, b), dtype=np.uint32).reshape(-1, DIGEST))
+            _fold_into(nxt, np.ascontiguousarray(digests(t, b), dtype=np.uint32).reshape(-1, DIGEST),
+                       serial)
         cur = nxt
         out.append(cur.reshape(G, 1 << b, DIGEST))
     return out

@@ -459,30 +459,54 @@ def _fast_args():
     return (_RCF_S, _RCP_S, _K_IN64, _K_R2, _K_OUT64)
 
 
-def _sponge(m: np.ndarray, out: np.ndarray, rate: int) -> None:
+def _sponge(m: np.ndarray, out: np.ndarray, rate: int, m2: np.ndarray | None = None,
+            serial: bool = False) -> None:
     """Overwrite-mode sponge of every row of m (uint32[n, w], canonical, C-contiguous) into
-    out (uint32[n, k], k <= 16, C-contiguous); see _sponge_kernel."""
+    out (uint32[n, k], k <= 16, C-contiguous); see _sponge_kernel.
+
+    ``m2`` (uint32[n, 8], with m uint32[n, 8] and rate 16): the rows are m[j] || m2[j]
+    instead -- out[j] = compress(m[j], m2[j]) without a concatenated copy; out may be m
+    itself (a fold in place).  ``serial``: on the calling thread only (a caller that is
+    itself one of the pool's parallel jobs, kernels/mmcs.py's build)."""
     if m.shape[0] == 0:
         return
+    if m2 is not None:
+        if m.shape != (m.shape[0], DIGEST) or m2.shape != m.shape or rate != WIDTH:
+            raise ValueError(f"sponge of pairs: m {m.shape} and m2 {m2.shape} must both be "
+                             f"uint32[n, {DIGEST}] at rate {WIDTH}")
+        if KERNEL != "lanes":
+            m = np.concatenate([m, m2], axis=1)     # the int64 kernel reads whole rows
+            m2 = None
     ro = m.view()
     ro.setflags(write=False)        # one compiled signature whatever the caller's flags
     if KERNEL == "lanes":
         # groups of W states (16 per zmm, 8 per ymm) in 32-bit lanes; contiguous group
         # ranges, one per worker; the kernel releases the GIL.  Its vector loads and
         # stores address rows by flat offsets: C-contiguous arrays only.
-        from .poseidon2_lanes import W, _sponge_lanes_kernel
+        from .poseidon2_lanes import NO_M2, W, _sponge_lanes_kernel
         if not ro.flags.c_contiguous:
             ro = np.ascontiguousarray(ro)
             ro.setflags(write=False)
+        r2 = NO_M2
+        if m2 is not None:
+            r2 = np.ascontiguousarray(m2).view()
+            r2.setflags(write=False)
         dst = out if out.flags.c_contiguous else np.empty(out.shape, np.uint32)
         ngroups = (m.shape[0] + W - 1) // W
-        run_ranges(lambda g0, g1: _sponge_lanes_kernel(ro, dst, rate, g0, g1), ngroups, 16)
+        if serial:
+            _sponge_lanes_kernel(ro, r2, dst, rate, 0, ngroups)
+        else:
+            run_ranges(lambda g0, g1: _sponge_lanes_kernel(ro, r2, dst, rate, g0, g1),
+                       ngroups, 16)
         if dst is not out:
             out[...] = dst
         return
     nchunks = (m.shape[0] + BLOCK - 1) // BLOCK
     args = _fast_args()
-    run_ranges(lambda c0, c1: _sponge_kernel(ro, out, rate, c0, c1, *args), nchunks, 4)
+    if serial:
+        _sponge_kernel(ro, out, rate, 0, nchunks, *args)
+    else:
+        run_ranges(lambda c0, c1: _sponge_kernel(ro, out, rate, c0, c1, *args), nchunks, 4)
 
 
 # ----------------------------------------------------------------------------------------

@@ -498,29 +498,49 @@ def permute_block_i64(st, block):
 
 
 @njit(cache=True, nogil=True)
-def _sponge_lanes_kernel(m, out, rate, g0, g1):
+def _sponge_lanes_kernel(m, m2, out, rate, g0, g1):
     """Groups g0..g1-1 (W rows each) of the overwrite-mode sponge over the rows of m
     (uint32[n, w] canonical, C-contiguous) into out (uint32[n, k], C-contiguous); see
     kernels/poseidon2._sponge.  Whole groups and whole rate blocks move by vector
-    transposes, a short last group or block element by element."""
+    transposes, a short last group or block element by element.
+
+    m2 of width 0: unused.  m2 uint32[n, 8] (m uint32[n, 8], rate 16): row j's state is
+    m[j] || m2[j] -- the compression of two digest arrays without a concatenated copy
+    (a mixed tree's fold of a shorter matrix's digests, kernels/mmcs.py).  out may be m
+    itself: a group's rows are read before they are written."""
     n, w = m.shape
+    w2 = m2.shape[1]
     k = out.shape[1]
     st = np.empty(16 * W, np.uint32)
     for g in range(g0, g1):
         lo = g * W
         nb = min(W, n - lo)
-        st[:] = 0
-        for b0 in range(0, w, rate):
-            c = min(rate, w - b0)
-            if nb == W and c == 16:
-                _absorb16(st, m, lo * w + b0, w)
-            elif nb == W and c == 8:
-                _absorb8(st, m, lo * w + b0, w)
+        if w2 > 0:
+            if nb == W:
+                _absorb8(st, m2, lo * 8, 8)
+                for i in range(8 * W):
+                    st[8 * W + i] = st[i]
+                _absorb8(st, m, lo * 8, 8)
             else:
+                st[:] = 0
                 for j in range(nb):
-                    for i in range(c):
-                        st[i * W + j] = m[lo + j, b0 + i]
+                    for i in range(8):
+                        st[i * W + j] = m[lo + j, i]
+                        st[(8 + i) * W + j] = m2[lo + j, i]
             _permute_lanes(st, 0)
+        else:
+            st[:] = 0
+            for b0 in range(0, w, rate):
+                c = min(rate, w - b0)
+                if nb == W and c == 16:
+                    _absorb16(st, m, lo * w + b0, w)
+                elif nb == W and c == 8:
+                    _absorb8(st, m, lo * w + b0, w)
+                else:
+                    for j in range(nb):
+                        for i in range(c):
+                            st[i * W + j] = m[lo + j, b0 + i]
+                _permute_lanes(st, 0)
         if nb == W and k == 16:
             _squeeze16(st, out, lo * 16, 16)
         elif nb == W and k == 8:
@@ -531,12 +551,18 @@ def _sponge_lanes_kernel(m, out, rate, g0, g1):
                     out[lo + j, i] = st[i * W + j]
 
 
+#: the kernel's m2 when there is none (read-only, as every caller's m: one signature)
+NO_M2 = np.empty((0, 0), np.uint32)
+NO_M2.setflags(write=False)
+
+
 __all__ = ["W", "sponge_lanes"]
 
 
-def sponge_lanes(m: np.ndarray, out: np.ndarray, rate: int, g0: int, g1: int) -> None:
+def sponge_lanes(m: np.ndarray, out: np.ndarray, rate: int, g0: int, g1: int,
+                 m2: np.ndarray | None = None) -> None:
     """Groups g0..g1-1 of W states (see _sponge_lanes_kernel); releases the GIL."""
-    _sponge_lanes_kernel(m, out, rate, g0, g1)
+    _sponge_lanes_kernel(m, NO_M2 if m2 is None else m2, out, rate, g0, g1)
 
 
 # cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)

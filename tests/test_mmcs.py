@@ -177,6 +177,33 @@ def test_tree_matches_reference(heights):
             assert vmm.mixed_multiproof_size(idx, heights, log_cap) == len(plan)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("heights,prune", [([7, 5, 7, 3, 6, 7], 2), ([6, 6, 1], 0),
+                                           ([7, 2, 4], 3)])
+def test_chunked_build_on_the_pool_matches_reference(monkeypatch, heights, prune, threads):
+    """The build's level-0 .. p chunks run on the host pool, each on one thread (serial
+    sponges and in-place folds): with chunks of a few groups (many chunks, ranges taken
+    dynamically by both threads) every kept node is the reference's."""
+    import numba
+    from steadfast.kernels import mmcs as kmm
+    monkeypatch.setattr(kmm, "_BUILD_CHUNK", 1 << (prune + 1))      # two groups a chunk
+    rng = np.random.default_rng(sum(heights) + prune)
+    leaves = [hash_rows(rng.integers(0, P, size=(1 << h, 3), dtype=np.uint32))
+              for h in heights]
+    ref = ref_tree(heights, leaves)
+    H = max(heights)
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        tree = MixedTree.build(heights, leaves, prune=prune,
+                               rows_of=(lambda *a: None) if prune else None)
+    finally:
+        numba.set_num_threads(before)
+    for lv in range(prune, H + 1):
+        np.testing.assert_array_equal(tree.level(lv),
+                                      np.stack([ref[lv, j] for j in range(1 << (H - lv))]))
+
+
 def test_single_participant_is_todays_tree():
     rng = np.random.default_rng(5)
     rows = rng.integers(0, P, size=(32, 5), dtype=np.uint32)

@@ -58,6 +58,30 @@ def test_extreme_lanes_match_reference():
         assert got[i].tolist() == permute_ref(x[i]), f"state {i}"
 
 
+@pytest.mark.parametrize("n", [1, W - 1, W, W + 1, 3 * W + 5])
+@pytest.mark.parametrize("serial", [False, True])
+def test_pair_sponge_is_compress_in_place_or_not(n, serial):
+    """_sponge(m, out, 16, m2=...) is compress(m[j], m2[j]) row by row -- the kernel
+    reading the pair from two arrays -- whether out is a fresh array or m itself (a
+    mixed tree's fold in place), at group edges."""
+    rng = np.random.default_rng(n + 100 * serial)
+    a = rng.integers(0, P, (n, 8), dtype=np.uint32)
+    b = rng.integers(0, P, (n, 8), dtype=np.uint32)
+    a[0], b[-1] = P - 1, P - 1
+    want = np.array([permute_ref([int(x) for x in a[i]] + [int(x) for x in b[i]])[:8]
+                     for i in range(n)],
+                    np.uint32).reshape(n, 8)
+    assert np.array_equal(p2.compress(a, b), want)
+    out = np.zeros((n, 8), np.uint32)
+    p2._sponge(a, out, 16, m2=b, serial=serial)
+    assert np.array_equal(out, want)
+    inplace = a.copy()
+    p2._sponge(inplace, inplace, 16, m2=b, serial=serial)
+    assert np.array_equal(inplace, want)
+    with pytest.raises(ValueError, match="sponge of pairs"):
+        p2._sponge(a, out, 8, m2=b)
+
+
 def test_lanes_kernel_equals_int64_kernel():
     rng = np.random.default_rng(11)
     x = rng.integers(0, P, (1000, 16), dtype=np.uint32)
@@ -72,8 +96,11 @@ import hashlib, numpy as np
 from steadfast.kernels import poseidon2 as p2
 from steadfast.kernels.field import P
 x = np.random.default_rng(5).integers(0, P, (1031, 16), dtype=np.uint32)
+fold = x[:, :8].copy()
+p2._sponge(fold, fold, 16, m2=x[:, 8:].copy())        # the mixed tree's fold in place
 h = hashlib.sha256(p2.poseidon2_permute(x).tobytes() + p2.hash_rows(x[:, :13]).tobytes()
-                   + p2.compress_pairs(x).tobytes())
+                   + p2.compress_pairs(x).tobytes() + fold.tobytes())
+assert (fold == p2.compress_pairs(x)).all()
 print(p2.KERNEL, h.hexdigest())
 """
 
