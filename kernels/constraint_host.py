@@ -373,15 +373,14 @@ def _run_block(code, consts, main, prep, aux, pv, scal, apow, out_ef, out_when, 
 
 @njit(cache=True, nogil=True)
 def _quotient_kernel(code, consts, main, prep, aux, pv, scal, apow, out_ef, out_when, sel, M,
-                     stride, nxt, nslots, block, first, step, out):
-    # blocks first, first + step, ... of R2's quotient on M points (one call per thread:
-    # _run) -> out (uint32[4, M]); sel (Montgomery, uint32[4, M]): the first, last and
-    # transition selectors and 1/Z_H; main/prep/aux: LDE columns, point i at i * stride
-    nblocks = (M + block - 1) // block
-    zero = first - first              # int64, not a literal: _run_block has one signature
+                     stride, nxt, nslots, block, b0, b1, out):
+    # blocks b0 .. b1 - 1 of R2's quotient on M points (a range of _run's) -> out
+    # (uint32[4, M]); sel (Montgomery, uint32[4, M]): the first, last and transition
+    # selectors and 1/Z_H; main/prep/aux: LDE columns, point i at i * stride
+    zero = b0 - b0                    # int64, not a literal: _run_block has one signature
     V = np.empty((nslots, 4, block), dtype=np.uint32)
     G = np.empty((4, 4, block), dtype=np.uint32)          # per row condition, EF
-    for blk in range(first, nblocks, step):
+    for blk in range(b0, b1):
         lo = blk * block
         w = min(block, M - lo)
         G[:, :, :w] = 0
@@ -397,16 +396,15 @@ def _quotient_kernel(code, consts, main, prep, aux, pv, scal, apow, out_ef, out_
 
 @njit(cache=True, nogil=True)
 def _logup_h_kernel(code, consts, main, prep, pv, nslots, it_pos, it_len, it_bus, it_sign,
-                    it_batch, bpow, block, first, step, H, flag):
-    # blocks first, first + step, ... of rows (one call per thread: _run): the interaction
+                    it_batch, bpow, block, b0, b1, H, flag):
+    # blocks b0 .. b1 - 1 of rows (a range of _run's): the interaction
     # program (values and multiplicities, canonical, into the block's Ob: the (values,
     # mult) rows never exist for the whole trace; main: the trace uint32[n, w], row-major,
     # read at the current row only), then the block's h columns (logup_block)
     n = H.shape[2]
     T = it_pos.shape[0]
     nout = it_pos[T - 1] + it_len[T - 1] + 1
-    nblocks = (n + block - 1) // block
-    zero = first - first              # int64s, not literals: the quotient's _run_block
+    zero = b0 - b0                    # int64s, not literals: the quotient's _run_block
     one = zero + 1
     dummy_scal = np.zeros(4, np.uint32)
     dummy_apow = np.zeros((1, 4), np.uint32)
@@ -418,7 +416,7 @@ def _logup_h_kernel(code, consts, main, prep, pv, nslots, it_pos, it_len, it_bus
     Pf = np.empty((T, 4, block), dtype=np.uint32)
     A = np.empty((4, block), dtype=np.uint32)
     Q = np.empty((4, block), dtype=np.uint32)
-    for blk in range(first, nblocks, step):
+    for blk in range(b0, b1):
         lo = blk * block
         w = min(block, n - lo)
         _run_block(code, consts, main, prep, prep, pv, dummy_scal, dummy_apow, dummy_i,
@@ -428,15 +426,14 @@ def _logup_h_kernel(code, consts, main, prep, pv, nslots, it_pos, it_len, it_bus
 
 
 def _run(kernel, head: tuple, tail: tuple, nblocks: int) -> None:
-    """``kernel(*head, first, step, *tail)`` over ``nblocks`` blocks on numba's thread count
-    (nogil threads, block b on thread b mod T: every block writes its own rows, so the
-    bytes do not depend on T).  Threads, not ``prange``: a parfor around the program walk
-    compiles several times slower, for the same speed (the work is in coarse blocks)."""
-    T = max(1, min(int(nblocks), host_pool.threads()))
-    if T == 1:
-        kernel(*head, np.int64(0), np.int64(1), *tail)
-        return
-    host_pool.run(kernel, [(*head, np.int64(i), np.int64(T), *tail) for i in range(T)])
+    """``kernel(*head, b0, b1, *tail)`` over blocks [0, nblocks) in ranges taken in turn by
+    numba's thread count of workers (kernels/host_pool.run_ranges: the caller one of
+    them; a worker slowed down takes fewer ranges); every block writes its own rows, so
+    the bytes do not depend on the split.  Threads, not ``prange``: a parfor around the
+    program walk compiles several times slower, for the same speed (the work is in
+    coarse blocks)."""
+    host_pool.run_ranges(lambda b0, b1: kernel(*head, np.int64(b0), np.int64(b1), *tail),
+                         int(nblocks), 1)
 
 
 # ----------------------------------------------------------------------------- wrapper
