@@ -1,8 +1,8 @@
 """The host kernels' one pool of worker threads, shared by kernels/ntt_host.py (a
-transform's rows or tasks), kernels/poseidon2.py (sponge chunks; through
-:func:`run_ranges` also the leaf hashes and row gathers of kernels/lde_rows.py and the
-chunked evaluations of prover/core/hostops.py) and kernels/constraint_host.py (quotient and
-LogUp blocks).
+transform's rows or tasks), kernels/poseidon2.py (sponge chunks; through :func:`run_ranges`
+also the leaf hashes and row gathers of kernels/lde_rows.py, the chunked evaluations of
+prover/core/hostops.py and kernels/mmcs.py's tree chunks) and kernels/constraint_host.py
+(quotient and LogUp blocks).
 
 The jobs are nogil numba kernels: the threads only give them parallelism, and every job
 writes its own part of the output, so the bytes do not depend on the thread count.  The
@@ -10,8 +10,9 @@ count is numba's (``numba.get_num_threads()``: ``ProverConfig.threads`` / ``--th
 at most ``NUMBA_NUM_THREADS``), read by each caller at every call.  The pool grows to the
 largest number of workers asked for; a replaced pool is not shut down under a caller that
 still holds it (it finishes that caller's jobs, and its idle threads exit once it is
-unreferenced).  No job submits to the pool again (each is one compiled kernel call), so
-callers on several threads at once (the pipeline's tables) only queue behind each other.
+unreferenced).  No job submits to the pool again (each is one compiled kernel call, or
+kernels/mmcs.py's build chunk: serial kernel calls on its own thread), so callers on several
+threads at once (the pipeline's tables) only queue behind each other.
 """
 from __future__ import annotations
 
