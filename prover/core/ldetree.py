@@ -17,8 +17,11 @@ from ...kernels.poseidon2 import RATE, _sponge
 #: (issue #12: at 2^16 cycles the full trees outweighed the LDEs).
 PRUNE_LEVELS = 6
 #: tree positions hashed per call when an LDE is committed (one chunk's leaf digests are
-#: the only per-row buffer; the rows are read straight from the columns)
-_COMMIT_CHUNK = 1 << 15
+#: the only per-row buffer, 4 MB, and none for a leaves-only commit; the rows are read
+#: straight from the columns).  2^17: a 2^21-row LDE in 16 pool calls instead of 64 --
+#: leaves-only commits of 2^21 x (34, 52, 20) columns at 15.0 M permutations/s against
+#: 13.7 at 2^15 (docs/benchmarks.md, twentieth session)
+_COMMIT_CHUNK = 1 << 17
 #: a commit chunk is 2^_COMMIT_SPREAD runs of tree positions, one under each of the top
 #: 2^_COMMIT_SPREAD subtrees, so that it reads 2^_COMMIT_SPREAD adjacent natural rows of
 #: every column at once (16: one 64-byte line) -- see kernels/lde_rows.py
