@@ -160,8 +160,14 @@ def test_prove_precompile_cli_and_api(tmp_path, monkeypatch, capsys):
     from steadfast.prover.api import Prover, ProverConfig
     from steadfast.prover.cli import main_prove
     from steadfast.rv32.block import TX_TABLES
+    from steadfast.kernels import constraint_codegen
     from tests.txblocks import block_json, one_tx_block
     monkeypatch.setenv(kc.ENV, str(tmp_path / "kc"))
+    # as in a fresh process: this process's own layer of generated kernels starts empty
+    # (an earlier test -- test_stage_device.py's POSEIDON2 -- would otherwise have left
+    # its sources there, found as "cache" instead of generated)
+    monkeypatch.setattr(constraint_codegen, "_BY_FP", {})
+    monkeypatch.setattr(constraint_codegen, "_BY_SRC", {})
     block = tmp_path / "block.json"
     block.write_text(json.dumps(block_json(one_tx_block())))
     code = main_prove([str(block), "--backend", "sim", "--precompile"])
