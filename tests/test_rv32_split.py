@@ -1,0 +1,233 @@
+"""Split chips (docs/rv32.md "Split chips (design and soundness)"): a program's instruction
+chip may hold its rows in two tables, its own and a piece ``name+`` after the 18.
+
+Proved here on guests/bin/sha256.elf over 512 bytes with the split thresholds lowered
+(rv32.tables.SPLIT_MIN_ROWS / SPLIT_MIN_SAVING), so that a small run splits several
+chips: the proof verifies; the two tables hold exactly the one table's rows; a piece's
+label (its one public value) changed, duplicated, reordered or naming a chip that does
+not split is refused by name; a forged row in a piece is refused in check mode; a
+segment's proof may not carry a piece; and a program too small to split keeps the
+18-table proof's bytes."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from steadfast import rv32
+from steadfast.air import ConstraintViolation, LookupImbalance, check_traces
+from steadfast.prover.api import Prover, ProverConfig, verify_program
+from steadfast.prover.engine.air_proof import decode_proof
+from steadfast.prover.programs.proof import ProgramProof
+from steadfast.rv32 import tables as T
+from steadfast.rv32.statement import slots_of, split_of, verify_execution
+from steadfast.rv32.traces import build_traces
+from steadfast.verifier.errors import PublicValuesError, ShapeError, VerificationError
+from steadfast.verifier.proof_format import encode
+
+ROOT = Path(__file__).resolve().parent.parent
+ELF = ROOT / "guests" / "bin" / "sha256.elf"
+DATA = bytes(range(256)) * 2
+FAST = dict(backend="host", num_queries=6, pow_bits=1)
+DEFAULTS = {"SPLIT_MIN_ROWS": T.SPLIT_MIN_ROWS, "SPLIT_MIN_SAVING": T.SPLIT_MIN_SAVING}
+
+
+@pytest.fixture(scope="module")
+def low_thresholds():
+    mp = pytest.MonkeyPatch()
+    mp.setattr(T, "SPLIT_MIN_ROWS", 16)
+    mp.setattr(T, "SPLIT_MIN_SAVING", 0)
+    yield
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def run(low_thresholds):
+    prog = rv32.load_elf(str(ELF))
+    ex = rv32.execute(prog, DATA, 1 << 20, record=True)
+    one = build_traces(prog, ex, 1 << 20)
+    two = build_traces(prog, ex, 1 << 20, slot_objective="split")
+    return prog, ex, one, two
+
+
+@pytest.fixture(scope="module")
+def proof(low_thresholds):
+    p = Prover(ProverConfig(slots="split", **FAST)).prove_program(str(ELF), DATA)
+    return p.to_bytes(), decode_proof(p.proof)
+
+
+def test_split_traces_hold_the_same_rows(run):
+    _, _, one, two = run
+    assert two.split, "the lowered thresholds split nothing"
+    assert two.names == list(T.TABLES) + [c + "+" for c in two.split]
+    assert len(two.airs) == len(two.traces) == len(two.table_public_values) == len(two.names)
+    for c in two.split:
+        i, j = T.INDEX[c], two.names.index(c + "+")
+        assert one.slots[c] == two.slots[c] == two.slots[c + "+"] == 1
+        n1, n2 = two.traces[i].shape[0], two.traces[j].shape[0]
+        first, rest = two.real_rows[c], two.real_rows[c + "+"]
+        assert first == n1 and first + rest == one.real_rows[c]      # the chip's table is full
+        assert n1 & (n1 - 1) == 0 and n2 & (n2 - 1) == 0 and rest <= n2 <= n1
+        # the union, in order, is the one table's rows; the rest is zero padding
+        assert np.array_equal(np.vstack([two.traces[i], two.traces[j][:rest]]),
+                              one.traces[i][:first + rest])
+        assert not two.traces[j][rest:].any() and not one.traces[i][first + rest:].any()
+        assert two.table_public_values[j] == [T.INDEX[c]]
+        assert two.airs[j].name == two.airs[i].name + "+"
+        assert two.airs[j].main_names == two.airs[i].main_names
+    assert sum(two.cells().values()) < sum(one.cells().values())
+    check_traces(two.airs, two.traces, two.table_public_values)    # the honest split holds
+
+
+def test_split_proof_verifies(proof):
+    raw, decoded = proof
+    split = split_of(decoded)
+    assert split and len(decoded.tables) == len(T.TABLES) + len(split)
+    v = verify_program(raw, str(ELF), DATA, min_security_bits=None)
+    assert v.exit_code == 0 and len(v.public_values) == len(decoded.tables)
+    prog = rv32.load_elf(str(ELF))
+    claim, _ = verify_execution(decoded_bytes(decoded), prog, DATA, 1 << 24,
+                                min_security_bits=None)
+    assert claim.output == v.output
+
+
+def decoded_bytes(decoded) -> bytes:
+    return encode(decoded)
+
+
+def _wrapped(d) -> bytes:
+    """A program proof's file bytes around the decoded STARK ``d``."""
+    return ProgramProof(encode(d)).to_bytes()
+
+
+def _relabelled(decoded, labels):
+    """The proof's bytes with the pieces' public values replaced by ``labels``."""
+    import copy
+    d = copy.deepcopy(decoded)
+    for tp, pv in zip(d.tables[len(T.TABLES):], labels):
+        tp.public_values = np.asarray(pv, dtype=tp.public_values.dtype)
+    return _wrapped(d)
+
+
+def _labels(decoded):
+    return [[int(v) for v in tp.public_values] for tp in decoded.tables[len(T.TABLES):]]
+
+
+@pytest.mark.parametrize("how", ["not a chip", "ecall", "program", "two values", "none",
+                                 "duplicate", "out of order"])
+def test_piece_label_refused_by_name(proof, how):
+    _, decoded = proof
+    labels = _labels(decoded)
+    assert len(labels) >= 2
+    if how == "not a chip":
+        labels[0] = [len(T.TABLES) + 3]
+    elif how == "ecall":
+        labels[0] = [T.INDEX["ecall"]]
+    elif how == "program":
+        labels[-1] = [T.INDEX["program"]]
+    elif how == "two values":
+        labels[0] = labels[0] * 2
+    elif how == "none":
+        labels[0] = []
+    elif how == "duplicate":
+        labels[1] = labels[0]
+    else:
+        labels[0], labels[1] = labels[1], labels[0]
+    raw = _relabelled(decoded, labels)
+    with pytest.raises(PublicValuesError) as e:
+        verify_program(raw, str(ELF), DATA, min_security_bits=None)
+    assert e.value.table == "rv32_pieces" and "public values" in str(e.value)
+
+
+def test_piece_relabelled_as_another_chip_refused(proof):
+    """A label naming another splittable chip (in order): that chip's AIR is checked on
+    the rows; the proof does not verify."""
+    _, decoded = proof
+    labels = _labels(decoded)
+    split = split_of(decoded)
+    last = T.INDEX[split[-1]]
+    other = next(c for c in T.SPLITTABLE if T.INDEX[c] > last)
+    labels[-1] = [T.INDEX[other]]
+    with pytest.raises(VerificationError):
+        verify_program(_relabelled(decoded, labels), str(ELF), DATA, min_security_bits=None)
+
+
+def test_piece_dropped_refused(proof):
+    import copy
+    _, decoded = proof
+    d = copy.deepcopy(decoded)
+    d.tables = d.tables[:-1]
+    with pytest.raises(VerificationError):
+        verify_program(_wrapped(d), str(ELF), DATA, min_security_bits=None)
+
+
+def test_fewer_than_18_tables_is_a_shape_error(proof):
+    _, decoded = proof
+    with pytest.raises(ShapeError):
+        split_of([[0]] * (len(T.TABLES) - 1))
+    with pytest.raises(ShapeError):
+        slots_of(decoded, pieces=False)          # a segment's proof: exactly the 18
+
+
+@pytest.mark.parametrize("lie", ["result", "dropped"])
+def test_forged_piece_row_refused(run, lie):
+    _, _, _, two = run
+    c = "alu" if "alu" in two.split else two.split[0]
+    j = two.names.index(c + "+")
+    traces = [t.copy() for t in two.traces]
+    air = two.airs[j]
+    if lie == "result":
+        col = air.main_names.index("c_lo" if "c_lo" in air.main_names else air.main_names[-1])
+        traces[j][0, col] = (int(traces[j][0, col]) + 1) % 2013265921
+    else:                                       # a real row taken out of the piece
+        traces[j][0, :] = 0
+    with pytest.raises((ConstraintViolation, LookupImbalance)):
+        check_traces(two.airs, traces, two.table_public_values)
+
+
+def test_choose_split_rules(low_thresholds, monkeypatch):
+    lb = 2
+    monkeypatch.setattr(T, "SPLIT_MIN_ROWS", 1 << 12)
+    monkeypatch.setattr(T, "SPLIT_MIN_SAVING", 2)
+    # 2^18 + a quarter: split into 2^18 (full) and the rest
+    assert T.choose_split("alu", (1 << 18) + (1 << 16), 1, lb, 1 << 20) == (1 << 18, 1)
+    # past half of the next power of two: the two tables would not be smaller
+    assert T.choose_split("alu", (1 << 18) + (1 << 17) + 1, 1, lb, 1 << 20) is None
+    # a power of two exactly, or a table of at most SPLIT_MIN_ROWS rows: one table
+    assert T.choose_split("alu", 1 << 18, 1, lb, 1 << 20) is None
+    assert T.choose_split("alu", (1 << 11) + 10, 1, lb, 1) is None
+    # not a splittable chip
+    assert T.choose_split("ecall", (1 << 18) + 5, 1, lb, 1) is None
+    assert T.choose_split("memory", (1 << 18) + 5, 1, lb, 1) is None
+    # the saving is weighed against the run: 2 cells a cycle
+    items = (1 << 14) + 100
+    assert T.choose_split("alu", items, 1, lb, 1000) is not None
+    assert T.choose_split("alu", items, 1, lb, 1 << 24) is None
+
+
+def test_table_names_and_labels():
+    assert T.table_names(()) == T.TABLES
+    assert T.table_names(("alu", "shift"))[-2:] == ("alu+", "shift+")
+    for bad in (("shift", "alu"), ("alu", "alu"), ("ecall",), ("memory",)):
+        with pytest.raises(ValueError):
+            T.table_names(bad)
+    base = [[]] * len(T.TABLES)
+    assert T.split_of_public_values(base) == ()
+    assert T.split_of_public_values(base + [[T.INDEX["alu"]], [T.INDEX["div"]]]) == ("alu", "div")
+    with pytest.raises(ValueError):
+        T.split_of_public_values(base + [[T.INDEX["div"]], [T.INDEX["alu"]]])
+    with pytest.raises(ValueError):
+        T.split_of_public_values(base[:-1])
+
+
+def test_no_split_keeps_the_18_table_bytes(monkeypatch):
+    """At the default thresholds a small program splits nothing: "split" gives the bytes
+    of "size" (the 18-table proof)."""
+    for k, v in DEFAULTS.items():               # the module's lowered ones may be in force
+        monkeypatch.setattr(T, k, v)
+    hello = ROOT / "guests" / "bin" / "hello.elf"
+    a = Prover(ProverConfig(slots="size", **FAST)).prove_program(str(hello), b"world")
+    b = Prover(ProverConfig(slots="split", **FAST)).prove_program(str(hello), b"world")
+    assert a.proof == b.proof
+    assert len(decode_proof(b.proof).tables) == len(T.TABLES)
