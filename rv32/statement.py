@@ -38,7 +38,8 @@ from . import abi
 from .chips.io import pack_output, unpack_output
 from .chips.program import image_of
 from .chips.registers import PV_NAMES as REG_PV
-from .tables import INDEX, TABLES, slots_from_widths, table_airs
+from .tables import (INDEX, TABLES, piece_public_values, slots_from_widths,
+                     split_of_public_values, table_airs, table_names)
 
 PV_EXIT, PV_OUT_LEN, PV_IN_LEN, PV_MAX_CYCLES, PV_ENTRY = range(5)
 PV_DIGEST = slice(5, 21)
@@ -87,10 +88,8 @@ def claimed_output(proof) -> Claim:
     (verifier.proof_format.Proof) or its per-table public values (a list of lists in
     proof order, e.g. ``VerifyResult.public_values``).  ShapeError / PublicValuesError if
     they cannot be an RV32 statement."""
-    tables = getattr(proof, "tables", None)
-    pvs = [list(tp.public_values) for tp in tables] if tables is not None else list(proof)
-    if len(pvs) != len(TABLES):
-        raise ShapeError(f"an RV32 proof has {len(TABLES)} tables, this one {len(pvs)}")
+    pvs = _pvs(proof)
+    split_of(pvs)
     reg = [int(v) for v in pvs[INDEX["registers"]]]
     if len(reg) != len(REG_PV):
         raise PublicValuesError(f"registers: {len(reg)} public values, expected {len(REG_PV)}",
@@ -104,23 +103,53 @@ def claimed_output(proof) -> Claim:
     return Claim(reg[PV_EXIT], out)
 
 
-def slots_of(proof) -> dict:
-    """The k of every slotted table, read off the proof's main widths (ShapeError if a
-    width is no k's)."""
+def _pvs(proof) -> list:
+    tables = getattr(proof, "tables", None)
+    return [list(tp.public_values) for tp in tables] if tables is not None else list(proof)
+
+
+def split_of(proof) -> tuple:
+    """The chips a proof splits over two tables (docs/rv32.md "Split chips"), from the
+    public values of its tables after the 18: ``proof`` as for :func:`claimed_output`.
+    ShapeError for fewer than 18 tables, PublicValuesError for a table after them that
+    is not a piece in order."""
+    pvs = _pvs(proof)
+    if len(pvs) < len(TABLES):
+        raise ShapeError(f"an RV32 proof has {len(TABLES)} tables (and a split chip's "
+                         f"second ones), this one {len(pvs)}")
+    try:
+        return split_of_public_values(pvs)
+    except ValueError as e:
+        raise PublicValuesError(str(e), "rv32_pieces") from None
+
+
+def slots_of(proof, pieces: bool = True) -> dict:
+    """The k of every slotted table (a split chip's piece too, as ``"alu+"``), read off
+    the proof's main widths (ShapeError if a width is no k's).  ``pieces=False``: a proof
+    that may not split (a segment's): exactly the 18 tables (ShapeError otherwise)."""
     widths = [len(tp.ood_main) for tp in proof.tables]
     try:
-        return slots_from_widths(widths, proof.params.log_blowup)
+        names = table_names(split_of(proof)) if pieces else TABLES
+        return slots_from_widths(widths, proof.params.log_blowup, names)
     except ValueError as e:
         raise ShapeError(str(e)) from None
 
 
 def program_airs(program, input: bytes, output: bytes, log_blowup: int = 2,
-                 slots: dict | None = None, image=None) -> list:
+                 slots: dict | None = None, image=None, split=()) -> list:
     """The AIRs of a proof about ``program`` on ``input`` claiming ``output``, for
     proofs at ``log_blowup`` with ``slots`` (table -> k, from :func:`slots_of`; 1 where
-    not given)."""
+    not given) and the chips ``split`` over two tables (:func:`split_of`)."""
     image = image_of(program) if image is None else image
-    return table_airs(image, bytes(input), bytes(output), log_blowup, slots)
+    return table_airs(image, bytes(input), bytes(output), log_blowup, slots,
+                      names=table_names(split))
+
+
+def statement_values(program, input: bytes, output: bytes, exit_code: int,
+                     max_cycles: int, split=()) -> list[list[int]]:
+    """:func:`public_values`, then the pieces' (the chips ``split``)."""
+    return public_values(program, input, output, exit_code, max_cycles) + \
+        piece_public_values(split)
 
 
 def verify_execution(proof_bytes: bytes, program, input: bytes,
@@ -132,12 +161,15 @@ def verify_execution(proof_bytes: bytes, program, input: bytes,
     from ..verifier.verify import verify
     proof = decode(proof_bytes)
     claim = claimed_output(proof)
+    split = split_of(proof)
     airs = program_airs(program, input, claim.output, proof.params.log_blowup,
-                        slots_of(proof))
-    expected = public_values(program, input, claim.output, claim.exit_code, max_cycles)
+                        slots_of(proof), split=split)
+    expected = statement_values(program, input, claim.output, claim.exit_code, max_cycles,
+                                split)
     result = verify(proof, airs, expected, min_security_bits=min_security_bits)
     return claim, result
 
 
 __all__ = ["public_values", "program_airs", "claimed_output", "slots_of", "verify_execution",
+           "split_of", "statement_values",
            "Claim", "input_sha256", "check_max_cycles"]

@@ -54,7 +54,7 @@ from .chips.precompile import build_p2call
 from .chips.program import build_program
 from .chips.registers import build_registers
 from .chips.shift import build_shift
-from .chips.slots import SLOT_MENU
+from .chips.slots import PIECE_SUFFIX, SLOT_MENU
 from .chips.common import pow2_rows
 
 TABLES = ("program", "memory", "registers", "io", "bytes", "alu", "bitwise", "shift", "branch",
@@ -73,9 +73,98 @@ SLOTTED = {name: SLOT_MENU for name in ("alu", "bitwise", "shift", "branch", "lo
                                         "jump", "mul", "div")}
 SLOTTED["poseidon2"] = P2_SLOTS
 
+# Split chips (docs/rv32.md "Split chips"): an instruction chip's items may fill two tables,
+# the chip's own (a power of two, full) and after the 18 its second table, the piece
+# ``name+`` (the same AIR with the public value piece_of = INDEX[name]).  A proof lists its
+# pieces in TABLES order, at most one a chip; a proof without pieces is the 18-table proof.
+SPLITTABLE = ("alu", "bitwise", "shift", "branch", "load", "store", "jump", "mul", "div")
+SPLIT_MIN_ROWS = 1 << 12      # no split of a table under 2^13 rows: too few cells to matter
+# A piece costs its opened rows (about num_queries rows of its width, whatever its height:
+# 10-20 KB at the default parameters) and Merkle nodes: a split must save at least this
+# many committed cells per cycle of the run (the whole proof commits 80-170 a cycle).
+SPLIT_MIN_SAVING = 2
+
+
+def piece_name(chip: str) -> str:
+    return chip + PIECE_SUFFIX
+
+
+def base_name(name: str) -> str:
+    """The chip a table's rows belong to: ``alu`` for ``alu`` and ``alu+``."""
+    return name[:-len(PIECE_SUFFIX)] if name.endswith(PIECE_SUFFIX) else name
+
+
+def is_piece(name: str) -> bool:
+    return name.endswith(PIECE_SUFFIX) and base_name(name) in SPLITTABLE
+
+
+def table_names(split=()) -> tuple:
+    """A proof's tables in proof order: TABLES, then the pieces of the chips ``split``
+    (each in SPLITTABLE, at most once, in TABLES order)."""
+    split = tuple(split)
+    for c in split:
+        if c not in SPLITTABLE:
+            raise ValueError(f"{c!r} is not a chip that splits ({', '.join(SPLITTABLE)})")
+    if [INDEX[c] for c in split] != sorted({INDEX[c] for c in split}):
+        raise ValueError(f"split chips {list(split)}: each at most once, in table order")
+    return TABLES + tuple(piece_name(c) for c in split)
+
+
+def split_of_public_values(pvs) -> tuple:
+    """The split chips of a proof from its tables' public values (proof order): the 18
+    tables, then one table per piece whose one public value is its chip's index in TABLES,
+    strictly increasing.  ValueError naming what is wrong (too few tables, a piece's
+    values)."""
+    pvs = [list(v) for v in pvs]
+    if len(pvs) < len(TABLES):
+        raise ValueError(f"an RV32 proof has at least {len(TABLES)} tables, this one "
+                         f"{len(pvs)}")
+    out = []
+    for j, pv in enumerate(pvs[len(TABLES):]):
+        i = int(pv[0]) if len(pv) == 1 else -1
+        chip = TABLES[i] if 0 <= i < len(TABLES) else None
+        if chip not in SPLITTABLE or (out and INDEX[out[-1]] >= i):
+            raise ValueError(f"table {len(TABLES) + j}: public values {pv} name no split "
+                             f"chip after {out[-1] if out else 'the 18 tables'} (one value, "
+                             f"the index of one of {', '.join(SPLITTABLE)}, increasing)")
+        out.append(chip)
+    if len(out) > len(SPLITTABLE):
+        raise ValueError(f"{len(out)} pieces, at most {len(SPLITTABLE)}")
+    return tuple(out)
+
+
+def piece_public_values(split) -> list:
+    """The pieces' public values (after the 18 tables'), for the chips ``split``."""
+    return [[INDEX[c]] for c in split]
+
+
+def choose_split(name: str, items: int, k: int, log_blowup: int, cycles: int = 0):
+    """Where ``name``'s ``items`` items (k a row) go when the chip may split: None (one
+    table, pow2_rows(ceil(items / k)) rows) or (first, k2): the first ``first`` items
+    fill the chip's table of first / k rows (a power of two) and the rest go to the
+    piece with k2 a row (the smallest proof's k).  Split only where the one table has
+    more than SPLIT_MIN_ROWS rows and the two tables commit fewer cells than the one (the
+    rest fills at most half of the chip's power of two), by at least SPLIT_MIN_SAVING
+    cells per cycle of the run's ``cycles``."""
+    if name not in SPLITTABLE:
+        return None
+    rows = pow2_rows(-(-int(items) // k))
+    if rows <= SPLIT_MIN_ROWS:
+        return None
+    half = rows // 2
+    first = half * k
+    rest = int(items) - first
+    if rest <= 0:
+        return None
+    k2 = choose_slots(name, rest, log_blowup, "size")
+    one = rows * _slot_shape(name, log_blowup, k)[1]
+    two = half * _slot_shape(name, log_blowup, k)[1] + \
+        pow2_rows(-(-rest // k2)) * _slot_shape(name, log_blowup, k2)[1]
+    return (first, k2) if one - two >= max(1, SPLIT_MIN_SAVING * int(cycles)) else None
+
 
 def slot_menu(name: str) -> tuple:
-    return SLOTTED.get(name, (1,))
+    return SLOTTED.get(base_name(name), (1,))
 
 
 def static_air(name: str, log_blowup: int, k: int = 1):
@@ -84,6 +173,8 @@ def static_air(name: str, log_blowup: int, k: int = 1):
     air.builder.bus_namespace: a block's transaction i builds its tables in its own)."""
     if k not in slot_menu(name):
         raise ValueError(f"{name}: k = {k!r} slots is not in its menu {slot_menu(name)}")
+    if base_name(name) != name and not is_piece(name):
+        raise ValueError(f"{name}: no such table")
     ns = current_bus_namespace()
     key = (name, logup_degree_cap(log_blowup), k, ns)
     with _LOCK:
@@ -106,6 +197,8 @@ def static_air(name: str, log_blowup: int, k: int = 1):
 
 
 def _build(name: str, log_blowup: int, k: int):
+    if is_piece(name):
+        return _BUILDERS[base_name(name)](log_blowup, k, piece=True)
     if name == "poseidon2":
         return build_poseidon2(k, log_blowup)
     if name in SLOTTED:
@@ -141,6 +234,7 @@ def _slot_shape(name: str, log_blowup: int, k: int) -> tuple[int, int]:
     namespace (a namespace renames buses, it changes no width or degree), so a block's
     later transactions choose their slots, and a proof's widths give back its slots,
     without building every k's AIR in each namespace."""
+    name = base_name(name)           # a piece has its chip's columns and cells
     key = (name, logup_degree_cap(log_blowup), k)
     with _LOCK:
         got = _SHAPES.get(key) or PINNED_SHAPES.get(key)
@@ -170,8 +264,8 @@ def choose_slots(name: str, items: int, log_blowup: int, objective: str = "size"
     objective "size" (the default) takes the k with the smallest :func:`opening_bytes` --
     in practice k = 1, as a slot widens every opened row k times; "cells" the k committing the fewest cells (the faster prover, proofs
     up to 1.6 times larger).  Ties to the smaller k."""
-    if objective not in ("size", "cells"):
-        raise ValueError(f"objective {objective!r}: 'size' or 'cells'")
+    if objective not in ("size", "cells", "split"):
+        raise ValueError(f"objective {objective!r}: 'size', 'cells' or 'split'")
     best = None
     for k in slot_menu(name):
         cells = _slot_shape(name, log_blowup, k)[1]
@@ -183,15 +277,16 @@ def choose_slots(name: str, items: int, log_blowup: int, objective: str = "size"
     return best[1]
 
 
-def slots_from_widths(widths, log_blowup: int) -> dict:
-    """Every slotted table's k from the tables' main widths (proof order); ValueError for a
-    width that no k of the menu gives."""
+def slots_from_widths(widths, log_blowup: int, names=TABLES) -> dict:
+    """Every slotted table's k from the tables' main widths (proof order; ``names``: the
+    proof's tables, :func:`table_names`); ValueError for a width that no k of the menu
+    gives."""
     widths = list(widths)
-    if len(widths) != len(TABLES):
-        raise ValueError(f"{len(widths)} tables, an RV32 proof has {len(TABLES)}")
+    if len(widths) != len(names):
+        raise ValueError(f"{len(widths)} tables, this RV32 proof has {len(names)}")
     out = {}
-    for name in SLOTTED:
-        w = widths[INDEX[name]]
+    for name in [n for n in names if base_name(n) in SLOTTED]:
+        w = widths[names.index(name)]
         # a slot adds columns: the widths increase with k (tests/test_rv32_airs.py), so the
         # menu is searched upwards and left at the first width past w
         for k in sorted(slot_menu(name)):
@@ -225,7 +320,9 @@ def table_airs(image, input: bytes, output: bytes, log_blowup: int, slots=None,
 
 
 __all__ = ["TABLES", "INDEX", "CHIPS", "SLOTTED", "slot_menu", "static_air", "table_airs",
-           "choose_slots", "slots_from_widths", "cells_per_row", "opening_bytes"]
+           "choose_slots", "slots_from_widths", "cells_per_row", "opening_bytes",
+           "SPLITTABLE", "table_names", "split_of_public_values", "piece_public_values",
+           "choose_split", "piece_name", "base_name", "is_piece"]
 
 
 if __name__ == "__main__":          # pragma: no cover - regenerates rv32/slot_shapes.py

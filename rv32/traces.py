@@ -45,7 +45,8 @@ from .chips.registers import ROWS as REG_ROWS, register_init, registers_rows
 from .chips.rows import Accesses, Rows
 from .chips.shift import SHIFT_OPS, shift_rows
 from .statement import public_values
-from .tables import INDEX, SLOTTED, TABLES, choose_slots, table_airs
+from .tables import (INDEX, SLOTTED, SPLITTABLE, TABLES, choose_slots, choose_split,
+                     piece_name, piece_public_values, table_names, table_airs)
 
 DEFAULT_LOG_BLOWUP = 2
 _OPS = {"alu": ALU_OPS, "bitwise": BITWISE_OPS, "shift": SHIFT_OPS, "branch": BRANCH_OPS,
@@ -73,10 +74,12 @@ class Rv32Traces:
     slots: dict = field(default_factory=dict)
     p2_states: np.ndarray | None = field(default=None, repr=False)   # POSEIDON2's inputs
     lookup_counts: dict | None = field(default=None, repr=False)     # BYTES' per bus
+    split: tuple = ()                       # the chips with a second table (tables.py)
 
     @property
     def names(self) -> list:
-        return list(TABLES)
+        """The tables in proof order: TABLES, then the split chips' pieces."""
+        return list(table_names(self.split))
 
     def __iter__(self):
         """``airs, traces, table_public_values = build_traces(...)``."""
@@ -85,7 +88,7 @@ class Rv32Traces:
     def cells(self) -> dict:
         """Committed cells per table (rows x (main + 4 aux + 4 parts))."""
         return {name: committed_cells(air, t.shape[0])
-                for name, air, t in zip(TABLES, self.airs, self.traces)}
+                for name, air, t in zip(self.names, self.airs, self.traces)}
 
     def cells_per_cycle(self) -> float:
         return sum(self.cells().values()) / max(1, self.cycles)
@@ -95,7 +98,7 @@ class Rv32Traces:
         lines = [f"{'table':<10} {'rows':>9} {'k':>2} {'items':>9} {'main':>5} {'aux':>4} "
                  f"{'parts':>5} {'cells':>12} {'per cycle':>9}"]
         cells = self.cells()
-        for name, air, t in zip(TABLES, self.airs, self.traces):
+        for name, air, t in zip(self.names, self.airs, self.traces):
             lines.append(f"{name:<10} {t.shape[0]:>9,} {self.slots.get(name, 1):>2} "
                          f"{self.real_rows.get(name, 0):>9,} "
                          f"{air.main_width:>5} {air.aux_width:>4} {air.num_parts:>5} "
@@ -189,9 +192,12 @@ def build_traces(program, execution, max_cycles: int = abi.DEFAULT_MAX_CYCLES,
     docstring).  ``image``: :func:`chips.program.image_of` of the program, if at hand;
     ``slots``: table -> k to force a slotted table's k (tables.SLOTTED; the others get
     :func:`tables.choose_slots`' k for ``slot_objective``: "size", the smallest proof,
-    or "cells", the fewest committed cells).  ``segment``: a :class:`rv32.segments.Segment`
-    whose local execution this is -- the tables of that segment's proof (its boundary
-    tables, docs/rv32.md "Long programs: segments")."""
+    or "cells", the fewest committed cells; "split" takes the smallest proof's k and puts
+    a chip whose items fill at most half of the power of two past its full one in two
+    tables, :func:`tables.choose_split`, docs/rv32.md "Split chips" -- a one-proof only,
+    a segment's tables are never split).  ``segment``: a
+    :class:`rv32.segments.Segment` whose local execution this is -- the tables of that
+    segment's proof (its boundary tables, docs/rv32.md "Long programs: segments")."""
     if segment is not None:
         execution = segment.execution
     rec = execution.record
@@ -236,17 +242,32 @@ def build_traces(program, execution, max_cycles: int = abi.DEFAULT_MAX_CYCLES,
         if name not in slots:
             items = len(p2_states) if name == "poseidon2" else rows[name].m
             slots[name] = choose_slots(name, max(1, items), log_blowup, slot_objective)
+    cut: dict = {}                          # split chip -> its items in its own table
+    if slot_objective == "split" and segment is None:
+        for name in SPLITTABLE:             # in TABLES order
+            got = choose_split(name, rows[name].m, slots[name], log_blowup, cycles)
+            if got is not None:
+                cut[name] = got[0]
+                slots[piece_name(name)] = got[1]
+    split = tuple(cut)
+    names = table_names(split)
     if segment is None:
-        airs = table_airs(image, rec.input, output, log_blowup, slots)
+        airs = table_airs(image, rec.input, output, log_blowup, slots, names=names)
         pvs = public_values(program, rec.input, output, execution.exit_code, max_cycles)
+        pvs += piece_public_values(split)
     else:
         from .segments import segment_airs, segment_public_values
         airs = segment_airs(image, rec.input, segment, log_blowup, slots)
         pvs = segment_public_values(rec.input, segment, max_cycles)
-    traces = [None] * len(TABLES)
+    traces = [None] * len(names)
     for name, r in rows.items():
         height = REG_ROWS if name == "registers" else None
-        traces[INDEX[name]] = r.trace(airs[INDEX[name]], height, slots.get(name, 1))
+        if name in cut:                     # the chip's table full, the rest in its piece
+            j = names.index(piece_name(name))
+            traces[INDEX[name]] = r.trace(airs[INDEX[name]], None, slots[name], 0, cut[name])
+            traces[j] = r.trace(airs[j], None, slots[names[j]], cut[name], r.m)
+        else:
+            traces[INDEX[name]] = r.trace(airs[INDEX[name]], height, slots.get(name, 1))
     prog_air = airs[INDEX["program"]]
     traces[INDEX["program"]] = program_trace(image, ctx.pcw, prog_air.fixed_height)
     if segment is None:
@@ -261,9 +282,12 @@ def build_traces(program, execution, max_cycles: int = abi.DEFAULT_MAX_CYCLES,
     counts = _lookup_counts(airs, traces, pvs)
     traces[bidx] = bytes_chip.bytes_trace(counts)
     real = {name: r.m for name, r in rows.items()}
+    for name, first in cut.items():
+        real[piece_name(name)] = real[name] - first
+        real[name] = first
     real.update({"program": int(image.wa.size), "io": len(rec.input) + len(output),
                  "bytes": bytes_chip.SIZE, "poseidon2": int(states.shape[0])})
-    return Rv32Traces(airs, traces, pvs, cycles, real, slots, states, counts)
+    return Rv32Traces(airs, traces, pvs, cycles, real, slots, states, counts, split)
 
 
 def _final(acc: Accesses, space: int, addr: int) -> int:

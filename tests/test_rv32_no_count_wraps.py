@@ -27,3 +27,16 @@ def test_no_count_wraps():
     assert per["div"]["f_div"] == 29 and mem == 4 and iow == 4
     assert worst == "ecall:k_p2" and cycle[worst] == 102
     assert total < P
+
+
+def test_exec_bus_count_with_split_chips():
+    """docs/rv32.md "No count wraps mod p" and "Split chips": the execution chain's raw
+    interactions, every instruction chip and its possible piece at the widest slot menu,
+    2^24 rows each, plus ECALL's 2^24, stay below p of each sign."""
+    from steadfast.rv32 import tables as T
+    chips = [c for c in T.CHIPS if c != "ecall"]
+    assert sorted(chips) == sorted(T.SPLITTABLE)
+    widest = max(max(T.slot_menu(c)) for c in chips)
+    total = 2 * len(chips) * widest * (1 << 24) + (1 << 24)
+    print(f"\nrv32_exec: 2 x {len(chips)} tables x {widest} slots x 2^24 + 2^24 = {total} < p")
+    assert total < P and total < 1.23e9

@@ -53,9 +53,11 @@ CHEAP = dict(num_queries=6, pow_bits=1, logup_pow_bits=1, deep_pow_bits=1, commi
 
 
 def test_slots_field_checked():
-    assert ProverConfig().slots == "size" and SLOT_OBJECTIVES == ("size", "cells")
+    assert ProverConfig().slots == "size" and SLOT_OBJECTIVES == ("size", "cells", "split")
     assert ProverConfig(slots="cells").slots == "cells"
-    with pytest.raises(ConfigError, match=r"slots must be one of size, cells, got 'fewest'") as e:
+    assert ProverConfig(slots="split").slots == "split"
+    with pytest.raises(ConfigError,
+                       match=r"slots must be one of size, cells, split, got 'fewest'") as e:
         ProverConfig(slots="fewest")
     assert e.value.field == "slots"
     with pytest.raises(ConfigTypeError, match="slots must be str"):

@@ -102,11 +102,14 @@ def _prove_parser() -> argparse.ArgumentParser:
                          "queries: the smallest, about 5x the prove time), fastest (fast with "
                          "--slots cells: the fastest prove, the largest proofs); the options "
                          "below override it; each gives >= 100 conjectured bits")
-    ap.add_argument("--slots", default=None, choices=("size", "cells"),
+    ap.add_argument("--slots", default=None, choices=("size", "cells", "split"),
                     help="RISC-V proofs: how many instructions a row of the wide chips holds "
                          "-- size: one, the smallest proof; cells: up to 4, the fewest "
-                         "committed cells, a faster prove and a larger proof (default: the "
-                         "profile's; every profile but fastest: size)")
+                         "committed cells, a faster prove and a larger proof; split: one, "
+                         "and a chip whose rows would leave its power of two half empty "
+                         "goes in two tables (fewer cells, a few more opened rows; "
+                         "one-segment programs) (default: the profile's; every profile but "
+                         "fastest: size)")
     ap.add_argument("--log-blowup", type=int, default=None,
                     help="log2 of the LDE blowup (default: the profile's; default profile: "
                          f"{Params.log_blowup})")

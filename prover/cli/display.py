@@ -41,7 +41,7 @@ class Board:
                  whole: str = "block"):
         self.clock = clock
         self.whole = whole
-        self.total_rounds = tables * len(ROUNDS)
+        self.n_tables = tables                # at least; a proof may show more rows
         self.done: set = set()
         self.t0 = clock()
         self.t_first: float | None = None     # when the first protocol round started
@@ -71,6 +71,12 @@ class Board:
                 for t in ([table] if table is not None else self.tables()):
                     self.done.add((t, stage))
         return row, stage
+
+    @property
+    def total_rounds(self) -> int:
+        """tables x rounds: the tables announced, or the rows seen if more (a program
+        whose chips split over two tables has up to 27)."""
+        return max(self.n_tables, len(self.order) - (self.whole in self.state)) * len(ROUNDS)
 
     def tables(self) -> list:
         """The table rows so far, in the order they appeared."""
@@ -274,7 +280,7 @@ class LiveProgress:
                 self._tasks[row] = self.progress.add_task(row, total=len(ROUNDS), kind=kind)
             for r in ([row] if table is not None else b.tables()):
                 self.progress.update(self._tasks[r], completed=b.rounds_of(r))
-            self.progress.update(self._overall, completed=len(b.done))
+            self.progress.update(self._overall, completed=len(b.done), total=b.total_rounds)
             if not self._started:
                 self._started = True
                 self.progress.start()

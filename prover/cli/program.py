@@ -170,12 +170,15 @@ def _segmented_done(args, out: str, blob: bytes, proof, t_start: float) -> int:
 
 def _security(program, data: bytes, proof, params):
     """The proof's conjectured security for its tables (the AIRs a verifier builds)."""
-    from ...rv32.statement import program_airs
-    from ...rv32.tables import slots_from_widths
+    from ...rv32.statement import program_airs, split_of
+    from ...rv32.tables import TABLES, slots_from_widths, table_names
     from ...verifier.security import proof_security
+    from ..engine.air_proof import decode_proof
     st = proof.stats
-    slots = slots_from_widths([t.main_width for t in st.tables], params.log_blowup)
-    airs = program_airs(program, data, proof.output, params.log_blowup, slots)
+    split = split_of(decode_proof(proof.proof)) if len(st.tables) > len(TABLES) else ()
+    slots = slots_from_widths([t.main_width for t in st.tables], params.log_blowup,
+                              table_names(split))
+    airs = program_airs(program, data, proof.output, params.log_blowup, slots, split=split)
     return proof_security(params, airs, [t.rows.bit_length() - 1 for t in st.tables])
 
 

@@ -63,7 +63,7 @@ def prove_program_sharded(pool: WorkerPool, elf, input: bytes = b"",
     if pool.config.check:
         local._check_program_tables(airs, traces, pvs, phases)
     spec = program_airs_spec(program, data, bytes(ex.output), tr.slots,
-                             pool.config.params().log_blowup)
+                             pool.config.params().log_blowup, tr.split)
     proof, stats = _sharded(pool, airs, traces, pvs, spec, ex.cycles, phases, t0, timeout)
     return ProgramProof(proof, stats)
 

@@ -40,8 +40,11 @@ _FIELD_TYPES = {"log_blowup": int, "num_queries": int, "pow_bits": int, "logup_p
 
 # How the RV32 prover chooses a slotted table's k (rv32/tables.py ``choose_slots``):
 # "size", the k of the smallest proof (in practice 1), or "cells", the k committing the
-# fewest cells -- the faster prove, wider opened rows (docs/rv32.md "Slots").
-SLOT_OBJECTIVES = ("size", "cells")
+# fewest cells -- the faster prove, wider opened rows (docs/rv32.md "Slots") -- or
+# "split", the smallest proof's k with a chip whose items fill at most half of the power
+# of two past its full one put in two tables (docs/rv32.md "Split chips"; a one-segment
+# program's proof, rv32/tables.py ``choose_split``): fewer cells for a few more opened rows.
+SLOT_OBJECTIVES = ("size", "cells", "split")
 
 
 def _check_types(cfg) -> None:

@@ -52,12 +52,13 @@ class ProgramAirs:
     slots: tuple                    # ((table, k), ...) sorted
     log_blowup: int
     key: bytes = field(default=b"", compare=False)
+    split: tuple = ()                # the chips with a second table (rv32/tables.py)
 
     def airs(self) -> list:
         hit = _AIRS.get(self.key)
         if hit is None or hit[0] != self:
             hit = (self, program_airs(self.program, self.input, self.output, self.log_blowup,
-                                      dict(self.slots)))
+                                      dict(self.slots), split=self.split))
             _AIRS.clear()                # one statement at a time per worker
             _AIRS[self.key] = hit
         return hit[1]
@@ -160,7 +161,7 @@ class ProgramProver(ProverCore):
         checked (the AIR check mode); the fake carries the public values, no STARK."""
         with PROVE_LOCK:
             self._check_program_tables(tr.airs, tr.traces, tr.table_public_values, phases)
-        body = dev_body(tr.table_public_values)
+        body = dev_body(tr.table_public_values[:len(TABLES)])   # a piece's says nothing
         phases["total"] = time.perf_counter() - t0
         stats = ProofStats(counters={"dev_mode": True}, backend=self.backend,
                            cycles=int(ex.cycles), phases=phases, proof_bytes=len(body),
@@ -194,7 +195,7 @@ class ProgramProver(ProverCore):
             ex, tr = self._build_program(program, data, max_cycles, {})
         params = self.config.params()
         rows, log_ns = [], []
-        for name, air, t in zip(TABLES, tr.airs, tr.traces):
+        for name, air, t in zip(tr.names, tr.airs, tr.traces):
             n = int(t.shape[0])
             log_n = n.bit_length() - 1
             try:
@@ -275,15 +276,16 @@ def run_program(program, data: bytes, max_cycles: int):
 
 
 def program_airs_spec(program, data: bytes, output: bytes, slots: dict,
-                      log_blowup: int) -> ProgramAirs:
+                      log_blowup: int, split=()) -> ProgramAirs:
     """The :class:`ProgramAirs` of a proof of ``program`` on ``data`` claiming ``output``
-    with ``slots`` (table -> k) at ``log_blowup``."""
+    with ``slots`` (table -> k) at ``log_blowup``, the chips ``split`` over two tables."""
     import hashlib
     slots_t = tuple(sorted((k, int(v)) for k, v in slots.items()))
+    split = tuple(split)
     key = hashlib.sha256(program.digest() + hashlib.sha256(data).digest()
                          + hashlib.sha256(output).digest()
-                         + repr((slots_t, log_blowup)).encode()).digest()
-    return ProgramAirs(program, bytes(data), bytes(output), slots_t, log_blowup, key)
+                         + repr((slots_t, log_blowup, split)).encode()).digest()
+    return ProgramAirs(program, bytes(data), bytes(output), slots_t, log_blowup, key, split)
 
 
 def _arguments(elf, input, max_cycles):

@@ -203,7 +203,7 @@ def verify_segmented(proof: SegmentedProof, program, input: bytes, max_cycles: i
             raise ShapeError(f"segment {j}: other parameters than segment 0's")
         params = decoded.params
         airs = segment_airs(image, chain.input, seg, decoded.params.log_blowup,
-                            slots_of(decoded))
+                            slots_of(decoded, pieces=False))     # a segment never splits
         sec = check_security(decoded.params, min_security_bits, airs,
                              [t.log_n for t in decoded.tables])
         expected = segment_public_values(chain.input, seg, proof.max_cycles)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from ...rv32 import abi
 from ...rv32.statement import (PV_DIGEST, PV_ENTRY, PV_IN_LEN, PV_INPUT_SHA,
                                PV_MAX_CYCLES, claimed_output, program_airs,
-                               public_values, slots_of)
+                               public_values, slots_of, split_of, statement_values)
 from ...rv32.tables import INDEX
 from ...verifier import verify as _verify_proof
 from ...verifier.errors import PublicValuesError
@@ -94,11 +94,12 @@ def verify_program(proof: ProgramProof | bytes | str | os.PathLike[str], elf: El
     claim = claimed_output(decoded)                  # ShapeError / PublicValuesError
     got = [[int(v) for v in t.public_values] for t in decoded.tables]
     limit = _limit(got, max_cycles)
+    split = split_of(decoded)
     airs = program_airs(program, data, claim.output, decoded.params.log_blowup,
-                        slots_of(decoded))
+                        slots_of(decoded), split=split)
     sec = check_security(decoded.params, min_security_bits, airs,
                          [t.log_n for t in decoded.tables])
-    expected = public_values(program, data, claim.output, claim.exit_code, limit)
+    expected = statement_values(program, data, claim.output, claim.exit_code, limit, split)
     _check_statement(expected, got)
     res = _verify_proof(decoded, airs, expected, min_security_bits=min_security_bits)
     reg = got[INDEX["registers"]]
@@ -141,8 +142,9 @@ def _check_statement(expected: list, got: list) -> None:
     for i, (a, b) in enumerate(zip(expected, got)):
         if a != b and i != r:
             from ...rv32.tables import TABLES
-            raise PublicValuesError(f"{TABLES[i]}: the public values are not the "
-                                    f"statement's", f"rv32_{TABLES[i]}")
+            what = TABLES[i] if i < len(TABLES) else f"table {i}"
+            raise PublicValuesError(f"{what}: the public values are not the "
+                                    f"statement's", f"rv32_{what}")
     if e != g:
         raise PublicValuesError("registers: the public values are not the statement's",
                                 "rv32_registers")

@@ -56,9 +56,9 @@ def _adapter(b, flags: dict, imm: bool = True):
     return c, fl, real
 
 
-def build_alu(log_blowup: int, k: int = 1):
+def build_alu(log_blowup: int, k: int = 1, piece: bool = False):
     """rv32_alu with k slots (chips/slots.py)."""
-    return slotted("rv32_alu", _alu_slot, k, log_blowup)
+    return slotted("rv32_alu", _alu_slot, k, log_blowup, piece=piece)
 
 
 def _alu_slot(b):
@@ -97,9 +97,9 @@ def _alu_slot(b):
     b.assert_zero(cmp_ * out[1], name="c_hi_cmp")
 
 
-def build_bitwise(log_blowup: int, k: int = 1):
+def build_bitwise(log_blowup: int, k: int = 1, piece: bool = False):
     """rv32_bitwise with k slots (chips/slots.py)."""
-    return slotted("rv32_bitwise", _bitwise_slot, k, log_blowup)
+    return slotted("rv32_bitwise", _bitwise_slot, k, log_blowup, piece=piece)
 
 
 def _bitwise_slot(b):

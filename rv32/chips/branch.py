@@ -30,9 +30,9 @@ _FLAGS = {isa.BEQ: "f_beq", isa.BNE: "f_bne", isa.BLT: "f_blt", isa.BGE: "f_bge"
           isa.BLTU: "f_bltu", isa.BGEU: "f_bgeu"}
 
 
-def build_branch(log_blowup: int, k: int = 1):
+def build_branch(log_blowup: int, k: int = 1, piece: bool = False):
     """rv32_branch with k slots (chips/slots.py)."""
-    return slotted("rv32_branch", _branch_slot, k, log_blowup)
+    return slotted("rv32_branch", _branch_slot, k, log_blowup, piece=piece)
 
 
 def _branch_slot(b):

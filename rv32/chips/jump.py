@@ -24,9 +24,9 @@ from .rows import Rows
 from .slots import slotted
 
 
-def build_jump(log_blowup: int, k: int = 1):
+def build_jump(log_blowup: int, k: int = 1, piece: bool = False):
     """rv32_jump with k slots (chips/slots.py)."""
-    return slotted("rv32_jump", _jump_slot, k, log_blowup)
+    return slotted("rv32_jump", _jump_slot, k, log_blowup, piece=piece)
 
 
 def _jump_slot(b):

@@ -61,9 +61,9 @@ def _address(b, a, imm, real):
     return wl + (1 << 14) * s_hi, o0, o1
 
 
-def build_load(log_blowup: int, k: int = 1):
+def build_load(log_blowup: int, k: int = 1, piece: bool = False):
     """rv32_load with k slots (chips/slots.py)."""
-    return slotted("rv32_load", _load_slot, k, log_blowup)
+    return slotted("rv32_load", _load_slot, k, log_blowup, piece=piece)
 
 
 def _load_slot(b):
@@ -98,9 +98,9 @@ def _load_slot(b):
                   + (f_lhu + f_lbu) * out[1], name="c_hi")
 
 
-def build_store(log_blowup: int, k: int = 1):
+def build_store(log_blowup: int, k: int = 1, piece: bool = False):
     """rv32_store with k slots (chips/slots.py)."""
-    return slotted("rv32_store", _store_slot, k, log_blowup)
+    return slotted("rv32_store", _store_slot, k, log_blowup, piece=piece)
 
 
 def _store_slot(b):

@@ -48,9 +48,9 @@ def _products(x, y, k):
     return sum_of([x[i] * y[k - i] for i in range(4) if 0 <= k - i < 4])
 
 
-def build_mul(log_blowup: int, k: int = 1):
+def build_mul(log_blowup: int, k: int = 1, piece: bool = False):
     """rv32_mul with k slots (chips/slots.py)."""
-    return slotted("rv32_mul", _mul_slot, k, log_blowup)
+    return slotted("rv32_mul", _mul_slot, k, log_blowup, piece=piece)
 
 
 def _mul_slot(b):
@@ -113,9 +113,9 @@ def _select(s, x, y):
     return (x[0] + s * (y[0] - x[0]), x[1] + s * (y[1] - x[1]))
 
 
-def build_div(log_blowup: int, k: int = 1):
+def build_div(log_blowup: int, k: int = 1, piece: bool = False):
     """rv32_div with k slots (chips/slots.py)."""
-    return slotted("rv32_div", _div_slot, k, log_blowup)
+    return slotted("rv32_div", _div_slot, k, log_blowup, piece=piece)
 
 
 def _div_slot(b):

@@ -70,11 +70,17 @@ class Rows:
                 self.cols[f"{name}_phi"][sel] = phi
         self._pending = []
 
-    def trace(self, air, height: int | None = None, k: int = 1) -> np.ndarray:
-        """uint32[n, width] in the AIR's column order, row i of the table's items in row
-        i // k, slot i % k (chips/slots.py); n = ``height`` or pow2_rows(ceil(m / k));
-        columns not set are zero."""
-        n = pow2_rows(-(-self.m // k)) if height is None else int(height)
+    def trace(self, air, height: int | None = None, k: int = 1, lo: int = 0,
+              hi: int | None = None) -> np.ndarray:
+        """uint32[n, width] in the AIR's column order, row i of the table's items [lo, hi)
+        (default all) in row i // k, slot i % k (chips/slots.py); n = ``height`` or
+        pow2_rows(ceil((hi - lo) / k)); columns not set are zero."""
+        hi = self.m if hi is None else int(hi)
+        lo = int(lo)
+        if not 0 <= lo <= hi <= self.m:
+            raise ValueError(f"{air.name}: items [{lo}, {hi}) of {self.m}")
+        m = hi - lo
+        n = pow2_rows(-(-m // k)) if height is None else int(height)
         names = {name: j for j, name in enumerate(base_names(air, k))}
         unknown = set(self.cols) - set(names)
         if unknown:
@@ -84,9 +90,10 @@ class Rows:
         from ...kernels.ntt_host import transpose
         U = np.zeros((len(names), n * k), dtype=np.uint32)
         for name, v in self.cols.items():
+            v = v[lo:hi] if (lo, hi) != (0, self.m) else v
             if v.size and (v.min() < 0 or v.max() >= P):
                 v = v % P
-            U[names[name], :self.m] = v
+            U[names[name], :m] = v
         return transpose(U).reshape(n, k * len(names))
 
 

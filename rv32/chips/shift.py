@@ -33,9 +33,9 @@ SHIFT_OPS = (isa.SLL, isa.SRL, isa.SRA)
 _FLAGS = {isa.SLL: "f_sll", isa.SRL: "f_srl", isa.SRA: "f_sra"}
 
 
-def build_shift(log_blowup: int, k: int = 1):
+def build_shift(log_blowup: int, k: int = 1, piece: bool = False):
     """rv32_shift with k slots (chips/slots.py)."""
-    return slotted("rv32_shift", _shift_slot, k, log_blowup)
+    return slotted("rv32_shift", _shift_slot, k, log_blowup, piece=piece)
 
 
 def _shift_slot(b):

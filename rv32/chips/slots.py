@@ -16,6 +16,7 @@ from __future__ import annotations
 from ...air import AirBuilder
 
 SLOT_MENU = (1, 2, 3, 4)
+PIECE_SUFFIX = "+"        # a split chip's second table: "alu+", AIR "rv32_alu+"
 
 
 class SlotBuilder:
@@ -54,10 +55,15 @@ class SlotBuilder:
         self._b.receive(bus, values, multiplicity)
 
 
-def slotted(name: str, body, k: int, log_blowup: int, public=()):
-    """The AIR ``name`` with k slots of ``body(builder)``."""
+def slotted(name: str, body, k: int, log_blowup: int, public=(), piece: bool = False):
+    """The AIR ``name`` with k slots of ``body(builder)``; ``piece``: the AIR of the
+    chip's second table (rv32/tables.py "Split chips"), named ``name+``, the same columns
+    and constraints with one public value more, ``piece_of`` (the chip's table index),
+    which no constraint reads: the verifier takes the table's identity from it."""
     if k not in SLOT_MENU:
         raise ValueError(f"{name}: k = {k!r} slots is not in {SLOT_MENU}")
+    if piece:
+        name, public = name + PIECE_SUFFIX, tuple(public) + ("piece_of",)
     b = AirBuilder(name, public=public)
     for j in range(k):
         body(SlotBuilder(b, j, k))
@@ -71,4 +77,4 @@ def base_names(air, k: int) -> list:
     return names if k == 1 else [n[:-2] for n in names]
 
 
-__all__ = ["SlotBuilder", "slotted", "base_names", "SLOT_MENU"]
+__all__ = ["SlotBuilder", "slotted", "base_names", "SLOT_MENU", "PIECE_SUFFIX"]
