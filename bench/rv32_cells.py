@@ -32,8 +32,9 @@ def main(argv=None) -> int:
     ap.add_argument("--log-blowup", type=int, default=2)
     ap.add_argument("--bytes", action="store_true",
                     help="with --prove: the proof's bytes per table (rows, nodes, OOD) and FRI")
-    ap.add_argument("--slots", default="size", choices=("size", "cells"),
-                    help="build_traces' slot objective (default: the smallest proof)")
+    ap.add_argument("--slots", default="size", choices=("size", "cells", "split"),
+                    help="build_traces' slot objective (default: the smallest proof, the "
+                         "18 tables; split: docs/rv32.md \"Split chips\")")
     args = ap.parse_args(argv)
     import models
     from steadfast import rv32

@@ -163,8 +163,10 @@ def build_block_traces(programs, executions, max_cycles: int, log_blowup: int,
     for i, (prog, ex) in enumerate(zip(programs, executions)):
         image = None if images is None else images[i]
         with bus_namespace(tx_prefix(i), SHARED_BUSES):
+            # a block's transactions have their fixed tables: no chip splits here
             tr = build_traces(prog, ex, max_cycles, log_blowup, image=image,
-                              slot_objective=slot_objective)
+                              slot_objective="size" if slot_objective == "split"
+                              else slot_objective)
         airs += _pick(tr.airs)
         traces += _pick(tr.traces)
         pvs += _pick(tr.table_public_values)

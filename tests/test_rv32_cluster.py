@@ -95,3 +95,22 @@ def test_cli_cluster_programs(ray_cpus, reference, tmp_path, capsys):
     assert main_prove(["--cluster", str(elf), str(ROOT / "examples" / "block.json"),
                        *weak]) == 2
     assert "not both" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(600)
+def test_split_program_sharded(ray_cpus, monkeypatch):
+    """A program whose chips split (docs/rv32.md "Split chips"; the thresholds lowered in
+    this process, where the sharded proof builds its tables) proves sharded over the
+    workers -- the pieces' AIRs rebuilt there from the spec -- in the one-machine bytes."""
+    from steadfast.rv32 import tables as T
+    monkeypatch.setattr(T, "SPLIT_MIN_ROWS", 16)
+    monkeypatch.setattr(T, "SPLIT_MIN_SAVING", 0)
+    elf = ROOT / "guests" / "bin" / "sha256.elf"
+    data = bytes(range(256)) * 2
+    ref = Prover(CFG).prove_program(elf, data)
+    assert len(ref.stats.tables) > 18
+    with ClusterProver(config=CFG, workers=2) as cp:
+        sharded = cp.prove_program_sharded(elf, data)
+    assert sharded.to_bytes() == ref.to_bytes()
+    res = verify(sharded, elf=elf, input=data, min_security_bits=0)
+    assert res.exit_code == 0

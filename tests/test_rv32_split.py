@@ -231,3 +231,27 @@ def test_no_split_keeps_the_18_table_bytes(monkeypatch):
     b = Prover(ProverConfig(slots="split", **FAST)).prove_program(str(hello), b"world")
     assert a.proof == b.proof
     assert len(decode_proof(b.proof).tables) == len(T.TABLES)
+
+
+def test_command_line_splits_by_default_and_verifies(low_thresholds, tmp_path, capsys):
+    """``prove PROGRAM.elf`` splits by default (the thresholds lowered here), ``--slots
+    size`` gives the 18 tables; ``verify`` accepts both, and the security line is the
+    split tables' (the CLI reads the pieces off the proof)."""
+    from steadfast.prover.cli import main_prove, main_verify
+    inp = tmp_path / "in.bin"
+    inp.write_bytes(DATA)
+    weak = ["--queries", "6", "--pow-bits", "1", "--backend", "host"]
+    counts = {}
+    for slots in ("split", "size"):
+        out = tmp_path / f"{slots}.proof"
+        argv = [str(ELF), "--input", str(inp), "-o", str(out), *weak]
+        argv += [] if slots == "split" else ["--slots", "size"]
+        code = main_prove(argv)
+        o, e = capsys.readouterr()
+        assert code == 0 and "Traceback" not in o + e, e
+        counts[slots] = len(decode_proof(ProgramProof.from_bytes(out.read_bytes()).proof).tables)
+        code = main_verify([str(out), "--elf", str(ELF), "--input", str(inp),
+                            "--min-security-bits", "0"])
+        o, e = capsys.readouterr()
+        assert code == 0 and "Traceback" not in o + e, e
+    assert counts["size"] == len(T.TABLES) < counts["split"]

@@ -53,7 +53,7 @@ CHEAP = dict(num_queries=6, pow_bits=1, logup_pow_bits=1, deep_pow_bits=1, commi
 
 
 def test_slots_field_checked():
-    assert ProverConfig().slots == "size" and SLOT_OBJECTIVES == ("size", "cells", "split")
+    assert ProverConfig().slots == "split" and SLOT_OBJECTIVES == ("size", "cells", "split")
     assert ProverConfig(slots="cells").slots == "cells"
     assert ProverConfig(slots="split").slots == "split"
     with pytest.raises(ConfigError,
@@ -69,9 +69,14 @@ def test_slots_field_checked():
 
 def test_slots_option_and_profile():
     """--slots sets the field; --profile fastest is fast's parameters with "cells"; an
-    explicit --slots wins over the profile's; no option keeps the default's "size"."""
+    explicit --slots wins over the profile's; no option keeps the default's "split";
+    small and smallest (the proof-size profiles) take "size"."""
     parse = _prove_parser().parse_args
-    assert prover_config(parse(["x.elf"])).slots == "size"
+    assert prover_config(parse(["x.elf"])).slots == "split"
+    assert prover_config(parse(["x.elf", "--slots", "size"])).slots == "size"
+    for name in ("small", "smallest"):
+        assert prover_config(parse(["x.elf", "--profile", name])).slots == "size"
+    assert prover_config(parse(["x.elf", "--profile", "fast"])).slots == "split"
     assert prover_config(parse(["x.elf", "--slots", "cells"])).slots == "cells"
     fastest = prover_config(parse(["x.elf", "--profile", "fastest"]))
     assert fastest.slots == "cells"

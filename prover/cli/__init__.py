@@ -103,13 +103,14 @@ def _prove_parser() -> argparse.ArgumentParser:
                          "--slots cells: the fastest prove, the largest proofs); the options "
                          "below override it; each gives >= 100 conjectured bits")
     ap.add_argument("--slots", default=None, choices=("size", "cells", "split"),
-                    help="RISC-V proofs: how many instructions a row of the wide chips holds "
-                         "-- size: one, the smallest proof; cells: up to 4, the fewest "
-                         "committed cells, a faster prove and a larger proof; split: one, "
-                         "and a chip whose rows would leave its power of two half empty "
-                         "goes in two tables (fewer cells, a few more opened rows; "
-                         "one-segment programs) (default: the profile's; every profile but "
-                         "fastest: size)")
+                    help="RISC-V proofs: how the instruction chips are laid out -- split: "
+                         "one instruction a row, and a chip whose rows would leave its power "
+                         "of two at most half full goes in two tables (about a third fewer "
+                         "cells for a long program, a larger proof; one-segment programs); "
+                         "size: one a row, one table a chip, the smallest proof (the bytes "
+                         "of earlier releases); cells: up to 4 a row, the fewest committed "
+                         "cells, the largest proof (default: the profile's: split, size for "
+                         "small and smallest, cells for fastest)")
     ap.add_argument("--log-blowup", type=int, default=None,
                     help="log2 of the LDE blowup (default: the profile's; default profile: "
                          f"{Params.log_blowup})")

@@ -68,12 +68,15 @@ def _check_types(cfg) -> None:
 # one gives >= 100 conjectured bits (verifier/security.py) for the 2^20-cycle program and
 # the 2^18-cycle block of issue #38; the parameters travel in the proof, so any verifier
 # takes a proof of any profile.
-#   default  the protocol's defaults (Params): the proof bytes of earlier releases
+#   default  the protocol's defaults (Params) with slots="split" (a program's chips split
+#            over two tables where that saves cells, docs/rv32.md "Split chips"): the
+#            proof bytes of earlier releases wherever nothing splits (blocks, segments,
+#            small programs); slots="size" gives them for any program
 #   fast     log_blowup 1: the smallest LDE, the fastest prove, the largest proof
-#   small    log_blowup 3 with fewer queries and 2^22 grinding: a 2^20-cycle program's
-#            proof under 300 KB, for a longer prove
-#   smallest log_blowup 5, 17 queries: a 2^18-cycle block's proof under 500 KB, for
-#            4.5-5 times the prove time and 2-3 times the memory
+#   small    log_blowup 3 with fewer queries and 2^22 grinding, slots="size": a 2^20-cycle
+#            program's proof under 300 KB, for a longer prove
+#   smallest log_blowup 5, 17 queries, slots="size": a 2^18-cycle block's proof under
+#            500 KB, for 4.5-5 times the prove time and 2-3 times the memory
 #   fastest  fast's parameters with slots="cells": the wide chips hold up to 4 items a
 #            row (fewer committed cells), the fastest prove for about 1.7-2 times fast's
 #            bytes
@@ -84,9 +87,9 @@ PROFILES = {
     "fast": {"log_blowup": 1, "num_queries": 83, "pow_bits": 20, "log_fri_arity": 3,
              "log_cap": 0},
     "small": {"log_blowup": 3, "num_queries": 27, "pow_bits": 22, "log_fri_arity": 3,
-              "log_cap": 0},
+              "log_cap": 0, "slots": "size"},
     "smallest": {"log_blowup": 5, "num_queries": 17, "pow_bits": 20, "log_fri_arity": 3,
-                 "log_cap": 0},
+                 "log_cap": 0, "slots": "size"},
     "fastest": {"log_blowup": 1, "num_queries": 83, "pow_bits": 20, "log_fri_arity": 3,
                 "log_cap": 0, "slots": "cells"},
 }
@@ -115,10 +118,14 @@ class ProverConfig:
     ``segment_cycles``: a program run longer than this many cycles is proved as linked
     segments of this size (a power of two in [2^10, 2^22]; default 2^20, docs/rv32.md
     "Long programs: segments"); None: one proof only (at most 2^24 cycles).
-    ``slots``: how an RV32 proof's slotted tables (rv32/tables.py ``SLOTTED``) choose how
-    many items a row holds -- "size" (default: the smallest proof, in practice one) or
-    "cells" (the fewest committed cells: the faster prove, a larger proof); the choice is
-    read back off the proof's widths, so verifiers need nothing.
+    ``slots``: how an RV32 proof lays out its instruction chips -- "split" (default: one
+    item a row, and a chip whose rows would leave its power of two at most half full in
+    two tables, docs/rv32.md "Split chips": about a third fewer committed cells for a
+    2^20-cycle program, a larger proof; a program's one-proof only, blocks and segments
+    as "size"), "size" (one item a row, one table a chip: the smallest proof, the bytes
+    of earlier releases) or "cells" (up to 4 items a row, the fewest committed cells: the
+    fastest prove, the largest proof); the choice is read back off the proof (widths,
+    the pieces' labels), so verifiers need nothing.
     :meth:`for_profile` gives the named parameter sets of :data:`PROFILES` (``prove
     --profile``; docs/api.md "Profiles")."""
     backend: str = "auto"
@@ -137,7 +144,7 @@ class ProverConfig:
     self_check: bool = True
     dev_mode: bool | None = None
     segment_cycles: int | None = 1 << 20
-    slots: str = "size"
+    slots: str = "split"
 
     def __post_init__(self):
         _check_types(self)
