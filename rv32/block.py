@@ -18,6 +18,11 @@ rv32/statement.py.  The proof holds, in this order,
   transactions.  The multiplicity argument needs every tuple's total sends below p
   (chips/bytes.py): :func:`check_block_size` refuses a proof whose tables could send p
   lookups in all.
+* then, for every split chip of a transaction (docs/rv32.md "Split chips"), its piece
+  ``tx{i}/alu+``, by transaction and then table order, built in the transaction's bus
+  namespace and labelled by one public value, :func:`piece_label` = 18 i + the chip's
+  index (:func:`pieces_of` reads and checks them; a block without pieces is the block
+  proof of earlier releases).
 
 Public values: each transaction's registers, io and ecall tables carry rv32/statement.py's
 values (program digest, input SHA-256, max_cycles, exit code, output); the shared tables
@@ -52,8 +57,8 @@ from .chips.common import AND8, PAIR8, POSEIDON2, RANGE16
 from .chips.poseidon2_trace import poseidon2_trace
 from .chips.program import image_of
 from .statement import (PV_EXIT, PV_OUT_LEN, claimed_output, public_values)
-from .tables import INDEX, SLOTTED, TABLES, choose_slots, slots_from_widths, static_air, \
-    table_airs
+from .tables import INDEX, SLOTTED, SPLITTABLE, TABLES, base_name, choose_slots, is_piece, \
+    k_of_width, piece_name, slots_from_widths, static_air, table_airs
 
 SHARED = ("bytes", "poseidon2")
 SHARED_BUSES = (RANGE16, PAIR8, AND8, POSEIDON2)
@@ -65,14 +70,55 @@ def tx_prefix(i: int) -> str:
     return f"tx{int(i)}/"
 
 
-def table_names(n_tx: int) -> list:
+def table_names(n_tx: int, pieces=()) -> list:
     """The block proof's tables in order: ``tx0/program`` ... ``tx{n-1}/p2call``, then
-    ``bytes``, ``poseidon2``."""
-    return [tx_prefix(i) + t for i in range(n_tx) for t in TX_TABLES] + list(SHARED)
+    ``bytes``, ``poseidon2``, then the split chips' pieces ``tx{i}/alu+`` (``pieces``:
+    (transaction, chip) pairs, :func:`pieces_in`)."""
+    return [tx_prefix(i) + t for i in range(n_tx) for t in TX_TABLES] + list(SHARED) + \
+        [tx_prefix(i) + piece_name(c) for i, c in pieces]
 
 
 def num_tables(n_tx: int) -> int:
+    """The tables of a block proof without pieces (each piece is one more)."""
     return len(TX_TABLES) * n_tx + len(SHARED)
+
+
+def piece_label(i: int, chip: str) -> int:
+    """A block's piece's one public value: 18 i + the chip's index in TABLES (a
+    program's proof is transaction 0: the chip's index)."""
+    return len(TABLES) * int(i) + INDEX[chip]
+
+
+def pieces_in(tx_slots) -> list:
+    """The (transaction, chip) pairs of the pieces in per-transaction slots (a piece
+    ``alu+`` has its own k there), in proof order: by transaction, then TABLES order."""
+    out = []
+    for i, s in enumerate(tx_slots):
+        chips = sorted((base_name(n) for n in s if is_piece(n)), key=INDEX.get)
+        out += [(i, c) for c in chips]
+    return out
+
+
+def pieces_of(proof, n_tx: int) -> list:
+    """The pieces of a block proof, from the public values of its tables after
+    :func:`num_tables`: each exactly one value, :func:`piece_label` of a transaction of
+    the block and a chip of SPLITTABLE, strictly increasing (PublicValuesError, site
+    ``rv32_pieces``, otherwise; ShapeError for too few tables)."""
+    base = num_tables(n_tx)
+    if len(proof.tables) < base:
+        raise ShapeError(f"a proof of a block of {n_tx} transactions has {base} tables "
+                         f"(and its split chips' pieces), this one {len(proof.tables)}")
+    out, last = [], -1
+    for j, tp in enumerate(proof.tables[base:]):
+        pv = [int(v) for v in tp.public_values]
+        i, c = divmod(pv[0], len(TABLES)) if len(pv) == 1 else (-1, -1)
+        if not (0 <= i < n_tx and TABLES[c] in SPLITTABLE and pv[0] > last):
+            raise PublicValuesError(f"table {base + j}: public values {pv} name no piece "
+                                    f"(one value, 18 x transaction + the index of one of "
+                                    f"{', '.join(SPLITTABLE)}, increasing)", "rv32_pieces")
+        last = pv[0]
+        out.append((i, TABLES[c]))
+    return out
 
 
 def _pick(rows: list) -> list:
@@ -92,11 +138,17 @@ def shared_airs(log_blowup: int, p2_slots: int = 1) -> list:
 
 
 def block_airs(programs, inputs, outputs, log_blowup: int, tx_slots, p2_slots: int) -> list:
-    """Every AIR of a block proof in order (module docstring)."""
+    """Every AIR of a block proof in order (module docstring); a split chip's piece
+    where a transaction's slots hold one (``"alu+"``: its k; docs/rv32.md "Split
+    chips"), in its transaction's bus namespace."""
     out = []
     for i, (prog, data, outp) in enumerate(zip(programs, inputs, outputs)):
         out += tx_airs(i, prog, data, outp, log_blowup, tx_slots[i])
-    return out + shared_airs(log_blowup, p2_slots)
+    out += shared_airs(log_blowup, p2_slots)
+    for i, c in pieces_in(tx_slots):
+        with bus_namespace(tx_prefix(i), SHARED_BUSES):
+            out.append(static_air(piece_name(c), log_blowup, int(tx_slots[i][piece_name(c)])))
+    return out
 
 
 def stark_limit(max_cycles: int) -> int:
@@ -106,13 +158,15 @@ def stark_limit(max_cycles: int) -> int:
     return min(int(max_cycles), abi.MAX_CYCLES_CEILING)
 
 
-def block_public_values(programs, inputs, outputs, exit_codes, max_cycles: int) -> list:
-    """Every table's public values, in proof order (the limit: :func:`stark_limit`)."""
+def block_public_values(programs, inputs, outputs, exit_codes, max_cycles: int,
+                        tx_slots=()) -> list:
+    """Every table's public values, in proof order (the limit: :func:`stark_limit`; the
+    pieces' labels for the pieces in ``tx_slots``)."""
     max_cycles = stark_limit(max_cycles)
     out = []
     for prog, data, outp, code in zip(programs, inputs, outputs, exit_codes):
         out += _pick(public_values(prog, data, outp, code, max_cycles))
-    return out + [[] for _ in SHARED]
+    return out + [[] for _ in SHARED] + [[piece_label(i, c)] for i, c in pieces_in(tx_slots)]
 
 
 def state_out(state_in: bytes, receipts) -> bytes:
@@ -146,8 +200,13 @@ class BlockTraces:
         return sum(int(t.cycles) for t in self.txs)
 
     @property
+    def pieces(self) -> list:
+        """(transaction, chip) of every split chip's piece, in proof order."""
+        return [(i, c) for i, tr in enumerate(self.txs) for c in tr.split]
+
+    @property
     def names(self) -> list:
-        return table_names(len(self.txs))
+        return table_names(len(self.txs), self.pieces)
 
     def __iter__(self):
         return iter((self.airs, self.traces, self.table_public_values))
@@ -158,18 +217,19 @@ def build_block_traces(programs, executions, max_cycles: int, log_blowup: int,
     """The block proof's tables from each transaction's execution (run with record=True)."""
     from .traces import build_traces
     max_cycles = stark_limit(max_cycles)
-    airs, traces, pvs, txs, states = [], [], [], [], []
+    airs, traces, pvs, txs, states, pieces = [], [], [], [], [], []
     counts = {bus: np.zeros(bytes_chip.SIZE, np.int64) for bus in bytes_chip.BUSES}
     for i, (prog, ex) in enumerate(zip(programs, executions)):
         image = None if images is None else images[i]
         with bus_namespace(tx_prefix(i), SHARED_BUSES):
-            # a block's transactions have their fixed tables: no chip splits here
             tr = build_traces(prog, ex, max_cycles, log_blowup, image=image,
-                              slot_objective="size" if slot_objective == "split"
-                              else slot_objective)
+                              slot_objective=slot_objective)
         airs += _pick(tr.airs)
         traces += _pick(tr.traces)
         pvs += _pick(tr.table_public_values)
+        for c in tr.split:                  # the pieces go after the shared tables
+            j = tr.names.index(piece_name(c))
+            pieces.append((tr.airs[j], tr.traces[j], [piece_label(i, c)]))
         for bus in counts:
             counts[bus] += tr.lookup_counts[bus]
         states.append(tr.p2_states)
@@ -182,6 +242,10 @@ def build_block_traces(programs, executions, max_cycles: int, log_blowup: int,
     airs += shared_airs(log_blowup, k)
     traces += [bytes_chip.bytes_trace(counts), poseidon2_trace(all_states, k)]
     pvs += [[] for _ in SHARED]
+    for air, trace, pv in pieces:
+        airs.append(air)
+        traces.append(trace)
+        pvs.append(pv)
     return BlockTraces(airs, traces, pvs, txs, k)
 
 
@@ -198,9 +262,8 @@ def tx_public_values(pvs: list, i: int) -> list:
 
 
 def check_shape(proof, n_tx: int) -> None:
-    if len(proof.tables) != num_tables(n_tx):
-        raise ShapeError(f"a proof of a block of {n_tx} transactions has {num_tables(n_tx)} "
-                         f"tables, this one {len(proof.tables)}")
+    """The table count, and the pieces' labels after the block's tables (:func:`pieces_of`)."""
+    pieces_of(proof, n_tx)
 
 
 def claims_of(proof, n_tx: int) -> list:
@@ -222,12 +285,13 @@ def slots_of(proof, n_tx: int) -> tuple:
     widths = [len(tp.ood_main) for tp in proof.tables]
     lb = proof.params.log_blowup
     tx_slots = []
-    p2_width = widths[-1]
+    base = num_tables(n_tx)                 # the shared tables end there; then the pieces
+    p2_width = widths[base - 1]
     for i in range(n_tx):
         w = [0] * len(TABLES)
         for name, x in zip(TX_TABLES, widths[len(TX_TABLES) * i:len(TX_TABLES) * (i + 1)]):
             w[INDEX[name]] = x
-        w[INDEX["bytes"]] = widths[-2]
+        w[INDEX["bytes"]] = widths[base - 2]
         w[INDEX["poseidon2"]] = p2_width
         try:
             s = slots_from_widths(w, lb)
@@ -235,6 +299,11 @@ def slots_of(proof, n_tx: int) -> tuple:
             raise ShapeError(f"transaction {i}: {exc}") from None
         p2 = s.pop("poseidon2")
         tx_slots.append(s)
+    for j, (i, c) in enumerate(pieces_of(proof, n_tx)):
+        try:
+            tx_slots[i][piece_name(c)] = k_of_width(piece_name(c), widths[base + j], lb)
+        except ValueError as exc:
+            raise ShapeError(f"transaction {i}: {exc}") from None
     if n_tx == 0:
         by_width = {static_air("poseidon2", lb, k).main_width: k for k in SLOTTED["poseidon2"]}
         if p2_width not in by_width:

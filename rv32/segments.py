@@ -26,7 +26,7 @@ from .errors import ERR_CYCLES, OK, execution_error
 from .execution import Execution
 from .memory import Memory
 from .record import CYCLE_FIELDS, Record
-from .tables import INDEX, TABLES, static_air
+from .tables import INDEX, TABLES, static_air, table_names
 
 MIN_LOG_SEGMENT, MAX_LOG_SEGMENT = 10, 22
 DEFAULT_SEGMENT_CYCLES = 1 << 20
@@ -258,10 +258,12 @@ def entry_registers() -> np.ndarray:
 
 # ----------------------------------------------------------------------- the statement
 
-def segment_airs(image, input: bytes, seg: Segment, log_blowup: int, slots=None) -> list:
+def segment_airs(image, input: bytes, seg: Segment, log_blowup: int, slots=None,
+                 split=()) -> list:
     """The 18 AIRs of segment ``seg``'s proof: the chips as in one proof, PROGRAM without
     its image sends, PAGEMEM for MEMORY, SEGREGS for REGISTERS, IO over the segment's
-    slices of the input and output."""
+    slices of the input and output; then the pieces of the chips ``split``
+    (docs/rv32.md "Split chips")."""
     slots = dict(slots or {})
     c0, c1 = int(seg.regs_in[CUR_IN]), int(seg.regs_out[CUR_IN])
     o0 = int(seg.regs_in[CUR_OUT])
@@ -278,6 +280,8 @@ def segment_airs(image, input: bytes, seg: Segment, log_blowup: int, slots=None)
             out.append(build_io(bytes(input[c0:c1]), seg.output, log_blowup, c0, o0))
         else:
             out.append(static_air(name, log_blowup, int(slots.get(name, 1))))
+    for name in table_names(split)[len(TABLES):]:
+        out.append(static_air(name, log_blowup, int(slots.get(name, 1))))
     return out
 
 

@@ -123,14 +123,13 @@ def split_of(proof) -> tuple:
         raise PublicValuesError(str(e), "rv32_pieces") from None
 
 
-def slots_of(proof, pieces: bool = True) -> dict:
+def slots_of(proof) -> dict:
     """The k of every slotted table (a split chip's piece too, as ``"alu+"``), read off
-    the proof's main widths (ShapeError if a width is no k's).  ``pieces=False``: a proof
-    that may not split (a segment's): exactly the 18 tables (ShapeError otherwise)."""
+    the proof's main widths (ShapeError if a width is no k's)."""
     widths = [len(tp.ood_main) for tp in proof.tables]
     try:
-        names = table_names(split_of(proof)) if pieces else TABLES
-        return slots_from_widths(widths, proof.params.log_blowup, names)
+        return slots_from_widths(widths, proof.params.log_blowup,
+                                 table_names(split_of(proof)))
     except ValueError as e:
         raise ShapeError(str(e)) from None
 

@@ -73,11 +73,13 @@ SLOTTED = {name: SLOT_MENU for name in ("alu", "bitwise", "shift", "branch", "lo
                                         "jump", "mul", "div")}
 SLOTTED["poseidon2"] = P2_SLOTS
 
-# Split chips (docs/rv32.md "Split chips"): an instruction chip's items may fill two tables,
+# Split chips (docs/rv32.md "Split chips"): an instruction chip's items (or P2CALL's: like
+# them it has no transition constraint) may fill two tables,
 # the chip's own (a power of two, full) and after the 18 its second table, the piece
 # ``name+`` (the same AIR with the public value piece_of = INDEX[name]).  A proof lists its
 # pieces in TABLES order, at most one a chip; a proof without pieces is the 18-table proof.
-SPLITTABLE = ("alu", "bitwise", "shift", "branch", "load", "store", "jump", "mul", "div")
+SPLITTABLE = ("alu", "bitwise", "shift", "branch", "load", "store", "jump", "mul", "div",
+              "p2call")
 SPLIT_MIN_ROWS = 1 << 12      # no split of a table under 2^13 rows: too few cells to matter
 # A piece costs its opened rows (about num_queries rows of its width, whatever its height:
 # 10-20 KB at the default parameters) and Merkle nodes: a split must save at least this
@@ -198,7 +200,9 @@ def static_air(name: str, log_blowup: int, k: int = 1):
 
 def _build(name: str, log_blowup: int, k: int):
     if is_piece(name):
-        return _BUILDERS[base_name(name)](log_blowup, k, piece=True)
+        if base_name(name) in SLOTTED:
+            return _BUILDERS[base_name(name)](log_blowup, k, piece=True)
+        return _BUILDERS[base_name(name)](log_blowup, piece=True)
     if name == "poseidon2":
         return build_poseidon2(k, log_blowup)
     if name in SLOTTED:
@@ -284,19 +288,22 @@ def slots_from_widths(widths, log_blowup: int, names=TABLES) -> dict:
     widths = list(widths)
     if len(widths) != len(names):
         raise ValueError(f"{len(widths)} tables, this RV32 proof has {len(names)}")
-    out = {}
-    for name in [n for n in names if base_name(n) in SLOTTED]:
-        w = widths[names.index(name)]
-        # a slot adds columns: the widths increase with k (tests/test_rv32_airs.py), so the
-        # menu is searched upwards and left at the first width past w
-        for k in sorted(slot_menu(name)):
-            got = _slot_shape(name, log_blowup, k)[0]
-            if got >= w:
-                break
-        if got != w:
-            raise ValueError(f"{name}: main width {w} is not that of k in {slot_menu(name)}")
-        out[name] = k
-    return out
+    return {name: k_of_width(name, widths[names.index(name)], log_blowup)
+            for name in names if base_name(name) in SLOTTED}
+
+
+def k_of_width(name: str, w: int, log_blowup: int) -> int:
+    """The k of slotted table ``name`` (a piece too) whose main width is ``w``;
+    ValueError if no k of its menu gives it."""
+    # a slot adds columns: the widths increase with k (tests/test_rv32_airs.py), so the
+    # menu is searched upwards and left at the first width past w
+    for k in sorted(slot_menu(name)):
+        got = _slot_shape(name, log_blowup, k)[0]
+        if got >= w:
+            break
+    if got != w:
+        raise ValueError(f"{name}: main width {w} is not that of k in {slot_menu(name)}")
+    return k
 
 
 def table_airs(image, input: bytes, output: bytes, log_blowup: int, slots=None,
@@ -322,7 +329,7 @@ def table_airs(image, input: bytes, output: bytes, log_blowup: int, slots=None,
 __all__ = ["TABLES", "INDEX", "CHIPS", "SLOTTED", "slot_menu", "static_air", "table_airs",
            "choose_slots", "slots_from_widths", "cells_per_row", "opening_bytes",
            "SPLITTABLE", "table_names", "split_of_public_values", "piece_public_values",
-           "choose_split", "piece_name", "base_name", "is_piece"]
+           "choose_split", "piece_name", "base_name", "is_piece", "k_of_width"]
 
 
 if __name__ == "__main__":          # pragma: no cover - regenerates rv32/slot_shapes.py

@@ -194,8 +194,8 @@ def build_traces(program, execution, max_cycles: int = abi.DEFAULT_MAX_CYCLES,
     :func:`tables.choose_slots`' k for ``slot_objective``: "size", the smallest proof,
     or "cells", the fewest committed cells; "split" takes the smallest proof's k and puts
     a chip whose items fill at most half of the power of two past its full one in two
-    tables, :func:`tables.choose_split`, docs/rv32.md "Split chips" -- a one-proof only,
-    a segment's tables are never split).  ``segment``: a
+    tables, :func:`tables.choose_split`, docs/rv32.md "Split chips"; a program's proof
+    or a segment's, never a block's transaction).  ``segment``: a
     :class:`rv32.segments.Segment` whose local execution this is -- the tables of that
     segment's proof (its boundary tables, docs/rv32.md "Long programs: segments")."""
     if segment is not None:
@@ -243,9 +243,9 @@ def build_traces(program, execution, max_cycles: int = abi.DEFAULT_MAX_CYCLES,
             items = len(p2_states) if name == "poseidon2" else rows[name].m
             slots[name] = choose_slots(name, max(1, items), log_blowup, slot_objective)
     cut: dict = {}                          # split chip -> its items in its own table
-    if slot_objective == "split" and segment is None:
+    if slot_objective == "split":
         for name in SPLITTABLE:             # in TABLES order
-            got = choose_split(name, rows[name].m, slots[name], log_blowup, cycles)
+            got = choose_split(name, rows[name].m, slots.get(name, 1), log_blowup, cycles)
             if got is not None:
                 cut[name] = got[0]
                 slots[piece_name(name)] = got[1]
@@ -257,14 +257,16 @@ def build_traces(program, execution, max_cycles: int = abi.DEFAULT_MAX_CYCLES,
         pvs += piece_public_values(split)
     else:
         from .segments import segment_airs, segment_public_values
-        airs = segment_airs(image, rec.input, segment, log_blowup, slots)
-        pvs = segment_public_values(rec.input, segment, max_cycles)
+        airs = segment_airs(image, rec.input, segment, log_blowup, slots, split)
+        pvs = segment_public_values(rec.input, segment, max_cycles) + \
+            piece_public_values(split)
     traces = [None] * len(names)
     for name, r in rows.items():
         height = REG_ROWS if name == "registers" else None
         if name in cut:                     # the chip's table full, the rest in its piece
             j = names.index(piece_name(name))
-            traces[INDEX[name]] = r.trace(airs[INDEX[name]], None, slots[name], 0, cut[name])
+            traces[INDEX[name]] = r.trace(airs[INDEX[name]], None, slots.get(name, 1), 0,
+                                          cut[name])
             traces[j] = r.trace(airs[j], None, slots[names[j]], cut[name], r.m)
         else:
             traces[INDEX[name]] = r.trace(airs[INDEX[name]], height, slots.get(name, 1))

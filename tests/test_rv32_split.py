@@ -166,8 +166,31 @@ def test_fewer_than_18_tables_is_a_shape_error(proof):
     _, decoded = proof
     with pytest.raises(ShapeError):
         split_of([[0]] * (len(T.TABLES) - 1))
-    with pytest.raises(ShapeError):
-        slots_of(decoded, pieces=False)          # a segment's proof: exactly the 18
+    assert set(slots_of(decoded)) >= {c + "+" for c in split_of(decoded)}
+
+
+def test_segments_split_and_verify(low_thresholds):
+    """A run proved in segments (2^14 cycles each) splits each segment's chips; the
+    segmented proof verifies, and a segment whose piece is relabelled is refused by name
+    (naming the segment)."""
+    import dataclasses
+    from steadfast.prover.programs.segment_proof import SegmentedProof
+    cfg = ProverConfig(segment_cycles=1 << 14, **FAST)
+    p = Prover(cfg).prove_program(str(ELF), DATA)
+    assert isinstance(p, SegmentedProof) and len(p.segments) >= 2
+    splits = [split_of(decode_proof(r.proof)) for r in p.segments]
+    assert all(splits), splits
+    v = verify_program(p.to_bytes(), str(ELF), DATA, min_security_bits=None)
+    assert v.exit_code == 0
+    d = decode_proof(p.segments[1].proof)
+    labels = _labels(d)
+    labels[0] = [T.INDEX["ecall"]]
+    bad_seg = dataclasses.replace(p.segments[1],
+                                  proof=ProgramProof.from_bytes(_relabelled(d, labels)).proof)
+    bad = dataclasses.replace(p, segments=(p.segments[0], bad_seg) + tuple(p.segments[2:]))
+    with pytest.raises(PublicValuesError, match="segment 1") as e:
+        verify_program(bad.to_bytes(), str(ELF), DATA, min_security_bits=None)
+    assert e.value.table == "rv32_pieces"
 
 
 @pytest.mark.parametrize("lie", ["result", "dropped"])
@@ -255,3 +278,83 @@ def test_command_line_splits_by_default_and_verifies(low_thresholds, tmp_path, c
         o, e = capsys.readouterr()
         assert code == 0 and "Traceback" not in o + e, e
     assert counts["size"] == len(T.TABLES) < counts["split"]
+
+
+def _split_block():
+    from steadfast.rv32.blockfile import parse_block
+    obj = {"format": "steadfast-block", "version": 2, "max_cycles": 1 << 20,
+           "state_in": "00" * 32,
+           "transactions": [{"elf": "examples/hello.elf", "input": b"world".hex()},
+                            {"elf": "guests/bin/sha256.elf", "input": DATA.hex()},
+                            {"elf": "guests/bin/sha256.elf", "input": DATA[:300].hex()},
+                            {"elf": "examples/merkle.elf", "input": MERKLE_IN.hex()}]}
+    return parse_block(obj, ROOT)
+
+
+# examples/merkle.c's input: 40 leaves of 8 words -> 39 SYS_POSEIDON2 calls, P2CALL's 39
+# rows in 32 + a piece of 8
+MERKLE_IN = (40).to_bytes(4, "little") + b"".join(
+    (7 * i + 3).to_bytes(4, "little") for i in range(40 * 8))
+
+
+@pytest.fixture(scope="module")
+def block_proof(low_thresholds):
+    blk = _split_block()
+    p = Prover(ProverConfig(**FAST)).prove_block(blk)
+    return blk, p
+
+
+def test_block_splits_and_verifies(block_proof):
+    """A block's transactions split their chips too: the pieces after the shared tables,
+    each labelled 18 x transaction + chip; the proof verifies (the one-machine verifier
+    and the library's)."""
+    from steadfast.prover.api import verify
+    from steadfast.rv32 import block as rblock
+    blk, p = block_proof
+    d = decode_proof(p.proof)
+    pieces = rblock.pieces_of(d, 4)
+    assert pieces and {i for i, _ in pieces} >= {1, 2} and (3, "p2call") in pieces, pieces
+    assert len(d.tables) == rblock.num_tables(4) + len(pieces)
+    tx_slots, _ = rblock.slots_of(d, 4)
+    assert rblock.pieces_in(tx_slots) == pieces
+    res = verify(p, block=blk, min_security_bits=0)
+    assert res.exit_codes == [0, 0, 0, 0] and res.outputs[0].startswith(b"hello from rv32im")
+
+
+def _with_labels(d, base, labels):
+    import copy
+    d = copy.deepcopy(d)
+    for tp, pv in zip(d.tables[base:], labels):
+        tp.public_values = np.asarray(pv, dtype=tp.public_values.dtype)
+    return d
+
+
+@pytest.mark.parametrize("how", ["no transaction", "ecall", "out of order", "another tx"])
+def test_block_piece_label_refused(block_proof, how):
+    import copy
+    from steadfast.prover.api import verify
+    from steadfast.prover.blocks.proof import TxBlockProof
+    from steadfast.rv32 import block as rblock
+    blk, p = block_proof
+    d = copy.deepcopy(decode_proof(p.proof))
+    base = rblock.num_tables(4)
+    labels = [[int(v) for v in tp.public_values] for tp in d.tables[base:]]
+    assert len(labels) >= 2
+    if how == "no transaction":
+        labels[-1] = [18 * 4 + T.INDEX["alu"]]
+    elif how == "ecall":
+        labels[0] = [18 * 1 + T.INDEX["ecall"]]
+    elif how == "out of order":
+        labels[0], labels[1] = labels[1], labels[0]
+    else:       # a valid label, in order: the same chip of the transaction before
+        j = next(j for j in range(len(labels)) if labels[j][0] >= 18
+                 and (j == 0 or labels[j - 1][0] < labels[j][0] - 18))
+        labels[j] = [labels[j][0] - 18]
+        assert rblock.pieces_of(_with_labels(d, base, labels), 4)       # well-formed
+    d = _with_labels(d, base, labels)
+    bad = TxBlockProof.from_bytes(p.to_bytes())
+    bad = type(bad)(**{**bad.__dict__, "proof": encode(d)})
+    with pytest.raises(VerificationError) as e:
+        verify(bad, block=blk, min_security_bits=0)
+    if how != "another tx":
+        assert isinstance(e.value, PublicValuesError) and e.value.table == "rv32_pieces"

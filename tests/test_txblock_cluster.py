@@ -126,3 +126,29 @@ def test_cli_cluster_takes_prove_s_proof_options(ray_cpus, tmp_path, capsys):
         assert named in capsys.readouterr().err
     assert main_prove(["--cluster", str(path), "--cap-height", "9", "-q"]) == 2
     assert "--cap-height must be in [0, 8], got 9" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(600)
+def test_split_txblock_sharded(ray_cpus, monkeypatch):
+    """A block whose transactions split their chips (docs/rv32.md "Split chips"; the
+    thresholds lowered in this process, where the sharded proof builds the tables) proves
+    sharded over the workers -- the pieces' AIRs rebuilt there from the spec, each in its
+    transaction's bus namespace -- in the one-machine bytes, and verifies."""
+    from steadfast.rv32 import block as rblock
+    from steadfast.rv32 import tables as T
+    from steadfast.rv32.blockfile import parse_block
+    monkeypatch.setattr(T, "SPLIT_MIN_ROWS", 16)
+    monkeypatch.setattr(T, "SPLIT_MIN_SAVING", 0)
+    data = bytes(range(256)) * 2
+    blk = parse_block({"format": "steadfast-block", "version": 2, "max_cycles": 1 << 20,
+                       "transactions": [{"elf": "examples/hello.elf", "input": "6869"},
+                                        {"elf": "guests/bin/sha256.elf",
+                                         "input": data.hex()}]}, ROOT)
+    ref = Prover(CFG).prove_block(blk)
+    from steadfast.prover.engine.air_proof import decode_proof
+    assert rblock.pieces_of(decode_proof(ref.proof), 2)
+    with ClusterProver(config=CFG, workers=2) as cp:
+        sharded = cp.prove_sharded(blk)
+    assert sharded.to_bytes() == ref.to_bytes()
+    res = verify(sharded.to_bytes(), block=blk, min_security_bits=0)
+    assert res.exit_codes == [0, 0]

@@ -233,12 +233,13 @@ def verify_block_body(proof: TxBlockProof, blk: Block, min_security_bits, *,
     sec = check_security(decoded.params, min_security_bits, airs,
                          [t.log_n for t in decoded.tables])
     rblock.check_block_size(decoded, airs)
-    expected = _check_statement(blk, claims, got, first)
+    expected = _check_statement(blk, claims, got, first, tx_slots)
     res = _verify_proof(decoded, airs, expected, min_security_bits=min_security_bits)
     return _result(blk, claims, got, t0, decoded.params, res.security or sec)
 
 
-def _check_statement(blk: Block, claims: list, got: list, first: int = 0) -> list:
+def _check_statement(blk: Block, claims: list, got: list, first: int = 0,
+                     tx_slots=()) -> list:
     """Every transaction's public values are its statement's (PublicValuesError naming the
     transaction and what differs) and the block's claims hold; returns the expected
     public values."""
@@ -246,7 +247,8 @@ def _check_statement(blk: Block, claims: list, got: list, first: int = 0) -> lis
     progs = [t.program for t in blk.transactions]
     ins = [t.input for t in blk.transactions]
     expected = rblock.block_public_values(progs, ins, [c.output for c in claims],
-                                          [c.exit_code for c in claims], blk.max_cycles)
+                                          [c.exit_code for c in claims], blk.max_cycles,
+                                          tx_slots)
     want = rblock.stark_limit(blk.max_cycles)
     for k, (tx, claim) in enumerate(zip(blk.transactions, claims)):
         i = first + k
@@ -267,7 +269,9 @@ def _check_statement(blk: Block, claims: list, got: list, first: int = 0) -> lis
                 msg = msg[len(exc.table) + 3:]
             raise PublicValuesError(f"transaction {i}: {msg}", exc.table) from None
         _check_claims(i, tx, claim)
-    for a, b in zip(expected[-len(rblock.SHARED):], got[-len(rblock.SHARED):]):
+    base = rblock.num_tables(len(blk.transactions))     # the shared tables end there
+    shared = slice(base - len(rblock.SHARED), base)
+    for a, b in zip(expected[shared], got[shared]):
         if a != b:
             raise PublicValuesError("a shared table carries public values", "rv32_bytes")
     return expected

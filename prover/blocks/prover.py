@@ -134,7 +134,8 @@ class TxBlockProver(ProverCore):
             if self.dev_mode:
                 with PROVE_LOCK:
                     self._check_txblock(bt.airs, bt.traces, bt.table_public_values, phases)
-                body = dev_body(bt.table_public_values)
+                # a development proof carries the block's tables' values, not the pieces'
+                body = dev_body(bt.table_public_values[:rblock.num_tables(len(bt.txs))])
                 phases["total"] = time.perf_counter() - t0
                 stats = ProofStats(counters={"dev_mode": True}, backend=self.backend,
                                    cycles=bt.cycles, phases=phases, proof_bytes=len(body),
@@ -188,7 +189,6 @@ class TxBlockProver(ProverCore):
         """:meth:`execute_txblock` of a block in epochs: every transaction (its sizing
         run), the parts, and part 0's tables."""
         from ...rv32.segments import run_segments
-        from ...rv32.tables import TABLES
         from ...rv32.traces import build_traces
         from .epochs import KIND_NAMES, LONG
         kind, first, count = plan[0]
@@ -197,7 +197,7 @@ class TxBlockProver(ProverCore):
             seg = next(iter(run_segments(txs0[0].program, txs0[0].input, blk.max_cycles, S)))
             tr = build_traces(txs0[0].program, None, blk.max_cycles, segment=seg,
                               **self.config.trace_options())
-            names, airs, traces = list(TABLES), tr.airs, tr.traces
+            names, airs, traces = tr.names, tr.airs, tr.traces
         else:
             exs = [run_transaction(first + k, tx, blk.max_cycles, False)
                    for k, tx in enumerate(txs0)]

@@ -106,7 +106,7 @@ def _prove_parser() -> argparse.ArgumentParser:
                     help="RISC-V proofs: how the instruction chips are laid out -- split: "
                          "one instruction a row, and a chip whose rows would leave its power "
                          "of two at most half full goes in two tables (about a third fewer "
-                         "cells for a long program, a larger proof; one-segment programs); "
+                         "cells for a long program, a larger proof); "
                          "size: one a row, one table a chip, the smallest proof (the bytes "
                          "of earlier releases); cells: up to 4 a row, the fewest committed "
                          "cells, the largest proof (default: the profile's: split, size for "

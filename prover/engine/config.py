@@ -70,8 +70,8 @@ def _check_types(cfg) -> None:
 # takes a proof of any profile.
 #   default  the protocol's defaults (Params) with slots="split" (a program's chips split
 #            over two tables where that saves cells, docs/rv32.md "Split chips"): the
-#            proof bytes of earlier releases wherever nothing splits (blocks, segments,
-#            small programs); slots="size" gives them for any program
+#            proof bytes of earlier releases wherever nothing splits (small programs
+#            and blocks); slots="size" gives them for any proof
 #   fast     log_blowup 1: the smallest LDE, the fastest prove, the largest proof
 #   small    log_blowup 3 with fewer queries and 2^22 grinding, slots="size": a 2^20-cycle
 #            program's proof under 300 KB, for a longer prove
@@ -121,8 +121,8 @@ class ProverConfig:
     ``slots``: how an RV32 proof lays out its instruction chips -- "split" (default: one
     item a row, and a chip whose rows would leave its power of two at most half full in
     two tables, docs/rv32.md "Split chips": about a third fewer committed cells for a
-    2^20-cycle program, a larger proof; a program's one-proof only, blocks and segments
-    as "size"), "size" (one item a row, one table a chip: the smallest proof, the bytes
+    2^20-cycle program, a larger proof; a program's proof, each segment's and each
+    block transaction's), "size" (one item a row, one table a chip: the smallest proof, the bytes
     of earlier releases) or "cells" (up to 4 items a row, the fewest committed cells: the
     fastest prove, the largest proof); the choice is read back off the proof (widths,
     the pieces' labels), so verifiers need nothing.

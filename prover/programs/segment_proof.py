@@ -31,7 +31,8 @@ import numpy as np
 from ...rv32.chips.common import NUM_REGS
 from ...rv32.segments import (Chain, Segment, check_segment_cycles, segment_airs,
                               segment_public_values, MAX_SEGMENTED_CYCLES)
-from ...rv32.statement import slots_of
+from ...rv32.statement import slots_of, split_of
+from ...rv32.tables import piece_public_values
 from ...verifier.errors import ShapeError, VerificationError
 from ...verifier.proof_format import Params
 
@@ -202,11 +203,16 @@ def verify_segmented(proof: SegmentedProof, program, input: bytes, max_cycles: i
         if params is not None and decoded.params != params:
             raise ShapeError(f"segment {j}: other parameters than segment 0's")
         params = decoded.params
-        airs = segment_airs(image, chain.input, seg, decoded.params.log_blowup,
-                            slots_of(decoded, pieces=False))     # a segment never splits
+        try:                                    # the pieces: docs/rv32.md "Split chips"
+            split, slots = split_of(decoded), slots_of(decoded)
+        except VerificationError as e:
+            msg = str(e)[len(f"[{e.table}] "):] if e.table else str(e)
+            raise type(e)(f"segment {j}: {msg}", e.table) from None
+        airs = segment_airs(image, chain.input, seg, decoded.params.log_blowup, slots, split)
         sec = check_security(decoded.params, min_security_bits, airs,
                              [t.log_n for t in decoded.tables])
-        expected = segment_public_values(chain.input, seg, proof.max_cycles)
+        expected = segment_public_values(chain.input, seg, proof.max_cycles) + \
+            piece_public_values(split)
         try:
             verify(decoded, airs, expected, min_security_bits=min_security_bits)
         except VerificationError as e:

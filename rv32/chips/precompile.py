@@ -55,8 +55,11 @@ def _output_limbs(b, lo, hi, real):
     range16(b, hi, real)
 
 
-def build_p2call(log_blowup: int):
-    b = AirBuilder("rv32_p2call")
+def build_p2call(log_blowup: int, piece: bool = False):
+    """rv32_p2call; ``piece``: its split table's AIR, ``rv32_p2call+`` with the public
+    value piece_of that no constraint reads (chips/slots.py ``slotted``, rv32/tables.py
+    "Split chips")."""
+    b = AirBuilder("rv32_p2call+", public=("piece_of",)) if piece else AirBuilder("rv32_p2call")
     clk, wa_in, wa_out, real = (b.main(n) for n in ("clk", "wa_in", "wa_out", "real"))
     b.assert_bool(real, name="real_bool")
     b.receive(P2CALL, [clk, wa_in, wa_out], multiplicity=real)
