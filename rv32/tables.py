@@ -28,7 +28,9 @@ the statement; the others are built once per (k, LogUp degree cap) (air/builder.
 ``logup_degree_cap``: the AIR depends on log_blowup only through it).  The instruction
 chips and POSEIDON2 hold k items a row (chips/slots.py, ``SLOTTED``), k chosen per proof
 (:func:`choose_slots`: by default for the smallest proof, else the fewest cells) and read
-back off the widths.
+back off the widths.  A proof may list after the 18 a second table for chips of
+:data:`SPLITTABLE`, their pieces (``alu+``; :func:`choose_split`, :func:`table_names`,
+docs/rv32.md "Split chips"), read back off the pieces' one public value.
 """
 from __future__ import annotations
 

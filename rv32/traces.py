@@ -194,8 +194,9 @@ def build_traces(program, execution, max_cycles: int = abi.DEFAULT_MAX_CYCLES,
     :func:`tables.choose_slots`' k for ``slot_objective``: "size", the smallest proof,
     or "cells", the fewest committed cells; "split" takes the smallest proof's k and puts
     a chip whose items fill at most half of the power of two past its full one in two
-    tables, :func:`tables.choose_split`, docs/rv32.md "Split chips"; a program's proof
-    or a segment's, never a block's transaction).  ``segment``: a
+    tables, :func:`tables.choose_split`, docs/rv32.md "Split chips"; a program's
+    proof, a segment's or a block's transaction: rv32/block.py moves the pieces after
+    the block's shared tables).  ``segment``: a
     :class:`rv32.segments.Segment` whose local execution this is -- the tables of that
     segment's proof (its boundary tables, docs/rv32.md "Long programs: segments")."""
     if segment is not None:
