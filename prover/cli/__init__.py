@@ -96,11 +96,11 @@ def _prove_parser() -> argparse.ArgumentParser:
     from ..engine.config import PROFILES
     ap.add_argument("--profile", default="default", choices=tuple(PROFILES),
                     help="a named parameter set (docs/api.md 'Profiles'): default "
-                         "(log_blowup 2, 50 queries), fast (log_blowup 1: the fastest prove, "
-                         "larger proofs), small (log_blowup 3, 27 queries, 22 proof-of-work "
+                         "(log_blowup 2, 50 queries), fast (log_blowup 1: a program's fastest "
+                         "prove, larger proofs), small (log_blowup 3, 27 queries, 22 proof-of-work "
                          "bits: smaller proofs, slower prove), smallest (log_blowup 5, 17 "
                          "queries: the smallest, about 5x the prove time), fastest (fast with "
-                         "--slots cells: the fastest prove, the largest proofs); the options "
+                         "--slots cells: a block's fastest prove, the largest proofs); the options "
                          "below override it; each gives >= 100 conjectured bits")
     ap.add_argument("--slots", default=None, choices=("size", "cells", "split"),
                     help="RISC-V proofs: how the instruction chips are laid out -- split: "

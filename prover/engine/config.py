@@ -78,8 +78,8 @@ def _check_types(cfg) -> None:
 #   smallest log_blowup 5, 17 queries, slots="size": a 2^18-cycle block's proof under
 #            500 KB, for 4.5-5 times the prove time and 2-3 times the memory
 #   fastest  fast's parameters with slots="cells": the wide chips hold up to 4 items a
-#            row (fewer committed cells), the fastest prove for about 1.7-2 times fast's
-#            bytes
+#            row, the fastest prove of a block for about 1.6 times fast's bytes (a
+#            program proves faster with fast's split, docs/benchmarks.md "Split chips")
 PROFILES = {
     "default": {"log_blowup": Params.log_blowup, "num_queries": Params.num_queries,
                 "pow_bits": Params.pow_bits, "log_fri_arity": Params.log_fri_arity,
