@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from hypothesis import given, settings, strategies as st
 import pytest
 
 from steadfast import rv32
@@ -358,3 +359,24 @@ def test_block_piece_label_refused(block_proof, how):
         verify(bad, block=blk, min_security_bits=0)
     if how != "another tx":
         assert isinstance(e.value, PublicValuesError) and e.value.table == "rv32_pieces"
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.sampled_from(T.SPLITTABLE), items=st.integers(1, 1 << 22),
+       cycles=st.integers(0, 1 << 22))
+def test_choose_split_property(name, items, cycles):
+    """Whenever choose_split splits: the chip's table is a full power of two past
+    SPLIT_MIN_ROWS, the piece holds the rest in at most as many rows, and the two commit
+    at least SPLIT_MIN_SAVING cells a cycle fewer than the one table would."""
+    from steadfast.rv32.chips.common import pow2_rows
+    got = T.choose_split(name, items, 1, 2, cycles)
+    rows = pow2_rows(items)
+    if got is None:
+        return
+    first, k2 = got
+    rest = items - first
+    assert first & (first - 1) == 0 and rows > T.SPLIT_MIN_ROWS and first == rows // 2
+    assert 0 < rest and pow2_rows(-(-rest // k2)) <= first
+    cells = T._slot_shape(name, 2, 1)[1]
+    two = first * cells + pow2_rows(-(-rest // k2)) * T._slot_shape(name, 2, k2)[1]
+    assert rows * cells - two >= max(1, T.SPLIT_MIN_SAVING * cycles)
