@@ -61,6 +61,7 @@ from .tables import INDEX, SLOTTED, SPLITTABLE, TABLES, base_name, choose_slots,
     k_of_width, piece_name, slots_from_widths, static_air, table_airs
 
 SHARED = ("bytes", "poseidon2")
+MAX_PROOF_TABLES = 0xFFFF       # the proof format counts tables in a u16 (docs/protocol.md)
 SHARED_BUSES = (RANGE16, PAIR8, AND8, POSEIDON2)
 TX_TABLES = tuple(n for n in TABLES if n not in SHARED)
 STATE_DOMAIN = b"steadfast/block-state/v2\x00"
@@ -219,11 +220,18 @@ def build_block_traces(programs, executions, max_cycles: int, log_blowup: int,
     max_cycles = stark_limit(max_cycles)
     airs, traces, pvs, txs, states, pieces = [], [], [], [], [], []
     counts = {bus: np.zeros(bytes_chip.SIZE, np.int64) for bus in bytes_chip.BUSES}
+    # pieces only while the proof's table count stays within the format's u16, a
+    # transaction adding at most one a SPLITTABLE table (4,095 transactions of 16 fill it)
+    executions = list(executions)
+    room = MAX_PROOF_TABLES - num_tables(len(executions))
     for i, (prog, ex) in enumerate(zip(programs, executions)):
         image = None if images is None else images[i]
+        objective = slot_objective
+        if objective == "split" and room - len(pieces) < len(SPLITTABLE):
+            objective = "size"
         with bus_namespace(tx_prefix(i), SHARED_BUSES):
             tr = build_traces(prog, ex, max_cycles, log_blowup, image=image,
-                              slot_objective=slot_objective)
+                              slot_objective=objective)
         airs += _pick(tr.airs)
         traces += _pick(tr.traces)
         pvs += _pick(tr.table_public_values)

@@ -380,3 +380,19 @@ def test_choose_split_property(name, items, cycles):
     cells = T._slot_shape(name, 2, 1)[1]
     two = first * cells + pow2_rows(-(-rest // k2)) * T._slot_shape(name, 2, k2)[1]
     assert rows * cells - two >= max(1, T.SPLIT_MIN_SAVING * cycles)
+
+
+def test_block_pieces_stay_within_the_table_count(low_thresholds, monkeypatch):
+    """The proof format counts tables in a u16: a block splits a transaction's chips only
+    while 10 more tables (one a SPLITTABLE table) still fit (the limit lowered here to
+    the block's tables + 10: only the first transaction splits)."""
+    from steadfast.prover.api import verify
+    from steadfast.rv32 import block as rblock
+    monkeypatch.setattr(rblock, "MAX_PROOF_TABLES", rblock.num_tables(4) + len(T.SPLITTABLE))
+    blk = _split_block()
+    p = Prover(ProverConfig(**FAST)).prove_block(blk)
+    d = decode_proof(p.proof)
+    pieces = rblock.pieces_of(d, 4)
+    assert pieces and {i for i, _ in pieces} == {0}, pieces
+    assert len(d.tables) <= rblock.MAX_PROOF_TABLES
+    assert verify(p, block=blk, min_security_bits=0).exit_codes == [0, 0, 0, 0]
