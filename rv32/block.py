@@ -20,7 +20,7 @@ rv32/statement.py.  The proof holds, in this order,
   lookups in all.
 * then, for every split chip of a transaction (docs/rv32.md "Split chips"), its piece
   ``tx{i}/alu+``, by transaction and then table order, built in the transaction's bus
-  namespace and labelled by one public value, :func:`piece_label` = 18 i + the chip's
+  namespace and labelled by one public value, ``tables.piece_label`` = 18 i + the chip's
   index (:func:`pieces_of` reads and checks them; a block without pieces is the block
   proof of earlier releases).
 
@@ -58,7 +58,8 @@ from .chips.poseidon2_trace import poseidon2_trace
 from .chips.program import image_of
 from .statement import (PV_EXIT, PV_OUT_LEN, claimed_output, public_values)
 from .tables import INDEX, SLOTTED, SPLITTABLE, TABLES, base_name, choose_slots, is_piece, \
-    k_of_width, piece_name, slots_from_widths, static_air, table_airs
+    k_of_width, piece_label, piece_name, read_piece_labels, slots_from_widths, static_air, \
+    table_airs
 
 SHARED = ("bytes", "poseidon2")
 MAX_PROOF_TABLES = 0xFFFF       # the proof format counts tables in a u16 (docs/protocol.md)
@@ -84,12 +85,6 @@ def num_tables(n_tx: int) -> int:
     return len(TX_TABLES) * n_tx + len(SHARED)
 
 
-def piece_label(i: int, chip: str) -> int:
-    """A block's piece's one public value: 18 i + the chip's index in TABLES (a
-    program's proof is transaction 0: the chip's index)."""
-    return len(TABLES) * int(i) + INDEX[chip]
-
-
 def pieces_in(tx_slots) -> list:
     """The (transaction, chip) pairs of the pieces in per-transaction slots (a piece
     ``alu+`` has its own k there), in proof order: by transaction, then TABLES order."""
@@ -102,24 +97,18 @@ def pieces_in(tx_slots) -> list:
 
 def pieces_of(proof, n_tx: int) -> list:
     """The pieces of a block proof, from the public values of its tables after
-    :func:`num_tables`: each exactly one value, :func:`piece_label` of a transaction of
-    the block and a chip of SPLITTABLE, strictly increasing (PublicValuesError, site
-    ``rv32_pieces``, otherwise; ShapeError for too few tables)."""
+    :func:`num_tables` (``tables.read_piece_labels``: each exactly one value, the
+    ``piece_label`` of a transaction of the block and a chip of SPLITTABLE, strictly
+    increasing; PublicValuesError, site ``rv32_pieces``, otherwise; ShapeError for too
+    few tables)."""
     base = num_tables(n_tx)
     if len(proof.tables) < base:
         raise ShapeError(f"a proof of a block of {n_tx} transactions has {base} tables "
                          f"(and its split chips' pieces), this one {len(proof.tables)}")
-    out, last = [], -1
-    for j, tp in enumerate(proof.tables[base:]):
-        pv = [int(v) for v in tp.public_values]
-        i, c = divmod(pv[0], len(TABLES)) if len(pv) == 1 else (-1, -1)
-        if not (0 <= i < n_tx and TABLES[c] in SPLITTABLE and pv[0] > last):
-            raise PublicValuesError(f"table {base + j}: public values {pv} name no piece "
-                                    f"(one value, 18 x transaction + the index of one of "
-                                    f"{', '.join(SPLITTABLE)}, increasing)", "rv32_pieces")
-        last = pv[0]
-        out.append((i, TABLES[c]))
-    return out
+    try:
+        return read_piece_labels([tp.public_values for tp in proof.tables[base:]], n_tx, base)
+    except ValueError as e:
+        raise PublicValuesError(str(e), "rv32_pieces") from None
 
 
 def _pick(rows: list) -> list:
@@ -167,7 +156,7 @@ def block_public_values(programs, inputs, outputs, exit_codes, max_cycles: int,
     out = []
     for prog, data, outp, code in zip(programs, inputs, outputs, exit_codes):
         out += _pick(public_values(prog, data, outp, code, max_cycles))
-    return out + [[] for _ in SHARED] + [[piece_label(i, c)] for i, c in pieces_in(tx_slots)]
+    return out + [[] for _ in SHARED] + [[piece_label(c, i)] for i, c in pieces_in(tx_slots)]
 
 
 def state_out(state_in: bytes, receipts) -> bytes:
@@ -237,7 +226,7 @@ def build_block_traces(programs, executions, max_cycles: int, log_blowup: int,
         pvs += _pick(tr.table_public_values)
         for c in tr.split:                  # the pieces go after the shared tables
             j = tr.names.index(piece_name(c))
-            pieces.append((tr.airs[j], tr.traces[j], [piece_label(i, c)]))
+            pieces.append((tr.airs[j], tr.traces[j], [piece_label(c, i)]))
         for bus in counts:
             counts[bus] += tr.lookup_counts[bus]
         states.append(tr.p2_states)
@@ -335,4 +324,5 @@ def check_block_size(proof, airs) -> None:
 __all__ = ["SHARED", "SHARED_BUSES", "TX_TABLES", "table_names", "num_tables", "tx_airs",
            "shared_airs", "block_airs", "block_public_values", "state_out", "BlockTraces",
            "build_block_traces", "tx_public_values", "claims_of", "slots_of",
-           "check_block_size", "check_shape", "tx_prefix", "PV_EXIT", "PV_OUT_LEN"]
+           "check_block_size", "check_shape", "tx_prefix", "PV_EXIT", "PV_OUT_LEN",
+           "pieces_of", "pieces_in", "MAX_PROOF_TABLES"]

@@ -114,32 +114,45 @@ def table_names(split=()) -> tuple:
     return TABLES + tuple(piece_name(c) for c in split)
 
 
+def piece_label(chip: str, tx: int = 0) -> int:
+    """A piece's one public value: 18 tx + the chip's index in TABLES (a program's or a
+    segment's proof is transaction 0; a block's transaction tx, rv32/block.py)."""
+    return len(TABLES) * int(tx) + INDEX[chip]
+
+
+def read_piece_labels(pvs, n_tx: int = 1, first: int = len(TABLES)) -> list:
+    """The (transaction, chip) pieces named by ``pvs``, the public values of a proof's
+    tables after its fixed ones (table ``first`` on): each exactly one value, the
+    :func:`piece_label` of a chip of SPLITTABLE and a transaction below ``n_tx``,
+    strictly increasing.  ValueError naming the first table that is not."""
+    out, last = [], -1
+    for j, pv in enumerate(pvs):
+        pv = [int(v) for v in pv]
+        tx, c = divmod(pv[0], len(TABLES)) if len(pv) == 1 else (-1, 0)
+        if not (0 <= tx < n_tx and TABLES[c] in SPLITTABLE and pv[0] > last):
+            what = "the index" if n_tx == 1 else "18 x transaction + the index"
+            raise ValueError(f"table {first + j}: public values {pv} name no piece (one "
+                             f"value, {what} of one of {', '.join(SPLITTABLE)}, "
+                             f"increasing)")
+        last = pv[0]
+        out.append((tx, TABLES[c]))
+    return out
+
+
 def split_of_public_values(pvs) -> tuple:
-    """The split chips of a proof from its tables' public values (proof order): the 18
-    tables, then one table per piece whose one public value is its chip's index in TABLES,
-    strictly increasing.  ValueError naming what is wrong (too few tables, a piece's
-    values)."""
-    pvs = [list(v) for v in pvs]
+    """The split chips of a program's or segment's proof from its tables' public values
+    (proof order): the 18 tables, then the pieces (:func:`read_piece_labels`).  ValueError
+    naming what is wrong (too few tables, a piece's values)."""
+    pvs = list(pvs)
     if len(pvs) < len(TABLES):
         raise ValueError(f"an RV32 proof has at least {len(TABLES)} tables, this one "
                          f"{len(pvs)}")
-    out = []
-    for j, pv in enumerate(pvs[len(TABLES):]):
-        i = int(pv[0]) if len(pv) == 1 else -1
-        chip = TABLES[i] if 0 <= i < len(TABLES) else None
-        if chip not in SPLITTABLE or (out and INDEX[out[-1]] >= i):
-            raise ValueError(f"table {len(TABLES) + j}: public values {pv} name no split "
-                             f"chip after {out[-1] if out else 'the 18 tables'} (one value, "
-                             f"the index of one of {', '.join(SPLITTABLE)}, increasing)")
-        out.append(chip)
-    if len(out) > len(SPLITTABLE):
-        raise ValueError(f"{len(out)} pieces, at most {len(SPLITTABLE)}")
-    return tuple(out)
+    return tuple(c for _, c in read_piece_labels(pvs[len(TABLES):]))
 
 
 def piece_public_values(split) -> list:
     """The pieces' public values (after the 18 tables'), for the chips ``split``."""
-    return [[INDEX[c]] for c in split]
+    return [[piece_label(c)] for c in split]
 
 
 def choose_split(name: str, items: int, k: int, log_blowup: int, cycles: int = 0):
@@ -161,8 +174,8 @@ def choose_split(name: str, items: int, k: int, log_blowup: int, cycles: int = 0
     if rest <= 0:
         return None
     k2 = choose_slots(name, rest, log_blowup, "size")
-    one = rows * _slot_shape(name, log_blowup, k)[1]
-    two = half * _slot_shape(name, log_blowup, k)[1] + \
+    cells = _slot_shape(name, log_blowup, k)[1]
+    one, two = rows * cells, half * cells + \
         pow2_rows(-(-rest // k2)) * _slot_shape(name, log_blowup, k2)[1]
     return (first, k2) if one - two >= max(1, SPLIT_MIN_SAVING * int(cycles)) else None
 
@@ -331,6 +344,7 @@ def table_airs(image, input: bytes, output: bytes, log_blowup: int, slots=None,
 __all__ = ["TABLES", "INDEX", "CHIPS", "SLOTTED", "slot_menu", "static_air", "table_airs",
            "choose_slots", "slots_from_widths", "cells_per_row", "opening_bytes",
            "SPLITTABLE", "table_names", "split_of_public_values", "piece_public_values",
+           "piece_label", "read_piece_labels",
            "choose_split", "piece_name", "base_name", "is_piece", "k_of_width"]
 
 

@@ -255,12 +255,11 @@ def build_traces(program, execution, max_cycles: int = abi.DEFAULT_MAX_CYCLES,
     if segment is None:
         airs = table_airs(image, rec.input, output, log_blowup, slots, names=names)
         pvs = public_values(program, rec.input, output, execution.exit_code, max_cycles)
-        pvs += piece_public_values(split)
     else:
         from .segments import segment_airs, segment_public_values
         airs = segment_airs(image, rec.input, segment, log_blowup, slots, split)
-        pvs = segment_public_values(rec.input, segment, max_cycles) + \
-            piece_public_values(split)
+        pvs = segment_public_values(rec.input, segment, max_cycles)
+    pvs += piece_public_values(split)
     traces = [None] * len(names)
     for name, r in rows.items():
         height = REG_ROWS if name == "registers" else None

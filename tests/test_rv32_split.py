@@ -88,13 +88,8 @@ def test_split_proof_verifies(proof):
     v = verify_program(raw, str(ELF), DATA, min_security_bits=None)
     assert v.exit_code == 0 and len(v.public_values) == len(decoded.tables)
     prog = rv32.load_elf(str(ELF))
-    claim, _ = verify_execution(decoded_bytes(decoded), prog, DATA, 1 << 24,
-                                min_security_bits=None)
+    claim, _ = verify_execution(encode(decoded), prog, DATA, 1 << 24, min_security_bits=None)
     assert claim.output == v.output
-
-
-def decoded_bytes(decoded) -> bytes:
-    return encode(decoded)
 
 
 def _wrapped(d) -> bytes:

@@ -76,7 +76,7 @@ class Board:
     def total_rounds(self) -> int:
         """tables x rounds: the tables announced, or the rows seen if more (a program
         whose chips split over two tables has up to 27)."""
-        return max(self.n_tables, len(self.order) - (self.whole in self.state)) * len(ROUNDS)
+        return max(self.n_tables, len(self.tables())) * len(ROUNDS)
 
     def tables(self) -> list:
         """The table rows so far, in the order they appeared."""

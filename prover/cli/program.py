@@ -173,9 +173,8 @@ def _security(program, data: bytes, proof, params):
     from ...rv32.statement import program_airs, split_of
     from ...rv32.tables import TABLES, slots_from_widths, table_names
     from ...verifier.security import proof_security
-    from ..engine.air_proof import decode_proof
     st = proof.stats
-    split = split_of(decode_proof(proof.proof)) if len(st.tables) > len(TABLES) else ()
+    split = split_of(proof.public_values) if len(st.tables) > len(TABLES) else ()
     slots = slots_from_widths([t.main_width for t in st.tables], params.log_blowup,
                               table_names(split))
     airs = program_airs(program, data, proof.output, params.log_blowup, slots, split=split)
