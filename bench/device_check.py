@@ -52,7 +52,7 @@ Order -- what matters most first, so that a short or failing first run still ans
    about 2^k cycles from ``bench/make_block.py``'s generator (``v2_block``, same defaults:
    hash share 0.25, seed 1), comparing the proof bytes;
 6. if time is left, the first block again under ``--profile fastest`` (log_blowup 1,
-   slots "cells": the chips' tables hold up to 4 instructions a row, with their own
+   slots "cells-split": the chips' tables hold up to 4 instructions a row, with their own
    generated kernels), device vs host, proof bytes compared.
 
 Time budget (sized for a lent machine's one 600 s command): every check runs in a worker

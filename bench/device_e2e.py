@@ -208,8 +208,8 @@ class E2E:
         self.done_k.add(k)
 
     def fastest(self, k: int) -> None:
-        """The ``fastest`` profile (log_blowup 1, slots "cells": tables of up to 4
-        instructions a row, their own constraint kernels) at 2^k, device then host, bytes
+        """The ``fastest`` profile (log_blowup 1, slots "cells-split": tables of up to 4
+        instructions a row, their own constraint kernels, split chips) at 2^k, device then host, bytes
         compared.  Last in the run, within what is left of the budget; its times stay out
         of the ladder's predictions and a failure here does not stop the device proofs."""
         block, size = sized_block(k), f"2^{k} cycles"

@@ -216,8 +216,8 @@ def build_block_traces(programs, executions, max_cycles: int, log_blowup: int,
     for i, (prog, ex) in enumerate(zip(programs, executions)):
         image = None if images is None else images[i]
         objective = slot_objective
-        if objective == "split" and room - len(pieces) < len(SPLITTABLE):
-            objective = "size"
+        if objective in ("split", "cells-split") and room - len(pieces) < len(SPLITTABLE):
+            objective = "size" if objective == "split" else "cells"
         with bus_namespace(tx_prefix(i), SHARED_BUSES):
             tr = build_traces(prog, ex, max_cycles, log_blowup, image=image,
                               slot_objective=objective)

@@ -155,7 +155,8 @@ def piece_public_values(split) -> list:
     return [[piece_label(c)] for c in split]
 
 
-def choose_split(name: str, items: int, k: int, log_blowup: int, cycles: int = 0):
+def choose_split(name: str, items: int, k: int, log_blowup: int, cycles: int = 0,
+                 piece_objective: str = "size"):
     """Where ``name``'s ``items`` items (k a row) go when the chip may split: None (one
     table, pow2_rows(ceil(items / k)) rows) or (first, k2): the first ``first`` items
     fill the chip's table of first / k rows (a power of two) and the rest go to the
@@ -173,7 +174,7 @@ def choose_split(name: str, items: int, k: int, log_blowup: int, cycles: int = 0
     rest = int(items) - first
     if rest <= 0:
         return None
-    k2 = choose_slots(name, rest, log_blowup, "size")
+    k2 = choose_slots(name, rest, log_blowup, piece_objective)
     cells = _slot_shape(name, log_blowup, k)[1]
     one, two = rows * cells, half * cells + \
         pow2_rows(-(-rest // k2)) * _slot_shape(name, log_blowup, k2)[1]
@@ -283,13 +284,13 @@ def choose_slots(name: str, items: int, log_blowup: int, objective: str = "size"
     objective "size" (the default) takes the k with the smallest :func:`opening_bytes` --
     in practice k = 1, as a slot widens every opened row k times; "cells" the k committing the fewest cells (the faster prover, proofs
     up to 1.6 times larger).  Ties to the smaller k."""
-    if objective not in ("size", "cells", "split"):
-        raise ValueError(f"objective {objective!r}: 'size', 'cells' or 'split'")
+    if objective not in ("size", "cells", "split", "cells-split"):
+        raise ValueError(f"objective {objective!r}: 'size', 'cells', 'split' or 'cells-split'")
     best = None
     for k in slot_menu(name):
         cells = _slot_shape(name, log_blowup, k)[1]
         rows = pow2_rows(-(-int(items) // k))
-        cost = rows * cells if objective == "cells" else \
+        cost = rows * cells if objective in ("cells", "cells-split") else \
             _opening_bytes(cells, rows, log_blowup)
         if best is None or cost < best[0]:
             best = (cost, k)

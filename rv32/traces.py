@@ -244,9 +244,11 @@ def build_traces(program, execution, max_cycles: int = abi.DEFAULT_MAX_CYCLES,
             items = len(p2_states) if name == "poseidon2" else rows[name].m
             slots[name] = choose_slots(name, max(1, items), log_blowup, slot_objective)
     cut: dict = {}                          # split chip -> its items in its own table
-    if slot_objective == "split":
+    if slot_objective in ("split", "cells-split"):
+        piece_objective = "cells" if slot_objective == "cells-split" else "size"
         for name in SPLITTABLE:             # in TABLES order
-            got = choose_split(name, rows[name].m, slots.get(name, 1), log_blowup, cycles)
+            got = choose_split(name, rows[name].m, slots.get(name, 1), log_blowup, cycles,
+                               piece_objective)
             if got is not None:
                 cut[name] = got[0]
                 slots[piece_name(name)] = got[1]

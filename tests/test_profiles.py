@@ -48,7 +48,7 @@ def test_the_profiles_as_documented():
                     for k, v in PROFILES.items()}, rows
     # every profile but fastest keeps the default slots ("size"); the table says which
     assert {k for k, v in PROFILES.items() if v.get("slots", "size") != "size"} == {"fastest"}
-    assert '`slots="cells"`' in table.split("| `fastest` |")[1].split("\n")[0]
+    assert '`slots="cells-split"`' in table.split("| `fastest` |")[1].split("\n")[0]
 
 
 def test_for_profile_and_unknown():

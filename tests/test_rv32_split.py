@@ -391,3 +391,33 @@ def test_block_pieces_stay_within_the_table_count(low_thresholds, monkeypatch):
     assert pieces and {i for i, _ in pieces} == {0}, pieces
     assert len(d.tables) <= rblock.MAX_PROOF_TABLES
     assert verify(p, block=blk, min_security_bits=0).exit_codes == [0, 0, 0, 0]
+
+
+def test_cells_split_slots_chips_and_pieces_and_verifies(low_thresholds):
+    """``slots="cells-split"``: the slotted chips take the fewest-cells k (as "cells"),
+    then split as "split" does, the piece at its own fewest-cells k -- a program's proof
+    and a block's verify, with pieces of more than one item a row among them."""
+    from steadfast.prover.api import verify
+    from steadfast.rv32 import block as rblock
+    prog = rv32.load_elf(str(ELF))
+    ex = rv32.execute(prog, DATA, 1 << 20, record=True)
+    cells = build_traces(prog, ex, 1 << 20, slot_objective="cells")
+    both = build_traces(prog, ex, 1 << 20, slot_objective="cells-split")
+    assert both.split and not cells.split
+    for c in T.SLOTTED:
+        assert both.slots[c] == cells.slots[c], c
+    for c in both.split:
+        rest = both.real_rows[c + "+"]
+        assert both.slots[c + "+"] == T.choose_slots(c, rest, 2, "cells")
+    assert max(both.slots[c + "+"] for c in both.split) > 1, both.slots
+    assert sum(both.cells().values()) < sum(cells.cells().values())
+    p = Prover(ProverConfig(slots="cells-split", **FAST)).prove_program(str(ELF), DATA)
+    d = decode_proof(p.proof)
+    assert split_of(d) == both.split and slots_of(d) == both.slots
+    assert verify_program(p.to_bytes(), str(ELF), DATA, min_security_bits=None).exit_code == 0
+    blk = _split_block()
+    bp = Prover(ProverConfig(slots="cells-split", **FAST)).prove_block(blk)
+    bd = decode_proof(bp.proof)
+    tx_slots, _ = rblock.slots_of(bd, 4)
+    assert rblock.pieces_of(bd, 4) and max(k for s in tx_slots for k in s.values()) > 1
+    assert verify(bp, block=blk, min_security_bits=0).exit_codes == [0, 0, 0, 0]

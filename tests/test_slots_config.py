@@ -53,11 +53,12 @@ CHEAP = dict(num_queries=6, pow_bits=1, logup_pow_bits=1, deep_pow_bits=1, commi
 
 
 def test_slots_field_checked():
-    assert ProverConfig().slots == "split" and SLOT_OBJECTIVES == ("size", "cells", "split")
+    assert ProverConfig().slots == "split" and SLOT_OBJECTIVES == ("size", "cells", "split",
+                                                                    "cells-split")
     assert ProverConfig(slots="cells").slots == "cells"
     assert ProverConfig(slots="split").slots == "split"
     with pytest.raises(ConfigError,
-                       match=r"slots must be one of size, cells, split, got 'fewest'") as e:
+                       match=r"slots must be one of size, cells, split, cells-split, got 'fewest'") as e:
         ProverConfig(slots="fewest")
     assert e.value.field == "slots"
     with pytest.raises(ConfigTypeError, match="slots must be str"):
@@ -68,7 +69,7 @@ def test_slots_field_checked():
 
 
 def test_slots_option_and_profile():
-    """--slots sets the field; --profile fastest is fast's parameters with "cells"; an
+    """--slots sets the field; --profile fastest is fast's parameters with "cells-split"; an
     explicit --slots wins over the profile's; no option keeps the default's "split";
     small and smallest (the proof-size profiles) take "size"."""
     parse = _prove_parser().parse_args
@@ -79,7 +80,8 @@ def test_slots_option_and_profile():
     assert prover_config(parse(["x.elf", "--profile", "fast"])).slots == "split"
     assert prover_config(parse(["x.elf", "--slots", "cells"])).slots == "cells"
     fastest = prover_config(parse(["x.elf", "--profile", "fastest"]))
-    assert fastest.slots == "cells"
+    assert fastest.slots == "cells-split"
+    assert prover_config(parse(["x.elf", "--slots", "cells-split"])).slots == "cells-split"
     assert {k: v for k, v in PROFILES["fastest"].items() if k != "slots"} == PROFILES["fast"]
     assert prover_config(parse(["x.elf", "--profile", "fastest", "--slots", "size"])).slots \
         == "size"
@@ -145,7 +147,7 @@ def test_cells_proof_is_the_same_on_the_device_pipeline():
 
 def test_cli_fastest_profile_proves_and_verifies(tmp_path, capsys):
     """prove --profile fastest: the proof verifies with the default verify (100 bits), its
-    statistics record slots "cells", and its tables hold several instructions a row."""
+    statistics record slots "cells-split", and its tables hold several instructions a row."""
     import json
     import shutil
     from pathlib import Path
@@ -160,7 +162,7 @@ def test_cli_fastest_profile_proves_and_verifies(tmp_path, capsys):
     o, err = capsys.readouterr()
     assert code == 0 and "Traceback" not in o + err, err
     rec = json.loads(stats.read_text())
-    assert rec["slots"] == "cells" and rec["params"]["log_blowup"] == 1
+    assert rec["slots"] == "cells-split" and rec["params"]["log_blowup"] == 1
     proof = ProgramProof.from_bytes(out.read_bytes())
     assert max(slots_of(decode(proof.proof)).values()) > 1
     code = main_verify([str(out), "--elf", str(elf), "--input", str(inp)])

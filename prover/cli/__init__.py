@@ -100,17 +100,18 @@ def _prove_parser() -> argparse.ArgumentParser:
                          "prove, larger proofs), small (log_blowup 3, 27 queries, 22 proof-of-work "
                          "bits: smaller proofs, slower prove), smallest (log_blowup 5, 17 "
                          "queries: the smallest, about 5x the prove time), fastest (fast with "
-                         "--slots cells: a block's fastest prove, the largest proofs); the options "
+                         "--slots cells-split: the fastest prove, the largest proofs); the options "
                          "below override it; each gives >= 100 conjectured bits")
-    ap.add_argument("--slots", default=None, choices=("size", "cells", "split"),
+    ap.add_argument("--slots", default=None, choices=("size", "cells", "split", "cells-split"),
                     help="RISC-V proofs: how the instruction chips are laid out -- split: "
                          "one instruction a row, and a chip whose rows would leave its power "
                          "of two at most half full goes in two tables (about a third fewer "
                          "cells for a long program, a larger proof); "
                          "size: one a row, one table a chip, the smallest proof (the bytes "
                          "of earlier releases); cells: up to 4 a row, the fewest committed "
-                         "cells, the largest proof (default: the profile's: split, size for "
-                         "small and smallest, cells for fastest)")
+                         "cells, the largest proof; cells-split: cells' rows, then split as "
+                         "split does (default: the profile's: split, size for small and "
+                         "smallest, cells-split for fastest)")
     ap.add_argument("--log-blowup", type=int, default=None,
                     help="log2 of the LDE blowup (default: the profile's; default profile: "
                          f"{Params.log_blowup})")

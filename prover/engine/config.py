@@ -44,7 +44,7 @@ _FIELD_TYPES = {"log_blowup": int, "num_queries": int, "pow_bits": int, "logup_p
 # "split", the smallest proof's k with a chip whose items fill at most half of the power
 # of two past its full one put in two tables (docs/rv32.md "Split chips"; a one-segment
 # program's proof, rv32/tables.py ``choose_split``): fewer cells for a few more opened rows.
-SLOT_OBJECTIVES = ("size", "cells", "split")
+SLOT_OBJECTIVES = ("size", "cells", "split", "cells-split")
 
 
 def _check_types(cfg) -> None:
@@ -77,9 +77,10 @@ def _check_types(cfg) -> None:
 #            program's proof under 300 KB, for a longer prove
 #   smallest log_blowup 5, 17 queries, slots="size": a 2^18-cycle block's proof under
 #            500 KB, for 4.5-5 times the prove time and 2-3 times the memory
-#   fastest  fast's parameters with slots="cells": the wide chips hold up to 4 items a
-#            row, the fastest prove of a block for about 1.6 times fast's bytes (a
-#            program proves faster with fast's split, docs/benchmarks.md "Split chips")
+#   fastest  fast's parameters with slots="cells-split": the wide chips hold up to 4
+#            items a row and split over two tables where that saves cells, the fastest
+#            prove (a block 1.19x fast's speed, a program fast's) for the largest proofs
+#            (1.7-1.8x fast's; docs/benchmarks.md "fastest: cells, then split")
 PROFILES = {
     "default": {"log_blowup": Params.log_blowup, "num_queries": Params.num_queries,
                 "pow_bits": Params.pow_bits, "log_fri_arity": Params.log_fri_arity,
@@ -91,7 +92,7 @@ PROFILES = {
     "smallest": {"log_blowup": 5, "num_queries": 17, "pow_bits": 20, "log_fri_arity": 3,
                  "log_cap": 0, "slots": "size"},
     "fastest": {"log_blowup": 1, "num_queries": 83, "pow_bits": 20, "log_fri_arity": 3,
-                "log_cap": 0, "slots": "cells"},
+                "log_cap": 0, "slots": "cells-split"},
 }
 
 
@@ -123,8 +124,10 @@ class ProverConfig:
     two tables, docs/rv32.md "Split chips": about a third fewer committed cells for a
     2^20-cycle program, a larger proof; a program's proof, each segment's and each
     block transaction's), "size" (one item a row, one table a chip: the smallest proof, the bytes
-    of earlier releases) or "cells" (up to 4 items a row, the fewest committed cells: the
-    fastest prove, the largest proof); the choice is read back off the proof (widths,
+    of earlier releases), "cells" (up to 4 items a row, the fewest committed cells: a
+    fast prove, a large proof) or "cells-split" ("cells"' rows, then "split"'s rule with
+    the piece at its own fewest-cells k: the fastest prove, the largest proof; the
+    ``fastest`` profile's); the choice is read back off the proof (widths,
     the pieces' labels), so verifiers need nothing.
     :meth:`for_profile` gives the named parameter sets of :data:`PROFILES` (``prove
     --profile``; docs/api.md "Profiles")."""
