@@ -395,8 +395,8 @@ def test_block_pieces_stay_within_the_table_count(low_thresholds, monkeypatch):
 
 def test_cells_split_slots_chips_and_pieces_and_verifies(low_thresholds):
     """``slots="cells-split"``: the slotted chips take the fewest-cells k (as "cells"),
-    then split as "split" does, the piece at its own fewest-cells k -- a program's proof
-    and a block's verify, with pieces of more than one item a row among them."""
+    then split as "split" does, the piece at its own fewest-cells k -- a program's proof,
+    a run in segments and a block's verify, with pieces of more than one item a row."""
     from steadfast.prover.api import verify
     from steadfast.rv32 import block as rblock
     prog = rv32.load_elf(str(ELF))
@@ -415,6 +415,10 @@ def test_cells_split_slots_chips_and_pieces_and_verifies(low_thresholds):
     d = decode_proof(p.proof)
     assert split_of(d) == both.split and slots_of(d) == both.slots
     assert verify_program(p.to_bytes(), str(ELF), DATA, min_security_bits=None).exit_code == 0
+    seg = Prover(ProverConfig(slots="cells-split", segment_cycles=1 << 14, **FAST)) \
+        .prove_program(str(ELF), DATA)
+    assert len(seg.segments) >= 2 and all(split_of(decode_proof(r.proof)) for r in seg.segments)
+    assert verify_program(seg.to_bytes(), str(ELF), DATA, min_security_bits=None).exit_code == 0
     blk = _split_block()
     bp = Prover(ProverConfig(slots="cells-split", **FAST)).prove_block(blk)
     bd = decode_proof(bp.proof)
