@@ -57,7 +57,7 @@ from steadfast._jit_cache import adopt
 from ..air import eval as air_eval
 from ..air import field as AF
 from ..air.kernel_program import kernel_program
-from . import field, host_pool
+from . import field, host_pool, hostlib
 from .field import P
 from .logup_block import logup_block
 
@@ -555,7 +555,7 @@ def quotient_host(air, shape, main_lde, prep_lde, aux_lde, public_values, challe
                 raise ValueError(f"{air.name}: challenge {name!r} missing")
             scal[4 * k:4 * k + 4] = _ef4(challenges[name], name)
     K = max(1, len(air.constraints))
-    apow = AF.ef_powers(_ef4(alpha, "alpha").reshape(4, 1), K)          # (4, K): alpha^k
+    apow = hostlib.ef_powers(_ef4(alpha, "alpha"), K)                   # (4, K): alpha^k
     apow_rev = np.ascontiguousarray(apow[:, ::-1].T)                     # row k: alpha^(K-1-k)
     sel = host_selectors(shape.log_n, shape.log_quotient, shift)
     if out is None:
@@ -636,7 +636,7 @@ def logup_h_host(air, main: np.ndarray, public_values, challenges: dict,
     # Montgomery form for the kernel: gamma and the bus ids x R, beta^(j+1) x R^2
     bpow = np.empty((arity + 1, 4), np.uint32)          # gamma, beta, beta^2, ...
     bpow[0] = field.to_mont_host(_ef4(challenges["logup_gamma"], "logup_gamma"))
-    bpow[1:] = field.to_mont_host(field.to_mont_host(AF.ef_mul(AF.ef_powers(beta, arity), beta).T))
+    bpow[1:] = field.to_mont_host(field.to_mont_host(AF.ef_mul(hostlib.ef_powers(beta, arity), beta).T))
     B = len(air.lookup_batches)
     H = np.zeros((B, 4, n), dtype=np.uint32)
     flag = np.zeros(1, np.uint32)

@@ -31,6 +31,7 @@ from numba import cuda, uint32
 from ..air import field as AF
 from .devicelib import DF, device_function, fetch, grid_1d, kernel
 from .field import P, to_mont_host
+from .hostlib import ef_powers
 
 __all__ = ["ef_batch_inverse_device", "ef_prefix_sum_device", "ood_device",
            "deep_quotient_device", "bit_reverse_device", "bitrev",
@@ -524,9 +525,10 @@ def deep_quotient_device(shape, groups, z, lam, layout: str = "cols", out=None, 
     k = 0
     gi = 0
     mode_init = 2
+    lam_pows = ef_powers(lamf, sum(ch[2] for ch in checked))    # lam^0 .. lam^(K-1)
     while gi < len(checked):
         mat, flat, c, cs, ps, vals, at_next = checked[gi]
-        lp = AF.ef_mul(AF.ef_powers(lamf, c), AF.ef_pow(lamf, k))          # (4, c)
+        lp = lam_pows[:, k:k + c]                                            # (4, c)
         cst = np.zeros((3, 4), np.uint32)
         cst[0] = AF.ef_mul(lp, vals.T).sum(axis=1) % np.uint64(P)
         mode, off0, off1 = mode_init, N if at_next else 0, 0

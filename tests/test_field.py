@@ -92,6 +92,26 @@ def test_extension_pow(x, e):
     assert [int(v) for v in r] == from_gf4(to_gf4(x) ** e)
 
 
+@given(ef_elem, st.integers(0, 70))
+def test_extension_powers_table(x, n):
+    """hostlib.ef_powers (the prover's per-table alpha / beta / lambda powers, compiled)
+    against galois and against air.field.ef_powers (the numpy reference it replaced in
+    the prover): the same values, layout (4, n) and dtype."""
+    from steadfast.air import field as AF
+    got = H.ef_powers(np.array(x, np.uint32), n)
+    assert got.shape == (4, n) and got.dtype == np.uint64
+    g = to_gf4(x)
+    assert [got[:, i].tolist() for i in range(n)] == [from_gf4(g ** i) for i in range(n)]
+    assert np.array_equal(got, AF.ef_powers(np.array(x, np.uint64).reshape(4, 1), n))
+
+
+def test_extension_powers_refuses_bad_input():
+    with pytest.raises(ValueError, match="not one EF element"):
+        H.ef_powers(np.arange(3, dtype=np.uint32), 4)
+    with pytest.raises(ValueError, match="canonical"):
+        H.ef_powers(np.array([P, 0, 0, 0], np.uint64), 4)
+
+
 def test_errors():
     with pytest.raises(TypeError, match="uint32"):
         H.mul(np.arange(3, dtype=np.int64), np.arange(3, dtype=np.int64))

@@ -25,7 +25,7 @@ from ...air import field as F
 from ...kernels import multiproof as mp
 from ...kernels import open_rows
 from ...kernels.lde_rows import gather_rows
-from ...kernels.hostlib import ef_inverse
+from ...kernels.hostlib import ef_inverse, ef_powers
 from ...kernels.poseidon2 import poseidon2_permute
 from ...kernels.ntt_host import (bit_reverse_permutation, coset_intt, intt, transpose,
                                  lde_columns, lde_from_coeffs)
@@ -416,11 +416,12 @@ class HostStages:
         # sum_k lam^k f_k and sum_k lam^k v_k, gathered per opening point
         comb = {False: None, True: None}
         cst = {False: np.zeros(4, np.uint64), True: np.zeros(4, np.uint64)}
+        widths = [(com.lde.shape[0] if not isinstance(com, Committed) or com.holds_lde
+                   else com.coeffs.shape[0]) for com, _, _ in groups]
+        lam_pows = ef_powers(lamf, sum(widths))        # lam^0 .. lam^(K-1), every group's
         lps, k = [], 0
-        for com, vals, at_next in groups:
-            held = not isinstance(com, Committed) or com.holds_lde
-            c = com.lde.shape[0] if held else com.coeffs.shape[0]
-            lp = F.ef_mul(F.ef_powers(lamf, c), F.ef_pow(lamf, k))        # (4, c)
+        for (com, vals, at_next), c in zip(groups, widths):
+            lp = lam_pows[:, k:k + c]                                         # (4, c)
             k += c
             lps.append(np.ascontiguousarray(lp.T.astype(np.uint32)))      # (c, 4)
             v = F.ef_mul(lp, np.asarray(vals, np.uint64).T).sum(axis=1) % np.uint64(F.P)
