@@ -538,6 +538,43 @@ def poseidon2_permute(states: np.ndarray) -> np.ndarray:
     return out.reshape(states.shape)
 
 
+#: proof-of-work searches of at most this many bits run on the calling thread alone (a
+#: 2^11 search is ~0.15 ms of permutations, about a thread hand-off's cost)
+GRIND_SERIAL_BITS = 11
+
+
+def grind_search(base: np.ndarray, lane: int, bits: int) -> int | None:
+    """The smallest nonce n in [0, p) such that the permutation of ``base`` (uint32[16],
+    canonical) with n at ``lane`` has its element 0 divisible by 2^bits: the proof-of-work
+    search of verifier.transcript.Transcript.grind, compiled (the 32-bit-lane kernel, W
+    nonces a permutation, no batch arrays) and split over numba's threads in interleaved
+    chunks that stop once a smaller chunk has a hit -- the same nonce, about the expected
+    2^bits permutations instead of whole batches.  None where the lanes kernel is not in
+    use (``STEADFAST_POSEIDON2_KERNEL=int64``): the caller's batch search then."""
+    if not _LANES:
+        return None
+    from .host_pool import run_dynamic, threads
+    from .poseidon2_lanes import _grind_kernel
+    b = np.ascontiguousarray(base, np.uint32).reshape(-1)
+    if b.size != WIDTH or not 0 <= int(lane) < WIDTH or not 0 <= int(bits) <= 30:
+        raise ValueError(f"grind_search: base of {b.size} values, lane {lane}, bits {bits}")
+    _check_canonical(b, "base")
+    mask = np.uint32((1 << int(bits)) - 1)
+    slots = 1 if bits <= GRIND_SERIAL_BITS else max(1, threads())
+    best = np.array([np.iinfo(np.int64).max], np.int64)
+    found = np.full(slots, -1, np.int64)
+
+    def work(s0, s1):
+        for s in range(s0, s1):
+            _grind_kernel(b, int(lane), mask, s, slots, best, found)
+
+    run_dynamic(work, slots, slots, grain=1)
+    hits = found[found >= 0]
+    if not hits.size:
+        raise RuntimeError("no proof-of-work nonce found")     # pragma: no cover
+    return int(hits.min())
+
+
 def hash_rows(m: np.ndarray) -> np.ndarray:
     """Merkle leaf hash of every row (SPEC §3 sponge): uint32[n, w] -> uint32[n, 8], w >= 1."""
     m = _check_u32(m, "m")

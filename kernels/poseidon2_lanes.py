@@ -551,6 +551,38 @@ def _sponge_lanes_kernel(m, m2, out, rate, g0, g1):
                     out[lo + j, i] = st[i * W + j]
 
 
+@njit(cache=True, nogil=True)
+def _grind_kernel(base, lane, mask, slot, slots, best, found):
+    """Proof-of-work search, worker ``slot`` of ``slots``: the chunks c = slot, slot +
+    slots, ... of W nonces [c W, c W + W) in increasing order, each state ``base`` with
+    the nonce at ``lane``, permuted; the first nonce whose output element 0 has no bit of
+    ``mask`` set goes to found[slot] (else -1), its chunk to best[0] if lower.  A worker
+    stops at a chunk above best[0] -- a chunk where some worker found one, so every nonce
+    below the smallest found has been tried (best[0] read without a lock: a stale value
+    only costs work)."""
+    st = np.empty(16 * W, np.uint32)
+    found[slot] = -1
+    c = slot
+    while c * W < P:
+        if c > best[0]:
+            return
+        lo = c * W
+        for i in range(16):
+            v = base[i]
+            for j in range(W):
+                st[i * W + j] = v
+        for j in range(W):
+            st[lane * W + j] = min(lo + j, P - 1)
+        _permute_lanes(st, 0)
+        for j in range(W):
+            if lo + j < P and (st[j] & mask) == 0:
+                found[slot] = lo + j
+                if c < best[0]:
+                    best[0] = c
+                return
+        c += slots
+
+
 #: the kernel's m2 when there is none (read-only, as every caller's m: one signature)
 NO_M2 = np.empty((0, 0), np.uint32)
 NO_M2.setflags(write=False)

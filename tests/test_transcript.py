@@ -85,6 +85,41 @@ def test_grind_finds_the_smallest_valid_nonce(bits):
     assert not Transcript().check_pow("pow", P, 0)  # non-canonical nonce
 
 
+@pytest.mark.parametrize("bits", [0, 1, 5, 9, 12, 14])
+def test_compiled_grind_search_finds_the_batch_search_nonce(bits):
+    """kernels/poseidon2.grind_search (the prover's compiled proof-of-work search:
+    interleaved chunks over the threads, a chunk above a found one skipped) returns the
+    nonce of the transcript's batch search, for inputs that leave the nonce at different
+    lanes; the smallest one (checked below it for small searches); serial and threaded
+    (bits above GRIND_SERIAL_BITS) alike."""
+    from steadfast.kernels import poseidon2 as p2
+    for i in range(12 if bits < 14 else 4):
+        t = Transcript()
+        t.absorb("x", list(range(i % 9)) + [bits])
+        want = t.copy().grind("deep_pow", bits, batch=1 << max(6, min(13, bits)))
+        got = t.copy().grind("deep_pow", bits, search=p2.grind_search)
+        assert got == want, (bits, i)
+        if bits <= 9:
+            assert not any(t.copy().check_pow("deep_pow", n, bits) for n in range(got))
+        assert t.copy().prove_work("deep_pow", bits, search=p2.grind_search) == want
+    base = np.zeros(16, np.uint32)
+    with pytest.raises(ValueError, match="grind_search"):
+        p2.grind_search(base, 16, 4)
+    with pytest.raises(ValueError, match="canonical"):
+        p2.grind_search(np.full(16, P, np.uint32), 0, 4)
+
+
+def test_grind_search_declines_without_the_lanes_kernel(monkeypatch):
+    """With the int64 kernel (STEADFAST_POSEIDON2_KERNEL=int64) the search says None and
+    the transcript falls back to its batches: the same nonce."""
+    from steadfast.kernels import poseidon2 as p2
+    monkeypatch.setattr(p2, "_LANES", False)
+    t = Transcript()
+    t.absorb("x", [3])
+    assert p2.grind_search(t.state, 0, 8) is None
+    assert t.copy().grind("pow", 8, search=p2.grind_search) == t.copy().grind("pow", 8)
+
+
 def test_prover_and_verifier_label_logs_are_equal():
     airs, traces, pvs = ex.lookup_block(4, 8)
     logs = []

@@ -160,14 +160,22 @@ class Transcript:
         self._observe(int(nonce))
         return (self._sample() & ((1 << bits) - 1)) == 0
 
-    def grind(self, label: str, bits: int, batch: int = 1 << 12, permute_batch=None) -> int:
+    def grind(self, label: str, bits: int, batch: int = 1 << 12, permute_batch=None,
+              search=None) -> int:
         """Find the smallest nonce passing :meth:`check_pow` (deterministic), without
-        advancing this transcript.  Candidates are permuted in batches."""
+        advancing this transcript.  Candidates are permuted in batches -- or, given
+        ``search(base, lane, bits)`` (the prover's compiled search), found by it: the
+        smallest n in [0, p) whose permutation of ``base`` with n at ``lane`` has element
+        0 divisible by 2^bits, or None to fall back to the batches."""
         permute_batch = permute_batch or permute
         probe = self.copy()
         lane = probe._pow_prefix(label)
         base = probe.state.copy()
         base[:lane] = probe.inbuf
+        if search is not None:
+            got = search(np.asarray(base, np.uint32), lane, bits)
+            if got is not None:
+                return int(got)
         mask = (1 << bits) - 1
         for start in range(0, P, batch):
             nonces = np.arange(start, min(P, start + batch), dtype=np.uint32)
@@ -179,16 +187,18 @@ class Transcript:
                 return int(nonces[ok[0]])
         raise RuntimeError("no proof-of-work nonce found")  # pragma: no cover
 
-    def prove_work(self, label: str, bits: int, permute_batch=None) -> int:
+    def prove_work(self, label: str, bits: int, permute_batch=None, search=None) -> int:
         """Prover side of a grinding step: find the smallest nonce and absorb it (the
-        verifier calls :meth:`check_pow` with the same label and bits)."""
+        verifier calls :meth:`check_pow` with the same label and bits); ``search``: see
+        :meth:`grind`."""
         # a batch of the expected attempts (2^bits; about 1.6 batches on average, the
         # least work per nonce found): a small grind does not pay for thousands of
         # wasted permutations
         batch = 1 << min(13, max(6, bits))
         if batch <= 2048:           # small grinds: this thread's compiled permutation beats
             permute_batch = None    # a thread-pool or device hand-off per call
-        nonce = self.grind(label, bits, batch=batch, permute_batch=permute_batch)
+        nonce = self.grind(label, bits, batch=batch, permute_batch=permute_batch,
+                           search=search)
         if not self.check_pow(label, nonce, bits):          # advances the transcript
             raise RuntimeError(f"{label}: grinding returned a bad nonce")  # pragma: no cover
         return nonce

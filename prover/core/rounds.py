@@ -259,7 +259,8 @@ def r3_ood(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux, r2: 
     air, shape, tr = st.airs[i], st.shapes[i], ch.forks[i]
     tr.absorb("parts_cap", parts_cap)
     with spans.span("grind", air.name):
-        zeta_nonce = tr.prove_work("zeta_pow", st.params.commit_pow_bits, stages.permute)
+        zeta_nonce = tr.prove_work("zeta_pow", st.params.commit_pow_bits, stages.permute,
+                                   _search(stages))
     z = tr.sample_ef("zeta")
     zn = np.asarray(z, np.uint64)
     zh = F.ef_pow(zn.reshape(4, 1), shape.n).reshape(4)
@@ -284,7 +285,8 @@ def r4_deep(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux, r2:
     table's digest (binds the whole fork into the main transcript at the join)."""
     air, shape, tr, params = st.airs[i], st.shapes[i], ch.forks[i], st.params
     with spans.span("grind", air.name):
-        deep_nonce = tr.prove_work("deep_pow", params.deep_pow_bits, stages.permute)
+        deep_nonce = tr.prove_work("deep_pow", params.deep_pow_bits, stages.permute,
+                                   _search(stages))
     lam = tr.sample_ef("deep_lambda")
     mats = _committed(r1, i, aux, r2)
     groups = [(mats[m], r3.values[(m, nx)], nx) for m, nx in deep_groups(shape)]
@@ -302,6 +304,12 @@ class Mixed:
     main: MixedTree | None
     aux: MixedTree | None
     parts: MixedTree | None
+
+
+def _search(stages):
+    """The stages' compiled proof-of-work search (HostStages.grind_search), if any: the
+    same nonce as the transcript's batch search (verifier.transcript.Transcript.grind)."""
+    return getattr(stages, "grind_search", None)
 
 
 def _clear_scratch(stages) -> None:
@@ -432,7 +440,8 @@ def r4_fri(st: Statement, tr: Transcript, deeps: Sequence[R4Deep], dqs: DeepQuot
     for d in deeps:
         tr.absorb("table_digest", list(d.digest))
     with spans.span("grind"):
-        mu_nonce = tr.prove_work("mu_pow", params.commit_pow_bits, stages.permute)
+        mu_nonce = tr.prove_work("mu_pow", params.commit_pow_bits, stages.permute,
+                                 _search(stages))
     mu = tr.sample_ef("fri_mu")
     log_ldes = [s.log_lde for s in st.shapes]
     heights = fri_layer_heights(log_ldes, params.log_blowup, params.log_final_poly_len,
@@ -456,7 +465,7 @@ def r4_fri(st: Statement, tr: Transcript, deeps: Sequence[R4Deep], dqs: DeepQuot
             tr.absorb("fri_cap", cap)
             with spans.span("grind"):                    # (also counted in r4_fri)
                 fold_nonces.append(tr.prove_work("fold_pow", params.commit_pow_bits,
-                                                 stages.permute))
+                                                 stages.permute, _search(stages)))
             beta = tr.sample_ef("fri_beta")
             f = stages.fri_fold(f, beta, k, h, combined(h_next))
             trees.append(tree)
@@ -464,7 +473,8 @@ def r4_fri(st: Statement, tr: Transcript, deeps: Sequence[R4Deep], dqs: DeepQuot
         final = stages.fri_final(f, h_final, L)
     tr.absorb("fri_final", final)
     with spans.span("r4_pow"):
-        nonce = tr.grind("pow", params.pow_bits, batch=1 << 13, permute_batch=stages.permute)
+        nonce = tr.grind("pow", params.pow_bits, batch=1 << 13, permute_batch=stages.permute,
+                         search=_search(stages))
     if not tr.check_pow("pow", nonce, params.pow_bits):      # advances the transcript
         raise RuntimeError("proof-of-work grinding returned a bad nonce")  # pragma: no cover
     queries = tr.sample_bits("queries", h_max, params.num_queries).astype(np.int64)

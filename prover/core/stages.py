@@ -26,7 +26,7 @@ from ...kernels import multiproof as mp
 from ...kernels import open_rows
 from ...kernels.lde_rows import gather_rows
 from ...kernels.hostlib import ef_inverse, ef_powers
-from ...kernels.poseidon2 import poseidon2_permute
+from ...kernels.poseidon2 import grind_search, poseidon2_permute
 from ...kernels.ntt_host import (bit_reverse_permutation, coset_intt, intt, transpose,
                                  lde_columns, lde_from_coeffs)
 from ...verifier.protocol import SHIFT, TableShape
@@ -656,6 +656,11 @@ class HostStages:
     def permute(self, states: np.ndarray) -> np.ndarray:
         """Poseidon2 over a batch of states (proof-of-work grinding)."""
         return poseidon2_permute(states)
+
+    def grind_search(self, base: np.ndarray, lane: int, bits: int):
+        """The proof-of-work search compiled (kernels/poseidon2.grind_search): the smallest
+        nonce, as the transcript's batches find it; None where that kernel is off."""
+        return grind_search(base, lane, bits)
 
 
 
