@@ -58,8 +58,8 @@ from .chips.poseidon2_trace import poseidon2_trace
 from .chips.program import image_of
 from .statement import (PV_EXIT, PV_OUT_LEN, claimed_output, public_values)
 from .tables import INDEX, SLOTTED, SPLITTABLE, TABLES, base_name, choose_slots, is_piece, \
-    k_of_width, piece_label, piece_name, read_piece_labels, slots_from_widths, static_air, \
-    table_airs
+    k_of_width, piece_label, piece_name, read_piece_labels, slot_mode, slots_from_widths, \
+    static_air, table_airs
 
 SHARED = ("bytes", "poseidon2")
 MAX_PROOF_TABLES = 0xFFFF       # the proof format counts tables in a u16 (docs/protocol.md)
@@ -216,8 +216,9 @@ def build_block_traces(programs, executions, max_cycles: int, log_blowup: int,
     for i, (prog, ex) in enumerate(zip(programs, executions)):
         image = None if images is None else images[i]
         objective = slot_objective
-        if objective in ("split", "cells-split") and room - len(pieces) < len(SPLITTABLE):
-            objective = "size" if objective == "split" else "cells"
+        base, splits = slot_mode(objective)
+        if splits and room - len(pieces) < len(SPLITTABLE):
+            objective = base
         with bus_namespace(tx_prefix(i), SHARED_BUSES):
             tr = build_traces(prog, ex, max_cycles, log_blowup, image=image,
                               slot_objective=objective)

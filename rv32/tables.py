@@ -155,6 +155,21 @@ def piece_public_values(split) -> list:
     return [[piece_label(c)] for c in split]
 
 
+#: ``ProverConfig.slots`` -> (the objective of every slotted table's k, whether chips
+#: split): "split" and "cells-split" are "size" and "cells" with split chips, the piece
+#: at the same objective (prover/engine/config.py SLOT_OBJECTIVES lists the same names)
+SLOT_MODES = {"size": ("size", False), "cells": ("cells", False),
+              "split": ("size", True), "cells-split": ("cells", True)}
+
+
+def slot_mode(objective: str) -> tuple:
+    """(k objective, splits) of a slot objective (:data:`SLOT_MODES`); ValueError naming
+    the objectives for any other."""
+    if objective not in SLOT_MODES:
+        raise ValueError(f"objective {objective!r}: one of {', '.join(map(repr, SLOT_MODES))}")
+    return SLOT_MODES[objective]
+
+
 def choose_split(name: str, items: int, k: int, log_blowup: int, cycles: int = 0,
                  piece_objective: str = "size"):
     """Where ``name``'s ``items`` items (k a row) go when the chip may split: None (one
@@ -284,13 +299,12 @@ def choose_slots(name: str, items: int, log_blowup: int, objective: str = "size"
     objective "size" (the default) takes the k with the smallest :func:`opening_bytes` --
     in practice k = 1, as a slot widens every opened row k times; "cells" the k committing the fewest cells (the faster prover, proofs
     up to 1.6 times larger).  Ties to the smaller k."""
-    if objective not in ("size", "cells", "split", "cells-split"):
-        raise ValueError(f"objective {objective!r}: 'size', 'cells', 'split' or 'cells-split'")
+    by_cells = slot_mode(objective)[0] == "cells"
     best = None
     for k in slot_menu(name):
         cells = _slot_shape(name, log_blowup, k)[1]
         rows = pow2_rows(-(-int(items) // k))
-        cost = rows * cells if objective in ("cells", "cells-split") else \
+        cost = rows * cells if by_cells else \
             _opening_bytes(cells, rows, log_blowup)
         if best is None or cost < best[0]:
             best = (cost, k)
@@ -345,7 +359,7 @@ def table_airs(image, input: bytes, output: bytes, log_blowup: int, slots=None,
 __all__ = ["TABLES", "INDEX", "CHIPS", "SLOTTED", "slot_menu", "static_air", "table_airs",
            "choose_slots", "slots_from_widths", "cells_per_row", "opening_bytes",
            "SPLITTABLE", "table_names", "split_of_public_values", "piece_public_values",
-           "piece_label", "read_piece_labels",
+           "piece_label", "read_piece_labels", "SLOT_MODES", "slot_mode",
            "choose_split", "piece_name", "base_name", "is_piece", "k_of_width"]
 
 

@@ -46,7 +46,7 @@ from .chips.rows import Accesses, Rows
 from .chips.shift import SHIFT_OPS, shift_rows
 from .statement import public_values
 from .tables import (INDEX, SLOTTED, SPLITTABLE, TABLES, choose_slots, choose_split,
-                     piece_name, piece_public_values, table_names, table_airs)
+                     piece_name, piece_public_values, slot_mode, table_names, table_airs)
 
 DEFAULT_LOG_BLOWUP = 2
 _OPS = {"alu": ALU_OPS, "bitwise": BITWISE_OPS, "shift": SHIFT_OPS, "branch": BRANCH_OPS,
@@ -244,8 +244,8 @@ def build_traces(program, execution, max_cycles: int = abi.DEFAULT_MAX_CYCLES,
             items = len(p2_states) if name == "poseidon2" else rows[name].m
             slots[name] = choose_slots(name, max(1, items), log_blowup, slot_objective)
     cut: dict = {}                          # split chip -> its items in its own table
-    if slot_objective in ("split", "cells-split"):
-        piece_objective = "cells" if slot_objective == "cells-split" else "size"
+    piece_objective, splits = slot_mode(slot_objective)
+    if splits:
         for name in SPLITTABLE:             # in TABLES order
             got = choose_split(name, rows[name].m, slots.get(name, 1), log_blowup, cycles,
                                piece_objective)

@@ -55,6 +55,8 @@ CHEAP = dict(num_queries=6, pow_bits=1, logup_pow_bits=1, deep_pow_bits=1, commi
 def test_slots_field_checked():
     assert ProverConfig().slots == "split" and SLOT_OBJECTIVES == ("size", "cells", "split",
                                                                     "cells-split")
+    from steadfast.rv32.tables import SLOT_MODES
+    assert tuple(SLOT_MODES) == SLOT_OBJECTIVES         # the trace builders' one table of them
     assert ProverConfig(slots="cells").slots == "cells"
     assert ProverConfig(slots="split").slots == "split"
     with pytest.raises(ConfigError,

@@ -93,7 +93,7 @@ def _prove_parser() -> argparse.ArgumentParser:
     ap.add_argument("--vram-budget", default=os.environ.get("PROVER_VRAM_BUDGET"),
                     help="device memory the prover may use, e.g. 6GiB (default: "
                          "$PROVER_VRAM_BUDGET, else what the device has free)")
-    from ..engine.config import PROFILES
+    from ..engine.config import PROFILES, SLOT_OBJECTIVES
     ap.add_argument("--profile", default="default", choices=tuple(PROFILES),
                     help="a named parameter set (docs/api.md 'Profiles'): default "
                          "(log_blowup 2, 50 queries), fast (log_blowup 1: a program's fastest "
@@ -102,7 +102,7 @@ def _prove_parser() -> argparse.ArgumentParser:
                          "queries: the smallest, about 5x the prove time), fastest (fast with "
                          "--slots cells-split: the fastest prove, the largest proofs); the options "
                          "below override it; each gives >= 100 conjectured bits")
-    ap.add_argument("--slots", default=None, choices=("size", "cells", "split", "cells-split"),
+    ap.add_argument("--slots", default=None, choices=SLOT_OBJECTIVES,
                     help="RISC-V proofs: how the instruction chips are laid out -- split: "
                          "one instruction a row, and a chip whose rows would leave its power "
                          "of two at most half full goes in two tables (about a third fewer "
