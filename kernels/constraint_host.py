@@ -13,13 +13,15 @@ POSEIDON2's 4,200 statements over 10 minutes), far more than a proof.  Instead:
   two operand slots / leaf arguments, destination slot), the opcode already specialised
   on the operands' base/EF kinds, and assigns value slots by liveness
   (``Program.last_use``), so a few dozen slots hold the live values -- never writing an
-  instruction's result into an operand's slot: a destination that aliases an operand
-  fails the runtime overlap check LLVM puts in front of each vectorised block loop, and
-  the loop runs scalar (the RV32 tables' quotient ran 2.9x slower that way);
+  instruction's result into an operand's slot (numba's own loops, which the instructions
+  were until the lanes below, ran scalar behind LLVM's runtime overlap check when one
+  did: 2.9x slower);
 * :func:`_quotient_kernel` (compiled once for every AIR, numba ``cache=True``) walks the
-  table for a block of ``B`` points at a time: every instruction is one short loop over
-  the block (the field functions of :mod:`kernels.field`, Montgomery form, compiled with
-  ``njit``: the arithmetic is written once for both targets), which LLVM vectorises;
+  table for a block of ``B`` points at a time: every arithmetic instruction and FOLD is a
+  loop of ``<16 x i32>`` vectors over the block (kernels/constraint_lanes.py: explicit
+  LLVM IR, Montgomery form, the extension-field product summing its centred products
+  before one reduction a coefficient; 1.7-1.9x numba's 64-bit-lane loops on the RV32
+  tables, and half their compile time), the loads from the LDE columns vectors too;
   the blocks run on numba's thread count as nogil threads (:func:`_run`; a ``prange``
   around the walk compiled several times slower for the same speed).  After the program
   it folds the constraint values exactly as :func:`air.eval.fold_constraints` / ``quotient_on_coset``:
@@ -57,7 +59,9 @@ from steadfast._jit_cache import adopt
 from ..air import eval as air_eval
 from ..air import field as AF
 from ..air.kernel_program import kernel_program
+from . import constraint_lanes as CL
 from . import field, host_pool, hostlib
+from .constraint_lanes import LANES
 from .field import P
 from .logup_block import logup_block
 
@@ -71,8 +75,8 @@ ENV = "PROVER_HOST_QUOTIENT"
 BLOCK = 128
 
 _F = field.build(njit(inline="always"))
-_add, _sub, _neg, _mmul = _F.add, _F.sub, _F.neg, _F.mont_mul
-_ef_mmul, _tm, _fm = _F.mont_ef_mul, _F.to_mont, _F.from_mont
+_add, _mmul = _F.add, _F.mont_mul
+_tm, _fm = _F.to_mont, _F.from_mont
 
 # opcodes: leaves (a, b = leaf arguments), then interior ops named by operand kinds
 # (B base, E extension), e.g. ADD_EB = EF + base; FOLD (a = constraint k, b = its slot)
@@ -258,39 +262,54 @@ def _load(src, col, nx, Vd, lo, w, M, stride, nxt, rowmajor):
 
 
 @njit(inline="always")
-def _fold(V, G, s, g, e, a0, a1, a2, a3, w):
-    if e:
-        for t in range(w):
-            r0, r1, r2, r3 = _ef_mmul(a0, a1, a2, a3, V[s, 0, t], V[s, 1, t], V[s, 2, t],
-                                      V[s, 3, t])
-            G[g, 0, t] = _add(G[g, 0, t], r0)
-            G[g, 1, t] = _add(G[g, 1, t], r1)
-            G[g, 2, t] = _add(G[g, 2, t], r2)
-            G[g, 3, t] = _add(G[g, 3, t], r3)
-    else:
-        for t in range(w):
-            x = V[s, 0, t]
-            G[g, 0, t] = _add(G[g, 0, t], _mmul(a0, x))
-            G[g, 1, t] = _add(G[g, 1, t], _mmul(a1, x))
-            G[g, 2, t] = _add(G[g, 2, t], _mmul(a2, x))
-            G[g, 3, t] = _add(G[g, 3, t], _mmul(a3, x))
+def _vload(src, col, nx, V, d, c, lo, w, M, nxt):
+    # V[d, c, t] = point lo + t of column col of a column-major LDE at stride 1
+    # (the next row's when nx): whole vectors up to the last one or the wrap at M,
+    # then the scalar loads
+    n = src.shape[1]
+    iv = (4 * d + c) * V.shape[2]
+    t0 = 0
+    while t0 + LANES <= w:
+        s = (lo + t0 + nxt) & (M - 1) if nx else lo + t0
+        if s + LANES > M:
+            break
+        CL.load_mont(src, col * n + s, V, iv + t0)
+        t0 += LANES
+    for t in range(t0, w):
+        s = (lo + t + nxt) & (M - 1) if nx else lo + t
+        V[d, c, t] = _tm(src[col, s])
 
 
 @njit(cache=True)
 def _run_block(code, consts, main, prep, aux, pv, scal, apow, out_ef, out_when, V, G, O, lo,
                w, M, stride, nxt, rowmajor):
+    # every arithmetic instruction and FOLD in vectors of kernels/constraint_lanes.py
+    # over the block's first wv >= w points (V's and G's last axis is a whole number of
+    # vectors; the points past w are scratch: computed, never read); the column-major
+    # LDE loads at stride 1 in vectors up to w, their tail scalar
+    blk = V.shape[2]                   # V[d, c, t] is V.flat[(4 d + c) blk + t]
+    wv = ((w + LANES - 1) // LANES) * LANES
     for ins in range(code.shape[0]):
         op = code[ins, 0]
         a = code[ins, 1]
         b = code[ins, 2]
         d = code[ins, 3]
+        ia = 4 * a * blk
+        ib = 4 * b * blk
+        id_ = 4 * d * blk
         if op == LD_MAIN:
-            _load(main, a, b, V[d, 0], lo, w, M, stride, nxt, rowmajor)
+            if not rowmajor and stride == 1:
+                _vload(main, a, b, V, d, 0, lo, w, M, nxt)
+            else:
+                _load(main, a, b, V[d, 0], lo, w, M, stride, nxt, rowmajor)
         elif op == LD_PREP:
             _load(prep, a, b, V[d, 0], lo, w, M, stride, nxt, 0)
         elif op == LD_AUX:
             for c in range(4):
-                _load(aux, 4 * a + c, b, V[d, c], lo, w, M, stride, nxt, 0)
+                if stride == 1:
+                    _vload(aux, 4 * a + c, b, V, d, c, lo, w, M, nxt)
+                else:
+                    _load(aux, 4 * a + c, b, V[d, c], lo, w, M, stride, nxt, 0)
         elif op == LD_PV:
             v = pv[a]
             for t in range(w):
@@ -305,70 +324,56 @@ def _run_block(code, consts, main, prep, aux, pv, scal, apow, out_ef, out_when, 
             for t in range(w):
                 V[d, 0, t] = v
         elif op == ADD_BB:
-            for t in range(w):
-                V[d, 0, t] = _add(V[a, 0, t], V[b, 0, t])
+            for t in range(0, wv, LANES):
+                CL.add_bb(V, ia + t, ib + t, id_ + t)
         elif op == ADD_EB:
-            for t in range(w):
-                V[d, 0, t] = _add(V[a, 0, t], V[b, 0, t])
-            if d != a:
-                for c in range(1, 4):
-                    for t in range(w):
-                        V[d, c, t] = V[a, c, t]
+            for t in range(0, wv, LANES):
+                CL.add_eb(V, ia + t, ib + t, id_ + t, blk)
         elif op == ADD_EE:
-            for c in range(4):
-                for t in range(w):
-                    V[d, c, t] = _add(V[a, c, t], V[b, c, t])
+            for t in range(0, wv, LANES):
+                CL.add_ee(V, ia + t, ib + t, id_ + t, blk)
         elif op == SUB_BB:
-            for t in range(w):
-                V[d, 0, t] = _sub(V[a, 0, t], V[b, 0, t])
+            for t in range(0, wv, LANES):
+                CL.sub_bb(V, ia + t, ib + t, id_ + t)
         elif op == SUB_EB:
-            for t in range(w):
-                V[d, 0, t] = _sub(V[a, 0, t], V[b, 0, t])
-            if d != a:
-                for c in range(1, 4):
-                    for t in range(w):
-                        V[d, c, t] = V[a, c, t]
+            for t in range(0, wv, LANES):
+                CL.sub_eb(V, ia + t, ib + t, id_ + t, blk)
         elif op == SUB_BE:
-            # base - EF: (x - y0, -y1, -y2, -y3); d may be b's slot (component 0 last)
-            for c in range(1, 4):
-                for t in range(w):
-                    V[d, c, t] = _neg(V[b, c, t])
-            for t in range(w):
-                V[d, 0, t] = _sub(V[a, 0, t], V[b, 0, t])
+            for t in range(0, wv, LANES):
+                CL.sub_be(V, ia + t, ib + t, id_ + t, blk)
         elif op == SUB_EE:
-            for c in range(4):
-                for t in range(w):
-                    V[d, c, t] = _sub(V[a, c, t], V[b, c, t])
+            for t in range(0, wv, LANES):
+                CL.sub_ee(V, ia + t, ib + t, id_ + t, blk)
         elif op == MUL_BB:
-            for t in range(w):
-                V[d, 0, t] = _mmul(V[a, 0, t], V[b, 0, t])
+            for t in range(0, wv, LANES):
+                CL.mul_bb(V, ia + t, ib + t, id_ + t)
         elif op == MUL_EB:
-            # component 0 of b is read by every component: write d's component 0 last
-            for c in range(3, -1, -1):
-                for t in range(w):
-                    V[d, c, t] = _mmul(V[a, c, t], V[b, 0, t])
+            for t in range(0, wv, LANES):
+                CL.mul_eb(V, ia + t, ib + t, id_ + t, blk)
         elif op == MUL_EE:
-            for t in range(w):
-                r0, r1, r2, r3 = _ef_mmul(V[a, 0, t], V[a, 1, t], V[a, 2, t], V[a, 3, t],
-                                          V[b, 0, t], V[b, 1, t], V[b, 2, t], V[b, 3, t])
-                V[d, 0, t] = r0
-                V[d, 1, t] = r1
-                V[d, 2, t] = r2
-                V[d, 3, t] = r3
+            for t in range(0, wv, LANES):
+                CL.mul_ee(V, ia + t, ib + t, id_ + t, blk)
         elif op == NEG_B:
-            for t in range(w):
-                V[d, 0, t] = _neg(V[a, 0, t])
+            for t in range(0, wv, LANES):
+                CL.neg_b(V, ia + t, id_ + t)
         elif op == STORE:
             for t in range(w):
                 O[a, t] = _fm(V[b, 0, t])
         elif op == FOLD:
             # sum_k alpha^(K-1-k) C_k per row condition (apow row k holds alpha^(K-1-k))
-            _fold(V, G, b, out_when[a], out_ef[a], apow[a, 0], apow[a, 1], apow[a, 2],
-                  apow[a, 3], w)
+            g = out_when[a]
+            ig = 4 * g * blk
+            if out_ef[a]:
+                for t in range(0, wv, LANES):
+                    CL.fold_ext(G, ig + t, V, ib + t, blk, apow[a, 0], apow[a, 1],
+                                apow[a, 2], apow[a, 3])
+            else:
+                for t in range(0, wv, LANES):
+                    CL.fold_base(G, ig + t, V, ib + t, blk, apow[a, 0], apow[a, 1],
+                                 apow[a, 2], apow[a, 3])
         else:  # NEG_E
-            for c in range(4):
-                for t in range(w):
-                    V[d, c, t] = _neg(V[a, c, t])
+            for t in range(0, wv, LANES):
+                CL.neg_e(V, ia + t, id_ + t, blk)
 
 
 @njit(cache=True, nogil=True)
@@ -378,8 +383,9 @@ def _quotient_kernel(code, consts, main, prep, aux, pv, scal, apow, out_ef, out_
     # (uint32[4, M]); sel (Montgomery, uint32[4, M]): the first, last and transition
     # selectors and 1/Z_H; main/prep/aux: LDE columns, point i at i * stride
     zero = b0 - b0                    # int64, not a literal: _run_block has one signature
-    V = np.empty((nslots, 4, block), dtype=np.uint32)
-    G = np.empty((4, 4, block), dtype=np.uint32)          # per row condition, EF
+    bv = ((block + LANES - 1) // LANES) * LANES          # whole vectors (_run_block)
+    V = np.empty((nslots, 4, bv), dtype=np.uint32)
+    G = np.empty((4, 4, bv), dtype=np.uint32)             # per row condition, EF
     for blk in range(b0, b1):
         lo = blk * block
         w = min(block, M - lo)
@@ -409,8 +415,9 @@ def _logup_h_kernel(code, consts, main, prep, pv, nslots, it_pos, it_len, it_bus
     dummy_scal = np.zeros(4, np.uint32)
     dummy_apow = np.zeros((1, 4), np.uint32)
     dummy_i = np.zeros(1, np.int64)
-    V = np.empty((nslots, 4, block), dtype=np.uint32)
-    G = np.empty((4, 4, block), dtype=np.uint32)
+    bv = ((block + LANES - 1) // LANES) * LANES          # whole vectors (_run_block)
+    V = np.empty((nslots, 4, bv), dtype=np.uint32)
+    G = np.empty((4, 4, bv), dtype=np.uint32)
     Ob = np.empty((nout, block), dtype=np.uint32)
     D = np.empty((T, 4, block), dtype=np.uint32)
     Pf = np.empty((T, 4, block), dtype=np.uint32)
