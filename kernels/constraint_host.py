@@ -418,11 +418,11 @@ def _logup_h_kernel(code, consts, main, prep, pv, nslots, it_pos, it_len, it_bus
     bv = ((block + LANES - 1) // LANES) * LANES          # whole vectors (_run_block)
     V = np.empty((nslots, 4, bv), dtype=np.uint32)
     G = np.empty((4, 4, bv), dtype=np.uint32)
-    Ob = np.empty((nout, block), dtype=np.uint32)
-    D = np.empty((T, 4, block), dtype=np.uint32)
-    Pf = np.empty((T, 4, block), dtype=np.uint32)
-    A = np.empty((4, block), dtype=np.uint32)
-    Q = np.empty((4, block), dtype=np.uint32)
+    Ob = np.empty((nout, bv), dtype=np.uint32)
+    D = np.empty((T, 4, bv), dtype=np.uint32)
+    Pf = np.empty((T, 4, bv), dtype=np.uint32)
+    A = np.empty((4, bv), dtype=np.uint32)
+    Q = np.empty((4, bv), dtype=np.uint32)
     for blk in range(b0, b1):
         lo = blk * block
         w = min(block, n - lo)

@@ -39,7 +39,7 @@ from .poseidon2_lanes import _Gen, _vec_ptr
 
 __all__ = ["LANES", "ef_mul", "add_bb", "sub_bb", "mul_bb", "add_ee", "sub_ee", "mul_ee",
            "add_eb", "sub_eb", "mul_eb", "sub_be", "neg_b", "neg_e", "load_mont",
-           "fold_base", "fold_ext"]
+           "fold_base", "fold_ext", "ef_mul_into", "sub_scaled", "add_scaled"]
 
 _I32 = ir.IntType(32)
 _HALF = (P - 1) // 2
@@ -270,3 +270,75 @@ add_ee, sub_ee, mul_ee = _make_ef("add"), _make_ef("sub"), _make_ef("mul")
 add_eb, sub_eb, mul_eb, sub_be = (_make_mixed("add"), _make_mixed("sub"),
                                   _make_mixed("mul"), _make_mixed("rsub"))
 fold_base, fold_ext = _make_fold(False), _make_fold(True)
+
+
+# ----------------------------------------------------------------------------- LogUp h
+# kernels/logup_block.py's row loops: one vector of rows of an EF array (4 components
+# cs apart, any array layout numba hands over: a flat index into its data)
+
+@intrinsic
+def ef_mul_into(typingctx, X, ix, csx, Y, iy, csy):
+    """X[ix + c csx ..] *= Y[iy + c csy ..] (EF, Montgomery form), one vector of rows."""
+    sig = types.void(X, ix, csx, Y, iy, csy)
+
+    def codegen(context, builder, signature, args):
+        xa = context.make_array(signature.args[0])(context, builder, value=args[0])
+        ya = context.make_array(signature.args[3])(context, builder, value=args[3])
+        g = _Gen(builder, LANES)
+        ix, csx, iy, csy = args[1], args[2], args[4], args[5]
+        px = [_ptr(builder, xa, _off(builder, ix, c, csx)) for c in range(4)]
+        x = [builder.load(p, align=4) for p in px]
+        y = [builder.load(_ptr(builder, ya, _off(builder, iy, c, csy)), align=4)
+             for c in range(4)]
+        for p, r in zip(px, ef_mul(g, x, y)):
+            builder.store(r, p, align=4)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def sub_scaled(typingctx, D, id_, cs, O, io, b0, b1, b2, b3):
+    """D[id + c cs ..] -= mont(O[io ..], b_c): one value's term of a denominator (v
+    canonical, b_c = beta^(j+1)_c R^2: v beta^(j+1) in Montgomery form)."""
+    sig = types.void(D, id_, cs, O, io, b0, b1, b2, b3)
+
+    def codegen(context, builder, signature, args):
+        da = context.make_array(signature.args[0])(context, builder, value=args[0])
+        oa = context.make_array(signature.args[3])(context, builder, value=args[3])
+        g = _Gen(builder, LANES)
+        id_, cs = args[1], args[2]
+        sv = g.split(builder.load(_ptr(builder, oa, args[4]), align=4))
+        for c in range(4):
+            p = _ptr(builder, da, _off(builder, id_, c, cs))
+            r = g.canon(g.mont(sv, g.split(_splat(builder, g, args[5 + c]))))
+            builder.store(g.sub(builder.load(p, align=4), r), p, align=4)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def add_scaled(typingctx, H, ih, csh, X, ix, csx, O, io, neg):
+    """H[ih + c csh ..] += mont(X[ix + c csx ..], +-O[io ..]): a fraction m / d into its
+    batch's h column (X = 1/d in Montgomery form, m canonical, negated when ``neg``)."""
+    sig = types.void(H, ih, csh, X, ix, csx, O, io, neg)
+
+    def codegen(context, builder, signature, args):
+        ha = context.make_array(signature.args[0])(context, builder, value=args[0])
+        xa = context.make_array(signature.args[3])(context, builder, value=args[3])
+        oa = context.make_array(signature.args[6])(context, builder, value=args[6])
+        g = _Gen(builder, LANES)
+        ih, csh, ix, csx = args[1], args[2], args[4], args[5]
+        m = builder.load(_ptr(builder, oa, args[7]), align=4)
+        isneg = builder.icmp_signed("!=", args[8], ir.Constant(args[8].type, 0))
+        m = builder.select(isneg, g.sub(g.c(0), m), m)
+        sm = g.split(m)
+        for c in range(4):
+            x = builder.load(_ptr(builder, xa, _off(builder, ix, c, csx)), align=4)
+            p = _ptr(builder, ha, _off(builder, ih, c, csh))
+            builder.store(g.add(builder.load(p, align=4), g.canon(g.mont(g.split(x), sm))),
+                          p, align=4)
+        return context.get_dummy_value()
+
+    return sig, codegen

@@ -13,7 +13,9 @@ from numba import njit
 
 from steadfast._jit_cache import adopt
 
+from . import constraint_lanes as CL
 from . import field
+from .constraint_lanes import LANES
 
 _F = field.build(njit(inline="always"))
 _add, _sub, _neg, _mmul = _F.add, _F.sub, _F.neg, _F.mont_mul
@@ -21,18 +23,6 @@ _ef_mmul = _F.mont_ef_mul
 _HF = field.build(njit(inline="always"))          # canonical (non-Montgomery) functions
 _cef_inv, _cfm, _ctm = _HF.ef_inv, _HF.from_mont, _HF.to_mont
 _MONT_ONE = np.uint32(field.MONT_R)
-
-
-@njit(inline="always")
-def _ef_rows_mul(X, Y, w):
-    # X[:, r] *= Y[:, r] (EF, Montgomery form) for r < w; X, Y: [4, >= w]
-    for r in range(w):
-        x0, x1, x2, x3 = _ef_mmul(X[0, r], X[1, r], X[2, r], X[3, r],
-                                  Y[0, r], Y[1, r], Y[2, r], Y[3, r])
-        X[0, r] = x0
-        X[1, r] = x1
-        X[2, r] = x2
-        X[3, r] = x3
 
 
 @njit(cache=True)
@@ -45,6 +35,12 @@ def logup_block(O, it_pos, it_len, it_bus, it_sign, it_batch, bpow, lo, w, D, Pf
     # Every loop over the rows stores into ONE array (measured: LLVM leaves a row loop
     # that stores into two arrays scalar, ~8x slower) and indexes by the loop counter
     T = it_pos.shape[0]
+    # D, Pf, A and O hold whole vectors of rows (the caller's scratch): their row loops
+    # run in kernels/constraint_lanes.py's vectors over wv >= w rows (past w: scratch);
+    # H's rows are the next block's past w: its vectors stop at wf <= w, the rest scalar
+    bs = D.shape[2]
+    wv = ((w + LANES - 1) // LANES) * LANES
+    wf = (w // LANES) * LANES
     for c in range(4):
         A[c, :w] = 0
     A[0, :w] = _MONT_ONE
@@ -59,17 +55,10 @@ def logup_block(O, it_pos, it_len, it_bus, it_sign, it_batch, bpow, lo, w, D, Pf
         p0 = it_pos[t]
         k = it_len[t]
         for j in range(k):
-            b0 = bpow[j + 1, 0]
-            b1 = bpow[j + 1, 1]
-            b2 = bpow[j + 1, 2]
-            b3 = bpow[j + 1, 3]
-            vrow = O[p0 + j, :w]
-            for r in range(w):
-                v = vrow[r]
-                Dt[0, r] = _sub(Dt[0, r], _mmul(v, b0))
-                Dt[1, r] = _sub(Dt[1, r], _mmul(v, b1))
-                Dt[2, r] = _sub(Dt[2, r], _mmul(v, b2))
-                Dt[3, r] = _sub(Dt[3, r], _mmul(v, b3))
+            for r in range(0, wv, LANES):
+                CL.sub_scaled(D, 4 * t * bs + r, bs, O, (p0 + j) * O.shape[1] + r,
+                              bpow[j + 1, 0], bpow[j + 1, 1], bpow[j + 1, 2],
+                              bpow[j + 1, 3])
         nzero = 0
         for r in range(w):
             nzero += (Dt[0, r] | Dt[1, r] | Dt[2, r] | Dt[3, r]) == 0
@@ -77,7 +66,8 @@ def logup_block(O, it_pos, it_len, it_bus, it_sign, it_batch, bpow, lo, w, D, Pf
             zero = True
         # Pf[t] = prod_(s<t) d_s, then A = prod_(s<=t) d_s
         Pf[t, :, :w] = A[:, :w]
-        _ef_rows_mul(A, Dt, w)
+        for r in range(0, wv, LANES):
+            CL.ef_mul_into(A, r, bs, D, 4 * t * bs + r, bs)
     if zero:
         flag[0] = 1
         return
@@ -112,22 +102,26 @@ def logup_block(O, it_pos, it_len, it_bus, it_sign, it_batch, bpow, lo, w, D, Pf
     # walk back over the interactions: A = 1 / prod_(s<=t) d_s; Pf[t] becomes 1 / d_t
     for t in range(T - 1, -1, -1):
         Pt = Pf[t]
-        Dt = D[t]
-        _ef_rows_mul(Pt, A, w)
-        _ef_rows_mul(A, Dt, w)
+        for r in range(0, wv, LANES):
+            CL.ef_mul_into(Pf, 4 * t * bs + r, bs, A, r, bs)
+            CL.ef_mul_into(A, r, bs, D, 4 * t * bs + r, bs)
         # h_b += sign m / d_t: Montgomery (1 / d_t) times canonical m is canonical
         pm = it_pos[t] + it_len[t]
         b = it_batch[t]
         neg = it_sign[t] < 0
+        n = H.shape[2]
+        for r in range(0, wf, LANES):
+            CL.add_scaled(H, 4 * b * n + lo + r, n, Pf, 4 * t * bs + r, bs, O,
+                          pm * O.shape[1] + r, neg)
         mrow = O[pm, :w]
         for c in range(4):
             hrow = H[b, c, lo:lo + w]
             x = Pt[c]
             if neg:
-                for r in range(w):
+                for r in range(wf, w):
                     hrow[r] = _add(hrow[r], _mmul(x[r], _neg(mrow[r])))
             else:
-                for r in range(w):
+                for r in range(wf, w):
                     hrow[r] = _add(hrow[r], _mmul(x[r], mrow[r]))
 
 
