@@ -44,6 +44,7 @@ from numba.extending import intrinsic
 from steadfast._jit_cache import adopt
 
 from .field import P, root_of_unity
+from .host_pool import run_ranges
 from .hostlib import HF
 from .ntt_host import bit_reverse_indices
 from .poseidon2_lanes import W as LANES
@@ -165,9 +166,9 @@ def _axpy(dst, idst, x, ix, y, iy, cm, count, lanes):
         j += 1
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def _open_groups_fused(coeffs, H, d, nkeys, key_off, parent, cvals, final_idx, cm, xh, xpow,
-                       tw, out, lanes):
+                       tw, out, lanes, c0, c1):
     # The halving tree's first d levels and Horner's rule below them, one pass over each
     # column.  The level-d remainder (M = n / 2^d coefficients) is never stored: its
     # coefficients s H .. s H + H - 1 come from f's 2^d blocks f[s H + t M], t < 2^d, by
@@ -185,7 +186,7 @@ def _open_groups_fused(coeffs, H, d, nkeys, key_off, parent, cvals, final_idx, c
     for l in range(d):
         lvl_off[l + 1] = size
         size += nkeys[l] * (1 << (d - l - 1)) * H
-    for col in prange(c):
+    for col in range(c0, c1):                # columns c0 .. c1 - 1: a host pool range
         f = coeffs[col]
         acc = np.zeros(Q * H, np.uint32)
         scr = np.empty(size, np.uint32)
@@ -327,11 +328,12 @@ def group_rows(coeffs: np.ndarray, log_blowup: int, shift: int, groups, log_grou
         steps = max(0, (H // min(G, n)).bit_length() - 1)
         xh = np.array([[(pow(x, H >> (i + 1), P) << 32) % P for i in range(steps)]
                        for x in xs], np.uint32).reshape(len(xs), steps)
-        _open_groups_fused(
-            coeffs, H, d, np.array(nkeys[:d], np.int64), np.array(key_off[:d], np.int64),
-            np.concatenate(parent[:d]).astype(np.int64) if d else np.zeros(0, np.int64),
-            np.concatenate(cvals[:d]).astype(np.uint32) if d else np.zeros(0, np.uint32),
-            np.asarray(final_idx, np.int64), cm, xh, xpow, tw, out, LANES_ON and n >= LANES)
+        args = (coeffs, H, d, np.array(nkeys[:d], np.int64), np.array(key_off[:d], np.int64),
+                np.concatenate(parent[:d]).astype(np.int64) if d else np.zeros(0, np.int64),
+                np.concatenate(cvals[:d]).astype(np.uint32) if d else np.zeros(0, np.uint32),
+                np.asarray(final_idx, np.int64), cm, xh, xpow, tw, out,
+                LANES_ON and n >= LANES)
+        run_ranges(lambda c0, c1: _open_groups_fused(*args, c0, c1), c, 1)
         return out
     cvals = _level_consts(shift, w_n, sizes, level_keys, len(sizes))
     final_idx = (np.searchsorted(prev_keys, bj % prev_mod) if prev_mod > 1

@@ -4,7 +4,7 @@ All inputs and outputs are canonical uint32; EF values are uint32[..., 4] (last 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from steadfast._jit_cache import adopt
 
@@ -116,16 +116,17 @@ def eval_columns(coeffs: np.ndarray, point) -> np.ndarray:
 _COMBINE_CHUNK = 1 << 10
 
 
-@njit(cache=True, parallel=True)
-def _combine_rows(mat, coeffs_m, out, chunk):
+@njit(cache=True, nogil=True)
+def _combine_rows(mat, coeffs_m, out, chunk, t0, t1):
     # Montgomery products with coefficients in Montgomery form (k * 2^32 mod p): for a < p,
     # t = a k_m < 2^62 and u = (t + ((t mod 2^32) (-p^-1) mod 2^32) p) / 2^32 = a k (mod p)
     # with u < 2p -- three 32x32 multiplies, no remainder, vectorised over a chunk of
     # contiguous points per column; the < 2p terms sum without wrapping for c < 2^32
     # columns and are reduced once at the end.
+    # chunks t0 .. t1 - 1 (a range of the host pool's run_ranges: no numba parallel
+    # region, whose spinning workers a busy machine's other processes stall)
     c, n = mat.shape
-    nchunks = (n + chunk - 1) // chunk
-    for t in prange(nchunks):
+    for t in range(t0, t1):
         lo = t * chunk
         hi = min(n, lo + chunk)
         m = hi - lo
@@ -165,7 +166,9 @@ def combine_rows(mat: np.ndarray, coeffs: np.ndarray) -> np.ndarray:
     out = np.zeros((mat.shape[1], 4), dtype=np.uint32)
     if mat.size:
         coeffs_m = ((coeffs.astype(np.uint64) << np.uint64(32)) % _P64).astype(np.uint32)
-        _combine_rows(mat, coeffs_m, out, _COMBINE_CHUNK)
+        n = mat.shape[1]
+        run_ranges(lambda t0, t1: _combine_rows(mat, coeffs_m, out, _COMBINE_CHUNK, t0, t1),
+                   (n + _COMBINE_CHUNK - 1) // _COMBINE_CHUNK, 1)
     return out
 
 
