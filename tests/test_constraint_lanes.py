@@ -147,3 +147,43 @@ def test_loads_across_the_wrap(seed, log_m, nx, w, lo_frac):
     idx = (lo + np.arange(w) + (nxt if nx else 0)) % M
     assert np.array_equal(V[0, 0, :w], enc(main[2, idx]))
     assert np.array_equal(V[1, :, :w], enc(aux[4:8][:, idx]))
+
+
+_CHILD = r"""
+import hashlib, numpy as np
+from steadfast.air import examples as ex
+from steadfast.kernels import constraint_host as CH
+from steadfast.kernels.constraint_lanes import LANES
+from steadfast.verifier.proof_format import Params
+from steadfast.verifier.protocol import SHIFT, table_shape
+air = ex.pairs_air(4)
+rng = np.random.default_rng(5)
+r = lambda *s: rng.integers(0, CH.P, s, dtype=np.uint64).astype(np.uint32)
+shape = table_shape(air, 4, Params(log_blowup=2, num_queries=2, pow_bits=0))
+N = 1 << shape.log_lde
+chal = {"logup_beta": r(4), "logup_gamma": r(4)}
+pv = list(r(air.num_public))
+q = CH.quotient_host(air, shape, r(air.main_width, N),
+                     r(air.prep_width, N) if air.prep_width else None,
+                     r(4 * air.aux_width, N), pv, chal, r(4), r(4), SHIFT, block=48)
+h = CH.logup_h_host(air, r(16, air.main_width) % 16, pv, chal, block=24, stacked=True)
+print(LANES, hashlib.sha256(q.tobytes() + np.asarray(h).tobytes()).hexdigest())
+"""
+
+
+def test_vector_widths_give_the_same_values():
+    """512-bit (16 lanes) and 256-bit (8 lanes, the AVX2 build) code: one hash."""
+    import os
+    import subprocess
+    import sys
+    out = {}
+    for extra in ({}, {"STEADFAST_VECTOR_WIDTH": "256"}):
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("NUMBA_CPU_FEATURES", "STEADFAST_VECTOR_WIDTH")}
+        env.update(extra)
+        r = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True,
+                           text=True, timeout=900)
+        assert r.returncode == 0, r.stderr[-2000:]
+        lanes, digest = r.stdout.strip().splitlines()[-1].split()
+        out[int(lanes)] = digest
+    assert 8 in out and len(set(out.values())) == 1, out
