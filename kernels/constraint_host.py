@@ -664,4 +664,4 @@ def logup_h_host(air, main: np.ndarray, public_values, challenges: dict,
 
 
 # cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
-adopt(globals())
+adopt(globals(), depends=("constraint_lanes.py", "poseidon2_lanes.py", "field.py", "logup_block.py"))

@@ -313,4 +313,4 @@ def checksum_words(a: np.ndarray) -> tuple:
 
 
 # cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
-adopt(globals())
+adopt(globals(), depends=("field.py",))

@@ -245,4 +245,4 @@ def leaf_digests(lde: np.ndarray, hb: int, l: int, k: int, out: np.ndarray | Non
 
 
 # cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
-adopt(globals())
+adopt(globals(), depends=("poseidon2.py", "poseidon2_lanes.py", "poseidon2_constants.py", "field.py"))

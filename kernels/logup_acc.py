@@ -67,4 +67,4 @@ def aux_rows(H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 __all__ = ["aux_rows"]
 
 # cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
-adopt(globals())
+adopt(globals(), depends=("field.py",))

@@ -126,4 +126,4 @@ def logup_block(O, it_pos, it_len, it_bus, it_sign, it_batch, bpow, lo, w, D, Pf
 
 
 # cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
-adopt(globals())
+adopt(globals(), depends=("constraint_lanes.py", "poseidon2_lanes.py", "field.py"))

@@ -691,4 +691,4 @@ __all__ = ["ntt", "intt", "coset_ntt", "coset_intt", "coset_lde", "lde_columns",
 
 
 # cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
-adopt(globals())
+adopt(globals(), depends=("ntt_lanes.py", "poseidon2_lanes.py", "field.py", "hostlib.py", "ntt_tables.py"))

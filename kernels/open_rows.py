@@ -347,4 +347,4 @@ def group_rows(coeffs: np.ndarray, log_blowup: int, shift: int, groups, log_grou
 
 
 # cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
-adopt(globals())
+adopt(globals(), depends=("poseidon2_lanes.py", "hostlib.py", "field.py", "ntt_host.py"))

@@ -633,4 +633,4 @@ __all__ = ["poseidon2_permute", "hash_rows", "sponge_hash", "compress", "compres
 
 
 # cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
-adopt(globals())
+adopt(globals(), depends=("poseidon2_lanes.py", "poseidon2_constants.py", "field.py"))

@@ -598,4 +598,4 @@ def sponge_lanes(m: np.ndarray, out: np.ndarray, rate: int, g0: int, g1: int,
 
 
 # cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
-adopt(globals())
+adopt(globals(), depends=("poseidon2_constants.py", "field.py"))

@@ -105,4 +105,4 @@ def selectors_mont(log_n: int, log_m: int, shift: int):
 __all__ = ["selectors_mont"]
 
 # cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
-adopt(globals())
+adopt(globals(), depends=("field.py",))

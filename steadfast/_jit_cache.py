@@ -18,6 +18,8 @@ dispatchers are left as numba made them: slower to start, never different.
 """
 from __future__ import annotations
 
+import os
+
 try:                                    # numba's internals, checked once
     from numba.core.caching import FunctionCache as _FunctionCache
     from numba.core.runtime import rtsys as _rtsys
@@ -50,17 +52,40 @@ else:
     NoRuntimeHitCache = None
 
 
-def adopt(namespace: dict) -> int:
+def _stamp(path: str) -> tuple:
+    st = os.stat(path)
+    return (os.path.basename(path), st.st_mtime, st.st_size)
+
+
+def adopt(namespace: dict, depends: tuple = ()) -> int:
     """Give every ``cache=True`` CPU dispatcher in ``namespace`` (a module's globals) the
-    :class:`HitCache` lookup; returns how many it changed."""
+    :class:`HitCache` lookup; returns how many it changed.
+
+    ``depends``: file names, beside the module's own file, whose code its kernels compile
+    in -- the ``inline="always"`` field functions, the intrinsics' IR generators.  numba
+    keys a cache index on the defining file's stamp (mtime, size) alone, so an edit to
+    such a file left the old machine code in use (a git pull that changes only the lanes
+    module, say); their stamps are added to the index's, and a change to any one is a
+    miss, compiled and saved under the new stamp.  A dependency that cannot be read
+    leaves the stamp as numba made it."""
     if not _USABLE:                     # pragma: no cover
         return 0
+    extra = ()
+    if depends:
+        here = os.path.dirname(os.path.abspath(namespace.get("__file__", "")))
+        try:
+            extra = tuple(_stamp(os.path.join(here, d)) for d in depends)
+        except OSError:                 # pragma: no cover - an installed tree without a file
+            extra = ()
     n = 0
     for value in list(namespace.values()):
         cache = getattr(value, "_cache", None)
         if type(cache) is _FunctionCache:
             nrt = getattr(value, "targetoptions", {}).get("_nrt", True)
             cache.__class__ = HitCache if nrt else NoRuntimeHitCache  # same state, the one overridden method
+            cfile = getattr(cache, "_cache_file", None)
+            if extra and cfile is not None and hasattr(cfile, "_source_stamp"):
+                cfile._source_stamp = (cfile._source_stamp, extra)
             n += 1
     return n
 

@@ -207,3 +207,47 @@ def test_nonzero_len_on_large_images():
     b[123_457] = 1
     assert nonzero_len(bytes(b)) == 123_458
     assert nonzero_len(np.ones(10, np.uint8).tobytes() + bytes(1 << 17)) == 10
+
+
+def test_a_dependencys_stamp_is_in_the_index(tmp_path):
+    """adopt(..., depends=...): the index's stamp carries the dependencies' (name, mtime,
+    size), so touching one (a lanes module, kernels/field.py) makes the kernels a miss; in
+    a fresh interpreter with its own cache directory: compiled, then loaded, then
+    compiled again after the dependency's mtime moves."""
+    mod = tmp_path / "depmod.py"
+    dep = tmp_path / "dep_ir.py"
+    dep.write_text("# the code generator a kernel would compile in\n")
+    mod.write_text(textwrap.dedent("""
+        from numba import njit
+        from steadfast._jit_cache import adopt
+
+        @njit(cache=True)
+        def twice(x):
+            return 2 * x
+
+        adopt(globals(), depends=("dep_ir.py",))
+    """))
+    child = textwrap.dedent("""
+        import sys
+        sys.path.insert(0, sys.argv[1])
+        import depmod
+        stamp = depmod.twice._cache._cache_file._source_stamp
+        assert stamp[1][0][0] == "dep_ir.py", stamp
+        depmod.twice(3)
+        print(sum(depmod.twice._cache_hits.values()), sum(depmod.twice._cache_misses.values()))
+    """)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+    def run():
+        r = subprocess.run([sys.executable, "-c", child, str(tmp_path)], env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        return tuple(int(v) for v in r.stdout.split())
+
+    assert run() == (0, 1)                   # compiled and saved
+    assert run() == (1, 0)                   # loaded
+    st = os.stat(dep)
+    os.utime(dep, (st.st_atime, st.st_mtime + 10))
+    assert run() == (0, 1)                   # the dependency moved: compiled again
+    assert run() == (1, 0)

@@ -353,4 +353,4 @@ def deep_sum(terms: list, xs: np.ndarray) -> np.ndarray:
 
 
 # cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
-adopt(globals())
+adopt(globals(), depends=("../../kernels/hostlib.py", "../../kernels/field.py"))
