@@ -653,4 +653,4 @@ __all__ = ["run", "drive", "record_of"]
 
 
 # cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
-adopt(globals())
+adopt(globals(), depends=("../verifier/poseidon2.py",))

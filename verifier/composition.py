@@ -362,4 +362,4 @@ __all__ = ["composition_check"]
 
 
 # cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
-adopt(globals())
+adopt(globals(), depends=("scalar.py", "field.py"))

@@ -235,4 +235,4 @@ def warm_kernels() -> None:
 
 
 # cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
-adopt(globals())
+adopt(globals(), depends=("poseidon2.py",))

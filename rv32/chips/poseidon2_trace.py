@@ -173,4 +173,4 @@ __all__ = ["poseidon2_trace", "p2_fill"]
 
 
 # cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
-adopt(globals())
+adopt(globals(), depends=("../../verifier/poseidon2.py", "../../kernels/poseidon2_constants.py", "poseidon2.py"))
