@@ -26,15 +26,22 @@ width where G is narrower: those rows are halved down to G per group at the end)
 remainders nor any level above are stored: for each s the d levels are computed on the
 2^d blocks of f that block s depends on (a few KB of scratch), and every group's
 accumulator row stays in L1, so a column is read once.  d is chosen per call for the
-fewest products (:func:`fused_depth`: n (sum_(l <= d) keys_l / 2^l + groups / 2^d)); the
-products are the NTT's 32-bit lane Montgomery products (kernels/poseidon2_lanes.py's
-``_Gen``), the scalar loop for the tails (``STEADFAST_NTT_KERNEL=scalar``: the scalar loop
-alone).  52 columns of 2^19 at blowup 4, 50 groups of 64 rows: 0.53 s -> 0.095 s on this
-project's 2-core host (docs/benchmarks.md).
+fewest products (:func:`fused_depth`: n (sum_(l <= d) products_l / 2^l + groups / 2^d)).
+A level's keys come in pairs: key + N/(2m) holds x^m w_N^(N/2) = -x^m and has the same
+parent, so the two children lo + c hi and lo - c hi share the product c hi (:func:`_bfly`,
+:func:`_entries`) -- the first levels, where every key is present, cost half of their
+keys, as an NTT's butterflies do.  The products are the NTT's 32-bit lane Montgomery
+products (kernels/poseidon2_lanes.py's ``_Gen``), the scalar loop for the tails
+(``STEADFAST_NTT_KERNEL=scalar``: the scalar loop alone).  52 columns of 2^19 at blowup
+4, 50 groups of 64 rows: 0.53 s -> 0.095 s on this project's 2-core host
+(docs/benchmarks.md); with the pairs, 299 columns of 2^14 at blowup 4, 50 groups of 16
+rows: 30.5 -> 16.5 ms.  The constants of one shape and one set of groups are built once
+(:func:`_plan`): a proof opens every table of a height at the same groups.
 """
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 
 import numpy as np
 from llvmlite import ir
@@ -148,7 +155,32 @@ def _axpy_lanes(typingctx, dst, idst, x, ix, y, iy, cm):
     return sig, codegen
 
 
-_mm, _fadd = HF.mont_mul, HF.add
+@intrinsic
+def _bfly_lanes(typingctx, dst, ia, ib, x, ix, y, iy, cm):
+    """t = y[iy : iy + LANES] * c; dst[ia : ...] = x[ix : ...] + t, dst[ib : ...] =
+    x[ix : ...] - t (canonical values; cm = c 2^32 mod p): the two children c and -c of
+    one parent share the product."""
+    sig = types.void(dst, ia, ib, x, ix, y, iy, cm)
+
+    def codegen(context, builder, signature, args):
+        da = context.make_array(signature.args[0])(context, builder, value=args[0])
+        xa = context.make_array(signature.args[3])(context, builder, value=args[3])
+        ya = context.make_array(signature.args[5])(context, builder, value=args[5])
+        g = _Gen(builder, LANES)
+        v = builder.insert_element(ir.Constant(g.V, ir.Undefined), args[7],
+                                   ir.Constant(ir.IntType(32), 0))
+        c = builder.shuffle_vector(v, v, ir.Constant(g.V, [0] * LANES))
+        xv = builder.load(_vec_ptr(builder, xa, args[4], LANES), align=4)
+        yv = builder.load(_vec_ptr(builder, ya, args[6], LANES), align=4)
+        t = g.canon(g.mont(g.split(yv), g.split(c)))
+        builder.store(g.add(xv, t), _vec_ptr(builder, da, args[1], LANES), align=4)
+        builder.store(g.sub(xv, t), _vec_ptr(builder, da, args[2], LANES), align=4)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+_mm, _fadd, _fsub = HF.mont_mul, HF.add, HF.sub
 #: the kernel's vectors (off: its scalar loop alone, the tests' reference for them)
 LANES_ON = os.environ.get("STEADFAST_NTT_KERNEL", "lanes").strip().lower() != "scalar"
 
@@ -166,9 +198,24 @@ def _axpy(dst, idst, x, ix, y, iy, cm, count, lanes):
         j += 1
 
 
+@njit(inline="always")
+def _bfly(dst, ia, ib, x, ix, y, iy, cm, count, lanes):
+    """dst[ia + j] = x[ix + j] + y[iy + j] * c, dst[ib + j] = x[ix + j] - y[iy + j] * c."""
+    j = 0
+    if lanes:
+        while j + LANES <= count:
+            _bfly_lanes(dst, ia + j, ib + j, x, ix + j, y, iy + j, cm)
+            j += LANES
+    while j < count:
+        t = _mm(y[iy + j], cm)
+        dst[ia + j] = _fadd(x[ix + j], t)
+        dst[ib + j] = _fsub(x[ix + j], t)
+        j += 1
+
+
 @njit(cache=True, nogil=True)
-def _open_groups_fused(coeffs, H, d, nkeys, key_off, parent, cvals, final_idx, cm, xh, xpow,
-                       tw, out, lanes, c0, c1):
+def _open_groups_fused(coeffs, H, d, nkeys, ent_off, ea, eb, epar, ec, final_idx, cm, xh,
+                       xpow, tw, out, lanes, c0, c1):
     # The halving tree's first d levels and Horner's rule below them, one pass over each
     # column.  The level-d remainder (M = n / 2^d coefficients) is never stored: its
     # coefficients s H .. s H + H - 1 come from f's 2^d blocks f[s H + t M], t < 2^d, by
@@ -196,14 +243,19 @@ def _open_groups_fused(coeffs, H, d, nkeys, key_off, parent, cvals, final_idx, c
                 scr[t * H:(t + 1) * H] = f[base + t * M:base + t * M + H]
             for l in range(d):
                 cnt = 1 << (d - l - 1)              # blocks a key holds at level l + 1
-                for i in range(nkeys[l]):
-                    k = key_off[l] + i
-                    cv = cvals[k]
-                    dst = lvl_off[l + 1] + i * cnt * H
-                    pb = lvl_off[l] + parent[k] * (2 * cnt) * H
-                    for t in range(cnt):
-                        _axpy(scr, dst + t * H, scr, pb + t * H, scr, pb + (t + cnt) * H,
-                              cv, H, lanes)
+                for e in range(ent_off[l], ent_off[l + 1]):
+                    cv = ec[e]
+                    da = lvl_off[l + 1] + ea[e] * cnt * H
+                    pb = lvl_off[l] + epar[e] * (2 * cnt) * H
+                    if eb[e] >= 0:                  # the keys c and -c: one product
+                        db = lvl_off[l + 1] + eb[e] * cnt * H
+                        for t in range(cnt):
+                            _bfly(scr, da + t * H, db + t * H, scr, pb + t * H, scr,
+                                  pb + (t + cnt) * H, cv, H, lanes)
+                    else:
+                        for t in range(cnt):
+                            _axpy(scr, da + t * H, scr, pb + t * H, scr, pb + (t + cnt) * H,
+                                  cv, H, lanes)
             for q in range(Q):
                 _axpy(acc, q * H, scr, lvl_off[d] + final_idx[q] * H, acc, q * H, cm[q], H,
                       lanes)
@@ -223,16 +275,19 @@ def _open_groups_fused(coeffs, H, d, nkeys, key_off, parent, cvals, final_idx, c
             _dif_into(a, tw, out, q, col)
 
 
-def fused_depth(n: int, nkeys, groups: int, G: int) -> int:
+def fused_depth(n: int, nkeys, groups: int, G: int, products=None) -> int:
     """How many halving levels the fused kernel runs before Horner's rule: the d (0 ..
-    len(nkeys)) of the fewest products a column, n (sum_{l <= d} nkeys_l / 2^l +
-    groups / 2^d), whose scratch (f's 2^d blocks of G words, then sum_l nkeys_l 2^(d-l) of
-    the levels') fits _SCRATCH_BYTES; the smallest d within 5 % of that fewest."""
+    len(nkeys)) of the fewest products a column, n (sum_{l <= d} products_l / 2^l +
+    groups / 2^d; products_l, a level's products per coefficient of its keys, is nkeys_l
+    less its c/-c pairs, :func:`_entries`; nkeys_l when not given), whose scratch (f's 2^d
+    blocks of G words, then sum_l nkeys_l 2^(d-l) of the levels') fits _SCRATCH_BYTES; the
+    smallest d within 5 % of that fewest."""
     W = min(G, n)
+    prods = nkeys if products is None else products
     best, cost = [], 0.0
     for d in range(len(nkeys) + 1):
         if d:
-            cost += nkeys[d - 1] / (1 << d)
+            cost += prods[d - 1] / (1 << d)
         scratch = ((1 << d) + sum(nkeys[l] * (1 << (d - l - 1)) for l in range(d))) * W * 4
         if d and scratch > _SCRATCH_BYTES:
             break
@@ -273,28 +328,40 @@ def group_rows(coeffs: np.ndarray, log_blowup: int, shift: int, groups, log_grou
     g = np.asarray(groups, dtype=np.int64).reshape(-1)
     if g.size and (g.min() < 0 or g.max() >= 1 << (L - b)):
         raise ValueError(f"group_rows: a group index is outside [0, 2^{L - b})")
-    G, N = 1 << b, 1 << L
+    G = 1 << b
     out = np.empty((g.size, G, c), np.uint32)
     if g.size == 0 or c == 0:
         return out
+    method = METHOD if method is None else method
+    if method not in ("fused", "tree"):
+        raise ValueError(f"group_rows: method must be 'fused' or 'tree', got {method!r}")
+    plan = _plan(n, k, int(shift) % P, b, g.tobytes(), method, fused_depth)
+    if method == "fused":
+        args = (coeffs,) + plan + (out, LANES_ON and n >= LANES)
+        run_ranges(lambda c0, c1: _open_groups_fused(*args, c0, c1), c, 1)
+    else:
+        _open_groups(coeffs, *plan, out)
+    return out
+
+
+@lru_cache(maxsize=128)
+def _plan(n: int, k: int, shift: int, b: int, groups: bytes, method: str, depth) -> tuple:
+    """Everything :func:`group_rows`' kernels read but the coefficients, for one shape and
+    one set of groups: a proof opens every table of one height at the same groups, so a
+    block's ~170 calls build ~15 of these (the Python ``pow`` loops were a third of the
+    openings' time).  ``depth`` is :func:`fused_depth` (a key: tests replace it)."""
+    g = np.frombuffer(groups, np.int64)
+    L = n.bit_length() - 1 + k
+    G, N = 1 << b, 1 << L
     w_n = root_of_unity(L)
     bj = bit_reverse_indices(g, L - b)                          # x_j = shift w_N^bj
-    xs = [int(shift) * pow(w_n, int(e), P) % P for e in bj]
+    xs = [shift * pow(w_n, int(e), P) % P for e in bj]
     xpow = np.empty((g.size, G), np.uint64)         # x_q^j, a column at a time
     xpow[:, 0] = 1
     xv = np.asarray(xs, np.uint64)
     for j in range(1, G):
         xpow[:, j] = xpow[:, j - 1] * xv % np.uint64(P)
-    tw = []                                          # DIF stages: half = G/2, G/4, ..., 1
-    half = G >> 1
-    while half >= 1:
-        w = root_of_unity((2 * half).bit_length() - 1)
-        tw.extend(pow(w, j, P) for j in range(half))
-        half >>= 1
-    tw = np.array(tw or [1], np.uint64)
-    method = METHOD if method is None else method
-    if method not in ("fused", "tree"):
-        raise ValueError(f"group_rows: method must be 'fused' or 'tree', got {method!r}")
+    tw = _dif_twiddles(G)
     # levels m = n/2, n/4, ..., G (none when G >= n: the remainder is f itself)
     sizes, nkeys, key_off, parent, level_keys = [], [], [], [], []
     prev_keys = np.zeros(1, np.int64)               # the root: f, one "key"
@@ -317,7 +384,9 @@ def group_rows(coeffs: np.ndarray, log_blowup: int, shift: int, groups, log_grou
         # group at the end; a table of fewer rows than a vector in the scalar loop
         H = max(min(G, n), LANES) if n >= LANES else min(G, n)
         lv = [i for i, m in enumerate(sizes) if m >= H]             # the levels above H
-        d = min(len(lv), max(0, int(fused_depth(n, nkeys[:len(lv)], g.size, H))))
+        ents = [_entries(keys, mod) for keys, mod in level_keys[:len(lv)]]
+        d = min(len(lv), max(0, int(depth(n, nkeys[:len(lv)], g.size, H,
+                                          [len(e[0]) for e in ents]))))
         cvals = _level_consts(shift, w_n, sizes, level_keys, d)
         if d:
             keys, mod = level_keys[d - 1]
@@ -328,22 +397,58 @@ def group_rows(coeffs: np.ndarray, log_blowup: int, shift: int, groups, log_grou
         steps = max(0, (H // min(G, n)).bit_length() - 1)
         xh = np.array([[(pow(x, H >> (i + 1), P) << 32) % P for i in range(steps)]
                        for x in xs], np.uint32).reshape(len(xs), steps)
-        args = (coeffs, H, d, np.array(nkeys[:d], np.int64), np.array(key_off[:d], np.int64),
-                np.concatenate(parent[:d]).astype(np.int64) if d else np.zeros(0, np.int64),
-                np.concatenate(cvals[:d]).astype(np.uint32) if d else np.zeros(0, np.uint32),
-                np.asarray(final_idx, np.int64), cm, xh, xpow, tw, out,
-                LANES_ON and n >= LANES)
-        run_ranges(lambda c0, c1: _open_groups_fused(*args, c0, c1), c, 1)
-        return out
+        ent_off = np.zeros(d + 1, np.int64)
+        ea, eb, epar, ec = [], [], [], []
+        for l in range(d):
+            a, bb = ents[l]
+            ent_off[l + 1] = ent_off[l] + a.size
+            ea.append(a)
+            eb.append(bb)
+            epar.append(parent[l][a])
+            ec.append(cvals[l][a])
+        cat = (lambda xs, t: np.concatenate(xs).astype(t) if xs else np.zeros(0, t))
+        return (H, d, np.array(nkeys[:d], np.int64), ent_off, cat(ea, np.int64),
+                cat(eb, np.int64), cat(epar, np.int64), cat(ec, np.uint32),
+                np.asarray(final_idx, np.int64), cm, xh, xpow, tw)
     cvals = _level_consts(shift, w_n, sizes, level_keys, len(sizes))
     final_idx = (np.searchsorted(prev_keys, bj % prev_mod) if prev_mod > 1
                  else np.zeros(g.size, np.int64))
-    _open_groups(coeffs, np.array(sizes, np.int64), np.array(nkeys, np.int64),
-                 np.array(key_off, np.int64),
-                 np.concatenate(parent).astype(np.int64) if parent else np.zeros(0, np.int64),
-                 np.concatenate(cvals) if cvals else np.zeros(0, np.uint64),
-                 np.asarray(final_idx, np.int64), xpow, tw, out)
-    return out
+    return (np.array(sizes, np.int64), np.array(nkeys, np.int64),
+            np.array(key_off, np.int64),
+            np.concatenate(parent).astype(np.int64) if parent else np.zeros(0, np.int64),
+            np.concatenate(cvals) if cvals else np.zeros(0, np.uint64),
+            np.asarray(final_idx, np.int64), xpow, tw)
+
+
+def _entries(keys: np.ndarray, mod: int) -> tuple[np.ndarray, np.ndarray]:
+    """A halving level's products: its keys (sorted, in [0, mod)) paired as c and -c --
+    key + mod/2 holds x^m w^(N/2) = -x^m, a child of the same parent -- so a pair costs one
+    product (:func:`_bfly`): (a, b), key indices, b[i] = -1 where a[i]'s partner is not a
+    key (a[i] is then the key present, lower or upper)."""
+    half = mod >> 1
+    j = np.searchsorted(keys, keys + half)
+    has = (keys < half) & (j < keys.size)
+    has[has] = keys[j[has]] == keys[has] + half
+    lower_of = np.searchsorted(keys, keys - half)
+    upper_alone = (keys >= half)
+    upper_alone[upper_alone] = ~((lower_of[upper_alone] < keys.size)
+                                 & (keys[np.minimum(lower_of[upper_alone], keys.size - 1)]
+                                    == keys[upper_alone] - half))
+    a = np.flatnonzero((keys < half) | upper_alone)
+    b = np.where(has[a], j[a], -1).astype(np.int64)
+    return a.astype(np.int64), b
+
+
+@lru_cache(maxsize=None)
+def _dif_twiddles(G: int) -> np.ndarray:
+    """The G-point DIF's twiddles, stage by stage (half = G/2, G/4, ..., 1)."""
+    tw = []
+    half = G >> 1
+    while half >= 1:
+        w = root_of_unity((2 * half).bit_length() - 1)
+        tw.extend(pow(w, j, P) for j in range(half))
+        half >>= 1
+    return np.array(tw or [1], np.uint64)
 
 
 # cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)

@@ -151,3 +151,30 @@ def test_the_switch_is_read_and_checked_at_import():
             assert out.returncode == 0 and out.stdout.strip() == value
         else:
             assert out.returncode != 0 and "STEADFAST_OPEN_ROWS" in out.stderr
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 8), st.data())
+def test_the_levels_pair_each_key_with_its_negative(log_mod, data):
+    """_entries: every key of a level appears once, as a product's key or as its pair's
+    second; a pair is (k, k + mod/2) -- the values c and -c -- and no pair is missed."""
+    mod = 1 << log_mod
+    keys = np.array(sorted(data.draw(st.sets(st.integers(0, mod - 1), min_size=1))), np.int64)
+    a, b = open_rows._entries(keys, mod)
+    seen = np.concatenate([a, b[b >= 0]])
+    assert sorted(seen.tolist()) == list(range(keys.size))
+    half = mod >> 1
+    for i, j in zip(a.tolist(), b.tolist()):
+        if j >= 0:
+            assert keys[j] == keys[i] + half
+        else:
+            partner = keys[i] + half if keys[i] < half else keys[i] - half
+            assert partner not in set(keys.tolist())
+
+
+def test_fused_depth_counts_the_pairs_once():
+    """With the c/-c pairs counted once, the levels are cheaper and the depth no smaller."""
+    keys = [8, 16, 32, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50]
+    prods = [4, 8, 16, 32, 50, 50, 50, 50, 50, 50, 50, 50, 50]
+    assert fused_depth(1 << 19, keys, 50, 64, prods) >= fused_depth(1 << 19, keys, 50, 64)
+    assert fused_depth(1 << 19, keys, 1, 64, prods) == 0
