@@ -69,3 +69,15 @@ def test_bad_shapes_are_refused():
                 np.zeros((4, 4), np.uint32), np.zeros((2, 4, 0), np.uint32)):
         with pytest.raises(ValueError, match="aux_rows"):
             aux_rows(bad)
+
+
+@pytest.mark.parametrize("B,n", [(2, 4 * 4096), (3, 3 * 4096 + 5), (1, 4096 + 1)])
+def test_several_blocks_equal_one_pass(B, n):
+    """Rows beyond one block (kernels/logup_acc.BLOCK): each block starts from the prefix of
+    the blocks before it and from (k BLOCK) U -- the same rows as the numpy path."""
+    from steadfast.kernels import logup_acc
+    assert n > logup_acc.BLOCK
+    H = _h(n + B, B, n)
+    aux, u = aux_rows(H)
+    want_aux, want_u = _numpy_path(H)
+    assert np.array_equal(aux, want_aux) and np.array_equal(u, want_u)
