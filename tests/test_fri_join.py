@@ -234,3 +234,39 @@ def test_join_halves_hand_the_dqs_over_and_leave_the_records():
                                                                               params)
     with pytest.raises(ValueError, match="one R4Deep per table"):
         take_quotients(deeps[:-1] + deeps[:1])
+
+
+@pytest.mark.parametrize("k,roll", [(1, False), (2, True), (3, True)])
+def test_fold_and_input_over_several_ranges(k, roll):
+    """Layers long enough for the host pool's ranges (kernels/fri_host.py): the fold equals
+    the binary-fold formula applied level by level in numpy, the input the mu combination."""
+    import numba
+    rng = np.random.default_rng(40 + k)
+    h = 15
+    v = rng.integers(0, P, size=(1 << h, 4), dtype=np.uint32)
+    v[:64] = P - 1
+    beta = rng.integers(0, P, size=4, dtype=np.uint32)
+    rollin = rng.integers(0, P, size=(1 << (h - k), 4), dtype=np.uint32) if roll else None
+    inv2 = np.uint64((P + 1) // 2)
+    f, b, hh = v.T.astype(np.uint64), beta.astype(np.uint64).reshape(4, 1), h
+    for _ in range(k):
+        xs = np.asarray(_points(hh), np.uint64)[0::2]
+        inv = np.array([pow(2 * int(x), P - 2, P) for x in xs], np.uint64)
+        e0, e1 = f[:, 0::2], f[:, 1::2]
+        f = F.ef_add(F.ef_mul_base(F.ef_add(e0, e1), inv2),
+                     F.ef_mul(b, F.ef_mul_base(F.ef_sub(e0, e1), inv)))
+        b, hh = F.ef_mul(b, b), hh - 1
+    if roll:
+        f = F.ef_add(f, F.ef_mul(b, rollin.T.astype(np.uint64)))
+    for threads in (1, numba.config.NUMBA_NUM_THREADS):
+        numba.set_num_threads(threads)
+        try:
+            np.testing.assert_array_equal(S.fri_fold(v, beta, k, h, rollin), f.T.astype(np.uint32))
+            dqs = [v, v[::-1].copy(), rng.integers(0, P, size=v.shape, dtype=np.uint32)]
+            m = beta.astype(np.uint64).reshape(4, 1)
+            want = F.ef_add(F.ef_add(dqs[0].T.astype(np.uint64),
+                                     F.ef_mul(m, dqs[1].T.astype(np.uint64))),
+                            F.ef_mul(F.ef_mul(m, m), dqs[2].T.astype(np.uint64)))
+            np.testing.assert_array_equal(S.fri_input(dqs, beta), want.T.astype(np.uint32))
+        finally:
+            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)

@@ -23,7 +23,7 @@ import numpy as np
 from ... import air as airlib
 from ...air import field as F
 from ...kernels import multiproof as mp
-from ...kernels import open_rows
+from ...kernels import fri_host, open_rows
 from ...kernels.lde_rows import gather_rows
 from ...kernels.hostlib import ef_inverse, ef_powers
 from ...kernels.poseidon2 import grind_search, poseidon2_permute
@@ -36,10 +36,6 @@ from .scratch import Scratch
 from .hostops import combine_rows, deep_sum, divide_linear, eval_columns
 from .ldetree import (PRUNE_LEVELS, _COMMIT_CHUNK, _bitrev_index, _bitrev_rows,  # noqa: F401
                       _LdeTree)
-
-
-#: rows per chunk of the pointwise FRI input combination and folds
-_FOLD_CHUNK = 1 << 16
 
 
 class _LdeSource:
@@ -497,18 +493,7 @@ class HostStages:
         for dq in dqs[1:]:
             if dq.shape != dqs[0].shape:
                 raise ValueError(f"fri_input: heights differ ({dq.shape} vs {dqs[0].shape})")
-        out = np.empty(dqs[0].shape, np.uint32)
-        muf = np.asarray(mu, np.uint64).reshape(4, 1)
-        # pointwise: in chunks of rows, so that the uint64 temporaries stay small
-        for lo in range(0, out.shape[0], _FOLD_CHUNK):
-            hi = lo + _FOLD_CHUNK
-            acc = _ef_T(dqs[0][lo:hi])
-            mp = muf
-            for dq in dqs[1:]:
-                acc = F.ef_add(acc, F.ef_mul(mp, _ef_T(dq[lo:hi])))
-                mp = F.ef_mul(mp, muf)
-            out[lo:hi] = acc.T
-        return out
+        return fri_host.combine(dqs, mu)
 
     def fri_commit_layer(self, values: np.ndarray, log_arity: int):
         """Commit a FRI layer of height h (uint32[2^h, 4], bit-reversed) with leaf
@@ -522,7 +507,7 @@ class HostStages:
         return merkle.commit(np.ascontiguousarray(values).reshape(-1, 4 * a))
 
     def _inv_half_x(self, log_h: int) -> np.ndarray:
-        """1 / (2 x_{2u}) for u < 2^(h-1) on a layer of height h (uint64[2^(h-1)])."""
+        """1 / (2 x_{2u}) for u < 2^(h-1) on a layer of height h (uint32[2^(h-1)])."""
         key = ("inv_half_x", log_h)
         if key not in self._selector_cache:
             half = 1 << (log_h - 1)
@@ -530,7 +515,7 @@ class HostStages:
             c = pow(2 * SHIFT, F.P - 2, F.P)                 # 1 / (2 g)
             rev = bit_reverse_permutation(np.arange(half, dtype=np.int64))
             # bitrev_h(2u) = bitrev_{h-1}(u): x_{2u} = g w_{2^h}^bitrev_{h-1}(u)
-            self._selector_cache[key] = F.mul(F.powers(w_inv, half)[rev], c)
+            self._selector_cache[key] = F.mul(F.powers(w_inv, half)[rev], c).astype(np.uint32)
         return self._selector_cache[key]
 
     def fri_fold(self, values: np.ndarray, beta, log_arity: int, log_height: int,
@@ -550,36 +535,8 @@ class HostStages:
         if rollin is not None and rollin.shape != (1 << (log_height - k), 4):
             raise ValueError(f"fri_fold: roll-in of shape {rollin.shape}, expected "
                              f"{(1 << (log_height - k), 4)}")
-        out = np.empty((1 << (log_height - k), 4), np.uint32)
-        # pointwise in the output: output rows [v0, v1) read input rows [v0 a, v1 a), so
-        # the fold runs in chunks and its uint64 temporaries stay small (issue #12)
-        step = max(1, _FOLD_CHUNK >> k)
-        for v0 in range(0, out.shape[0], step):
-            v1 = min(out.shape[0], v0 + step)
-            out[v0:v1] = self._fold_rows(values[v0 << k:v1 << k], beta, k, log_height, v0,
-                                         None if rollin is None else rollin[v0:v1])
-        return out
-
-    def _fold_rows(self, values, beta, k: int, log_height: int, v0: int, rollin):
-        """fri_fold of the input rows [v0 2^k, (v0 + len) 2^k) -> uint32[len, 4]."""
-        inv2 = np.uint64((F.P + 1) // 2)
-        b = np.asarray(beta, np.uint64).reshape(4, 1)
-        f = None
-        h = log_height
-        for j in range(k):
-            if f is None:
-                e0, e1 = _ef_T(values[0::2]), _ef_T(values[1::2])
-            else:
-                e0, e1 = f[:, 0::2], f[:, 1::2]
-            u0 = v0 << (k - j - 1)                       # the chunk's first u at height h
-            s = F.ef_mul_base(F.ef_add(e0, e1), inv2)
-            d = F.ef_mul_base(F.ef_sub(e0, e1), self._inv_half_x(h)[u0:u0 + e0.shape[1]])
-            f = F.ef_add(s, F.ef_mul(b, d))
-            b = F.ef_mul(b, b)
-            h -= 1
-        if rollin is not None:
-            f = F.ef_add(f, F.ef_mul(b, _ef_T(rollin)))          # b = beta^a now
-        return f.T
+        return fri_host.fold(values, beta, k,
+                             [self._inv_half_x(log_height - j) for j in range(k)], rollin)
 
     def fri_final(self, values: np.ndarray, log_height: int, length: int) -> np.ndarray:
         """The final polynomial: interpolate the last layer (uint32[2^h, 4], bit-reversed,
