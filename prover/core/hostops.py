@@ -15,7 +15,7 @@ from ...kernels.host_pool import run_ranges
 _P64 = np.uint64(2013265921)
 _mul = HF.mul
 _add, _sub, _neg = HF.add, HF.sub, HF.neg
-_ef_mul = HF.ef_mul
+_ef_mul, _mont_ef_mul = HF.ef_mul, HF.mont_ef_mul
 
 
 _M32 = np.uint64(0xFFFFFFFF)
@@ -27,6 +27,7 @@ _P, _W = AF.P, AF.W
 _FROB = pow(_W, (_P - 1) // 4, _P)
 _LOG_LO = 8                     # eval_columns: x^k = x^(k mod 2^8) * (x^(2^8))^(k >> 8)
 _LO_MASK = (1 << _LOG_LO) - 1
+_LO_SIZE = 1 << _LOG_LO
 _EVAL_CHUNK = 1 << 12
 
 
@@ -42,47 +43,55 @@ def _ef_chain(x0, x1, x2, x3, out):
         p0, p1, p2, p3 = _ef_mul(p0, p1, p2, p3, x0, x1, x2, x3)
 
 
+@njit(inline="always")
+def _pw_block(l0, l1, l2, l3, h0, h1, h2, h3, p0, p1, p2, p3, cnt):
+    # p[a] = l[a] h (Montgomery EF products), a < cnt: 1-d operands, so LLVM vectorises
+    for a in range(cnt):
+        p0[a], p1[a], p2[a], p3[a] = _mont_ef_mul(l0[a], l1[a], l2[a], l3[a], h0, h1, h2, h3)
+
+
 @njit(cache=True, nogil=True)
 def _eval_chunks(coeffs, lo_m, hi, part, chunk, t0, t1):
     # part[t, j] = sum over the points k of chunk t of coeffs[j, k] * x^k, unreduced
-    # (uint64, each term < 2p).  x^k = lo[k mod 2^8] * hi[k >> 8] with lo in Montgomery
-    # form (x^l * 2^32 mod p), so the product is x^k in Montgomery form; a canonical
+    # (uint64, each term < 2p).  x^k = lo[k mod 2^8] * hi[k >> 8], both in Montgomery
+    # form (lo_m uint32[4, 2^8], one row a coefficient, hi uint32[., 4]): their Montgomery
+    # product is x^k in Montgomery form (x^k * 2^32 mod p), a loop over the 2^8 lo values
+    # that LLVM vectorises (it was one scalar EF product with remainders a power); a canonical
     # coefficient a times it, Montgomery-reduced, is a * x^k (mod p) below 2p -- three
     # 32 x 32 multiplies a term, no remainder, vectorised over the chunk.
     c, n = coeffs.shape
     for t in range(t0, t1):
         lo = t * chunk
         m = min(n, lo + chunk) - lo
-        pw = np.empty((4, chunk), dtype=np.uint64)
-        for i in range(m):
-            k = lo + i
-            a = k & _LO_MASK
-            b = k >> _LOG_LO
-            r0, r1, r2, r3 = _ef_mul(lo_m[a, 0], lo_m[a, 1], lo_m[a, 2], lo_m[a, 3],
-                                     hi[b, 0], hi[b, 1], hi[b, 2], hi[b, 3])
-            pw[0, i] = r0
-            pw[1, i] = r1
-            pw[2, i] = r2
-            pw[3, i] = r3
+        pw = np.empty((4, chunk), dtype=np.uint32)
+        for base in range(0, m, _LO_SIZE):      # x^k, k = lo + base + a: lo_m[a] hi[b]
+            b = (lo + base) >> _LOG_LO
+            _pw_block(lo_m[0], lo_m[1], lo_m[2], lo_m[3], hi[b, 0], hi[b, 1], hi[b, 2],
+                      hi[b, 3], pw[0, base:], pw[1, base:], pw[2, base:], pw[3, base:],
+                      min(_LO_SIZE, m - base))
         for j in range(c):
-            s0 = np.uint64(0)
-            s1 = np.uint64(0)
-            s2 = np.uint64(0)
-            s3 = np.uint64(0)
-            for i in range(m):
-                a = np.uint64(coeffs[j, lo + i])
-                u0 = a * pw[0, i]
-                u1 = a * pw[1, i]
-                u2 = a * pw[2, i]
-                u3 = a * pw[3, i]
-                s0 += (u0 + (((u0 & _M32) * _NINV) & _M32) * _P64) >> _U32
-                s1 += (u1 + (((u1 & _M32) * _NINV) & _M32) * _P64) >> _U32
-                s2 += (u2 + (((u2 & _M32) * _NINV) & _M32) * _P64) >> _U32
-                s3 += (u3 + (((u3 & _M32) * _NINV) & _M32) * _P64) >> _U32
-            part[t, j, 0] = s0
-            part[t, j, 1] = s1
-            part[t, j, 2] = s2
-            part[t, j, 3] = s3
+            part[t, j, 0], part[t, j, 1], part[t, j, 2], part[t, j, 3] = _dot4(
+                coeffs[j, lo:lo + m], pw[0], pw[1], pw[2], pw[3], m)
+
+
+@njit(inline="always")
+def _dot4(cj, p0, p1, p2, p3, m):
+    # sum_i cj[i] * p_c[i] 2^-32, each term Montgomery-reduced below 2p (1-d operands)
+    s0 = np.uint64(0)
+    s1 = np.uint64(0)
+    s2 = np.uint64(0)
+    s3 = np.uint64(0)
+    for i in range(m):
+        a = np.uint64(cj[i])
+        u0 = a * np.uint64(p0[i])
+        u1 = a * np.uint64(p1[i])
+        u2 = a * np.uint64(p2[i])
+        u3 = a * np.uint64(p3[i])
+        s0 += (u0 + (((u0 & _M32) * _NINV) & _M32) * _P64) >> _U32
+        s1 += (u1 + (((u1 & _M32) * _NINV) & _M32) * _P64) >> _U32
+        s2 += (u2 + (((u2 & _M32) * _NINV) & _M32) * _P64) >> _U32
+        s3 += (u3 + (((u3 & _M32) * _NINV) & _M32) * _P64) >> _U32
+    return s0, s1, s2, s3
 
 
 def ef_power_table(x, k: int) -> np.ndarray:
@@ -105,7 +114,8 @@ def eval_columns(coeffs: np.ndarray, point) -> np.ndarray:
         return np.zeros((c, 4), dtype=np.uint32)
     lo = ef_power_table(x, (1 << _LOG_LO) + 1)                      # x^0 .. x^256
     hi = ef_power_table(lo[-1], ((n - 1) >> _LOG_LO) + 1)
-    lo_m = ((lo[:-1].astype(np.uint64) << _U32) % _P64).astype(np.uint32)
+    lo_m = np.ascontiguousarray(((lo[:-1].astype(np.uint64) << _U32) % _P64).astype(np.uint32).T)
+    hi = ((hi.astype(np.uint64) << _U32) % _P64).astype(np.uint32)
     part = np.empty(((n + _EVAL_CHUNK - 1) // _EVAL_CHUNK, c, 4), dtype=np.uint64)
     run_ranges(lambda t0, t1: _eval_chunks(coeffs, lo_m, hi, part, _EVAL_CHUNK, t0, t1),
                 part.shape[0], 1)
@@ -114,6 +124,26 @@ def eval_columns(coeffs: np.ndarray, point) -> np.ndarray:
 
 
 _COMBINE_CHUNK = 1 << 10
+
+
+@njit(inline="always")
+def _mac4(row, k0, k1, k2, k3, a0, a1, a2, a3, m):
+    # a_c[i] += row[i] k_c 2^-32 (each term Montgomery-reduced below 2p): 1-d operands,
+    # whose unit strides LLVM sees (with 2-d indexing the loop stayed 2-3x slower)
+    q0 = np.uint64(k0)
+    q1 = np.uint64(k1)
+    q2 = np.uint64(k2)
+    q3 = np.uint64(k3)
+    for i in range(m):
+        a = np.uint64(row[i])
+        t0 = a * q0
+        t1 = a * q1
+        t2 = a * q2
+        t3 = a * q3
+        a0[i] += (t0 + (((t0 & _M32) * _NINV) & _M32) * _P64) >> _U32
+        a1[i] += (t1 + (((t1 & _M32) * _NINV) & _M32) * _P64) >> _U32
+        a2[i] += (t2 + (((t2 & _M32) * _NINV) & _M32) * _P64) >> _U32
+        a3[i] += (t3 + (((t3 & _M32) * _NINV) & _M32) * _P64) >> _U32
 
 
 @njit(cache=True, nogil=True)
@@ -132,20 +162,8 @@ def _combine_rows(mat, coeffs_m, out, chunk, t0, t1):
         m = hi - lo
         acc = np.zeros((4, chunk), dtype=np.uint64)
         for j in range(c):
-            k0 = np.uint64(coeffs_m[j, 0])
-            k1 = np.uint64(coeffs_m[j, 1])
-            k2 = np.uint64(coeffs_m[j, 2])
-            k3 = np.uint64(coeffs_m[j, 3])
-            for i in range(m):
-                a = np.uint64(mat[j, lo + i])
-                t0 = a * k0
-                t1 = a * k1
-                t2 = a * k2
-                t3 = a * k3
-                acc[0, i] += (t0 + (((t0 & _M32) * _NINV) & _M32) * _P64) >> _U32
-                acc[1, i] += (t1 + (((t1 & _M32) * _NINV) & _M32) * _P64) >> _U32
-                acc[2, i] += (t2 + (((t2 & _M32) * _NINV) & _M32) * _P64) >> _U32
-                acc[3, i] += (t3 + (((t3 & _M32) * _NINV) & _M32) * _P64) >> _U32
+            _mac4(mat[j, lo:hi], coeffs_m[j, 0], coeffs_m[j, 1], coeffs_m[j, 2],
+                  coeffs_m[j, 3], acc[0], acc[1], acc[2], acc[3], m)
         for i in range(m):
             out[lo + i, 0] = np.uint32(acc[0, i] % _P64)
             out[lo + i, 1] = np.uint32(acc[1, i] % _P64)
