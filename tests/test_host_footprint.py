@@ -4,6 +4,7 @@ reduced air.field forms equal naive big-integer arithmetic."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from steadfast.air import field as F
@@ -60,7 +61,6 @@ def test_level_digests_are_the_tree_levels(log_n, w, seed):
 
 
 def test_level_digests_rejects_bad_input():
-    import pytest
     from steadfast.kernels.merkle import level_digests
     with pytest.raises(ValueError, match="multiple"):
         level_digests(np.zeros((6, 2), np.uint32), 2)
@@ -147,6 +147,14 @@ def test_combine_rows_matches_big_integers(c, n, seed):
     mat[0, 0], co[0, 0] = P - 1, P - 1
     ref = (mat.astype(object).T.dot(co.astype(object)) % P).astype(np.uint32)
     assert np.array_equal(combine_rows(mat, co), ref)
+    # into=: the sums added to a canonical array in place (DEEP's groups)
+    base = rng.integers(0, P, (n, 4), dtype=np.uint32)
+    base[0] = P - 1
+    want = ((base.astype(object) + ref.astype(object)) % P).astype(np.uint32)
+    got = combine_rows(mat, co, into=base)
+    assert got is base and np.array_equal(got, want)
+    with pytest.raises(ValueError, match="into"):
+        combine_rows(mat, co, into=np.zeros((n + 1, 4), np.uint32))
 
 
 def test_combine_rows_rejects_non_canonical_coefficients():

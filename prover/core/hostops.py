@@ -164,24 +164,33 @@ def _combine_rows(mat, coeffs_m, out, chunk, t0, t1):
         for j in range(c):
             _mac4(mat[j, lo:hi], coeffs_m[j, 0], coeffs_m[j, 1], coeffs_m[j, 2],
                   coeffs_m[j, 3], acc[0], acc[1], acc[2], acc[3], m)
-        for i in range(m):
-            out[lo + i, 0] = np.uint32(acc[0, i] % _P64)
-            out[lo + i, 1] = np.uint32(acc[1, i] % _P64)
-            out[lo + i, 2] = np.uint32(acc[2, i] % _P64)
-            out[lo + i, 3] = np.uint32(acc[3, i] % _P64)
+        for i in range(m):                      # out's own values added (into=)
+            out[lo + i, 0] = np.uint32((acc[0, i] + np.uint64(out[lo + i, 0])) % _P64)
+            out[lo + i, 1] = np.uint32((acc[1, i] + np.uint64(out[lo + i, 1])) % _P64)
+            out[lo + i, 2] = np.uint32((acc[2, i] + np.uint64(out[lo + i, 2])) % _P64)
+            out[lo + i, 3] = np.uint32((acc[3, i] + np.uint64(out[lo + i, 3])) % _P64)
 
 
-def combine_rows(mat: np.ndarray, coeffs: np.ndarray) -> np.ndarray:
+def combine_rows(mat: np.ndarray, coeffs: np.ndarray, into: np.ndarray | None = None) -> np.ndarray:
     """sum_j coeffs[j] * mat[j, x] for every x: base (c, N) column-major with EF
     coefficients (c, 4) -> EF (N, 4), canonical.  Montgomery products (< 2p each, see
-    _combine_rows), so c < 2^32 columns keep the sums below 2^64."""
+    _combine_rows), so c < 2^32 columns keep the sums below 2^64.  ``into``: a canonical
+    uint32[N, 4] C-contiguous array the sums are added to, in place (returned) -- DEEP's
+    groups accumulate without a separate pass."""
     mat = np.ascontiguousarray(mat, dtype=np.uint32)
     coeffs = np.ascontiguousarray(coeffs, dtype=np.uint32)
     if mat.ndim != 2 or coeffs.shape != (mat.shape[0], 4):
         raise ValueError(f"combine_rows: shapes {mat.shape} and {coeffs.shape} do not match")
     if coeffs.size and int(coeffs.max()) >= 2013265921:
         raise ValueError("combine_rows: coefficients must be canonical field elements")
-    out = np.zeros((mat.shape[1], 4), dtype=np.uint32)
+    if into is None:
+        out = np.zeros((mat.shape[1], 4), dtype=np.uint32)
+    else:
+        out = into
+        if (out.shape != (mat.shape[1], 4) or out.dtype != np.uint32
+                or not out.flags.c_contiguous or not out.flags.writeable):
+            raise ValueError(f"combine_rows: into must be a writeable C-contiguous "
+                             f"uint32[{mat.shape[1]}, 4]")
     if mat.size:
         coeffs_m = ((coeffs.astype(np.uint64) << np.uint64(32)) % _P64).astype(np.uint32)
         n = mat.shape[1]

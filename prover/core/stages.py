@@ -436,7 +436,8 @@ class HostStages:
             has_coeffs = isinstance(com, Committed) and com.coeffs is not None
             cols = com.coeffs if has_coeffs else com.lde
             for j, at_next in mine:
-                _add_into(coef if has_coeffs else comb, at_next, combine_rows(cols, lps[j]))
+                dst = coef if has_coeffs else comb
+                dst[at_next] = combine_rows(cols, lps[j], into=dst[at_next])
             del cols
             if isinstance(com, Committed):
                 com.release()
