@@ -132,6 +132,21 @@ def _open_groups(coeffs, sizes, nkeys, key_off, parent, cvals, final_idx, xpow, 
             _dif_into(a, tw, out, q, col)
 
 
+def _x_and_cy(context, builder, signature, args, ix: int):
+    """The lane kernels' common part: args = (dst, <dst indices>, x, ix, y, iy, cm) with x
+    at position ``ix``: (the emitter, dst's array, the x vector, canonical c y)."""
+    da = context.make_array(signature.args[0])(context, builder, value=args[0])
+    xa = context.make_array(signature.args[ix])(context, builder, value=args[ix])
+    ya = context.make_array(signature.args[ix + 2])(context, builder, value=args[ix + 2])
+    g = _Gen(builder, LANES)
+    v = builder.insert_element(ir.Constant(g.V, ir.Undefined), args[ix + 4],
+                               ir.Constant(ir.IntType(32), 0))
+    c = builder.shuffle_vector(v, v, ir.Constant(g.V, [0] * LANES))
+    xv = builder.load(_vec_ptr(builder, xa, args[ix + 1], LANES), align=4)
+    yv = builder.load(_vec_ptr(builder, ya, args[ix + 3], LANES), align=4)
+    return g, da, xv, g.canon(g.mont(g.split(yv), g.split(c)))
+
+
 @intrinsic
 def _axpy_lanes(typingctx, dst, idst, x, ix, y, iy, cm):
     """dst[idst : idst + LANES] = x[ix : ...] + y[iy : ...] * c (canonical values;
@@ -139,17 +154,8 @@ def _axpy_lanes(typingctx, dst, idst, x, ix, y, iy, cm):
     sig = types.void(dst, idst, x, ix, y, iy, cm)
 
     def codegen(context, builder, signature, args):
-        da = context.make_array(signature.args[0])(context, builder, value=args[0])
-        xa = context.make_array(signature.args[2])(context, builder, value=args[2])
-        ya = context.make_array(signature.args[4])(context, builder, value=args[4])
-        g = _Gen(builder, LANES)
-        v = builder.insert_element(ir.Constant(g.V, ir.Undefined), args[6],
-                                   ir.Constant(ir.IntType(32), 0))
-        c = builder.shuffle_vector(v, v, ir.Constant(g.V, [0] * LANES))
-        xv = builder.load(_vec_ptr(builder, xa, args[3], LANES), align=4)
-        yv = builder.load(_vec_ptr(builder, ya, args[5], LANES), align=4)
-        builder.store(g.add(xv, g.canon(g.mont(g.split(yv), g.split(c)))),
-                      _vec_ptr(builder, da, args[1], LANES), align=4)
+        g, da, xv, t = _x_and_cy(context, builder, signature, args, 2)
+        builder.store(g.add(xv, t), _vec_ptr(builder, da, args[1], LANES), align=4)
         return context.get_dummy_value()
 
     return sig, codegen
@@ -163,16 +169,7 @@ def _bfly_lanes(typingctx, dst, ia, ib, x, ix, y, iy, cm):
     sig = types.void(dst, ia, ib, x, ix, y, iy, cm)
 
     def codegen(context, builder, signature, args):
-        da = context.make_array(signature.args[0])(context, builder, value=args[0])
-        xa = context.make_array(signature.args[3])(context, builder, value=args[3])
-        ya = context.make_array(signature.args[5])(context, builder, value=args[5])
-        g = _Gen(builder, LANES)
-        v = builder.insert_element(ir.Constant(g.V, ir.Undefined), args[7],
-                                   ir.Constant(ir.IntType(32), 0))
-        c = builder.shuffle_vector(v, v, ir.Constant(g.V, [0] * LANES))
-        xv = builder.load(_vec_ptr(builder, xa, args[4], LANES), align=4)
-        yv = builder.load(_vec_ptr(builder, ya, args[6], LANES), align=4)
-        t = g.canon(g.mont(g.split(yv), g.split(c)))
+        g, da, xv, t = _x_and_cy(context, builder, signature, args, 3)
         builder.store(g.add(xv, t), _vec_ptr(builder, da, args[1], LANES), align=4)
         builder.store(g.sub(xv, t), _vec_ptr(builder, da, args[2], LANES), align=4)
         return context.get_dummy_value()
