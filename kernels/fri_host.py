@@ -5,7 +5,8 @@ Both were numpy on the calling thread (uint64 temporaries of a chunk, a dozen pa
 while the other core waited: on the 2^18 block 0.06 s, utilisation 1.0.  Here each is one
 pass over ranges of rows on the host pool (kernels/host_pool.py), with kernels.field's
 extension arithmetic -- exact field operations, so the same values as the numpy path
-(tests/test_fri_host.py compares them).
+(tests/test_fri_join.py: the folded polynomial, the formula level by level over several
+ranges at 1 and 2 threads, the mu combination).
 
 Fold of a layer of height h by a = 2^k (docs/protocol.md §5): output row v reads input
 rows v a .. v a + a - 1 and folds them k times; at level j (height h - j) the pair
