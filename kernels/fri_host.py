@@ -22,6 +22,7 @@ from numba import njit
 
 from steadfast._jit_cache import adopt
 
+from ..air import field as AF
 from . import field
 from .field import P
 from .host_pool import run_ranges
@@ -32,6 +33,17 @@ _INV2 = np.uint32((P + 1) // 2)
 
 #: rows per host-pool range, at least (a range's call costs a few microseconds)
 _MIN_ROWS = 2048
+
+
+#: rows of one block of ``combine`` (64 KiB of ``out``: it stays in L2 across the DQs)
+_BLOCK = 4096
+
+
+@njit(cache=True, nogil=True)
+def _copy_kernel(out, src, r0, r1):
+    for i in range(r0, r1):
+        for c in range(4):
+            out[i, c] = src[i, c]
 
 
 @njit(cache=True, nogil=True)
@@ -77,29 +89,31 @@ def _fold_kernel(vals, out, k, inv, inv_off, betas, roll, broll, v0, v1):
             out[v, c] = loc[0, c]
 
 
-def _ef_mul_int(a, b) -> tuple:
-    """EF product of two 4-tuples of Python ints (X^4 = 11): the few constants."""
-    c = [0] * 7
-    for i in range(4):
-        for j in range(4):
-            c[i + j] += int(a[i]) * int(b[j])
-    return tuple((c[i] + (field.EXT_W * c[i + 4] if i < 3 else 0)) % P for i in range(4))
-
-
-def _ef4(x) -> tuple:
-    return tuple(int(v) for v in np.asarray(x, np.uint64).reshape(4))
+def _ef4(x) -> np.ndarray:
+    """One EF element as a uint64 (4, 1) column, the shape air.field's products take."""
+    return np.asarray(x, np.uint64).reshape(4, 1)
 
 
 def combine(dqs: list, mu) -> np.ndarray:
-    """sum_j mu^j dqs[j] (uint32[N, 4] each, canonical): a new uint32[N, 4]."""
-    out = np.array(dqs[0], dtype=np.uint32, order="C", copy=True)
-    m, mu = (1, 0, 0, 0), _ef4(mu)
-    for dq in dqs[1:]:
-        m = _ef_mul_int(m, mu)
-        d = np.ascontiguousarray(dq, np.uint32)
-        c = tuple(np.uint32(x) for x in m)
-        run_ranges(lambda r0, r1, d=d, c=c: _axpy_kernel(out, d, *c, r0, r1), out.shape[0],
-                   _MIN_ROWS)
+    """sum_j mu^j dqs[j] (uint32[N, 4] each, canonical): a new uint32[N, 4].  One pass over
+    ranges of rows: each range walks blocks of :data:`_BLOCK` rows and adds every DQ into
+    that block while it is in cache (one pass per DQ over the whole of ``out`` had read and
+    written it once per table of the height)."""
+    ds = [np.ascontiguousarray(dq, np.uint32) for dq in dqs]
+    out = np.empty(ds[0].shape, np.uint32)
+    coefs, m, mu = [], _ef4((1, 0, 0, 0)), _ef4(mu)
+    for _ in ds[1:]:
+        m = AF.ef_mul(m, mu)
+        coefs.append(tuple(np.uint32(x) for x in m.reshape(4)))
+
+    def rows(r0, r1):
+        for b0 in range(r0, r1, _BLOCK):
+            b1 = min(r1, b0 + _BLOCK)
+            _copy_kernel(out, ds[0], b0, b1)
+            for d, c in zip(ds[1:], coefs):
+                _axpy_kernel(out, d, *c, b0, b1)
+
+    run_ranges(rows, out.shape[0], _MIN_ROWS)
     return out
 
 
@@ -119,11 +133,11 @@ def fold(values: np.ndarray, beta, k: int, inv_tables: list, rollin=None) -> np.
     betas = np.empty((k, 4), np.uint32)
     b = _ef4(beta)
     for j in range(k):
-        betas[j] = b
-        b = _ef_mul_int(b, b)
+        betas[j] = b.reshape(4)
+        b = AF.ef_mul(b, b)
     roll = (np.zeros((0, 4), np.uint32) if rollin is None
             else np.ascontiguousarray(rollin, np.uint32))
-    broll = np.asarray(b, np.uint32)                       # beta^(2^k)
+    broll = b.reshape(4).astype(np.uint32)                 # beta^(2^k)
     run_ranges(lambda v0, v1: _fold_kernel(vals, out, k, inv, inv_off, betas, roll, broll,
                                            v0, v1), m, max(1, _MIN_ROWS >> k))
     return out

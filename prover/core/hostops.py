@@ -26,7 +26,6 @@ _P, _W = AF.P, AF.W
 #: sum a_i X^i -> sum a_i _FROB^i X^i
 _FROB = pow(_W, (_P - 1) // 4, _P)
 _LOG_LO = 8                     # eval_columns: x^k = x^(k mod 2^8) * (x^(2^8))^(k >> 8)
-_LO_MASK = (1 << _LOG_LO) - 1
 _LO_SIZE = 1 << _LOG_LO
 _EVAL_CHUNK = 1 << 12
 
@@ -200,7 +199,7 @@ def combine_rows(mat: np.ndarray, coeffs: np.ndarray, into: np.ndarray | None = 
 
 
 _to_mont, _from_mont, _mont_mul = HF.to_mont, HF.from_mont, HF.mont_mul
-_mont_ef_mul, _mont_ef_mul_base, _inv = HF.mont_ef_mul, HF.mont_ef_mul_base, HF.inv
+_mont_ef_mul_base, _inv = HF.mont_ef_mul_base, HF.inv
 _DEEP_CHUNK = 1 << 10
 
 
