@@ -20,6 +20,7 @@ def test_bad_usage_exit_2(tmp_path, capsys):
     blk = write(tmp_path, "b.json", empty_block().to_json())
     for argv, frag in (([blk, "--backend", "quantum"], "unknown backend"),
                        ([blk, "--vram-budget", "12 potatoes"], "--vram-budget"),
+                       ([blk, "--host-hold", "12 potatoes"], "--host-hold: not a byte size"),
                        ([blk, "--queries", "0"], "--queries must be"),
                        ([blk, "--log-blowup", "x"], "invalid int value"),
                        ([blk, "-q", "-v"], "not allowed with"),

@@ -93,6 +93,10 @@ def _prove_parser() -> argparse.ArgumentParser:
     ap.add_argument("--vram-budget", default=os.environ.get("PROVER_VRAM_BUDGET"),
                     help="device memory the prover may use, e.g. 6GiB (default: "
                          "$PROVER_VRAM_BUDGET, else what the device has free)")
+    ap.add_argument("--host-hold", default=None,
+                    help="host LDEs kept between rounds instead of recomputed, e.g. 512MiB; "
+                         "0 for the smallest footprint (default: $PROVER_HOST_HOLD, else "
+                         "1GiB; docs/design.md)")
     from ..engine.config import PROFILES, SLOT_OBJECTIVES
     ap.add_argument("--profile", default="default", choices=tuple(PROFILES),
                     help="a named parameter set (docs/api.md 'Profiles'): default "

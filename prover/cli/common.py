@@ -51,6 +51,7 @@ def prover_config(args, **fields):
     return ProverConfig.for_profile(
         getattr(args, "profile", None) or "default", backend=args.backend,
         vram_budget=args.vram_budget, threads=args.threads, check=args.check,
+        host_hold=getattr(args, "host_hold", None),
         **given, **fields, postmortem_dir=args.postmortem_dir,
         self_check=not args.no_self_check)
 
@@ -109,7 +110,8 @@ def warn(msg: str) -> None:
 FLAG_OF = {"num_queries": "--queries", "log_blowup": "--log-blowup", "pow_bits": "--pow-bits",
             "log_cap": "--cap-height", "profile": "--profile",
             "threads": "--threads", "vram budget": "--vram-budget",
-            "postmortem_dir": "--postmortem-dir", "slots": "--slots"}
+            "postmortem_dir": "--postmortem-dir", "slots": "--slots",
+            "host_hold": "--host-hold"}
 
 
 def flagify(message: str) -> str:

@@ -17,6 +17,7 @@ Domain conventions (docs/protocol.md):
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 import numpy as np
 
@@ -115,6 +116,9 @@ class Committed:
         # uint32[N, 8]: the leaf digests (tree order) until the round's mixed-height
         # commitment takes them (HostStages.leaf_digests)
         self.leaves = None
+        # held from its commit to the proof's end (HostStages' hold budget): release()
+        # keeps it, the openings read its rows
+        self.pinned = False
 
     @property
     def lde(self) -> np.ndarray:
@@ -146,7 +150,10 @@ class Committed:
     def release(self, scratch: Scratch | None = None) -> None:
         """Drop the LDE (recomputed from the coefficients if read again); ``scratch``: give
         its buffer back there, when that :class:`Scratch` lent it -- only where nothing
-        else holds the LDE (the stage that computed it, right after its commit)."""
+        else holds the LDE (the stage that computed it, right after its commit).  A
+        :attr:`pinned` LDE is kept: the budget that held it counted it until the end."""
+        if self.pinned:
+            return
         lde, self._src.lde = self._src.lde, None
         if scratch is not None:
             scratch.give(lde)
@@ -188,7 +195,7 @@ class HostStages:
 
     name = "host"
 
-    def __init__(self, table_roots: bool = True) -> None:
+    def __init__(self, table_roots: bool = True, hold_bytes: int = 0) -> None:
         self._selector_cache: dict = {}
         # build each committed matrix's own Merkle tree (its root, its cap) as well as its
         # leaf digests: a format-6 proof needs only the leaves (the mixed trees); XCHECK's
@@ -198,6 +205,16 @@ class HostStages:
         # (a pool of its own: a quarter of the size), prover/core/scratch.py
         self.scratch = Scratch()
         self.work = Scratch()
+        # Host LDEs held within a budget (docs/design.md): a committed matrix whose LDE
+        # fits in what is left of ``hold_bytes`` keeps it (its own buffer, not lent) from
+        # its commit to the end of the proof -- R2 reads it on the quotient domain and the
+        # openings gather its rows, instead of both recomputing them from the coefficients;
+        # the rest are released after their round, as with 0 (the smallest footprint).
+        # First come, first held: the main LDEs in table order, then the aux, then the
+        # parts.  The same values either way (one polynomial, one domain).
+        self.hold_left = max(0, int(hold_bytes))
+        self.held = {"bytes": 0, "matrices": 0}
+        self._hold_lock = threading.Lock()
 
     def plan_buffers(self, shapes) -> None:
         """Tell the pools the largest requests of a proof of these table shapes (the rounds
@@ -225,6 +242,16 @@ class HostStages:
         com = self._commit_columns(transpose(main), shape, lend=True)
         com.release(self.scratch)
         return com
+
+    def _hold(self, nbytes: int) -> bool:
+        """Take ``nbytes`` from the hold budget if they fit (see __init__)."""
+        with self._hold_lock:
+            if nbytes > self.hold_left:
+                return False
+            self.hold_left -= nbytes
+            self.held["bytes"] += nbytes
+            self.held["matrices"] += 1
+            return True
 
     def prep_lde(self, air, shape: TableShape) -> np.ndarray | None:
         """The preprocessed columns on the LDE domain (not committed: the verifier
@@ -297,10 +324,20 @@ class HostStages:
         with ``release(self.scratch)`` once nothing reads it."""
         coeffs = intt(evals_T)
         del evals_T
-        out = (self.scratch.take((coeffs.shape[0], coeffs.shape[1] << shape.log_blowup))
-               if lend else None)
+        return self._commit_coeffs(coeffs, shape, lend)
+
+    def _commit_coeffs(self, coeffs: np.ndarray, shape: TableShape,
+                       lend: bool) -> Committed:
+        """LDE ``coeffs`` (uint32[c, n]) and commit them: into a buffer of :attr:`scratch`
+        when ``lend`` (the caller releases it to there), unless the hold budget takes it --
+        then into a buffer of its own, pinned (kept by ``release``)."""
+        ldeshape = (coeffs.shape[0], coeffs.shape[1] << shape.log_blowup)
+        pin = lend and self._hold(4 * ldeshape[0] * ldeshape[1])
+        out = self.scratch.take(ldeshape) if lend and not pin else None
         lde = lde_of_coeffs(coeffs, shape.log_blowup, out, self.work if lend else None)
-        return Committed.commit(lde, coeffs, self.table_roots)
+        com = Committed.commit(lde, coeffs, self.table_roots)
+        com.pinned = pin
+        return com
 
     # ------------------------------------------------------------------ R2
     def _selectors(self, shape: TableShape):
@@ -381,12 +418,8 @@ class HostStages:
         del coeffs
         # the parts on g<w_N>: their values on H, extended (the same values as coset_ntt
         # of the zero-padded blocks, without that (4 P, N) copy)
-        lde = lde_of_coeffs(blocks, shape.log_blowup,
-                            self.scratch.take((blocks.shape[0], n << shape.log_blowup)),
-                            self.work)
-        com = Committed.commit(lde, np.ascontiguousarray(blocks), self.table_roots)
-        del lde
-        # released at once: R3 and DEEP read the coefficients, and format 6's parts
+        com = self._commit_coeffs(np.ascontiguousarray(blocks), shape, lend=True)
+        # released at once (unless held): R3 and DEEP read the coefficients, and format 6's parts
         # barrier would otherwise hold every table's parts LDE until the deep pass
         com.release(self.scratch)
         return com

@@ -36,6 +36,7 @@ _FIELD_TYPES = {"log_blowup": int, "num_queries": int, "pow_bits": int, "logup_p
                 "check": bool, "self_check": bool, "dev_mode": (bool, type(None)),
                 "backend": str, "postmortem_dir": (str, os.PathLike, type(None)),
                 "vram_budget": (int, str, type(None)),
+                "host_hold": (int, str, type(None)),
                 "segment_cycles": (int, type(None)), "slots": str}
 
 # How the RV32 prover chooses a slotted table's k (rv32/tables.py ``choose_slots``):
@@ -129,6 +130,12 @@ class ProverConfig:
     the piece at its own fewest-cells k: the fastest prove, the largest proof; the
     ``fastest`` profile's); the choice is read back off the proof (widths,
     the pieces' labels), so verifiers need nothing.
+    ``host_hold``: bytes (or a size such as "1GiB") of a host proof's main, LogUp and
+    parts LDEs kept from their commit to the openings instead of released and
+    recomputed (R2's quotient domain, the opened rows' cosets; docs/design.md "Host
+    LDEs held within a budget"): default ``PROVER_HOST_HOLD``, else
+    :data:`HOST_HOLD_DEFAULT` (1 GiB); 0 releases every LDE after its round (the
+    smallest footprint).  The same bytes either way.
     :meth:`for_profile` gives the named parameter sets of :data:`PROFILES` (``prove
     --profile``; docs/api.md "Profiles")."""
     backend: str = "auto"
@@ -148,6 +155,7 @@ class ProverConfig:
     dev_mode: bool | None = None
     segment_cycles: int | None = 1 << 20
     slots: str = "split"
+    host_hold: int | str | None = None
 
     def __post_init__(self):
         _check_types(self)
@@ -228,7 +236,27 @@ class ProverConfig:
             raise ConfigError(str(exc)) from None
         from ..core.pages import mode as _pages_mode
         _pages_mode()                       # STEADFAST_HUGEPAGES: refused here, by name
+        self.host_hold_bytes()
         return name, budget
+
+    def host_hold_bytes(self) -> int:
+        """``host_hold`` in bytes (else ``PROVER_HOST_HOLD``, else
+        :data:`HOST_HOLD_DEFAULT`); a malformed size is a :class:`ConfigError` naming it."""
+        from ...kernels.backend import parse_bytes
+        raw, where = self.host_hold, "host_hold"
+        if raw is None:
+            raw, where = os.environ.get("PROVER_HOST_HOLD"), "PROVER_HOST_HOLD"
+        if raw is None or (isinstance(raw, str) and not raw.strip()):
+            return HOST_HOLD_DEFAULT
+        try:
+            return parse_bytes(raw)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}", "host_hold") from None
+
+
+#: bytes of host LDEs a proof holds between rounds unless told otherwise (ProverConfig's
+#: ``host_hold``): a 2^18-cycle block's main and LogUp LDEs are about 0.42 GiB
+HOST_HOLD_DEFAULT = 1 << 30
 
 
 _DEVICE_SWITCHES = ("PROVER_GPU_XCHECK", "PROVER_GPU_SERIALIZE_R2", "PROVER_GPU_FORCE_DOWNGRADE",

@@ -32,6 +32,7 @@ from .config import ProverConfig, _host_diagnostics
 from .control import ProgressSpans, current_abort, limits, locked
 from ..common.errors import ConfigError, ProofSelfCheckFailure
 from ..core.prove import prepare, prove as _prove_protocol
+from ..core.stages import HostStages
 from ..common.stats import ProofStats, peak_rss_bytes, table_stats
 from ..common.timeline import Timeline
 
@@ -254,9 +255,13 @@ class ProverCore:
                 if proof_id:
                     import dataclasses as _dc
                     device = _dc.replace(device, proof_id=int(proof_id))
+            # the host stages of this proof, their LDEs held within cfg's budget
+            host = (None if device is not None
+                    else HostStages(table_roots=False, hold_bytes=cfg.host_hold_bytes()))
             try:
                 proof = _prove_protocol(tables, airs, table_pv, cfg.params(), spans=spans,
-                                        check=False, device=device, device_stats=device_stats)
+                                        check=False, device=device, device_stats=device_stats,
+                                        stages=host)
             except Exception as exc:
                 # a device result the join's own check refused (v3: the final
                 # polynomial's degree) is the self-check's failure: no proof emitted
@@ -298,6 +303,10 @@ class ProverCore:
         raw = spans.stats
         counters = dict(raw.counters)
         counters["self_check"] = self_check
+        if host is not None:                # host LDEs held between rounds (design.md)
+            counters["host_hold"] = {"budget_bytes": cfg.host_hold_bytes(),
+                                     "held_bytes": host.held["bytes"],
+                                     "held_matrices": host.held["matrices"]}
         if device_stats:                    # the device pipeline's record: bytes, recoveries
             counters["device"] = device_stats[0].as_dict()
         elif lost_before is not None:       # a device backend whose device was lost earlier

@@ -1,0 +1,105 @@
+"""Host LDEs held within a budget (prover/core/stages.py HostStages(hold_bytes=),
+ProverConfig.host_hold, docs/design.md "Host LDEs held within a budget"): the same proof
+bytes at every budget; a held LDE is what R2 and the openings read (nothing recomputed
+from the coefficients when everything is held); the budget is never exceeded; the
+counters say what was held; a malformed budget is refused by name."""
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from steadfast.air import examples as ex
+from steadfast.prover import HostStages, Params, prove
+from steadfast.prover.api import ConfigError, Prover, ProverConfig
+from steadfast.prover.core import stages as stages_mod
+
+ROOT = Path(__file__).resolve().parents[1]
+HELLO = ROOT / "guests" / "bin" / "hello.elf"
+# blowup 4 and a degree-3 table: its quotient domain (2n) is a strict sub-coset of the
+# LDE domain (4n), so R2 reads a held LDE through a stride as well as whole
+PARAMS = Params(log_blowup=2, num_queries=6, pow_bits=1)
+
+
+def _statement():
+    airs, traces, pvs = ex.lookup_block(4, 8)
+    return (airs + [ex.cubic_air()], traces + [ex.cubic_trace(5)[0]], pvs + [[]])
+
+
+def _prove(hold: int, monkeypatch=None, forbid_recompute: bool = False):
+    airs, traces, pvs = _statement()
+    hs = HostStages(table_roots=False, hold_bytes=hold)
+    if forbid_recompute:
+        def refuse(*a, **k):
+            raise AssertionError("recomputed from the coefficients while held")
+        # R2's quotient domain and the openings' row groups of a released LDE
+        monkeypatch.setattr(stages_mod._LdeSource, "group_rows", refuse)
+        orig_on = stages_mod._LdeSource.on
+
+        def on(self, *a, **k):
+            assert self.lde is not None, "R2 evaluated a released LDE"
+            return orig_on(self, *a, **k)
+        monkeypatch.setattr(stages_mod._LdeSource, "on", on)
+    return prove(traces, airs, pvs, PARAMS, stages=hs), hs
+
+
+def test_same_bytes_at_every_budget_and_the_budget_is_kept(monkeypatch):
+    none, hs0 = _prove(0)
+    assert hs0.held == {"bytes": 0, "matrices": 0}
+    every, hs_all = _prove(1 << 40, monkeypatch, forbid_recompute=True)
+    monkeypatch.undo()
+    total = hs_all.held["bytes"]
+    # main + aux + parts of every table: 4 bytes a cell on the LDE domain
+    airs, traces, _ = _statement()
+    assert hs_all.held["matrices"] >= 2 * len(airs)
+    assert total > 0 and every == none
+    for budget in (total // 3, total // 2, total - 1):
+        got, hs = _prove(budget)
+        assert got == none
+        assert 0 < hs.held["bytes"] <= budget and hs.held["matrices"] < hs_all.held["matrices"]
+        assert hs.hold_left == budget - hs.held["bytes"]
+
+
+def test_released_when_nothing_is_held(monkeypatch):
+    """Budget 0: the recompute paths are the ones taken (the spy above would fail them)."""
+    calls = []
+    orig = stages_mod._LdeSource.group_rows
+
+    def spy(self, *a, **k):
+        calls.append(1)
+        return orig(self, *a, **k)
+    monkeypatch.setattr(stages_mod._LdeSource, "group_rows", spy)
+    _prove(0)
+    assert calls
+
+
+def test_config_parses_and_refuses_by_name(monkeypatch):
+    monkeypatch.delenv("PROVER_HOST_HOLD", raising=False)
+    from steadfast.prover.engine.config import HOST_HOLD_DEFAULT
+    assert ProverConfig().host_hold_bytes() == HOST_HOLD_DEFAULT == 1 << 30
+    assert ProverConfig(host_hold="256MiB").host_hold_bytes() == 256 << 20
+    assert ProverConfig(host_hold=0).host_hold_bytes() == 0
+    monkeypatch.setenv("PROVER_HOST_HOLD", "0")
+    assert ProverConfig().host_hold_bytes() == 0
+    assert ProverConfig(host_hold=4096).host_hold_bytes() == 4096     # the field wins
+    monkeypatch.setenv("PROVER_HOST_HOLD", "lots")
+    with pytest.raises(ConfigError, match="PROVER_HOST_HOLD.*lots"):
+        ProverConfig(backend="host").resolve()
+    monkeypatch.delenv("PROVER_HOST_HOLD")
+    with pytest.raises(ConfigError, match="host_hold.*-5|host_hold.*non-negative"):
+        ProverConfig(backend="host", host_hold=-5).resolve()
+    with pytest.raises(ConfigError, match="host_hold"):
+        ProverConfig(host_hold=1.5)
+
+
+def test_program_counters_and_bytes(monkeypatch):
+    monkeypatch.delenv("PROVER_HOST_HOLD", raising=False)
+    cfg = ProverConfig(backend="host", num_queries=6, pow_bits=1)
+    held = Prover(cfg).prove_program(HELLO, b"hold")
+    released = Prover(dataclasses.replace(cfg, host_hold=0)).prove_program(HELLO, b"hold")
+    assert held.proof == released.proof
+    h, r = held.stats.counters["host_hold"], released.stats.counters["host_hold"]
+    assert h["budget_bytes"] == 1 << 30 and 0 < h["held_bytes"] <= 1 << 30
+    assert h["held_matrices"] >= 3 * len(held.stats.tables) - 2
+    assert r == {"budget_bytes": 0, "held_bytes": 0, "held_matrices": 0}
+    assert np.isfinite(held.stats.phases["prove"])
