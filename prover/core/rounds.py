@@ -236,7 +236,8 @@ def r2_quotient(i: int, st: Statement, r1: R1Main, ch: R1Challenges, aux: R1Aux,
         q = stages.quotient(air, shape, r1.main[i], r1.prep[i], aux.aux, st.public_values[i],
                             ch.challenges, alpha, aux.terminal)
         # the host LDEs of main and aux are not read again before DEEP: drop them while
-        # the parts are committed (DEEP recomputes them from the coefficients)
+        # the parts are committed (DEEP reads the coefficients); a pinned one (the host
+        # stages' hold budget) stays for the openings
         for com in (r1.main[i], aux.aux):
             if isinstance(com, Committed):
                 com.release()

@@ -3,7 +3,8 @@
 A host proof computes several hundred column LDEs that live for one stage only: R1 commits
 each table's main and LogUp columns and releases their LDE at once, R2 evaluates main and
 aux on the quotient domain for one table's constraints, and the parts' LDE is released
-after its commit (prover/core/stages.py).  Allocated afresh each time, every one of them
+after its commit (prover/core/stages.py; an LDE the stages' hold budget keeps for the
+whole proof is allocated on its own, not lent).  Allocated afresh each time, every one of them
 is memory the kernel must hand over zeroed page by page: at 2^20 cycles about 3.4 GB a
 proof, ~10 % of the process's samples in ``clear_page_erms`` (perf, this host) and a
 quarter of the LDEs' wall time.  :class:`Scratch` keeps the buffers the stages give back

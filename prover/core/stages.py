@@ -106,7 +106,8 @@ class Committed:
     ``lde`` (uint32[c, N], evaluations on g<w_N>, natural order) is held only between
     the rounds that read it: :meth:`release` drops it and the next read of ``lde``
     recomputes it from ``coeffs`` -- on the host the LDEs are a proof's largest buffers
-    (issue #12), so each is released after its last reader of a round."""
+    (issue #12), so each is released after its last reader of a round, unless
+    :class:`HostStages`' hold budget :attr:`pinned` it for the whole proof."""
 
     def __init__(self, lde: np.ndarray | None, coeffs: np.ndarray | None, tree, root):
         self._src = _LdeSource(lde, coeffs)
@@ -237,8 +238,9 @@ class HostStages:
     # ------------------------------------------------------------------ R1
     def main_commit(self, main: np.ndarray, shape: TableShape) -> Committed:
         """LDE the main trace (uint32[n, w]) onto g<w_N> and commit it.  The LDE is
-        released at once: R1 commits every table before any table's chain reads its LDE
-        (R2), so holding them would keep every table's main LDE alive together."""
+        released at once unless the hold budget pins it: R1 commits every table before
+        any table's chain reads its LDE (R2), so holding them all would keep every table's
+        main LDE alive together -- the budget bounds how many are (see __init__)."""
         com = self._commit_columns(transpose(main), shape, lend=True)
         com.release(self.scratch)
         return com
@@ -310,10 +312,10 @@ class HostStages:
         return aux, u
 
     def aux_commit(self, aux: np.ndarray, shape: TableShape) -> Committed:
-        """LDE and commit the LogUp columns; the LDE is released at once, as the main
-        trace's: every table commits its aux before any table's R2 reads it (proof
-        format 6's barrier), so holding them would keep every table's aux LDE alive
-        together."""
+        """LDE and commit the LogUp columns; the LDE is released at once unless the hold
+        budget pins it, as the main trace's: every table commits its aux before any
+        table's R2 reads it (proof format 6's barrier), so holding them all would keep
+        every table's aux LDE alive together."""
         com = self._commit_columns(transpose(aux), shape, lend=True)
         com.release(self.scratch)
         return com
