@@ -145,6 +145,10 @@ def _lookup_counts(airs, traces, pvs) -> dict:
     """BYTES' multiplicities: every table's sends on its three buses, evaluated from the
     AIRs' interaction expressions on the traces."""
     counts = {bus: np.zeros(bytes_chip.SIZE, np.int64) for bus in bytes_chip.BUSES}
+    # every send's BYTES row and multiplicity, per bus, added once at the end (exact int64
+    # sums): a bincount over the whole table per interaction had cost ~0.1 ms of fixed
+    # work each -- ~0.5 s of a 30-transaction block's 4,810 sends
+    sent: dict = {bus: ([], []) for bus in counts}
     for air, trace, pv in zip(airs, traces, pvs):
         its = [it for it in air.interactions if it.bus in counts and it.sign > 0]
         if not its:
@@ -162,9 +166,11 @@ def _lookup_counts(airs, traces, pvs) -> dict:
             pos += k + 1
             sel = np.flatnonzero(m)
             if sel.size:
-                rows = bytes_chip.row_of(it.bus, [x[sel] for x in v])
-                counts[it.bus] += np.bincount(rows, weights=m[sel],
-                                              minlength=bytes_chip.SIZE).astype(np.int64)
+                sent[it.bus][0].append(bytes_chip.row_of(it.bus, [x[sel] for x in v]))
+                sent[it.bus][1].append(m[sel])
+    for bus, (rows, mult) in sent.items():
+        if rows:
+            np.add.at(counts[bus], np.concatenate(rows), np.concatenate(mult))
     return counts
 
 

@@ -1,0 +1,59 @@
+"""BYTES' multiplicities (rv32/traces.py ``_lookup_counts``): every send of every table,
+accumulated once per bus at the end, against a reference that bincounts each
+interaction's sends on its own (the earlier code) -- and the counts balance every bus
+(air.check_traces), while one count off is a LookupImbalance."""
+import numpy as np
+import pytest
+
+from steadfast.air import LookupImbalance, check_traces
+from steadfast.air.eval import domain_leaf
+from steadfast.air.program import evaluate
+from steadfast.kernels.ntt_host import transpose
+from steadfast.rv32.chips import bytes as bytes_chip
+from steadfast.rv32.tables import INDEX
+from steadfast.rv32.traces import _lookup_counts, _lookup_program, build_traces
+
+import rv32_samples as S
+
+
+def _reference(airs, traces, pvs) -> dict:
+    counts = {bus: np.zeros(bytes_chip.SIZE, np.int64) for bus in bytes_chip.BUSES}
+    for air, trace, pv in zip(airs, traces, pvs):
+        its = [it for it in air.interactions if it.bus in counts and it.sign > 0]
+        if not its:
+            continue
+        prep = None if air.preprocessed is None else air.preprocessed.T
+        vals = evaluate(_lookup_program(air, its),
+                        domain_leaf(transpose(trace), prep, None, 1, [int(v) for v in pv], {}))
+        n, pos = trace.shape[0], 0
+        for it in its:
+            k = len(it.values)
+            v = [np.broadcast_to(np.asarray(x, np.int64), (n,)) for x in vals[pos:pos + k]]
+            m = np.broadcast_to(np.asarray(vals[pos + k], np.int64), (n,))
+            pos += k + 1
+            sel = np.flatnonzero(m)
+            if sel.size:
+                rows = bytes_chip.row_of(it.bus, [x[sel] for x in v])
+                counts[it.bus] += np.bincount(rows, weights=m[sel],
+                                              minlength=bytes_chip.SIZE).astype(np.int64)
+    return counts
+
+
+@pytest.mark.parametrize("objective", ["size", "cells"])
+def test_counts_match_the_per_interaction_reference_and_balance(objective):
+    prog, ex, tr = S.all_classes()
+    tr = build_traces(prog, ex, max_cycles=1000, slot_objective=objective)
+    airs, traces, pvs = list(tr.airs), list(tr.traces), [list(p) for p in tr.table_public_values]
+    got = _lookup_counts(airs, traces, pvs)
+    ref = _reference(airs, traces, pvs)
+    assert set(got) == set(ref)
+    for bus in ref:
+        np.testing.assert_array_equal(got[bus], ref[bus])
+    assert sum(int(c.sum()) for c in got.values()) > 0
+    np.testing.assert_array_equal(traces[INDEX["bytes"]], bytes_chip.bytes_trace(got))
+    check_traces(airs, traces, pvs)
+    bad = [t.copy() for t in traces]
+    row = int(np.flatnonzero(bad[INDEX["bytes"]][:, 0])[0])
+    bad[INDEX["bytes"]][row, 0] += 1
+    with pytest.raises(LookupImbalance):
+        check_traces(airs, bad, pvs)
