@@ -1,40 +1,32 @@
 """BYTES' multiplicities (rv32/traces.py ``_lookup_counts``): every send of every table,
-accumulated once per bus at the end, against a reference that bincounts each
-interaction's sends on its own (the earlier code) -- and the counts balance every bus
+accumulated once per bus at the end, against a reference that evaluates each
+interaction through the check mode and bincounts its sends on its own -- and the counts balance every bus
 (air.check_traces), while one count off is a LookupImbalance."""
 import numpy as np
 import pytest
 
 from steadfast.air import LookupImbalance, check_traces
-from steadfast.air.eval import domain_leaf
-from steadfast.air.program import evaluate
-from steadfast.kernels.ntt_host import transpose
+from steadfast.air.check import interaction_rows
 from steadfast.rv32.chips import bytes as bytes_chip
 from steadfast.rv32.tables import INDEX
-from steadfast.rv32.traces import _lookup_counts, _lookup_program, build_traces
+from steadfast.rv32.traces import _lookup_counts, build_traces
 
 import rv32_samples as S
 
 
 def _reference(airs, traces, pvs) -> dict:
+    """Each interaction's sends on its own, through the check mode's evaluation
+    (air.check.interaction_rows, the AIR's whole interaction program), one bincount each."""
     counts = {bus: np.zeros(bytes_chip.SIZE, np.int64) for bus in bytes_chip.BUSES}
     for air, trace, pv in zip(airs, traces, pvs):
-        its = [it for it in air.interactions if it.bus in counts and it.sign > 0]
-        if not its:
-            continue
-        prep = None if air.preprocessed is None else air.preprocessed.T
-        vals = evaluate(_lookup_program(air, its),
-                        domain_leaf(transpose(trace), prep, None, 1, [int(v) for v in pv], {}))
-        n, pos = trace.shape[0], 0
-        for it in its:
-            k = len(it.values)
-            v = [np.broadcast_to(np.asarray(x, np.int64), (n,)) for x in vals[pos:pos + k]]
-            m = np.broadcast_to(np.asarray(vals[pos + k], np.int64), (n,))
-            pos += k + 1
-            sel = np.flatnonzero(m)
-            if sel.size:
-                rows = bytes_chip.row_of(it.bus, [x[sel] for x in v])
-                counts[it.bus] += np.bincount(rows, weights=m[sel],
+        for it, (vals, mult) in zip(air.interactions, interaction_rows(air, trace, pv)):
+            if it.bus not in counts or it.sign <= 0:
+                continue
+            m = mult.astype(np.int64)
+            sent = m != 0
+            if sent.any():
+                rows = bytes_chip.row_of(it.bus, [v[sent].astype(np.int64) for v in vals])
+                counts[it.bus] += np.bincount(rows, weights=m[sent],
                                               minlength=bytes_chip.SIZE).astype(np.int64)
     return counts
 
