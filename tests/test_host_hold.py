@@ -100,6 +100,7 @@ def test_program_counters_and_bytes(monkeypatch):
     assert held.proof == released.proof
     h, r = held.stats.counters["host_hold"], released.stats.counters["host_hold"]
     assert h["budget_bytes"] == 1 << 30 and 0 < h["held_bytes"] <= 1 << 30
-    assert h["held_matrices"] >= 3 * len(held.stats.tables) - 2
+    # every table's main and parts at least (aux where it has interactions): all fit
+    assert h["held_matrices"] >= 2 * len(held.stats.tables)
     assert r == {"budget_bytes": 0, "held_bytes": 0, "held_matrices": 0}
     assert np.isfinite(held.stats.phases["prove"])
