@@ -45,19 +45,19 @@ def _prove(hold: int, monkeypatch=None, forbid_recompute: bool = False):
 
 def test_same_bytes_at_every_budget_and_the_budget_is_kept(monkeypatch):
     none, hs0 = _prove(0)
-    assert hs0.held == {"bytes": 0, "matrices": 0}
+    assert hs0.held == {"budget_bytes": 0, "held_bytes": 0, "held_matrices": 0}
     every, hs_all = _prove(1 << 40, monkeypatch, forbid_recompute=True)
     monkeypatch.undo()
-    total = hs_all.held["bytes"]
+    total = hs_all.held["held_bytes"]
     # main + aux + parts of every table: 4 bytes a cell on the LDE domain
     airs, traces, _ = _statement()
-    assert hs_all.held["matrices"] >= 2 * len(airs)
+    assert hs_all.held["held_matrices"] >= 2 * len(airs)
     assert total > 0 and every == none
     for budget in (total // 3, total // 2, total - 1):
         got, hs = _prove(budget)
         assert got == none
-        assert 0 < hs.held["bytes"] <= budget and hs.held["matrices"] < hs_all.held["matrices"]
-        assert hs.hold_left == budget - hs.held["bytes"]
+        assert 0 < hs.held["held_bytes"] <= budget and hs.held["held_matrices"] < hs_all.held["held_matrices"]
+        assert hs.hold_left == budget - hs.held["held_bytes"]
 
 
 def test_released_when_nothing_is_held(monkeypatch):

@@ -214,7 +214,7 @@ class HostStages:
         # First come, first held: the main LDEs in table order, then the aux, then the
         # parts.  The same values either way (one polynomial, one domain).
         self.hold_left = max(0, int(hold_bytes))
-        self.held = {"bytes": 0, "matrices": 0}
+        self.held = {"budget_bytes": self.hold_left, "held_bytes": 0, "held_matrices": 0}
         self._hold_lock = threading.Lock()
 
     def plan_buffers(self, shapes) -> None:
@@ -251,8 +251,8 @@ class HostStages:
             if nbytes > self.hold_left:
                 return False
             self.hold_left -= nbytes
-            self.held["bytes"] += nbytes
-            self.held["matrices"] += 1
+            self.held["held_bytes"] += nbytes
+            self.held["held_matrices"] += 1
             return True
 
     def prep_lde(self, air, shape: TableShape) -> np.ndarray | None:

@@ -304,9 +304,7 @@ class ProverCore:
         counters = dict(raw.counters)
         counters["self_check"] = self_check
         if host is not None:                # host LDEs held between rounds (design.md)
-            counters["host_hold"] = {"budget_bytes": cfg.host_hold_bytes(),
-                                     "held_bytes": host.held["bytes"],
-                                     "held_matrices": host.held["matrices"]}
+            counters["host_hold"] = dict(host.held)
         if device_stats:                    # the device pipeline's record: bytes, recoveries
             counters["device"] = device_stats[0].as_dict()
         elif lost_before is not None:       # a device backend whose device was lost earlier
