@@ -19,8 +19,12 @@ from .constraint_lanes import LANES
 
 _F = field.build(njit(inline="always"))
 _add, _sub, _neg, _mmul = _F.add, _F.sub, _F.neg, _F.mont_mul
-_ef_mmul = _F.mont_ef_mul
-_HF = field.build(njit(inline="always"))          # canonical (non-Montgomery) functions
+# The per-block inversion (Montgomery's trick over the rows: two scalar EF recurrences and
+# one EF inversion) calls functions compiled on their own, not inlined into numba's IR:
+# inline="always" there made this kernel's cold compile 5.7-7.9 s, now ~2 s, the h
+# kernel as fast (LLVM still inlines what pays)
+_HF = field.build(njit)
+_ef_mmul = _HF.mont_ef_mul
 _cef_inv, _cfm, _ctm = _HF.ef_inv, _HF.from_mont, _HF.to_mont
 _MONT_ONE = np.uint32(field.MONT_R)
 
