@@ -104,3 +104,53 @@ def test_program_counters_and_bytes(monkeypatch):
     assert h["held_matrices"] >= 2 * len(held.stats.tables)
     assert r == {"budget_bytes": 0, "held_bytes": 0, "held_matrices": 0}
     assert np.isfinite(held.stats.phases["prove"])
+
+
+def test_a_shared_budget_is_taken_and_given_back():
+    """Stages on one HoldBudget (a cluster worker's tables) draw on it together and give
+    their bytes back; the proof bytes do not depend on what another holder left."""
+    none, _ = _prove(0)
+    _, hs_all = _prove(1 << 40)
+    total = hs_all.held["held_bytes"]
+    pool = stages_mod.HoldBudget(total + total // 2)
+    airs, traces, pvs = _statement()
+    first = HostStages(table_roots=False, hold_pool=pool)
+    assert prove(traces, airs, pvs, PARAMS, stages=first) == none
+    assert first.held["held_bytes"] == total and pool.left == total // 2
+    assert first.held["budget_bytes"] == pool.budget
+    second = HostStages(table_roots=False, hold_pool=pool)
+    assert prove(traces, airs, pvs, PARAMS, stages=second) == none
+    assert 0 < second.held["held_bytes"] <= total // 2
+    assert pool.left == total // 2 - second.held["held_bytes"]
+    first.give_back()
+    first.give_back()                                   # once only
+    assert first.held["held_bytes"] == 0 and first.held["held_matrices"] == 0
+    assert pool.left == total + total // 2 - second.held["held_bytes"]
+    second.give_back()
+    assert pool.left == pool.budget
+    pool.give(1 << 40)                                  # never beyond the budget
+    assert pool.left == pool.budget
+
+
+def test_a_cluster_workers_tables_hold_within_its_budget():
+    """prover/cluster/worker.py: a sharded table's host stages draw on the worker's one
+    budget (ProverConfig.host_hold) and give it back when the table's state is dropped."""
+    from steadfast.prover.cluster.worker import _Worker
+    from steadfast.verifier.protocol import table_shape
+    airs, traces, _ = _statement()
+    shapes = [table_shape(a, int(t.shape[0]).bit_length() - 1, PARAMS)
+              for a, t in zip(airs, traces)]
+    one = 4 * shapes[0].main_width << shapes[0].log_lde          # table 0's main LDE
+    w = _Worker(ProverConfig(backend="host", host_hold=one + one // 2))
+    assert w.hold.budget == one + one // 2
+    t0, _ = w._commit(0, airs, traces[0], PARAMS, shapes)
+    assert t0.stages.hold_pool is w.hold and t0.com.pinned
+    assert w.hold.left == one // 2
+    t1, _ = w._commit(0, airs, traces[0], PARAMS, shapes)       # no room left: released
+    assert not t1.com.pinned and w.hold.left == one // 2
+    w.state[("job", 0)], w.state[("job", 1)] = t0, t1
+    w.drop("job")
+    assert w.hold.left == w.hold.budget and not w.state
+    none = _Worker(ProverConfig(backend="host", host_hold=0))
+    t, _ = none._commit(0, airs, traces[0], PARAMS, shapes)
+    assert not t.com.pinned and none.hold.budget == 0

@@ -113,6 +113,12 @@ class _Worker:
         self.prover = Prover(config)
         self.fault, self.fault_dir = fault, fault_dir
         self.state: dict = {}
+        # the host LDEs this worker's sharded tables hold between their pieces, within one
+        # budget (ProverConfig.host_hold / PROVER_HOST_HOLD, as a whole proof's): each
+        # table's stages draw on it and give their bytes back when the table's state is
+        # dropped (_Table.release); a whole proof on this worker has its own budget
+        from ..core.stages import HoldBudget
+        self.hold = HoldBudget(config.host_hold_bytes())
 
     def ping(self) -> int:
         return os.getpid()
@@ -171,7 +177,7 @@ class _Worker:
         over this process's device memory and budget (the PROVER_* switches apply)."""
         from ..core.stages import HostStages
         if self.prover.backend == "host":
-            return HostStages()
+            return HostStages(hold_pool=self.hold)
         from ..device.stages import device_gate
         from ..device.pipeline import device_memory, estimate_bytes, make_stages
         from ..device.recovery import RecoveryCounters
@@ -464,6 +470,8 @@ class _Table:
             _release_dq(self.deep.dq)
         if hasattr(self.stages, "mem"):
             self.stages.release_table(self.name)
+        if hasattr(self.stages, "give_back"):           # host stages: the held LDEs' bytes
+            self.stages.give_back()
 
     def leaves_and_cap(self, com, log_cap: int):
         """A committed matrix's leaf digests (for its round's mixed tree) and its own

@@ -100,6 +100,31 @@ def lde_of_coeffs(coeffs: np.ndarray, log_blowup: int, out: np.ndarray | None = 
             scratch.give(work)
 
 
+class HoldBudget:
+    """A byte budget for host LDEs held between rounds (:class:`HostStages`' ``hold``):
+    one proof's (each ``HostStages`` makes its own) or a cluster worker's, shared by the
+    stages of every table it keeps (prover/cluster/worker.py), which give their bytes
+    back when the table's state is dropped.  Thread-safe."""
+
+    def __init__(self, nbytes: int) -> None:
+        self.budget = max(0, int(nbytes))
+        self.left = self.budget
+        self._lock = threading.Lock()
+
+    def take(self, nbytes: int) -> bool:
+        """Take ``nbytes`` if they fit in what is left."""
+        with self._lock:
+            if nbytes > self.left:
+                return False
+            self.left -= nbytes
+            return True
+
+    def give(self, nbytes: int) -> None:
+        """Return ``nbytes`` taken before."""
+        with self._lock:
+            self.left = min(self.budget, self.left + int(nbytes))
+
+
 class Committed:
     """A committed matrix of polynomials (one table, one tree).
 
@@ -196,7 +221,8 @@ class HostStages:
 
     name = "host"
 
-    def __init__(self, table_roots: bool = True, hold_bytes: int = 0) -> None:
+    def __init__(self, table_roots: bool = True, hold_bytes: int = 0,
+                 hold_pool: "HoldBudget | None" = None) -> None:
         self._selector_cache: dict = {}
         # build each committed matrix's own Merkle tree (its root, its cap) as well as its
         # leaf digests: a format-6 proof needs only the leaves (the mixed trees); XCHECK's
@@ -212,10 +238,27 @@ class HostStages:
         # openings gather its rows, instead of both recomputing them from the coefficients;
         # the rest are released after their round, as with 0 (the smallest footprint).
         # First come, first held: the main LDEs in table order, then the aux, then the
-        # parts.  The same values either way (one polynomial, one domain).
-        self.hold_left = max(0, int(hold_bytes))
-        self.held = {"budget_bytes": self.hold_left, "held_bytes": 0, "held_matrices": 0}
+        # parts.  The same values either way (one polynomial, one domain).  ``hold_pool``:
+        # a budget shared with other stages objects (a cluster worker's tables), which
+        # :meth:`give_back` returns this object's holdings to; else one of its own.
+        self.hold_pool = hold_pool if hold_pool is not None else HoldBudget(hold_bytes)
+        self.held = {"budget_bytes": self.hold_pool.budget, "held_bytes": 0,
+                     "held_matrices": 0}
         self._hold_lock = threading.Lock()
+
+    @property
+    def hold_left(self) -> int:
+        """Bytes left in the hold budget (shared: what every holder has left of it)."""
+        return self.hold_pool.left
+
+    def give_back(self) -> None:
+        """Return what this object holds to its budget, once nothing will read its pinned
+        LDEs again (a cluster worker dropping a table's state: the buffers go with it)."""
+        with self._hold_lock:
+            nbytes = self.held["held_bytes"]
+            self.held["held_bytes"] = 0
+            self.held["held_matrices"] = 0
+        self.hold_pool.give(nbytes)
 
     def plan_buffers(self, shapes) -> None:
         """Tell the pools the largest requests of a proof of these table shapes (the rounds
@@ -248,9 +291,8 @@ class HostStages:
     def _hold(self, nbytes: int) -> bool:
         """Take ``nbytes`` from the hold budget if they fit (see __init__)."""
         with self._hold_lock:
-            if nbytes > self.hold_left:
+            if not self.hold_pool.take(nbytes):
                 return False
-            self.hold_left -= nbytes
             self.held["held_bytes"] += nbytes
             self.held["held_matrices"] += 1
             return True
