@@ -13,6 +13,7 @@ from steadfast.air import examples as ex
 from steadfast.prover import HostStages, Params, prove
 from steadfast.prover.api import ConfigError, Prover, ProverConfig
 from steadfast.prover.core import stages as stages_mod
+from steadfast.prover.core.scratch import HoldBudget
 
 ROOT = Path(__file__).resolve().parents[1]
 HELLO = ROOT / "guests" / "bin" / "hello.elf"
@@ -112,7 +113,7 @@ def test_a_shared_budget_is_taken_and_given_back():
     none, _ = _prove(0)
     _, hs_all = _prove(1 << 40)
     total = hs_all.held["held_bytes"]
-    pool = stages_mod.HoldBudget(total + total // 2)
+    pool = HoldBudget(total + total // 2)
     airs, traces, pvs = _statement()
     first = HostStages(table_roots=False, hold_pool=pool)
     assert prove(traces, airs, pvs, PARAMS, stages=first) == none

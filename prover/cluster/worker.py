@@ -117,7 +117,7 @@ class _Worker:
         # budget (ProverConfig.host_hold / PROVER_HOST_HOLD, as a whole proof's): each
         # table's stages draw on it and give their bytes back when the table's state is
         # dropped (_Table.release); a whole proof on this worker has its own budget
-        from ..core.stages import HoldBudget
+        from ..core.scratch import HoldBudget
         self.hold = HoldBudget(config.host_hold_bytes())
 
     def ping(self) -> int:

@@ -23,7 +23,8 @@ peak: the largest buffers are lent together in R2 either way).  A
 :class:`prover.core.stages.HostStages` holds two, one for the LDEs and one for their
 transforms' work buffers (a quarter of the size: in one pool they would take each
 other's buffers), so a proof's buffers go with its stages object.  Thread-safe: a buffer is lent to one caller at a
-time."""
+time.  :class:`HoldBudget` is the other side: the bytes of LDEs the stages keep, not lend.
+"""
 from __future__ import annotations
 
 import threading
@@ -116,4 +117,29 @@ class Scratch:
             return sum(b.nbytes for b in self._free)
 
 
-__all__ = ["Scratch", "MIN_BYTES", "MAX_FREE"]
+class HoldBudget:
+    """A byte budget for host LDEs held between rounds (prover/core/stages.py HostStages'
+    hold): one proof's (each ``HostStages`` makes its own) or a cluster worker's, shared
+    by the stages of every table it keeps (prover/cluster/worker.py), which give their
+    bytes back when the table's state is dropped.  Thread-safe."""
+
+    def __init__(self, nbytes: int) -> None:
+        self.budget = max(0, int(nbytes))
+        self.left = self.budget
+        self._lock = threading.Lock()
+
+    def take(self, nbytes: int) -> bool:
+        """Take ``nbytes`` if they fit in what is left."""
+        with self._lock:
+            if nbytes > self.left:
+                return False
+            self.left -= nbytes
+            return True
+
+    def give(self, nbytes: int) -> None:
+        """Return ``nbytes`` taken before."""
+        with self._lock:
+            self.left = min(self.budget, self.left + int(nbytes))
+
+
+__all__ = ["Scratch", "HoldBudget", "MIN_BYTES", "MAX_FREE"]

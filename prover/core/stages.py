@@ -33,7 +33,7 @@ from ...kernels.ntt_host import (bit_reverse_permutation, coset_intt, intt, tran
 from ...verifier.protocol import SHIFT, TableShape
 
 from . import commit as merkle
-from .scratch import Scratch
+from .scratch import HoldBudget, Scratch
 from .hostops import combine_rows, deep_sum, divide_linear, eval_columns
 from .ldetree import (PRUNE_LEVELS, _COMMIT_CHUNK, _bitrev_index, _bitrev_rows,  # noqa: F401
                       _LdeTree)
@@ -98,31 +98,6 @@ def lde_of_coeffs(coeffs: np.ndarray, log_blowup: int, out: np.ndarray | None = 
     finally:
         if scratch is not None:
             scratch.give(work)
-
-
-class HoldBudget:
-    """A byte budget for host LDEs held between rounds (:class:`HostStages`' ``hold``):
-    one proof's (each ``HostStages`` makes its own) or a cluster worker's, shared by the
-    stages of every table it keeps (prover/cluster/worker.py), which give their bytes
-    back when the table's state is dropped.  Thread-safe."""
-
-    def __init__(self, nbytes: int) -> None:
-        self.budget = max(0, int(nbytes))
-        self.left = self.budget
-        self._lock = threading.Lock()
-
-    def take(self, nbytes: int) -> bool:
-        """Take ``nbytes`` if they fit in what is left."""
-        with self._lock:
-            if nbytes > self.left:
-                return False
-            self.left -= nbytes
-            return True
-
-    def give(self, nbytes: int) -> None:
-        """Return ``nbytes`` taken before."""
-        with self._lock:
-            self.left = min(self.budget, self.left + int(nbytes))
 
 
 class Committed:
@@ -255,9 +230,8 @@ class HostStages:
         """Return what this object holds to its budget, once nothing will read its pinned
         LDEs again (a cluster worker dropping a table's state: the buffers go with it)."""
         with self._hold_lock:
-            nbytes = self.held["held_bytes"]
-            self.held["held_bytes"] = 0
-            self.held["held_matrices"] = 0
+            h = self.held
+            nbytes, h["held_bytes"], h["held_matrices"] = h["held_bytes"], 0, 0
         self.hold_pool.give(nbytes)
 
     def plan_buffers(self, shapes) -> None:
