@@ -29,9 +29,9 @@ How it is fast:
 Poseidon2 (the precompile) calls the verifier's compiled permutation
 (verifier/poseidon2.py ``_permute_lanes``, one state, Montgomery form).  The host is assumed little-endian (the pool's bytes are the memory's bytes).
 
-numba's on-disk cache keys ``_run`` on this file only, not on the functions it calls: after
-editing :func:`rv32.isa.decode_fields`, touch this file (or clear rv32/__pycache__) so the
-loop is recompiled with the new decoder (the tests would show the two engines disagree).
+numba's on-disk cache keys ``_run`` on this file only, not on the functions it calls: the
+files of those (rv32/isa.py's decoder, the verifier's permutation) are stamped into its
+index as well (``adopt(..., depends=...)`` below), so an edit to either recompiles it.
 """
 from __future__ import annotations
 
@@ -653,4 +653,4 @@ __all__ = ["run", "drive", "record_of"]
 
 
 # cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
-adopt(globals(), depends=("../verifier/poseidon2.py",))
+adopt(globals(), depends=("../verifier/poseidon2.py", "isa.py"))

@@ -251,3 +251,42 @@ def test_a_dependencys_stamp_is_in_the_index(tmp_path):
     os.utime(dep, (st.st_atime, st.st_mtime + 10))
     assert run() == (0, 1)                   # the dependency moved: compiled again
     assert run() == (1, 0)
+
+
+def test_every_module_stamps_the_files_its_kernels_call_into():
+    """A cached kernel's machine code includes the njit functions it calls from other files
+    (field functions, the verifier's scalar arithmetic, another module's kernels): each
+    such file must be in its module's ``adopt(..., depends=...)``, or an edit to it alone
+    leaves the old code in use (numba stamps the kernel's own file only)."""
+    import importlib
+    import os
+
+    from numba.core.registry import CPUDispatcher
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    checked, gaps = 0, []
+    for pkg in ("kernels", "verifier", "rv32", "prover/core"):
+        for dirpath, _, files in os.walk(os.path.join(root, pkg)):
+            for f in sorted(files):
+                path = os.path.join(dirpath, f)
+                if not f.endswith(".py") or "adopt(globals()" not in open(path).read():
+                    continue
+                name = "steadfast." + os.path.relpath(path, root)[:-3].replace(os.sep, ".")
+                mod = importlib.import_module(name)
+                own = [v for v in vars(mod).values() if isinstance(v, CPUDispatcher)
+                       and os.path.abspath(v.py_func.__code__.co_filename) == path]
+                cached = [v for v in own if type(getattr(v, "_cache", None)).__name__
+                          in ("HitCache", "NoRuntimeHitCache")]
+                if not cached:
+                    continue
+                stamp = cached[0]._cache._cache_file._source_stamp
+                extra = stamp[1] if isinstance(stamp, tuple) and len(stamp) == 2 \
+                    and isinstance(stamp[1], tuple) else ()
+                callees = {os.path.abspath(v.py_func.__code__.co_filename)
+                           for v in vars(mod).values() if isinstance(v, CPUDispatcher)}
+                missing = [os.path.relpath(c, root) for c in sorted(callees - {path})
+                           if _jit_cache._stamp(c) not in extra]
+                if missing:
+                    gaps.append(f"{name}: depends lacks {missing}")
+                checked += 1
+    assert not gaps
+    assert checked >= 15

@@ -373,4 +373,4 @@ __all__ = ["verify_join"]
 
 
 # cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
-adopt(globals(), depends=("poseidon2.py", "merkle.py", "field.py"))
+adopt(globals(), depends=("poseidon2.py", "merkle.py", "field.py", "scalar.py"))

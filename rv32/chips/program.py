@@ -168,4 +168,4 @@ __all__ = ["Image", "image_of", "program_prep", "build_program", "program_trace"
 
 
 # cache hits start numba's runtime only, not its compiler (steadfast/_jit_cache.py)
-adopt(globals())
+adopt(globals(), depends=("../isa.py",))
