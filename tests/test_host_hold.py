@@ -58,7 +58,7 @@ def test_same_bytes_at_every_budget_and_the_budget_is_kept(monkeypatch):
         got, hs = _prove(budget)
         assert got == none
         assert 0 < hs.held["held_bytes"] <= budget and hs.held["held_matrices"] < hs_all.held["held_matrices"]
-        assert hs.hold_left == budget - hs.held["held_bytes"]
+        assert hs.hold_pool.left == budget - hs.held["held_bytes"]
 
 
 def test_released_when_nothing_is_held(monkeypatch):

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 from hypothesis import given, settings, strategies as st
@@ -259,7 +260,6 @@ def test_every_module_stamps_the_files_its_kernels_call_into():
     such file must be in its module's ``adopt(..., depends=...)``, or an edit to it alone
     leaves the old code in use (numba stamps the kernel's own file only)."""
     import importlib
-    import os
 
     from numba.core.registry import CPUDispatcher
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -268,7 +268,7 @@ def test_every_module_stamps_the_files_its_kernels_call_into():
         for dirpath, _, files in os.walk(os.path.join(root, pkg)):
             for f in sorted(files):
                 path = os.path.join(dirpath, f)
-                if not f.endswith(".py") or "adopt(globals()" not in open(path).read():
+                if not f.endswith(".py") or "adopt(globals()" not in Path(path).read_text():
                     continue
                 name = "steadfast." + os.path.relpath(path, root)[:-3].replace(os.sep, ".")
                 mod = importlib.import_module(name)

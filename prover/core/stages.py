@@ -221,11 +221,6 @@ class HostStages:
                      "held_matrices": 0}
         self._hold_lock = threading.Lock()
 
-    @property
-    def hold_left(self) -> int:
-        """Bytes left in the hold budget (shared: what every holder has left of it)."""
-        return self.hold_pool.left
-
     def give_back(self) -> None:
         """Return what this object holds to its budget, once nothing will read its pinned
         LDEs again (a cluster worker dropping a table's state: the buffers go with it)."""
