@@ -155,3 +155,34 @@ def test_a_cluster_workers_tables_hold_within_its_budget():
     none = _Worker(ProverConfig(backend="host", host_hold=0))
     t, _ = none._commit(0, airs, traces[0], PARAMS, shapes)
     assert not t.com.pinned and none.hold.budget == 0
+
+
+def test_a_workers_whole_proofs_share_its_budget(monkeypatch):
+    """A cluster worker's whole proofs draw on the budget its sharded tables hold from
+    (Prover.hold_pool): what the worker holds stays within host_hold whatever it runs,
+    the proof gives its bytes back at its end, and the bytes are the same whatever a
+    table left of the budget."""
+    monkeypatch.delenv("PROVER_HOST_HOLD", raising=False)
+    from steadfast.prover.cluster.worker import _Worker
+    from steadfast.verifier.protocol import table_shape
+    cfg = ProverConfig(backend="host", num_queries=6, pow_bits=1, host_hold=8 << 20)
+    w = _Worker(cfg)
+    assert w.prover.hold_pool is w.hold
+    alone, stats, _ = w.prove_program(HELLO, b"hold", 1 << 16, "k")
+    h = stats.counters["host_hold"]
+    assert h["budget_bytes"] == 8 << 20 and 0 < h["held_bytes"] <= 8 << 20
+    assert w.hold.left == w.hold.budget                 # given back with the proof
+    # a sharded table holds most of the budget: the whole proof holds less, same bytes
+    airs, traces, _ = _statement()
+    shapes = [table_shape(a, int(t.shape[0]).bit_length() - 1, PARAMS)
+              for a, t in zip(airs, traces)]
+    t0, _ = w._commit(0, airs, traces[0], PARAMS, shapes)
+    assert t0.com.pinned
+    w.hold.take(w.hold.left - h["held_bytes"] // 2)     # and something else the rest
+    left = w.hold.left
+    again, stats2, _ = w.prove_program(HELLO, b"hold", 1 << 16, "k")
+    h2 = stats2.counters["host_hold"]
+    assert again == alone and h2["held_bytes"] <= left < h["held_bytes"]
+    assert w.hold.left == left
+    # a plain Prover keeps a budget of its own for each proof
+    assert Prover(cfg).hold_pool is None

@@ -113,12 +113,15 @@ class _Worker:
         self.prover = Prover(config)
         self.fault, self.fault_dir = fault, fault_dir
         self.state: dict = {}
-        # the host LDEs this worker's sharded tables hold between their pieces, within one
-        # budget (ProverConfig.host_hold / PROVER_HOST_HOLD, as a whole proof's): each
-        # table's stages draw on it and give their bytes back when the table's state is
-        # dropped (_Table.release); a whole proof on this worker has its own budget
+        # the host LDEs this worker holds between rounds, within one budget
+        # (ProverConfig.host_hold / PROVER_HOST_HOLD): its sharded tables' stages draw on
+        # it between their pieces and give their bytes back when the table's state is
+        # dropped (_Table.release); its whole proofs draw on the same budget and give
+        # theirs back at the proof's end (Prover.hold_pool) -- so what a worker holds stays
+        # within host_hold whatever mix of jobs it runs
         from ..core.scratch import HoldBudget
         self.hold = HoldBudget(config.host_hold_bytes())
+        self.prover.hold_pool = self.hold
 
     def ping(self) -> int:
         return os.getpid()

@@ -32,6 +32,7 @@ from .config import ProverConfig, _host_diagnostics
 from .control import ProgressSpans, current_abort, limits, locked
 from ..common.errors import ConfigError, ProofSelfCheckFailure
 from ..core.prove import prepare, prove as _prove_protocol
+from ..core.scratch import HoldBudget
 from ..core.stages import HostStages
 from ..common.stats import ProofStats, peak_rss_bytes, table_stats
 from ..common.timeline import Timeline
@@ -64,6 +65,9 @@ class ProverCore:
         self.timeline = timeline        # a prover.common.timeline.Timeline, or None
         self.self_check_failures = 0    # failed self-checks (a device proof retried included)
         self.lost_device: dict | None = None   # the device loss that moved it to the host
+        # the budget a host proof's held LDEs draw on: None, each proof its own of
+        # config.host_hold; a cluster worker sets its own, shared with its sharded tables
+        self.hold_pool: HoldBudget | None = None
         if self.backend != "host":
             self._device_config()            # the env switches, validated up front
         else:
@@ -257,7 +261,8 @@ class ProverCore:
                     device = _dc.replace(device, proof_id=int(proof_id))
             # the host stages of this proof, their LDEs held within cfg's budget
             host = (None if device is not None
-                    else HostStages(table_roots=False, hold_bytes=cfg.host_hold_bytes()))
+                    else HostStages(table_roots=False, hold_bytes=cfg.host_hold_bytes(),
+                                    hold_pool=self.hold_pool))
             try:
                 proof = _prove_protocol(tables, airs, table_pv, cfg.params(), spans=spans,
                                         check=False, device=device, device_stats=device_stats,
@@ -270,6 +275,9 @@ class ProverCore:
                     self._refuse_device_result(exc)
                 raise
             finally:
+                if host is not None:          # what it held, then a shared budget's bytes back
+                    held = dict(host.held)
+                    host.give_back()
                 _release_memory()
             phases["prove"] = time.perf_counter() - t1
         if device_stats:
@@ -304,7 +312,7 @@ class ProverCore:
         counters = dict(raw.counters)
         counters["self_check"] = self_check
         if host is not None:                # host LDEs held between rounds (design.md)
-            counters["host_hold"] = dict(host.held)
+            counters["host_hold"] = held
         if device_stats:                    # the device pipeline's record: bytes, recoveries
             counters["device"] = device_stats[0].as_dict()
         elif lost_before is not None:       # a device backend whose device was lost earlier
