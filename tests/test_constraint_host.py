@@ -275,3 +275,27 @@ def test_opcode_names_name_the_opcodes_in_order():
     from steadfast.kernels import constraint_host as CH
     assert len(set(CH.OPCODE_NAMES)) == len(CH.OPCODE_NAMES) == CH.STORE + 1
     assert [getattr(CH, n) for n in CH.OPCODE_NAMES] == list(range(len(CH.OPCODE_NAMES)))
+
+
+@pytest.mark.parametrize("name,log_blowup,stride", [
+    ("quartic", 2, 1), ("quartic", 3, 2), ("quartic", 4, 4), ("adder", 1, 2), ("adder", 2, 4),
+    ("pairs", 1, 2), ("pairs", 2, 4), ("cubic", 4, 8), ("range", 3, 8)])
+def test_a_whole_lde_read_at_its_stride(name, log_blowup, stride):
+    """quotient_host reads LDE columns on the whole LDE domain at the quotient domain's
+    stride (points i * N/M), with the next row's wrap at M: equal to the same columns
+    copied onto the quotient domain, and to the numpy interpreter."""
+    import dataclasses
+    air = AIRS[name]()
+    rng = np.random.default_rng(log_blowup)
+    shape, main, prep, aux, pv, chal, alpha, term = random_inputs(air, _log_n(air, 7),
+                                                                   log_blowup, rng)
+    assert 1 << (shape.log_lde - shape.log_quotient) == stride
+    qshape = dataclasses.replace(shape, log_blowup=shape.log_quotient - shape.log_n)
+    cut = [None if x is None else np.ascontiguousarray(x[:, ::stride]) for x in (main, prep, aux)]
+    copied = CH.quotient_host(air, qshape, *cut, pv, chal, alpha, term, SHIFT)
+    for block in (None, 7, 40):
+        kw = {} if block is None else {"block": block}
+        got = CH.quotient_host(air, shape, main, prep, aux, pv, chal, alpha, term, SHIFT, **kw)
+        assert np.array_equal(got, copied), block
+    want, _ = both(air, shape, main, prep, aux, pv, chal, alpha, term)
+    assert np.array_equal(copied, want)
