@@ -178,7 +178,7 @@ def test_a_workers_whole_proofs_share_its_budget(monkeypatch):
               for a, t in zip(airs, traces)]
     t0, _ = w._commit(0, airs, traces[0], PARAMS, shapes)
     assert t0.com.pinned
-    w.hold.take(w.hold.left - h["held_bytes"] // 2)     # and something else the rest
+    assert w.hold.take(w.hold.left - h["held_bytes"] // 2)  # something else the rest
     left = w.hold.left
     again, stats2, _ = w.prove_program(HELLO, b"hold", 1 << 16, "k")
     h2 = stats2.counters["host_hold"]

@@ -12,31 +12,32 @@ from steadfast.rv32.chips.rows import Accesses
 OTHER = 7                                   # a space with neither registers nor an image
 
 
-def _reference(parts, reg_init, image_wa, image_word):
-    """(per access in insertion order: pts, plo, phi; finals sorted by (space, addr))."""
-    cols = [np.concatenate([p[k] for p in parts]) for k in range(8)]
-    space, addr, ts, lo, hi, olo, ohi, chk = cols
-    n = ts.size
+def _initial(space: int, addr: int, reg_init, image_wa, image_word) -> tuple:
+    """An address's (lo, hi) before its first access: a register's from the register file
+    (a cursor, 33 and up, whole in lo), a memory word's from the image, else zero."""
+    if space == REG:
+        v = int(reg_init[addr])
+        return (v, 0) if addr >= 33 else (v & 0xFFFF, v >> 16)
+    hit = np.flatnonzero(image_wa == addr) if space == MEMORY else ()
+    if len(hit):
+        w = int(image_word[hit[0]])
+        return w & 0xFFFF, w >> 16
+    return 0, 0
+
+
+def _reference(space, addr, ts, lo, hi, olo, ohi, checked, *image):
+    """(per access: pts, plo, phi; finals sorted by (space, addr)), or ("bad", None) when
+    a checked access finds another value than it expects."""
+    n = len(ts)
     pts, plo, phi = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
     state: dict = {}
-    for i in sorted(range(n), key=lambda i: (int(space[i]), int(addr[i]), int(ts[i]))):
-        a = (int(space[i]), int(addr[i]))
-        if a in state:
-            pl, ph, pt = state[a]
-        else:
-            pt, pl, ph = 0, 0, 0
-            if a[0] == REG:
-                v = int(reg_init[a[1]])
-                pl, ph = (v, 0) if a[1] >= 33 else (v & 0xFFFF, v >> 16)
-            elif a[0] == MEMORY:
-                hit = np.flatnonzero(image_wa == a[1])
-                if hit.size:
-                    w = int(image_word[hit[0]])
-                    pl, ph = w & 0xFFFF, w >> 16
-        if chk[i] and (pl, ph) != (int(olo[i]), int(ohi[i])):
+    for i in sorted(range(n), key=lambda i: (space[i], addr[i], ts[i])):
+        a = (space[i], addr[i])
+        pl, ph, pt = state[a] if a in state else _initial(*a, *image) + (0,)
+        if checked[i] and (pl, ph) != (olo[i], ohi[i]):
             return "bad", None
         pts[i], plo[i], phi[i] = pt, pl, ph
-        state[a] = (int(lo[i]), int(hi[i]), int(ts[i]))
+        state[a] = (lo[i], hi[i], ts[i])
     finals = sorted((s, a, v[0], v[1], v[2]) for (s, a), v in state.items())
     return (pts, plo, phi), finals
 
@@ -59,22 +60,13 @@ def executions(draw):
     return reg_init, image_wa, image_word, space, addr, ts, lo, hi, checked, cuts
 
 
-def _honest_olds(space, addr, ts, lo, hi, reg_init, image_wa, image_word):
+def _honest_olds(space, addr, ts, lo, hi, *image):
     """What each access finds when the execution is consistent (its checked reads agree)."""
     n = len(ts)
     olo, ohi, state = [0] * n, [0] * n, {}
     for i in sorted(range(n), key=lambda i: ts[i]):
         a = (space[i], addr[i])
-        if a not in state:
-            if a[0] == REG:
-                v = int(reg_init[a[1]])
-                state[a] = (v, 0) if a[1] >= 33 else (v & 0xFFFF, v >> 16)
-            elif a[0] == MEMORY and a[1] in set(image_wa.tolist()):
-                w = int(image_word[list(image_wa).index(a[1])])
-                state[a] = (w & 0xFFFF, w >> 16)
-            else:
-                state[a] = (0, 0)
-        olo[i], ohi[i] = state[a]
+        olo[i], ohi[i] = state[a] if a in state else _initial(*a, *image)
         state[a] = (lo[i], hi[i])
     return olo, ohi
 
@@ -88,28 +80,27 @@ def test_resolve_matches_the_reference(ex, tamper):
         i = checked.index(True)
         olo[i] ^= 1                         # one checked read expects another value
     acc = Accesses(reg_init, image_wa, image_word)
-    parts, handles = [], []
+    handles = []
     for a, b in zip([0] + cuts, cuts + [len(ts)]):
-        sl = slice(a, b)
-        old = (np.array(olo[sl]), np.array(ohi[sl]))
-        ck = np.array(checked[sl], bool)
-        handles.append((acc.add(np.array(space[sl]), np.array(addr[sl]), np.array(ts[sl]),
-                                np.array(lo[sl]), np.array(hi[sl]), old), sl))
-        # the same part as the reference sees it: unchecked accesses as "old unknown"
-        parts.append([np.asarray(x, np.int64) for x in (space[sl], addr[sl], ts[sl], lo[sl],
-                                                        hi[sl], olo[sl], ohi[sl])] + [ck])
-        acc._parts[-1][7] = ck              # per-access checks (add() checks all or none)
-    got, finals = _reference(parts, reg_init, image_wa, image_word)
+        # each part's checked accesses under one handle, its unchecked ones under another
+        for chk in (True, False):
+            idx = np.array([i for i in range(a, b) if checked[i] == chk], np.int64)
+            col = lambda v: np.asarray(v, np.int64)[idx]  # noqa: E731
+            old = (col(olo), col(ohi)) if chk else None
+            handles.append((acc.add(col(space), col(addr), col(ts), col(lo), col(hi), old),
+                            idx))
+    got, finals = _reference(space, addr, ts, lo, hi, olo, ohi, checked, reg_init,
+                             image_wa, image_word)
     if got == "bad":
         with pytest.raises(ValueError, match="expects .* the memory holds"):
             acc.resolve()
         return
     acc.resolve()
     pts, plo, phi = got
-    for h, sl in handles:
+    for h, idx in handles:
         p_ts, p_lo, p_hi, t = acc.previous(h)
-        assert np.array_equal(p_ts, pts[sl]) and np.array_equal(p_lo, plo[sl])
-        assert np.array_equal(p_hi, phi[sl]) and np.array_equal(t, np.asarray(ts[sl]))
+        assert np.array_equal(p_ts, pts[idx]) and np.array_equal(p_lo, plo[idx])
+        assert np.array_equal(p_hi, phi[idx]) and np.array_equal(t, np.asarray(ts)[idx])
     for s in (REG, MEMORY, OTHER):
         a, flo, fhi, ft = acc.finals(s)
         want = [f for f in finals if f[0] == s]
