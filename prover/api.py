@@ -61,10 +61,12 @@ from .engine.prover_core import ProgressCallback
 from .common.errors import (ConfigError, ConfigTypeError, DevProofRefused, ProofAborted,
                             ProofSelfCheckFailure, UnprovableBlock, UnprovableProgram)
 from .programs.proof import ElfLike, ProgramProof, is_program_proof
+from .programs.segment_proof import SegmentedProof
 from .programs.prover import ProgramProver
 from .programs.report import ProgramReport, ProgramTableEstimate, TableEstimate
 from .programs.verify import VerifiedProgram, verify_program
 from .common.stats import ProofStats, TableStats
+from .blocks.epochs import BlockEpochsProof
 from .blocks.proof import (TxBlockLike, TxBlockProof, VerifiedTxBlock, is_txblock_proof,
                            verify_txblock)
 from .blocks.prover import TxBlockProver, TxBlockReport, TxReport
@@ -80,7 +82,8 @@ class Prover(TxBlockProver, ProgramProver):
     (:class:`ConfigError`)."""
 
 
-def verify(proof: TxBlockProof | ProgramProof | bytes | str | os.PathLike[str],
+def verify(proof: TxBlockProof | BlockEpochsProof | ProgramProof | SegmentedProof | bytes
+           | str | os.PathLike[str],
            block: TxBlockLike | None = None, *, elf: ElfLike | None = None,
            input: bytes | None = None, max_cycles: int | None = None,
            min_security_bits: int | None = DEFAULT_MIN_SECURITY_BITS,
@@ -103,12 +106,13 @@ def verify(proof: TxBlockProof | ProgramProof | bytes | str | os.PathLike[str],
         is_block = is_txblock_proof(proof)
         if not is_block and not is_program_proof(proof):
             raise ShapeError("not a Steadfast proof (bad magic): a block proof starts with "
-                             "STB2, a program proof with STRV")
-    elif isinstance(proof, (TxBlockProof, ProgramProof)):
-        is_block = isinstance(proof, TxBlockProof)
+                             "STB2 (STBE in epochs), a program proof with STRV (STRS in "
+                             "segments)")
+    elif isinstance(proof, (TxBlockProof, BlockEpochsProof, ProgramProof, SegmentedProof)):
+        is_block = isinstance(proof, (TxBlockProof, BlockEpochsProof))
     else:
-        raise TypeError(f"a proof is a TxBlockProof, a ProgramProof, bytes or a path, not "
-                        f"{type(proof).__name__}")
+        raise TypeError(f"a proof is a TxBlockProof, a BlockEpochsProof, a ProgramProof, a "
+                        f"SegmentedProof, bytes or a path, not {type(proof).__name__}")
     if is_block:
         if elf is not None:
             raise ShapeError("this is a block proof, not a program proof (verify it with "

@@ -223,3 +223,24 @@ def test_truncated_or_foreign_file(proved):
         _verify(prog, data[:len(data) // 2])
     with pytest.raises(ShapeError):
         SegmentedProof.from_bytes(data + b"\0")
+
+
+def test_the_library_verify_takes_a_segmented_proof_every_way(proved, tmp_path):
+    """``api.verify(proof, elf=..., input=...)`` (docs/api.md) takes the SegmentedProof
+    ``prove_program`` returns, its bytes and its file, as ``verify_program`` does; given a
+    block, or no program, it says what the proof is."""
+    from steadfast.prover.api import verify
+    prog, p = proved
+    path = tmp_path / "seg.proof"
+    p.save(str(path))
+    want = rv32.execute(prog, INPUT)
+    for obj in (p, p.to_bytes(), str(path)):
+        r = verify(obj, elf=prog, input=INPUT, min_security_bits=0)
+        assert (r.exit_code, r.output, r.segments) == (want.exit_code, want.output,
+                                                       len(p.segments))
+    with pytest.raises(ShapeError, match="a program proof, not a block proof"):
+        verify(p.to_bytes(), {"transactions": []}, min_security_bits=0)
+    with pytest.raises(ValueError, match="its program is needed"):
+        verify(p, min_security_bits=0)
+    with pytest.raises(ShapeError, match="bad magic.*STRS"):
+        verify(b"STRX" + p.to_bytes()[4:], elf=prog, input=INPUT, min_security_bits=0)

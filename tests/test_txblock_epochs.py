@@ -133,6 +133,8 @@ def test_a_long_block_is_proved_in_parts_and_verifies(proved):
         dataclasses.replace(proof, stats=None, state_out=None)
     res = _verify(data, blk)
     assert res.exit_codes == proof.exit_codes and res.outputs == proof.outputs
+    # the object prove_block returns, as the library's verify takes it (docs/api.md)
+    assert _verify(proof, blk).outputs == res.outputs
     one = Prover(dataclasses.replace(CFG, segment_cycles=None)).prove_block(blk)
     assert res.state_out == proof.state_out == one.state_out
     assert [(p.kind, p.segments) for p in res.parts] == \

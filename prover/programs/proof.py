@@ -219,7 +219,9 @@ def check_max_cycles(max_cycles) -> int:
 
 
 def is_program_proof(data: bytes) -> bool:
-    return bytes(data[:4]) in (MAGIC, DEV_MAGIC)
+    """A program proof's magic: one STARK (STRV), its fake (STRD) or a run in segments
+    (STRS, prover/programs/segment_proof.py)."""
+    return bytes(data[:4]) in (MAGIC, DEV_MAGIC, b"STRS")
 
 
 __all__ = ["ProgramProof", "ElfLike", "as_program", "as_input", "check_max_cycles",
