@@ -188,7 +188,7 @@ def test_final_segment_claims(proved):
     forged = dataclasses.replace(s[k], output=bytes(out))
     with pytest.raises(VerificationError, match=f"segment {k}"):
         _verify(prog, _tampered(p, s[:k] + [forged] + s[k + 1:]))
-    early = dataclasses.replace(s[1], final=True, exit_code=0)
+    early = dataclasses.replace(s[1], final=True, exit_code=0, pc_out=0)
     with pytest.raises(PublicValuesError, match="segment 1"):
         _verify(prog, _tampered(p, s[:1] + [early] + s[2:]))
 
@@ -244,3 +244,20 @@ def test_the_library_verify_takes_a_segmented_proof_every_way(proved, tmp_path):
         verify(p, min_security_bits=0)
     with pytest.raises(ShapeError, match="bad magic.*STRS"):
         verify(b"STRX" + p.to_bytes()[4:], elf=prog, input=INPUT, min_security_bits=0)
+
+
+def test_the_fields_the_verifier_does_not_read_must_be_zero(proved):
+    """One encoding per proof: a non-final segment's exit code and the final segment's
+    pc_out (docs/api.md's layout: "0 unless final", "0 if final") are refused unless zero
+    -- the verifier reads neither, so another value would verify as the same proof."""
+    prog, p = proved
+    s = list(p.segments)
+    odd = [(0, dataclasses.replace(s[0], exit_code=7), "a non-final segment's exit code"),
+           (len(s) - 1, dataclasses.replace(s[-1], pc_out=4), "the final segment's pc_out")]
+    for j, rec, what in odd:
+        segs = s[:j] + [rec] + s[j + 1:]
+        data = _tampered(p, segs).to_bytes()
+        with pytest.raises(ShapeError, match=f"segment {j}: {what}"):
+            SegmentedProof.from_bytes(data)
+        with pytest.raises(ShapeError, match=what):
+            _verify(prog, data)
