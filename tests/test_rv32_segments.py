@@ -103,8 +103,9 @@ def test_segmented_proof_verifies(proved):
     prog, p = proved
     ex = rv32.execute(prog, INPUT)
     r = _verify(prog, p)
-    assert (r.exit_code, r.output, r.cycles, r.segments) == (ex.exit_code, ex.output,
-                                                             ex.cycles, len(p.segments))
+    assert (r.exit_code, r.output, r.claimed_cycles, r.segments) == (
+        ex.exit_code, ex.output, ex.cycles, len(p.segments))
+    assert r.cycles is None                 # not bound (as a one-proof program's)
     assert len(r.segment_seconds) == r.segments
     again = SegmentedProof.from_bytes(p.to_bytes())
     assert again.to_bytes() == p.to_bytes() and again.exit_code == ex.exit_code
@@ -261,3 +262,24 @@ def test_the_fields_the_verifier_does_not_read_must_be_zero(proved):
             SegmentedProof.from_bytes(data)
         with pytest.raises(ShapeError, match=what):
             _verify(prog, data)
+
+
+def test_an_unaligned_pc_out_is_refused(proved):
+    """The proofs bind pc_out / 4 (the execution bus): a pc_out with low bits set would
+    verify as the same proof, so the file refuses it."""
+    prog, p = proved
+    s = list(p.segments)
+    segs = [dataclasses.replace(s[0], pc_out=s[0].pc_out + 1)] + s[1:]
+    with pytest.raises(ShapeError, match="segment 0: pc_out .* not a multiple of 4"):
+        _verify(prog, _tampered(p, segs).to_bytes())
+
+
+def test_the_final_segment_count_is_not_reported_as_proven(proved):
+    """The final segment's count is the prover's word: another count in the file verifies
+    (the proofs bind the exit within max_cycles, not the count), so the result's cycles is
+    None and the file's count is claimed_cycles, as carried."""
+    prog, p = proved
+    s = list(p.segments)
+    other = dataclasses.replace(s[-1], cycles=s[-1].cycles - 1)
+    r = _verify(prog, _tampered(p, s[:-1] + [other]).to_bytes())
+    assert r.cycles is None and r.claimed_cycles == sum(x.cycles for x in s) - 1

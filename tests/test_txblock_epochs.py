@@ -139,7 +139,7 @@ def test_a_long_block_is_proved_in_parts_and_verifies(proved):
     assert res.state_out == proof.state_out == one.state_out
     assert [(p.kind, p.segments) for p in res.parts] == \
         [("group", 0), ("long", c["parts"]["segments"]), ("group", 0), ("group", 0)]
-    assert res.parts[1].cycles == runs[1].cycles and all(p.seconds > 0 for p in res.parts)
+    assert res.parts[1].cycles is None and all(p.seconds > 0 for p in res.parts)
 
 
 def test_execute_only_reports_the_parts():

@@ -202,7 +202,9 @@ class PartReport:
     first: int
     count: int
     segments: int
-    cycles: int | None              # a long part's (a block STARK does not carry them)
+    #: a long part's executed cycles in an execute report; None in a verify result (the
+    #: proofs do not bind a run's exact count: prover/programs/segment_proof.py)
+    cycles: int | None
     seconds: float
 
     def to_json(self) -> dict:

@@ -132,6 +132,8 @@ class SegmentedProof(ProofFile):
             if pc_out and final:
                 raise ShapeError(f"{where}: the final segment's pc_out must be 0, not "
                                  f"{pc_out:#x}")
+            if pc_out & 3:                      # the proof binds pc_out / 4 (rv32_exec)
+                raise ShapeError(f"{where}: pc_out {pc_out:#x} is not a multiple of 4")
             regs = r.array(NUM_REGS, where)
             (k,) = r.unpack("<I", where)
             wa, v_out = r.array(k, where), r.array(k, where)
@@ -167,11 +169,14 @@ class _Reader:
 @dataclass(frozen=True)
 class VerifiedSegments:
     """A verified segmented run: the statement's exit code, output and max_cycles, and
-    the run's cycles and segments (with each segment's verify seconds)."""
+    its segments (with each segment's verify seconds).  ``cycles`` is None, as a one-proof
+    :class:`VerifiedProgram`'s: the proofs bind every non-final segment's S cycles and the
+    exit within max_cycles (the final segment's ECALL budget), not the final segment's
+    count -- ``claimed_cycles`` is the file's, the prover's word only."""
     exit_code: int
     output: bytes
     max_cycles: int
-    cycles: int
+    cycles: int | None
     segments: int
     segment_seconds: tuple
     seconds: float
@@ -179,6 +184,7 @@ class VerifiedSegments:
     security_bits: int
     program_digest: bytes = b""
     dev: bool = False
+    claimed_cycles: int = 0
 
 
 def verify_segmented(proof: SegmentedProof, program, input: bytes, max_cycles: int | None,
@@ -227,8 +233,8 @@ def verify_segmented(proof: SegmentedProof, program, input: bytes, max_cycles: i
         chain.advance(seg)
         times.append(time.perf_counter() - t1)
     return VerifiedSegments(proof.exit_code, bytes(chain.output), proof.max_cycles,
-                            chain.cycles, n, tuple(times), time.perf_counter() - t0, params,
-                            int(bits or 0), program.digest())
+                            None, n, tuple(times), time.perf_counter() - t0, params,
+                            int(bits or 0), program.digest(), claimed_cycles=chain.cycles)
 
 
 __all__ = ["SegmentedProof", "SegmentRecord", "VerifiedSegments", "verify_segmented", "MAGIC"]
