@@ -330,6 +330,9 @@ def main(argv=None, out=None) -> int:
                     help="passed to verify (default: the library's default)")
     ap.add_argument("--queries", type=int, default=None, help="honest proof: num_queries")
     ap.add_argument("--pow-bits", type=int, default=None, help="honest proof: pow_bits")
+    ap.add_argument("--profile", default=None,
+                    help="honest proof: a ProverConfig profile's parameters and layout "
+                         "(fast, fastest, small, smallest; --queries / --pow-bits on top)")
     ap.add_argument("--prove-in-process", action="store_true",
                     help="prove the honest proof in this process (faster when the kernels are "
                          "loaded; the peak RSS then includes proving)")
@@ -342,6 +345,11 @@ def main(argv=None, out=None) -> int:
     if args.n < 0:
         ap.error("N must be >= 0")
     config = {}
+    if args.profile is not None:
+        from steadfast.prover.engine.config import PROFILES
+        if args.profile not in PROFILES:
+            ap.error(f"--profile: one of {', '.join(PROFILES)}, not {args.profile!r}")
+        config.update(PROFILES[args.profile])
     if args.queries is not None:
         config["num_queries"] = args.queries
     if args.pow_bits is not None:

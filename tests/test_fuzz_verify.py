@@ -192,3 +192,11 @@ def test_state_in_is_not_bound_by_the_proof(honest):
     b = verify(honest["bytes"], block=dataclasses.replace(honest["block"],
                                                           state_in=b"\x01" * 32))
     assert a.exit_codes == b.exit_codes and a.state_out != b.state_out
+
+
+def test_profile_option_names_a_profile():
+    """--profile takes the prover's profiles (their parameters and layout for the honest
+    proof); another name is a usage error before anything is proved."""
+    with pytest.raises(SystemExit) as e:
+        fv.main(["1", "--profile", "nope"], out=io.StringIO())
+    assert e.value.code == 2
