@@ -126,9 +126,10 @@ class SegmentedProof(ProofFile):
             cycles, final, code, pad, pc_out = r.unpack("<IBBHI", where)
             if final > 1 or pad:
                 raise ShapeError(f"{where}: malformed header")
-            if code and not final:              # one encoding per proof: the fields the
+            # one encoding per proof: the fields the verifier does not read must be zero
+            if code and not final:
                 raise ShapeError(f"{where}: a non-final segment's exit code must be 0, "
-                                 f"not {code}")   # verifier does not read are zero
+                                 f"not {code}")
             if pc_out and final:
                 raise ShapeError(f"{where}: the final segment's pc_out must be 0, not "
                                  f"{pc_out:#x}")
