@@ -43,8 +43,6 @@ from ..programs.proof import dev_body as _dev_body, parse_dev_body
 from ..common.proof_file import ProofFile
 from ..common.stats import ProofStats
 from ...verifier.errors import VerificationError
-from .epochs import (GROUP, KIND_NAMES, MAGIC as EPOCHS_MAGIC, BlockEpochsProof, PartReport,
-                     check_cover)
 
 log = logging.getLogger("steadfast.prover")
 
@@ -192,10 +190,14 @@ def verify_txblock(proof: TxBlockProof | bytes | str | os.PathLike[str],
     if isinstance(proof, (str, os.PathLike)):
         with open(proof, "rb") as fh:
             proof = fh.read()
-    if isinstance(proof, BlockEpochsProof) or (
-            isinstance(proof, (bytes, bytearray, memoryview))
-            and bytes(proof[:4]) == EPOCHS_MAGIC):
-        return verify_epochs(proof, as_txblock(block), min_security_bits=min_security_bits)
+    raw = isinstance(proof, (bytes, bytearray, memoryview))
+    if not isinstance(proof, TxBlockProof) and not (raw and bytes(proof[:4]) in (MAGIC,
+                                                                               DEV_MAGIC)):
+        # a block in epochs: its modules (segments, their execution) imported only then
+        from .epochs import MAGIC as EPOCHS_MAGIC, BlockEpochsProof
+        if isinstance(proof, BlockEpochsProof) or (raw and bytes(proof[:4]) == EPOCHS_MAGIC):
+            return verify_epochs(proof, as_txblock(block),
+                                 min_security_bits=min_security_bits)
     proof = read_proof(proof, TxBlockProof, "a TxBlockProof")
     return verify_block_body(proof, as_txblock(block), min_security_bits,
                              accept_dev=accept_dev)
@@ -315,6 +317,7 @@ def verify_epochs(proof: "BlockEpochsProof | bytes | str | os.PathLike[str]", bl
     -> :class:`VerifiedTxBlock` with ``parts``; any refusal is a
     :class:`VerificationError` subclass naming the part."""
     from ..programs.segment_proof import SegmentedProof, verify_segmented
+    from .epochs import GROUP, KIND_NAMES, BlockEpochsProof, PartReport, check_cover
     from dataclasses import replace
     t0 = time.perf_counter()
     if isinstance(proof, (str, os.PathLike)):
