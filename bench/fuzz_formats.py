@@ -10,11 +10,11 @@ temporary directory (keyed by the code, the format and the statement), and must 
 before any mutation is tried.  The statements:
 
 * ``program``  guests/bin/sha256.elf on 100 bytes of bench/realworld_bench.py's pattern;
-* ``segments`` the same program on 600 bytes, in segments of 2^13 cycles (6 segments);
+* ``segments`` the same program on 600 bytes, in segments of 2^13 cycles (7 segments);
 * ``epochs``   a block of hello, sha256 on 300 bytes (a long transaction, segments of
   2^12) and hello again (a group part on each side).
 
-``--small`` (the tests' fixture) proves a tenth of the input in segments of 2^10 with weak
+``--small`` (the tests' fixture) proves 20 / 60 / 40 input bytes in segments of 2^10 with weak
 parameters (6 queries, 1 bit of grinding) and verifies with min_security_bits=0.
 
 Each case ``(format, i)`` draws from its own generator (seed, format, i), so ``--case
@@ -81,7 +81,7 @@ NUM_REGS = 36
 
 # --------------------------------------------------------------------------- statements
 
-#: ``--small``: the statements a tenth the size, segments of 2^10 and weak parameters
+#: ``--small``: smaller inputs, segments of 2^10 and weak parameters
 #: (checked with min_security_bits=0): the tests' fixture, not a security check
 SMALL_CONFIG = {"num_queries": 6, "pow_bits": 1, "logup_pow_bits": 1, "deep_pow_bits": 1,
                 "commit_pow_bits": 1}

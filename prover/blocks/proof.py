@@ -191,9 +191,9 @@ def verify_txblock(proof: TxBlockProof | bytes | str | os.PathLike[str],
         with open(proof, "rb") as fh:
             proof = fh.read()
     raw = isinstance(proof, (bytes, bytearray, memoryview))
-    if not isinstance(proof, TxBlockProof) and not (raw and bytes(proof[:4]) in (MAGIC,
-                                                                               DEV_MAGIC)):
-        # a block in epochs: its modules (segments, their execution) imported only then
+    if not (isinstance(proof, TxBlockProof) or raw and bytes(proof[:4]) in (MAGIC, DEV_MAGIC)):
+        # not one STARK: a block in epochs? Its modules (segments, their execution) load
+        # only then, so that verifying a plain block does not import them
         from .epochs import MAGIC as EPOCHS_MAGIC, BlockEpochsProof
         if isinstance(proof, BlockEpochsProof) or (raw and bytes(proof[:4]) == EPOCHS_MAGIC):
             return verify_epochs(proof, as_txblock(block),
