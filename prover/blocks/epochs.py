@@ -38,6 +38,7 @@ from ...verifier.proof_format import decode
 from ..common.proof_file import ProofFile
 from ..common.stats import ProofStats
 from ..programs.segment_proof import SegmentedProof
+from .parts import PartReport       # what verify reports of a part (re-exported here)
 
 MAGIC = b"STBE"
 VERSION = 1
@@ -190,27 +191,6 @@ def plan_parts(cycles, segment_cycles: int) -> list:
     if start is not None:
         plan.append((GROUP, start, len(cycles) - start))
     return plan
-
-
-# --------------------------------------------------------------------------- verifying
-
-@dataclass(frozen=True)
-class PartReport:
-    """What verify reports of a part: its kind and transactions, its segments (a long
-    part) and its verify seconds."""
-    kind: str
-    first: int
-    count: int
-    segments: int
-    #: a long part's executed cycles in an execute report; None in a verify result (the
-    #: proofs do not bind a run's exact count: prover/programs/segment_proof.py)
-    cycles: int | None
-    seconds: float
-
-    def to_json(self) -> dict:
-        return {"kind": self.kind, "first": self.first, "count": self.count,
-                "segments": self.segments, "cycles": self.cycles,
-                "seconds": round(self.seconds, 4)}
 
 
 __all__ = ["BlockEpochsProof", "Part", "PartReport", "plan_parts", "check_cover",

@@ -43,6 +43,7 @@ from ..programs.proof import dev_body as _dev_body, parse_dev_body
 from ..common.proof_file import ProofFile
 from ..common.stats import ProofStats
 from ...verifier.errors import VerificationError
+from .parts import PartReport
 
 log = logging.getLogger("steadfast.prover")
 
@@ -317,7 +318,7 @@ def verify_epochs(proof: "BlockEpochsProof | bytes | str | os.PathLike[str]", bl
     -> :class:`VerifiedTxBlock` with ``parts``; any refusal is a
     :class:`VerificationError` subclass naming the part."""
     from ..programs.segment_proof import SegmentedProof, verify_segmented
-    from .epochs import GROUP, KIND_NAMES, BlockEpochsProof, PartReport, check_cover
+    from .epochs import GROUP, KIND_NAMES, BlockEpochsProof, check_cover
     from dataclasses import replace
     t0 = time.perf_counter()
     if isinstance(proof, (str, os.PathLike)):
