@@ -67,7 +67,9 @@ if ROOT not in sys.path:
 
 from bench.fuzz_mutations import (_BP_WEIGHTS, _PROOF_WEIGHTS, Field, Layout,  # noqa: E402
                                   _boundary_values, _mutate, _mutate_statement, proof_layout)
-from bench.fuzz_verify import _code_key, _Hang, run_case  # noqa: E402,F401
+from bench.fuzz_verify import _code_key, run_case  # noqa: E402
+from steadfast.prover.programs.proof import SEGMENTED_MAGIC  # noqa: E402
+from steadfast.rv32.chips.common import NUM_REGS  # noqa: E402
 
 FORMATS = ("program", "segments", "epochs")
 _KINDS = {"file": 0.30, "inner": 0.30, "record": 0.15, "parts": 0.10, "statement": 0.15}
@@ -76,7 +78,6 @@ _FILE_KINDS = {"bitflip": 0.2, "multibit": 0.12, "u32": 0.2, "header": 0.2, "tru
 _INNER_KINDS = {"bitflip": 0.14, "multibit": 0.08, "u32": 0.16, "header": 0.16,
                 "truncate": 0.06, "extend": 0.05, "splice": 0.05, "swap_tables": 0.08,
                 "dup_query": 0.08, "reencode": 0.14}
-NUM_REGS = 36
 
 
 # --------------------------------------------------------------------------- statements
@@ -219,11 +220,10 @@ def file_layout(fmt: str, data: bytes) -> Layout:
                            ("segment_cycles", 4), ("parts", 4)], "")
         n = struct.unpack_from("<I", data, 16)[0]
         for j in range(n):
-            kind = data[at]
             at = _hdr(lay, at, [("kind", 1), ("pad8", 1), ("pad16", 2), ("first", 4),
                                 ("count", 4), ("length", 4)], f"part {j} ")
             b = struct.unpack_from("<I", data, at - 4)[0]
-            if kind == 1 or data[at:at + 4] == b"STRS":
+            if data[at:at + 4] == SEGMENTED_MAGIC:     # a long part
                 _segments_layout(lay, data[:at + b], at, f"part {j} ")
             else:
                 _inner_fields(lay, data[at:at + b], at)
@@ -253,13 +253,24 @@ def _inners(fmt: str, obj) -> list:
         return [((j,), s.proof) for j, s in enumerate(obj.segments)]
     out = []
     for j, p in enumerate(obj.parts):
-        if p.proof[:4] == b"STRS":
-            from steadfast.prover.programs.segment_proof import SegmentedProof
-            seg = SegmentedProof.from_bytes(p.proof)
-            out += [((j, s), r.proof) for s, r in enumerate(seg.segments)]
-        else:
-            out.append(((j,), p.proof))
+        seg = _long(p)
+        out += [((j,), p.proof)] if seg is None else \
+            [((j, s), r.proof) for s, r in enumerate(seg.segments)]
     return out
+
+
+def _long(part):
+    """A long part's SegmentedProof, else None (a group's protocol proof)."""
+    if part.proof[:4] != SEGMENTED_MAGIC:
+        return None
+    from steadfast.prover.programs.segment_proof import SegmentedProof
+    return SegmentedProof.from_bytes(part.proof)
+
+
+def _put(obj, attr: str, j: int, new):
+    """``obj`` (a file's dataclass) with element j of its tuple ``attr`` replaced."""
+    xs = getattr(obj, attr)
+    return dataclasses.replace(obj, **{attr: xs[:j] + (new,) + xs[j + 1:]})
 
 
 def _with_inner(fmt: str, obj, path: tuple, proof: bytes) -> bytes:
@@ -267,19 +278,13 @@ def _with_inner(fmt: str, obj, path: tuple, proof: bytes) -> bytes:
     if fmt == "program":
         return rep(obj, proof=proof).to_bytes()
     if fmt == "segments":
-        segs = list(obj.segments)
-        segs[path[0]] = rep(segs[path[0]], proof=proof)
-        return rep(obj, segments=tuple(segs)).to_bytes()
-    parts = list(obj.parts)
-    p = parts[path[0]]
+        return _put(obj, "segments", path[0], rep(obj.segments[path[0]], proof=proof)).to_bytes()
+    p = obj.parts[path[0]]
     if len(path) == 2:
-        from steadfast.prover.programs.segment_proof import SegmentedProof
-        seg = SegmentedProof.from_bytes(p.proof)
-        segs = list(seg.segments)
-        segs[path[1]] = rep(segs[path[1]], proof=proof)
-        proof = rep(seg, segments=tuple(segs)).to_bytes()
-    parts[path[0]] = rep(p, proof=proof)
-    return rep(obj, parts=tuple(parts)).to_bytes()
+        seg = _long(p)
+        proof = _put(seg, "segments", path[1],
+                     rep(seg.segments[path[1]], proof=proof)).to_bytes()
+    return _put(obj, "parts", path[0], rep(p, proof=proof)).to_bytes()
 
 
 def _int_value(rng: random.Random, honest: int, width: int) -> int:
@@ -340,32 +345,30 @@ def _record_mutation(rng: random.Random, seg) -> tuple:
     return rep(seg, output=bytes(out)), what
 
 
+def _one_record(rng: random.Random, seg) -> tuple:
+    """A SegmentedProof with one segment's record changed -> (file, description)."""
+    s = rng.randrange(len(seg.segments))
+    new, what = _record_mutation(rng, seg.segments[s])
+    return _put(seg, "segments", s, new), f"segment {s}: {what}"
+
+
 def _record(rng: random.Random, fmt: str, obj) -> tuple[bytes, str]:
-    rep = dataclasses.replace
     if fmt == "segments":
-        j = rng.randrange(len(obj.segments))
-        new, what = _record_mutation(rng, obj.segments[j])
-        segs = list(obj.segments)
-        segs[j] = new
-        return rep(obj, segments=tuple(segs)).to_bytes(), f"segment {j}: {what}"
-    parts = list(obj.parts)
-    j = rng.randrange(len(parts))
-    p = parts[j]
-    if p.proof[:4] == b"STRS" and rng.random() < 0.6:
-        from steadfast.prover.programs.segment_proof import SegmentedProof
-        seg = SegmentedProof.from_bytes(p.proof)
-        s = rng.randrange(len(seg.segments))
-        new, what = _record_mutation(rng, seg.segments[s])
-        segs = list(seg.segments)
-        segs[s] = new
-        parts[j] = rep(p, proof=rep(seg, segments=tuple(segs)).to_bytes())
-        return rep(obj, parts=tuple(parts)).to_bytes(), f"part {j} segment {s}: {what}"
+        new, what = _one_record(rng, obj)
+        return new.to_bytes(), what
+    j = rng.randrange(len(obj.parts))
+    p = obj.parts[j]
+    seg = _long(p)
+    if seg is not None and rng.random() < 0.6:
+        new, what = _one_record(rng, seg)
+        p = dataclasses.replace(p, proof=new.to_bytes())
+        return _put(obj, "parts", j, p).to_bytes(), f"part {j} {what}"
     field = rng.choice(("kind", "first", "count"))
     v = getattr(p, field)
     new = rng.choice((v + 1, v - 1, 0, 2, _int_value(rng, v, 1 if field == "kind" else 4)))
     new = min(max(new, 0), 255 if field == "kind" else (1 << 32) - 1)
-    parts[j] = rep(p, **{field: new})
-    return rep(obj, parts=tuple(parts)).to_bytes(), f"part {j}: {field} {v} -> {new}"
+    return _put(obj, "parts", j, dataclasses.replace(p, **{field: new})).to_bytes(), \
+        f"part {j}: {field} {v} -> {new}"
 
 
 def _parts(rng: random.Random, fmt: str, obj, other) -> tuple[bytes, str]:

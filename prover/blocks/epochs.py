@@ -38,9 +38,7 @@ from ...verifier.proof_format import decode
 from ..common.proof_file import ProofFile
 from ..common.stats import ProofStats
 from ..programs.segment_proof import SegmentedProof
-from .parts import PartReport       # what verify reports of a part (re-exported here)
-
-MAGIC = b"STBE"
+from .parts import EPOCHS_MAGIC as MAGIC, PartReport     # PartReport re-exported here
 VERSION = 1
 GROUP, LONG = 0, 1
 KIND_NAMES = {GROUP: "group", LONG: "long"}

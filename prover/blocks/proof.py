@@ -43,7 +43,7 @@ from ..programs.proof import dev_body as _dev_body, parse_dev_body
 from ..common.proof_file import ProofFile
 from ..common.stats import ProofStats
 from ...verifier.errors import VerificationError
-from .parts import PartReport
+from .parts import EPOCHS_MAGIC, PartReport
 
 log = logging.getLogger("steadfast.prover")
 
@@ -195,7 +195,7 @@ def verify_txblock(proof: TxBlockProof | bytes | str | os.PathLike[str],
     if not (isinstance(proof, TxBlockProof) or raw and bytes(proof[:4]) in (MAGIC, DEV_MAGIC)):
         # not one STARK: a block in epochs? Its modules (segments, their execution) load
         # only then, so that verifying a plain block does not import them
-        from .epochs import MAGIC as EPOCHS_MAGIC, BlockEpochsProof
+        from .epochs import BlockEpochsProof
         if isinstance(proof, BlockEpochsProof) or (raw and bytes(proof[:4]) == EPOCHS_MAGIC):
             return verify_epochs(proof, as_txblock(block),
                                  min_security_bits=min_security_bits)
@@ -368,7 +368,7 @@ def verify_epochs(proof: "BlockEpochsProof | bytes | str | os.PathLike[str]", bl
 
 def is_txblock_proof(data: bytes) -> bool:
     """A block proof's magic: one STARK (STB2), its fake (STD2) or in epochs (STBE)."""
-    return bytes(data[:4]) in (MAGIC, DEV_MAGIC, b"STBE")
+    return bytes(data[:4]) in (MAGIC, DEV_MAGIC, EPOCHS_MAGIC)
 
 
 __all__ = ["TxBlockProof", "VerifiedTxBlock", "verify_txblock", "as_txblock", "dev_body",

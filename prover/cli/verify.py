@@ -178,11 +178,7 @@ def part_lines(parts) -> list:
     for j, q in enumerate(parts):
         last = q.first + q.count - 1
         txs = f"tx {q.first}" + (f"..{last}" if last != q.first else "")
-        if q.kind != "long":
-            what = "one block STARK"
-        else:                               # a verify result carries no count (None)
-            what = f"{q.segments} segments" + ("" if q.cycles is None else
-                                               f", {q.cycles:,} cycles")
+        what = f"{q.segments} segments" if q.kind == "long" else "one block STARK"
         out.append(f"  part {j}: {q.kind} {txs}: {what}, {q.seconds:.3f}s")
     return out
 

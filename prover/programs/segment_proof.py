@@ -37,10 +37,11 @@ from ...verifier.errors import ShapeError, VerificationError
 from ...verifier.proof_format import Params
 
 from ..engine.air_proof import decode_proof
+from .proof import SEGMENTED_MAGIC
 from ..common.proof_file import ProofFile
 from ..common.stats import ProofStats
 
-MAGIC = b"STRS"
+MAGIC = SEGMENTED_MAGIC
 VERSION = 1
 MAX_SEGMENTS = 1 << 22
 
