@@ -14,7 +14,9 @@ Three parts, one process, one thread:
    products), ``mulld`` (``vpmulld``: 16 low 32-bit products), ``ifma``
    (``vpmadd52luq``: 8 52-bit multiply-adds, the IFMA lead of earlier notes), ``fma``
    (``vfmadd``: 8 double FMAs), ``add``/``xor``/``min`` (32-bit lane integer ALU) and
-   ``shuf`` (a two-source 32-bit shuffle).  A pair that takes the sum of its parts shares
+   ``shuf`` (a two-source 32-bit shuffle); and on the scalar side ``imul`` (a 64-bit
+   ``imul``) and ``sadd`` (a 64-bit ``add``), which run on the integer core's own
+   multiplier and ALUs -- the last lead, a scalar permutation beside the vector ones.  A pair that takes the sum of its parts shares
    an execution port; one that takes the larger of the two issues side by side.
    The host must have AVX-512 F and IFMA (else the report says so and stops).
 3. The Poseidon2-16 lanes kernel (kernels/poseidon2_lanes.py) as numba compiles it (a
@@ -112,12 +114,14 @@ _KINDS = {  # kind -> (phi type, initial value, body template: {x} input, {y} ou
     "min": ("<16 x i32>", f"<{_C16}>",
             f"  {{y}}.c = icmp ult <16 x i32> {{x}}, <{_C16}>\n"
             f"  {{y}} = select <16 x i1> {{y}}.c, <16 x i32> {{x}}, <16 x i32> <{_C16}>"),
+    "imul": ("i64", "12345", "  {y} = mul i64 {x}, 2654435761"),
+    "sadd": ("i64", "12345", "  {y} = add i64 {x}, 77"),
     "shuf": ("<16 x i32>", f"<{_C16}>",
              "  {y} = shufflevector <16 x i32> {x}, <16 x i32> {x0}, <16 x i32> <"
              + ", ".join(f"i32 {i + 1 if i % 2 == 0 else 16 + i}" for i in range(16)) + ">"),
 }
 _FAMILY = {"mulq": "q", "ifma": "z", "fma": "d", "mulld": "l", "add": "l", "xor": "l",
-           "min": "l", "shuf": "l"}
+           "min": "l", "shuf": "l", "imul": "s", "sadd": "s"}
 
 
 def _mix_ir(ops: list, chains: int) -> str:
@@ -137,10 +141,14 @@ def _mix_ir(ops: list, chains: int) -> str:
             cur[f] = y
         for f in fams:
             body.append(f"  %{f}n{c} = bitcast {typ[f]} {cur[f]} to {typ[f]}")
-            tail.append(f"  %{f}s{c} = bitcast {typ[f]} %{f}n{c} to <8 x i64>\n"
-                        f"  %{f}e{c} = extractelement <8 x i64> %{f}s{c}, i32 0\n"
-                        f"  %{f}p{c} = getelementptr i64, i64* %out, i64 {len(fams) * c + fams.index(f)}\n"
-                        f"  store i64 %{f}e{c}, i64* %{f}p{c}")
+            if typ[f] == "i64":                   # a scalar chain: stored as it is
+                tail.append(f"  %{f}e{c} = add i64 %{f}n{c}, 0\n")
+            else:
+                tail.append(f"  %{f}s{c} = bitcast {typ[f]} %{f}n{c} to <8 x i64>\n"
+                            f"  %{f}e{c} = extractelement <8 x i64> %{f}s{c}, i32 0\n")
+            tail[-1] += (
+                f"  %{f}p{c} = getelementptr i64, i64* %out, i64 {len(fams) * c + fams.index(f)}\n"
+                f"  store i64 %{f}e{c}, i64* %{f}p{c}")
     return ("declare <8 x i64> @llvm.x86.avx512.pmulu.dq.512(<16 x i32>, <16 x i32>)\n"
             "declare <8 x double> @llvm.fma.v8f64(<8 x double>, <8 x double>, <8 x double>)\n"
             "declare <8 x i64> @llvm.x86.avx512.vpmadd52l.uq.512(<8 x i64>, <8 x i64>, <8 x i64>)\n"
@@ -165,7 +173,8 @@ def mix_cycles(ops: list, ghz: float, chains: int = 8, n: int = 2_000_000) -> fl
 MIXES = (["mulq"], ["mulld"], ["ifma"], ["fma"], ["mulq", "mulq"], ["mulq", "mulld"],
          ["mulq", "ifma"], ["mulq", "fma"], ["xor"], ["add", "xor"], ["add", "xor", "add", "xor"],
          ["min"], ["shuf"], ["mulq", "shuf"], ["mulq", "min"], ["mulq", "add", "xor"],
-         ["mulq", "add", "xor", "add", "xor"])
+         ["mulq", "add", "xor", "add", "xor"], ["imul"], ["mulq", "imul"],
+         ["mulq", "add", "xor", "imul", "sadd", "sadd"])
 
 
 def _numba_kernel_asm() -> str:
@@ -260,6 +269,25 @@ def kernel_cycles(ghz: float, log_n: int = 17) -> dict:
             "cycles_per_group": per_perm * ghz * 1e9 * W}
 
 
+def scalar_bound(rows: list, kc: dict) -> dict | None:
+    """The most a scalar permutation run beside the vector groups could add: the scalar
+    ``imul`` issues beside the vector multiply port (measured above), and a scalar Montgomery
+    product of 31-bit values takes 3 of them (t = a*b, q = lo(t)*p', q*p), so a permutation's
+    141 S-boxes x 4 products need >= 1,692 imul issues; every other scalar operation, the
+    interleaving and the front end assumed free."""
+    from steadfast.kernels.poseidon2_constants import ROUNDS_F_HALF, ROUNDS_P
+    cyc = {tuple(r["ops"]): r["cycles"] for r in rows}
+    if ("imul",) not in cyc or ("mulq", "imul") not in cyc:
+        return None
+    sboxes = 2 * ROUNDS_F_HALF * 16 + ROUNDS_P
+    imuls = sboxes * 4 * 3
+    per_perm = imuls * cyc[("imul",)]
+    beside = kc["cycles_per_group"] / per_perm
+    return {"imul_cycles": cyc[("imul",)], "beside": cyc[("mulq", "imul")],
+            "imuls_per_perm": imuls, "cycles_per_perm": per_perm, "perms_beside": beside,
+            "gain": beside / 16}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", help="write every figure here")
@@ -302,9 +330,17 @@ def main(argv=None) -> int:
               f"one a cycle: {km['per_group']['multiply'] / kc['cycles_per_group']:.0%} of the time")
     else:
         print("  (the kernel's loop bodies were not recognised in its machine code)")
+    scalar = scalar_bound(rows, kc)
+    if scalar:
+        print(f"  the scalar multiplier beside it: {scalar['imul_cycles']:.2f} cycles an imul "
+              f"({scalar['beside']:.2f} beside a vpmuludq); a scalar permutation needs "
+              f">= {scalar['imuls_per_perm']:,} imuls = {scalar['cycles_per_perm']:,.0f} cycles, "
+              f"so at most {scalar['perms_beside']:.1f} beside a group of 16: "
+              f"+{scalar['gain']:.0%} at best")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"ghz": ghz, "mixes": rows, "kernel": km, "kernel_speed": kc,
+                       "scalar_beside": scalar,
                        "load": os.getloadavg()[0]}, fh, indent=1)
     return 0
 
