@@ -18,8 +18,10 @@ Three parts, one process, one thread:
    (``vfmadd``: 8 double FMAs), ``add``/``xor``/``min`` (32-bit lane integer ALU) and
    ``shuf`` (a two-source 32-bit shuffle); and on the scalar side ``imul`` (a 64-bit
    ``imul``) and ``sadd`` (a 64-bit ``add``), which run on the integer core's own
-   multiplier and ALUs -- the last lead, a scalar permutation beside the vector ones.  A pair that takes the sum of its parts shares
-   an execution port; one that takes the larger of the two issues side by side.
+   multiplier and ALUs -- the last lead, a scalar permutation beside the vector ones.
+   A pair that takes the sum of its parts shares an execution port; one that takes the
+   larger of the two issues side by side.  (``mulq + mulq`` is not two ``vpmuludq``:
+   LLVM folds the pair into a ``vpmullq`` and a ``vpmuludq``.)
    The host must have AVX-512 F and IFMA (else the report says so and stops).
 3. The Poseidon2-16 lanes kernel (kernels/poseidon2_lanes.py) as numba compiles it (a
    child process with an empty NUMBA_CACHE_DIR, ``inspect_asm``): the full-round and the
