@@ -71,63 +71,57 @@ def _jit(text: str, name: str, argtypes, restype=ctypes.c_int64):
     return ctypes.CFUNCTYPE(restype, *argtypes)(ee.get_function_address(name))
 
 
-def clock_ghz(n: int = 100_000_000) -> float:
-    text = """
-define i64 @f(i64 %n) {
+def _chain_ghz(ty: str, operands: tuple, n: int) -> float:
+    """GHz read off a loop-carried chain of four one-cycle operations (xor, add, xor, add)
+    of type ``ty`` with these second operands: 4 n cycles at this clock."""
+    body = "\n".join(f"  %x{k + 1} = {op} {ty} %x{k}, {v}"
+                     for k, (op, v) in enumerate(zip(("xor", "add", "xor", "add"), operands)))
+    ret = ("  ret i64 %x4" if ty == "i64" else
+           f"  %e = bitcast {ty} %x4 to <8 x i64>\n  %e0 = extractelement <8 x i64> %e, i32 0\n"
+           "  ret i64 %e0")
+    text = f"""
+define i64 @f(i64 %n) #0 {{
 entry:
   br label %loop
 loop:
   %i = phi i64 [0, %entry], [%i1, %loop]
-  %x = phi i64 [1, %entry], [%x4, %loop]
-  %x1 = xor i64 %x, %i
-  %x2 = add i64 %x1, 7
-  %x3 = xor i64 %x2, 12345
-  %x4 = add i64 %x3, %i
+  %x0 = phi {ty} [{"1" if ty == "i64" else "zeroinitializer"}, %entry], [%x4, %loop]
+{body}
   %i1 = add i64 %i, 1
   %c = icmp ult i64 %i1, %n
   br i1 %c, label %loop, label %exit
 exit:
-  ret i64 %x4
-}"""
+{ret}
+}}
+attributes #0 = {{ "target-features"="{_FEATURES},-prefer-256-bit" "prefer-vector-width"="512" "min-legal-vector-width"="512" }}
+"""
     f = _jit(text, "f", [ctypes.c_int64])
     best = min(_timed(lambda: f(n)) for _ in range(3))
     return 4 * n / best / 1e9
 
 
+def clock_ghz(n: int = 100_000_000) -> float:
+    """The scalar clock: a dependent chain of 64-bit xors and adds."""
+    return _chain_ghz("i64", ("%i", "7", "12345", "%i"), n)
+
+
 def vector_clock_ghz(n: int = 50_000_000) -> float:
-    """The clock 512-bit code runs at: a dependent chain of ``zmm`` adds and xors (one
-    cycle each on Zen 4 and on Intel's cores).  It reads as the scalar clock on AMD; an
+    """The clock 512-bit code runs at: the same chain on ``zmm`` registers (one cycle an
+    operation on Zen 4 and on Intel's cores).  It reads as the scalar clock on AMD; an
     Intel Xeon lowers its clock while 512-bit instructions run (2.49 against 3.09 GHz on
     the Emerald Rapids of the twenty-ninth session), and the vector figures below are
     cycles of this clock."""
-    c = lambda k: "<" + ", ".join([f"i32 {k}"] * 16) + ">"
-    text = f"""
-define i64 @f(i64 %n, i64* %out) #0 {{
-entry:
-  br label %loop
-loop:
-  %i = phi i64 [0, %entry], [%i1, %loop]
-  %x = phi <16 x i32> [zeroinitializer, %entry], [%x4, %loop]
-  %x1 = add <16 x i32> %x, {c(3)}
-  %x2 = xor <16 x i32> %x1, {c(5)}
-  %x3 = add <16 x i32> %x2, {c(7)}
-  %x4 = xor <16 x i32> %x3, {c(9)}
-  %i1 = add i64 %i, 1
-  %c = icmp ult i64 %i1, %n
-  br i1 %c, label %loop, label %exit
-exit:
-  %e = bitcast <16 x i32> %x4 to <8 x i64>
-  %e0 = extractelement <8 x i64> %e, i32 0
-  store i64 %e0, i64* %out
-  ret i64 0
-}}
-attributes #0 = {{ "target-features"="{_FEATURES},-prefer-256-bit" "prefer-vector-width"="512" "min-legal-vector-width"="512" }}
-"""
-    import numpy as np
-    f = _jit(text, "f", [ctypes.c_int64, ctypes.c_void_p])
-    out = np.zeros(1, np.int64)
-    best = min(_timed(lambda: f(n, out.ctypes.data)) for _ in range(3))
-    return 4 * n / best / 1e9
+    splat = lambda k: "<" + ", ".join([f"i32 {k}"] * 16) + ">"
+    return _chain_ghz("<16 x i32>", tuple(splat(k) for k in (3, 5, 7, 9)), n)
+
+
+def cpu_flags() -> str:
+    """The flags line of /proc/cpuinfo ("" where there is none)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            return next((line for line in fh if line.startswith("flags")), "")
+    except OSError:
+        return ""
 
 
 def _timed(fn) -> float:
@@ -333,15 +327,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", help="write every figure here")
     args = ap.parse_args(argv)
-    flags = ""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("flags"):
-                    flags = line
-                    break
-    except OSError:
-        pass
+    flags = cpu_flags()
     if "avx512f" not in flags or "avx512ifma" not in flags:
         print("mul_ports: this host lacks AVX-512 F or IFMA; nothing to measure")
         return 1

@@ -20,8 +20,6 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 from steadfast.prover.api import Prover, ProverConfig
 from steadfast.rv32.blockfile import load_block
 
@@ -76,17 +74,18 @@ def test_the_example_block_in_epochs():
     _check("block epochs 2^10", _sha(proof))
 
 
-def test_the_hello_program():
+def _hello_input() -> bytes:
     with open(_path(HELLO_IN), "rb") as fh:
-        data = fh.read()
-    _check("hello default", _sha(_prover().prove_program(_path(HELLO), data)))
+        return fh.read()
+
+
+def test_the_hello_program():
+    _check("hello default", _sha(_prover().prove_program(_path(HELLO), _hello_input())))
 
 
 def test_the_hello_program_at_small():
-    with open(_path(HELLO_IN), "rb") as fh:
-        data = fh.read()
     p = Prover(ProverConfig.for_profile("small", backend="host"))
-    _check("hello small", _sha(p.prove_program(_path(HELLO), data)))
+    _check("hello small", _sha(p.prove_program(_path(HELLO), _hello_input())))
 
 
 def test_a_program_in_segments():
@@ -95,8 +94,7 @@ def test_a_program_in_segments():
     _check("sha256 abc segments 2^11", _sha(proof))
 
 
-@pytest.mark.parametrize("threads", ["1"])
-def test_the_example_block_on_one_thread(threads):
+def test_the_example_block_on_one_thread():
     """The same bytes from a process whose numba pool has one thread (this machine's
     tests run on two): the schedule is not in the proof."""
     code = ("import hashlib, sys\n"
@@ -104,7 +102,7 @@ def test_the_example_block_on_one_thread(threads):
             "from steadfast.rv32.blockfile import load_block\n"
             f"p = Prover(ProverConfig(backend='host')).prove_block(load_block({_path(BLOCK)!r}))\n"
             "sys.stdout.write(hashlib.sha256(p.to_bytes()).hexdigest())\n")
-    env = dict(os.environ, NUMBA_NUM_THREADS=threads)
+    env = dict(os.environ, NUMBA_NUM_THREADS="1")
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        timeout=600, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-2000:]

@@ -9,14 +9,6 @@ import pytest
 from bench import mul_ports as mp
 
 
-def _flags() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            return next((line for line in fh if line.startswith("flags")), "")
-    except OSError:
-        return ""
-
-
 @pytest.mark.parametrize("ops", mp.MIXES, ids=lambda ops: "+".join(ops))
 def test_every_mix_is_valid_ir(ops):
     import llvmlite.binding as llvm
@@ -50,9 +42,15 @@ def test_scalar_bound_arithmetic():
     assert mp.scalar_bound(rows[1:], kc) is None   # no scalar-alone mix: no bound
 
 
-@pytest.mark.skipif("avx512f" not in _flags(), reason="the mixes are 512-bit code")
+@pytest.mark.skipif("avx512f" not in mp.cpu_flags(), reason="the mixes are 512-bit code")
 @pytest.mark.parametrize("ops", [["mulq"], ["imul"], ["mulq", "imul"], ["xor"]],
                          ids=lambda ops: "+".join(ops))
 def test_a_tiny_mix_runs(ops):
     cyc = mp.mix_cycles(ops, 1.0, n=1000)
     assert cyc > 0
+
+
+@pytest.mark.skipif("avx512f" not in mp.cpu_flags(), reason="the vector chain is 512-bit code")
+def test_both_clocks_read_a_plausible_frequency():
+    for ghz in (mp.clock_ghz(2_000_000), mp.vector_clock_ghz(2_000_000)):
+        assert 0.3 < ghz < 8.0
